@@ -1,0 +1,411 @@
+#include "model/cell_config.h"
+
+#include <cctype>
+#include <cmath>
+#include <set>
+
+namespace onset::model {
+namespace {
+
+using nlohmann::json;
+
+// Reads the fields of one JSON object section; remembers the first error and rejects keys
+// that no reader asked for.
+class SectionReader {
+ public:
+  SectionReader(const json& j, std::string prefix, std::optional<FieldError>* error)
+      : j_(j), prefix_(std::move(prefix)), error_(error) {
+    if (!j_.is_null() && !j_.is_object()) Fail("", "must be a mapping");
+  }
+
+  void Int(const char* key, int* out, int64_t lo, int64_t hi) {
+    int64_t v = *out;
+    Int64(key, &v, lo, hi);
+    *out = static_cast<int>(v);
+  }
+
+  void Int64(const char* key, int64_t* out, int64_t lo, int64_t hi) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_number_integer()) return Fail(key, "must be an integer");
+    int64_t x = v->get<int64_t>();
+    if (x < lo || x > hi) return Fail(key, Range(lo, hi));
+    *out = x;
+  }
+
+  void Tokens(const char* key, int64_t* out, int64_t lo) {
+    const json* v = Find(key);
+    if (!v) return;
+    std::optional<int64_t> x;
+    if (v->is_number_integer()) {
+      x = v->get<int64_t>();
+    } else if (v->is_string()) {
+      x = ParseTokenCount(v->get<std::string>());
+    } else if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (d >= 0 && d == std::floor(d) && d < 9e18) x = static_cast<int64_t>(d);
+    }
+    if (!x) return Fail(key, "must be a token count like 250000, 250K, 1.5M or 2B");
+    if (*x < lo) return Fail(key, "must be at least " + std::to_string(lo));
+    *out = *x;
+  }
+
+  void Double(const char* key, double* out, double lo, double hi) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_number()) return Fail(key, "must be a number");
+    double x = v->get<double>();
+    if (!(x >= lo && x <= hi)) return Fail(key, Range(lo, hi));
+    *out = x;
+  }
+
+  void Bool(const char* key, bool* out) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_boolean()) return Fail(key, "must be true or false");
+    *out = v->get<bool>();
+  }
+
+  void String(const char* key, std::string* out) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_string()) return Fail(key, "must be a string");
+    *out = v->get<std::string>();
+  }
+
+  void IntList(const char* key, std::vector<int>* out, int lo, int hi) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_array()) return Fail(key, "must be a list of integers");
+    std::vector<int> xs;
+    for (const json& e : *v) {
+      if (!e.is_number_integer() || e.get<int64_t>() < lo || e.get<int64_t>() > hi)
+        return Fail(key, "every entry " + Range(lo, hi));
+      xs.push_back(e.get<int>());
+    }
+    *out = std::move(xs);
+  }
+
+  void DoubleList(const char* key, std::vector<double>* out, double lo, double hi) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_array()) return Fail(key, "must be a list of numbers");
+    std::vector<double> xs;
+    for (const json& e : *v) {
+      if (!e.is_number() || !(e.get<double>() >= lo && e.get<double>() <= hi))
+        return Fail(key, "every entry " + Range(lo, hi));
+      xs.push_back(e.get<double>());
+    }
+    *out = std::move(xs);
+  }
+
+  // Call after every field was read: any key left over is unknown.
+  void RejectUnknown() {
+    if (!j_.is_object()) return;
+    for (const auto& [key, value] : j_.items()) {
+      if (!seen_.count(key)) Fail(key, "unknown key");
+    }
+  }
+
+  void Fail(const std::string& key, const std::string& message) {
+    if (*error_) return;
+    std::string path = prefix_;
+    if (!key.empty()) path += (path.empty() ? "" : ".") + key;
+    *error_ = FieldError{path, message};
+  }
+
+ private:
+  const json* Find(const char* key) {
+    seen_.insert(key);
+    if (!j_.is_object()) return nullptr;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  template <typename T>
+  static std::string Range(T lo, T hi) {
+    return "must be between " + Num(lo) + " and " + Num(hi);
+  }
+  static std::string Num(int x) { return std::to_string(x); }
+  static std::string Num(int64_t x) { return std::to_string(x); }
+  static std::string Num(double x) {
+    json j = x;
+    return j.dump();
+  }
+
+  const json& j_;
+  std::string prefix_;
+  std::optional<FieldError>* error_;
+  std::set<std::string> seen_;
+};
+
+const json& Section(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+}  // namespace
+
+int ModelConfig::resolved_mlp_hidden() const {
+  if (mlp_hidden > 0) return mlp_hidden;
+  int h = (8 * d_model + 2) / 3;
+  return (h + 31) / 32 * 32;
+}
+
+bool ModelConfig::HasSliding() const { return pattern.find(kSlidingWindow) != std::string::npos; }
+
+bool ModelConfig::LayerUsesRope(int i) const {
+  if (pos == kPosNope) return false;
+  if (pos == kPosNopeFull) return pattern.at(i) != kFullAttention;
+  return true;
+}
+
+int64_t TrainConfig::resolved_warmup_tokens() const {
+  return warmup_tokens > 0 ? warmup_tokens : tokens / 20;
+}
+
+int DataConfig::resolved_max_distance(int seq_len) const {
+  return max_distance > 0 ? max_distance : seq_len;
+}
+
+int64_t EvalConfig::resolved_every_tokens(int64_t budget) const {
+  return every_tokens > 0 ? every_tokens : std::max<int64_t>(1, budget / 4);
+}
+
+std::vector<int> EvalConfig::resolved_niah_lengths(int seq_len) const {
+  if (!niah_lengths.empty()) return niah_lengths;
+  return {seq_len / 2, seq_len, 2 * seq_len};
+}
+
+std::optional<int64_t> ParseTokenCount(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::string digits = text;
+  double scale = 1;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'B') {
+    scale = last == 'K' ? 1e3 : last == 'M' ? 1e6 : 1e9;
+    digits.pop_back();
+  }
+  if (digits.empty()) return std::nullopt;
+  int dots = 0;
+  for (char c : digits) {
+    if (c == '.') {
+      ++dots;
+    } else if (!std::isdigit(static_cast<unsigned char>(c)) && c != '_') {
+      return std::nullopt;
+    }
+  }
+  if (dots > 1) return std::nullopt;
+  std::string clean;
+  for (char c : digits) {
+    if (c != '_') clean += c;
+  }
+  if (clean.empty() || clean == ".") return std::nullopt;
+  double value = std::stod(clean) * scale;
+  if (value > 9e18 || value != std::floor(value)) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+std::optional<std::string> ResolvePattern(const std::string& arch, int layers,
+                                          std::string* pattern) {
+  std::string unit;
+  if (arch == "full") {
+    unit = "F";
+  } else if (arch == "swa" || arch.rfind("swa:", 0) == 0) {
+    int ratio = 3;
+    if (arch.size() > 4) {
+      const std::string r = arch.substr(4);
+      if (r.empty() || r.size() > 3 ||
+          r.find_first_not_of("0123456789") != std::string::npos || std::stoi(r) < 1) {
+        return "ratio in '" + arch + "' must be a positive integer, e.g. swa:3";
+      }
+      ratio = std::stoi(r);
+    }
+    unit = std::string(ratio, kSlidingWindow) + kFullAttention;
+  } else {
+    for (char c : arch) {
+      if (c != kFullAttention && c != kSlidingWindow) {
+        return "unknown arch '" + arch +
+               "': expected full, swa, swa:R or a pattern of F/S letters such as SSSF";
+      }
+    }
+    if (arch.empty()) return std::string("arch must not be empty");
+    unit = arch;
+  }
+  if (layers % static_cast<int>(unit.size()) != 0) {
+    return "arch '" + arch + "' repeats a group of " + std::to_string(unit.size()) +
+           " layers, which does not divide model.layers = " + std::to_string(layers);
+  }
+  pattern->clear();
+  for (int i = 0; i < layers / static_cast<int>(unit.size()); ++i) *pattern += unit;
+  return std::nullopt;
+}
+
+std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
+  std::optional<FieldError> error;
+  CellConfig c;
+  if (!j.is_object()) return FieldError{"", "cell config must be a JSON object"};
+
+  if (auto it = j.find("study"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return FieldError{"study", "must be a string"};
+    c.study = it->get<std::string>();
+  }
+
+  SectionReader m(Section(j, "model"), "model", &error);
+  ModelConfig& mc = c.model;
+  m.Int("layers", &mc.layers, 1, 256);
+  m.Int("d_model", &mc.d_model, 8, 65536);
+  m.Int("heads", &mc.heads, 1, 1024);
+  m.Int("mlp_hidden", &mc.mlp_hidden, 0, 1 << 20);
+  m.Int("seq_len", &mc.seq_len, 8, 1 << 22);
+  m.Double("rope_base", &mc.rope_base, 1.0, 1e12);
+  m.Bool("tie_embeddings", &mc.tie_embeddings);
+  m.Bool("qk_norm", &mc.qk_norm);
+  m.Double("init_std", &mc.init_std, 1e-6, 1.0);
+  m.String("arch", &mc.arch);
+  std::string written_pattern;
+  m.String("pattern", &written_pattern);
+  m.Int("window", &mc.window, 0, 1 << 22);
+  m.String("pos", &mc.pos);
+  m.RejectUnknown();
+  if (!error && mc.d_model % mc.heads != 0) m.Fail("heads", "must divide d_model");
+  if (!error && mc.head_dim() % 2 != 0) m.Fail("heads", "d_model / heads must be even (RoPE)");
+  if (!error) {
+    if (auto e = ResolvePattern(mc.arch, mc.layers, &mc.pattern)) m.Fail("arch", *e);
+  }
+  if (!error && !written_pattern.empty() && written_pattern != mc.pattern) {
+    m.Fail("pattern", "'" + written_pattern + "' disagrees with arch '" + mc.arch +
+                          "' (resolved to '" + mc.pattern + "'); leave it out");
+  }
+  if (!error && mc.pos != kPosRope && mc.pos != kPosNopeFull && mc.pos != kPosNope) {
+    m.Fail("pos", "unknown positional scheme '" + mc.pos + "': expected rope, nope-full or nope");
+  }
+  if (!error) {
+    if (mc.HasSliding()) {
+      if (mc.window < 1) m.Fail("window", "is required (>= 1) for an arch with S layers");
+    } else {
+      mc.window = 0;  // a window means nothing without S layers; keeps the hash free of it
+    }
+  }
+
+  SectionReader t(Section(j, "train"), "train", &error);
+  TrainConfig& tc = c.train;
+  t.Tokens("tokens", &tc.tokens, 1);
+  t.Tokens("batch_tokens", &tc.batch_tokens, 1);
+  t.Int("micro_batch", &tc.micro_batch, 1, 1 << 16);
+  t.Double("lr", &tc.lr, 0.0, 10.0);
+  t.Double("min_lr_ratio", &tc.min_lr_ratio, 0.0, 1.0);
+  t.Tokens("warmup_tokens", &tc.warmup_tokens, 0);
+  t.Double("weight_decay", &tc.weight_decay, 0.0, 10.0);
+  t.Double("beta1", &tc.beta1, 0.0, 0.999999);
+  t.Double("beta2", &tc.beta2, 0.0, 0.999999);
+  t.Double("grad_clip", &tc.grad_clip, 0.0, 1e6);
+  t.Int64("seed", &tc.seed, 0, int64_t{1} << 53);
+  t.Int("log_every_steps", &tc.log_every_steps, 1, 1 << 20);
+  t.Int("threads", &tc.threads, 0, 1024);
+  t.RejectUnknown();
+  if (!error && tc.batch_tokens < mc.seq_len) {
+    t.Fail("batch_tokens", "must be at least model.seq_len = " + std::to_string(mc.seq_len));
+  }
+  if (!error && tc.resolved_warmup_tokens() >= tc.tokens) {
+    t.Fail("warmup_tokens", "must be smaller than train.tokens");
+  }
+
+  SectionReader d(Section(j, "data"), "data", &error);
+  DataConfig& dc = c.data;
+  d.String("kind", &dc.kind);
+  d.Int("markov_branching", &dc.markov_branching, 1, 256);
+  d.Double("zipf_exponent", &dc.zipf_exponent, 0.0, 10.0);
+  d.Double("records_per_seq", &dc.records_per_seq, 0.0, 1e6);
+  d.Int("key_len", &dc.key_len, 1, 64);
+  d.Int("value_len", &dc.value_len, 1, 64);
+  d.Int("min_distance", &dc.min_distance, 1, 1 << 22);
+  d.Int("max_distance", &dc.max_distance, 0, 1 << 22);
+  d.Int64("seed", &dc.seed, 0, int64_t{1} << 53);
+  d.RejectUnknown();
+  if (!error && dc.kind != "synthetic") d.Fail("kind", "unknown data kind '" + dc.kind + "': expected synthetic");
+  if (!error && dc.resolved_max_distance(mc.seq_len) < dc.min_distance) {
+    d.Fail("max_distance", "must be at least data.min_distance");
+  }
+  if (!error && dc.min_distance < dc.key_len + 2) {
+    d.Fail("min_distance", "must leave room for the record: at least key_len + 2");
+  }
+
+  SectionReader e(Section(j, "eval"), "eval", &error);
+  EvalConfig& ec = c.eval;
+  e.Tokens("every_tokens", &ec.every_tokens, 0);
+  e.Int("heldout_seqs", &ec.heldout_seqs, 0, 1 << 20);
+  e.IntList("niah_lengths", &ec.niah_lengths, 16, 1 << 22);
+  e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
+  e.Int("niah_samples", &ec.niah_samples, 0, 1 << 20);
+  e.RejectUnknown();
+
+  // Top-level keys: the sections plus `study`.
+  if (!error) {
+    for (const auto& [key, value] : j.items()) {
+      if (key != "study" && key != "model" && key != "train" && key != "data" && key != "eval") {
+        error = FieldError{key, "unknown key"};
+        break;
+      }
+    }
+  }
+  if (error) return error;
+  *out = std::move(c);
+  return std::nullopt;
+}
+
+nlohmann::json CellConfig::ToJson() const {
+  json j;
+  j["study"] = study;
+  j["model"] = {{"layers", model.layers},
+                {"d_model", model.d_model},
+                {"heads", model.heads},
+                {"mlp_hidden", model.resolved_mlp_hidden()},
+                {"seq_len", model.seq_len},
+                {"rope_base", model.rope_base},
+                {"tie_embeddings", model.tie_embeddings},
+                {"qk_norm", model.qk_norm},
+                {"init_std", model.init_std},
+                {"arch", model.arch},
+                {"pattern", model.pattern},
+                {"window", model.window},
+                {"pos", model.pos}};
+  j["train"] = {{"tokens", train.tokens},
+                {"batch_tokens", train.batch_tokens},
+                {"micro_batch", train.micro_batch},
+                {"lr", train.lr},
+                {"min_lr_ratio", train.min_lr_ratio},
+                {"warmup_tokens", train.resolved_warmup_tokens()},
+                {"weight_decay", train.weight_decay},
+                {"beta1", train.beta1},
+                {"beta2", train.beta2},
+                {"grad_clip", train.grad_clip},
+                {"seed", train.seed},
+                {"log_every_steps", train.log_every_steps},
+                {"threads", train.threads}};
+  j["data"] = {{"kind", data.kind},
+               {"markov_branching", data.markov_branching},
+               {"zipf_exponent", data.zipf_exponent},
+               {"records_per_seq", data.records_per_seq},
+               {"key_len", data.key_len},
+               {"value_len", data.value_len},
+               {"min_distance", data.min_distance},
+               {"max_distance", data.resolved_max_distance(model.seq_len)},
+               {"seed", data.seed}};
+  j["eval"] = {{"every_tokens", eval.resolved_every_tokens(train.tokens)},
+               {"heldout_seqs", eval.heldout_seqs},
+               {"niah_lengths", eval.resolved_niah_lengths(model.seq_len)},
+               {"niah_depths", eval.niah_depths},
+               {"niah_samples", eval.niah_samples}};
+  return j;
+}
+
+std::string CellConfig::CanonicalText() const {
+  // nlohmann's json keeps object keys sorted, so dump() is canonical.
+  return ToJson().dump();
+}
+
+}  // namespace onset::model

@@ -1,0 +1,132 @@
+// The resolved configuration of one cell: everything onset-train needs to train it.
+//
+// This is the contract between the coordinator (which expands a study grid into cells and
+// content-addresses each cell by the canonical JSON of this config) and the trainer (which reads
+// the same JSON). It depends on nlohmann::json only, never on LibTorch, gRPC or YAML.
+//
+// Canonical form: ToJson() writes every field, defaults included, with derived values resolved
+// (the per-layer pattern, window 0 when the pattern has no sliding-window layer), so two configs
+// that train the same model the same way serialise identically.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace onset::model {
+
+// Layer mixers, one letter per layer in ModelConfig::pattern.
+inline constexpr char kFullAttention = 'F';
+inline constexpr char kSlidingWindow = 'S';
+
+// Positional schemes of the `pos` axis (SCIENCE.md).
+inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
+inline constexpr const char* kPosNopeFull = "nope-full"; // NoPE in F layers, RoPE elsewhere
+inline constexpr const char* kPosNope = "nope";          // no positional encoding anywhere
+
+struct ModelConfig {
+  int layers = 4;
+  int d_model = 128;
+  int heads = 4;
+  int mlp_hidden = 0;         // 0 = 8/3 d_model rounded up to a multiple of 32 (SwiGLU)
+  int seq_len = 256;          // training context length, tokens
+  double rope_base = 10000.0;
+  bool tie_embeddings = true;
+  bool qk_norm = true;        // RMSNorm on queries and keys (keeps NoPE stable)
+  double init_std = 0.02;
+  // `arch` as written in the study: "full", "swa" (= ratio 3), "swa:R" (R sliding-window layers
+  // then one full layer, repeated), or an explicit pattern of F/S letters whose length divides
+  // `layers` (repeated to fill them).
+  std::string arch = "full";
+  std::string pattern;        // resolved, one letter per layer, e.g. "SSSF"
+  int window = 0;             // sliding window w: query i sees keys j with i - w < j <= i
+  std::string pos = kPosRope;
+
+  int head_dim() const { return d_model / heads; }
+  int resolved_mlp_hidden() const;
+  bool HasSliding() const;
+  // Whether layer `i` (0-based) applies RoPE under `pos`.
+  bool LayerUsesRope(int i) const;
+};
+
+struct TrainConfig {
+  int64_t tokens = 1'000'000;     // training budget, tokens
+  int64_t batch_tokens = 8192;    // tokens per optimizer step (micro-batches accumulate to it)
+  int micro_batch = 8;            // sequences per forward/backward
+  double lr = 3e-3;               // peak learning rate
+  double min_lr_ratio = 0.1;      // cosine floor as a fraction of lr
+  int64_t warmup_tokens = 0;      // 0 = 5% of tokens
+  double weight_decay = 0.1;      // AdamW, not applied to norms, biases, embeddings
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double grad_clip = 1.0;         // global L2 norm; 0 disables
+  int64_t seed = 0;               // fixes initialisation and data order
+  int log_every_steps = 5;        // train/loss cadence
+  int threads = 0;                // intra-op CPU threads, 0 = LibTorch's default
+
+  int64_t resolved_warmup_tokens() const;
+};
+
+// The built-in synthetic stream (SCIENCE.md, "Data that makes retrieval learnable"): a sparse
+// Markov-chain background over the 256 byte tokens with Zipf-like marginals, into which
+// key -> value records are inserted and later queried.
+struct DataConfig {
+  std::string kind = "synthetic";
+  int markov_branching = 8;       // successors per background token
+  double zipf_exponent = 1.1;     // marginal skew of the background
+  double records_per_seq = 2.0;   // mean record/query pairs per training sequence
+  int key_len = 2;
+  int value_len = 3;
+  int min_distance = 8;           // record-to-query distance, log-uniform over [min, max]
+  int max_distance = 0;           // 0 = seq_len
+  int64_t seed = 0;               // the background chain's seed (shared by all cells)
+
+  int resolved_max_distance(int seq_len) const;
+};
+
+struct EvalConfig {
+  int64_t every_tokens = 0;             // 0 = 4 eval points over the budget (plus the end)
+  int heldout_seqs = 16;                // sequences of held-out loss
+  std::vector<int> niah_lengths;        // empty = {seq_len / 2, seq_len, 2 * seq_len}
+  std::vector<double> niah_depths = {0.1, 0.5, 0.9};
+  int niah_samples = 4;                 // per (length, depth)
+
+  int64_t resolved_every_tokens(int64_t budget) const;
+  std::vector<int> resolved_niah_lengths(int seq_len) const;
+};
+
+struct CellConfig {
+  std::string study;
+  ModelConfig model;
+  TrainConfig train;
+  DataConfig data;
+  EvalConfig eval;
+
+  // Canonical JSON with every field written and derived fields resolved.
+  nlohmann::json ToJson() const;
+  // Compact canonical text (sorted keys), the input of the content hash.
+  std::string CanonicalText() const;
+};
+
+// A problem with one field: `path` is the dotted key ("train.lr"), empty for the whole config.
+struct FieldError {
+  std::string path;
+  std::string message;
+  std::string ToString() const { return path.empty() ? message : path + ": " + message; }
+};
+
+// Reads a cell config from JSON, fills defaults, resolves derived fields and validates.
+// Unknown keys are errors. Token counts accept integers or strings with a K/M/B suffix.
+std::optional<FieldError> ParseCellConfig(const nlohmann::json& j, CellConfig* out);
+
+// "250K" -> 250000, "1.5M" -> 1500000, "2B" -> 2000000000, "1000" -> 1000. Suffixes are
+// decimal (K = 1e3). Returns nullopt on anything else (negative, fractional tokens, junk).
+std::optional<int64_t> ParseTokenCount(const std::string& text);
+
+// Resolves an `arch` value into a per-layer pattern for `layers` layers, or an error message.
+std::optional<std::string> ResolvePattern(const std::string& arch, int layers, std::string* pattern);
+
+}  // namespace onset::model
