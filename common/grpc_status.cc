@@ -1,0 +1,30 @@
+#include "common/grpc_status.h"
+
+#include <string>
+
+namespace onset::common {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view rpc,
+                            std::string_view peer) {
+  if (status.ok()) return absl::OkStatus();
+  std::string message(rpc);
+  message += " to ";
+  message += peer;
+  message += ": ";
+  message += status.error_message();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
+}
+
+}  // namespace onset::common

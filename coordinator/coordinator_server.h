@@ -1,0 +1,47 @@
+// The coordinator as an object: store, scheduler and both gRPC services on one port.
+// onsetd's main wires flags into ServerConfig and runs one; `onset run` embeds one in-process.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace onset::coordinator {
+
+struct ServerConfig {
+  std::string db_path;                          // SQLite file, created (with parents) if missing
+  std::string listen = "127.0.0.1:7070";        // host:port; port 0 picks a free port
+  std::chrono::milliseconds lease_ttl{30'000};  // a lease not renewed for this long expires
+  std::chrono::milliseconds heartbeat_interval{5'000};  // advertised to workers
+  // Embedded single-machine mode: no worker outlives the coordinator, so cells left `running`
+  // by a previous process are requeued at once instead of waiting for their leases to expire.
+  bool requeue_running_on_start = false;
+
+  // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval".
+  absl::Status Validate() const;
+};
+
+class CoordinatorServer {
+ public:
+  // Opens (and migrates) the database, binds the port and starts serving.
+  // Errors: InvalidArgument for a bad config, Unavailable when the port cannot be bound,
+  // Internal/FailedPrecondition for database problems (message names the file).
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const ServerConfig& config);
+
+  virtual ~CoordinatorServer() = default;
+
+  // The address actually bound, "127.0.0.1:PORT" (the real port when 0 was asked for).
+  virtual const std::string& address() const = 0;
+
+  // Stops accepting calls, lets in-flight calls finish, stops the lease sweeper and closes the
+  // database. Idempotent; thread-safe; also run by the destructor of the implementation.
+  virtual void Shutdown() = 0;
+
+  // Blocks until Shutdown() has completed.
+  virtual void Wait() = 0;
+};
+
+}  // namespace onset::coordinator

@@ -1,0 +1,139 @@
+#include "coordinator/lease_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/status_macros.h"
+
+namespace onset::coordinator {
+namespace {
+
+std::string Describe(const std::string& lease_id, const std::string& cell_id, int attempt) {
+  return "lease " + lease_id + " (cell " + cell_id + ", attempt " + std::to_string(attempt) + ")";
+}
+
+}  // namespace
+
+LeaseManager::LeaseManager(Store* store, const common::Clock* clock,
+                           std::chrono::milliseconds ttl)
+    : store_(store), clock_(clock), ttl_(ttl) {}
+
+absl::Status LeaseManager::Recover(bool requeue_running) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(std::vector<RunningAttempt> running, store_->RunningAttempts());
+  const auto deadline = clock_->MonotonicNow() + ttl_;
+  for (const RunningAttempt& a : running) {
+    if (requeue_running) {
+      ONSET_RETURN_IF_ERROR(store_->RequeueAttempt(
+          a.lease_id, "coordinator restarted while the attempt was running"));
+      spdlog::info("requeued cell {} of study {}: {} was running at restart", a.cell_id, a.study,
+                   Describe(a.lease_id, a.cell_id, a.attempt));
+    } else {
+      leases_[a.lease_id] = Lease{a.worker_id, a.study, a.cell_id, a.attempt, deadline};
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(const std::string& worker_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(std::optional<ClaimedJob> job, store_->ClaimNextCell(worker_id));
+  if (job) {
+    leases_[job->lease_id] = Lease{worker_id, job->study, job->cell_id, job->attempt,
+                                   clock_->MonotonicNow() + ttl_};
+  }
+  return job;
+}
+
+absl::StatusOr<LeaseManager::Lease*> LeaseManager::Check(const std::string& worker_id,
+                                                         const std::string& lease_id) {
+  auto it = leases_.find(lease_id);
+  if (it == leases_.end()) {
+    return absl::FailedPreconditionError("lease " + lease_id +
+                                         " is unknown or has expired; stop the job");
+  }
+  Lease& lease = it->second;
+  const std::string what = Describe(lease_id, lease.cell_id, lease.attempt);
+  if (lease.worker_id != worker_id) {
+    return absl::FailedPreconditionError(what + " is held by worker " + lease.worker_id +
+                                         ", not " + worker_id + "; stop the job");
+  }
+  if (clock_->MonotonicNow() > lease.deadline) {
+    // Expire now rather than waiting for the sweeper, so the answer is final.
+    if (absl::Status s = Expire(lease_id, lease); !s.ok()) return s;
+    return absl::FailedPreconditionError(what + " has expired; the cell was requeued; stop the "
+                                                "job");
+  }
+  return &lease;
+}
+
+void LeaseManager::ForgetIfEnded(const std::string& lease_id, const absl::Status& status) {
+  if (absl::IsFailedPrecondition(status)) leases_.erase(lease_id);
+}
+
+absl::Status LeaseManager::Heartbeat(const std::string& worker_id, const std::string& lease_id,
+                                     int64_t tokens_done, double tokens_per_second) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(Lease * lease, Check(worker_id, lease_id));
+  absl::Status s = store_->RecordProgress(lease_id, tokens_done, tokens_per_second);
+  ForgetIfEnded(lease_id, s);
+  if (!s.ok()) return s;
+  lease->deadline = clock_->MonotonicNow() + ttl_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,
+                                                const std::string& lease_id,
+                                                const std::vector<MetricPoint>& points) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
+  absl::StatusOr<int> n = store_->AddMetrics(lease_id, points);
+  ForgetIfEnded(lease_id, n.status());
+  return n;
+}
+
+absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::string& lease_id,
+                                     const AttemptEnd& end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
+  absl::Status s = store_->FinishAttempt(lease_id, end);
+  if (s.ok() || absl::IsFailedPrecondition(s)) leases_.erase(lease_id);
+  return s;
+}
+
+absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& lease) {
+  const std::string what = Describe(lease_id, lease.cell_id, lease.attempt);
+  absl::Status s = store_->RequeueAttempt(
+      lease_id, "lease expired: no heartbeat from worker " + lease.worker_id + " for " +
+                    std::to_string(ttl_.count()) + " ms");
+  if (s.ok()) {
+    spdlog::warn("{} of study {} expired (worker {}); cell requeued", what, lease.study,
+                 lease.worker_id);
+  } else if (!absl::IsFailedPrecondition(s)) {
+    spdlog::error("expiring {}: {}", what, s.ToString());
+    return s;
+  }
+  leases_.erase(lease_id);  // invalidates `lease`
+  return absl::OkStatus();
+}
+
+int LeaseManager::ExpireLeases() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = clock_->MonotonicNow();
+  std::vector<std::string> expired;
+  for (const auto& [id, lease] : leases_) {
+    if (now > lease.deadline) expired.push_back(id);
+  }
+  int count = 0;
+  for (const std::string& id : expired) {
+    Lease lease = leases_.at(id);
+    if (Expire(id, lease).ok()) ++count;
+  }
+  return count;
+}
+
+size_t LeaseManager::ActiveLeases() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leases_.size();
+}
+
+}  // namespace onset::coordinator

@@ -1,0 +1,84 @@
+// Leases: which worker runs which attempt, and until when. A lease lives for `ttl` after it was
+// granted or last renewed by a heartbeat; past that it expires, its attempt ends as "lost" and
+// the cell is queued again. Deadlines are monotonic times from the injected Clock and live only
+// in memory; the Store holds the attempts themselves.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "coordinator/store.h"
+
+namespace onset::coordinator {
+
+// Thread-safe: all methods may be called concurrently (gRPC handler threads and the sweeper).
+// The state is guarded by one mutex, held across the store call of each operation so that an
+// expiry and a renewal of the same lease cannot interleave.
+class LeaseManager {
+ public:
+  // `store` and `clock` must outlive the manager. `ttl` > 0.
+  LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl);
+
+  // Adopts the attempts the store says are running (after a restart): each gets a fresh
+  // deadline of now + ttl, so a worker that is still running it can resume heartbeating; with
+  // `requeue_running` they are instead ended as lost and their cells requeued at once.
+  absl::Status Recover(bool requeue_running);
+
+  // Claims the next queued cell for `worker_id`. nullopt when nothing is queued.
+  // FailedPrecondition for an unregistered worker.
+  absl::StatusOr<std::optional<ClaimedJob>> LeaseJob(const std::string& worker_id);
+
+  // The following fail with FailedPrecondition when the lease is unknown, expired, or held by
+  // another worker: the worker must stop that job.
+
+  // Renews the lease to now + ttl and records progress.
+  absl::Status Heartbeat(const std::string& worker_id, const std::string& lease_id,
+                         int64_t tokens_done, double tokens_per_second);
+  // Stores the points (idempotent); returns how many were accepted.
+  absl::StatusOr<int> ReportMetrics(const std::string& worker_id, const std::string& lease_id,
+                                    const std::vector<MetricPoint>& points);
+  // Ends the attempt and releases the lease.
+  absl::Status FinishJob(const std::string& worker_id, const std::string& lease_id,
+                         const AttemptEnd& end);
+
+  // Expires every lease whose deadline has passed on the clock: ends its attempt as lost and
+  // requeues the cell. Returns how many leases expired. Store failures leave the lease in place
+  // for the next call.
+  int ExpireLeases();
+
+  std::chrono::milliseconds ttl() const { return ttl_; }
+  size_t ActiveLeases() const;
+
+ private:
+  struct Lease {
+    std::string worker_id;
+    std::string study;
+    std::string cell_id;
+    int attempt = 0;
+    common::Clock::MonotonicTime deadline;
+  };
+
+  // The lease if `worker_id` holds it and it has not expired; an expired one is expired here.
+  // Caller holds mu_.
+  absl::StatusOr<Lease*> Check(const std::string& worker_id, const std::string& lease_id);
+  // Drops the lease when the store says its attempt is gone. Caller holds mu_.
+  void ForgetIfEnded(const std::string& lease_id, const absl::Status& status);
+  absl::Status Expire(const std::string& lease_id, const Lease& lease);
+
+  Store* const store_;
+  const common::Clock* const clock_;
+  const std::chrono::milliseconds ttl_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Lease> leases_;  // by lease id; guarded by mu_
+};
+
+}  // namespace onset::coordinator

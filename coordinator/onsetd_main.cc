@@ -1,0 +1,86 @@
+// onsetd: the coordinator daemon. Parses flags, starts a CoordinatorServer, waits for SIGINT or
+// SIGTERM, shuts down cleanly.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <pthread.h>
+
+#include "coordinator/coordinator_server.h"
+
+namespace {
+
+// Writes `text` to `path` atomically (temp file + rename) so a reader never sees a partial
+// address.
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text << "\n";
+    if (!out.good()) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("onsetd"));
+
+  onset::coordinator::ServerConfig config;
+  int64_t lease_ttl_ms = config.lease_ttl.count();
+  int64_t heartbeat_ms = config.heartbeat_interval.count();
+  std::string address_file;
+
+  CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
+  app.add_option("--db", config.db_path, "SQLite database file (created if missing)")
+      ->required();
+  app.add_option("--listen", config.listen, "host:port to serve on; port 0 picks a free port")
+      ->capture_default_str();
+  app.add_option("--lease-ttl-ms", lease_ttl_ms,
+                 "a lease not renewed by a heartbeat for this long expires")
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval-ms", heartbeat_ms, "heartbeat interval told to workers")
+      ->capture_default_str();
+  app.add_flag("--requeue-running", config.requeue_running_on_start,
+               "requeue cells left running by a previous process instead of waiting for their "
+               "leases");
+  app.add_option("--address-file", address_file,
+                 "write the bound host:port here once serving (for port 0)");
+  CLI11_PARSE(app, argc, argv);
+  config.lease_ttl = std::chrono::milliseconds(lease_ttl_ms);
+  config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+
+  // Block the shutdown signals before any thread starts, so every thread inherits the mask and
+  // only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = onset::coordinator::CoordinatorServer::Start(config);
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  spdlog::info("onsetd listening on {}", (*server)->address());
+  if (!address_file.empty() && !WriteFileAtomically(address_file, (*server)->address())) {
+    spdlog::error("cannot write --address-file {}", address_file);
+    (*server)->Shutdown();
+    return 1;
+  }
+
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("received {}, shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->Shutdown();
+  spdlog::info("onsetd stopped");
+  return 0;
+}

@@ -1,0 +1,435 @@
+#include "coordinator/sqlite_store.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/random_id.h"
+#include "common/status_macros.h"
+#include "db/schema.h"
+
+namespace onset::coordinator {
+namespace {
+
+constexpr int kLeaseIdBytes = 16;
+constexpr int kWorkerIdBytes = 8;
+// Stored text is capped so one chatty failure cannot bloat the database.
+constexpr size_t kMaxReasonBytes = 4 * 1024;
+constexpr size_t kMaxStderrTailBytes = 64 * 1024;
+
+// The columns CellInfo is read from, in order; `c` is cells, `s` is studies.
+constexpr const char* kCellColumns = R"sql(
+  c.hash, s.name, c.axes_json, c.state, c.tokens_done, c.tokens_budget, c.latest_loss,
+  (SELECT COUNT(*) FROM attempts a WHERE a.cell_id = c.id),
+  COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
+            FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
+            ORDER BY a.attempt DESC LIMIT 1), ''),
+  c.tokens_per_second)sql";
+
+CellInfo ReadCell(const db::Statement& row) {
+  CellInfo cell;
+  cell.id = row.Text(0);
+  cell.study = row.Text(1);
+  // axes_json is written by AddStudy from a string map; anything else is a corrupted row,
+  // which we show as no axes rather than failing the whole listing.
+  nlohmann::json axes = nlohmann::json::parse(row.Text(2), nullptr, /*allow_exceptions=*/false);
+  if (axes.is_object()) {
+    for (const auto& [k, v] : axes.items()) {
+      if (v.is_string()) cell.axes[k] = v.get<std::string>();
+    }
+  }
+  cell.state = CellStateFromName(row.Text(3)).value_or(CellState::kQueued);
+  cell.tokens_done = row.Int(4);
+  cell.tokens_budget = row.Int(5);
+  if (!row.IsNull(6)) cell.latest_loss = row.Double(6);
+  cell.attempts = static_cast<int>(row.Int(7));
+  cell.last_error = row.Text(8);
+  cell.tokens_per_second = row.Double(9);
+  return cell;
+}
+
+std::string Tail(const std::string& s, size_t max) {
+  return s.size() <= max ? s : s.substr(s.size() - max);
+}
+
+absl::Status CreateParentDirectories(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return absl::OkStatus();
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return absl::OkStatus();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    return absl::UnavailableError("cannot create directory " + parent.string() +
+                                  " for database " + path + ": " + ec.message());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               const common::Clock& clock) {
+  ONSET_RETURN_IF_ERROR(CreateParentDirectories(path));
+  ONSET_ASSIGN_OR_RETURN(std::unique_ptr<db::Connection> db, db::OpenDatabase(path));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), clock));
+}
+
+// ----- studies ---------------------------------------------------------------------------------
+
+absl::StatusOr<int64_t> SqliteStore::StudyId(const std::string& name) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db_->Prepare("SELECT id FROM studies WHERE name = ?"));
+  stmt.BindAll(name);
+  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return absl::NotFoundError("no study named '" + name + "'");
+  return stmt.Int(0);
+}
+
+absl::StatusOr<StudyInfo> SqliteStore::LoadStudy(int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db_->Prepare("SELECT name, description, source_name, source_yaml, "
+                                      "created_at FROM studies WHERE id = ?"));
+  stmt.BindAll(study_id);
+  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return absl::NotFoundError("no study with id " + std::to_string(study_id));
+  StudyInfo info;
+  info.name = stmt.Text(0);
+  info.description = stmt.Text(1);
+  info.source_name = stmt.Text(2);
+  info.source_yaml = stmt.Text(3);
+  info.created_unix_ms = stmt.Int(4);
+
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement counts,
+      db_->Prepare("SELECT state, COUNT(*) FROM cells WHERE study_id = ? GROUP BY state"));
+  counts.BindAll(study_id);
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool more, counts.Step());
+    if (!more) break;
+    info.cells_by_state[counts.Text(0)] = static_cast<int>(counts.Int(1));
+    info.cells_total += static_cast<int>(counts.Int(1));
+  }
+  return info;
+}
+
+absl::StatusOr<std::vector<CellInfo>> SqliteStore::LoadCells(int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare(std::string("SELECT ") + kCellColumns +
+                   " FROM cells c JOIN studies s ON s.id = c.study_id"
+                   " WHERE c.study_id = ? ORDER BY c.id"));
+  stmt.BindAll(study_id);
+  std::vector<CellInfo> cells;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return cells;
+    cells.push_back(ReadCell(stmt));
+  }
+}
+
+absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  AddStudyResult result;
+  int64_t study_id = 0;
+  {
+    ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+    absl::StatusOr<int64_t> existing = StudyId(study.name);
+    if (existing.ok()) {
+      study_id = *existing;
+      ONSET_ASSIGN_OR_RETURN(db::Statement update,
+                             db_->Prepare("UPDATE studies SET description = ?, source_name = ?, "
+                                          "source_yaml = ? WHERE id = ?"));
+      update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
+      ONSET_RETURN_IF_ERROR(update.Run());
+    } else if (absl::IsNotFound(existing.status())) {
+      ONSET_ASSIGN_OR_RETURN(
+          db::Statement insert,
+          db_->Prepare("INSERT INTO studies (name, description, source_name, source_yaml, "
+                       "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"));
+      insert.BindAll(study.name, study.description, study.source_name, study.source_yaml, now);
+      ONSET_ASSIGN_OR_RETURN(bool row, insert.Step());
+      if (!row) return absl::InternalError("INSERT INTO studies returned no id");
+      study_id = insert.Int(0);
+      ONSET_RETURN_IF_ERROR(insert.Run());
+    } else {
+      return existing.status();
+    }
+
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement insert_cell,
+        db_->Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
+                     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                     "ON CONFLICT (study_id, hash) DO NOTHING"));
+    for (const CellSpec& cell : study.cells) {
+      insert_cell.Reset();
+      insert_cell.BindAll(study_id, cell.id, nlohmann::json(cell.axes).dump(), cell.config_json,
+                          cell.tokens_budget, now, now);
+      ONSET_RETURN_IF_ERROR(insert_cell.Run());
+      result.cells_added += static_cast<int>(db_->Changes());
+    }
+    ONSET_RETURN_IF_ERROR(tx.Commit());
+  }
+
+  ONSET_ASSIGN_OR_RETURN(result.study, LoadStudy(study_id));
+  ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> all, LoadCells(study_id));
+  std::unordered_map<std::string, const CellInfo*> by_id;
+  for (const CellInfo& c : all) by_id[c.id] = &c;
+  for (const CellSpec& cell : study.cells) {
+    auto it = by_id.find(cell.id);
+    if (it != by_id.end()) result.cells.push_back(*it->second);
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt, db_->Prepare("SELECT id FROM studies ORDER BY id"));
+  std::vector<int64_t> ids;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    ids.push_back(stmt.Int(0));
+  }
+  std::vector<StudyInfo> studies;
+  for (int64_t id : ids) {
+    ONSET_ASSIGN_OR_RETURN(StudyInfo info, LoadStudy(id));
+    studies.push_back(std::move(info));
+  }
+  return studies;
+}
+
+absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(int64_t id, StudyId(name));
+  StudyDetail detail;
+  ONSET_ASSIGN_OR_RETURN(detail.study, LoadStudy(id));
+  ONSET_ASSIGN_OR_RETURN(detail.cells, LoadCells(id));
+  return detail;
+}
+
+// ----- workers and attempts --------------------------------------------------------------------
+
+absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration& worker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  const std::string id = "w-" + common::RandomHex(kWorkerIdBytes);
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare("INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?)"));
+  stmt.BindAll(id, worker.host, worker.slots, worker.version, now, now);
+  ONSET_RETURN_IF_ERROR(stmt.Run());
+  ONSET_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
+    const std::string& worker_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+
+  ONSET_ASSIGN_OR_RETURN(db::Statement seen,
+                         db_->Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
+  seen.BindAll(now, worker_id);
+  ONSET_RETURN_IF_ERROR(seen.Run());
+  if (db_->Changes() == 0) {
+    return absl::FailedPreconditionError("worker '" + worker_id +
+                                         "' is not registered; register again");
+  }
+
+  // The inner SELECT picks the first queued cell; `AND state = 'queued'` makes the claim a
+  // no-op should another connection have taken it in between.
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement claim,
+      db_->Prepare("UPDATE cells SET state = 'running', updated_at = ?1 "
+                   "WHERE id = (SELECT id FROM cells WHERE state = 'queued' ORDER BY id LIMIT 1) "
+                   "AND state = 'queued' "
+                   "RETURNING id, hash, config_json, tokens_budget, "
+                   "(SELECT name FROM studies WHERE studies.id = cells.study_id)"));
+  claim.BindAll(now);
+  ONSET_ASSIGN_OR_RETURN(bool row, claim.Step());
+  if (!row) {
+    ONSET_RETURN_IF_ERROR(tx.Commit());
+    return std::optional<ClaimedJob>();
+  }
+  const int64_t cell_row = claim.Int(0);
+  ClaimedJob job;
+  job.worker_id = worker_id;
+  job.cell_id = claim.Text(1);
+  job.config_json = claim.Text(2);
+  job.tokens_budget = claim.Int(3);
+  job.study = claim.Text(4);
+  job.lease_id = common::RandomHex(kLeaseIdBytes);
+  ONSET_RETURN_IF_ERROR(claim.Run());
+
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement insert,
+      db_->Prepare("INSERT INTO attempts (cell_id, attempt, worker_id, lease_id, started_at) "
+                   "VALUES (?1, (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts "
+                   "WHERE cell_id = ?1), ?2, ?3, ?4) RETURNING attempt"));
+  insert.BindAll(cell_row, worker_id, job.lease_id, now);
+  ONSET_ASSIGN_OR_RETURN(bool inserted, insert.Step());
+  if (!inserted) return absl::InternalError("INSERT INTO attempts returned no row");
+  job.attempt = static_cast<int>(insert.Int(0));
+  ONSET_RETURN_IF_ERROR(insert.Run());
+  ONSET_RETURN_IF_ERROR(tx.Commit());
+  return std::optional<ClaimedJob>(std::move(job));
+}
+
+absl::StatusOr<SqliteStore::OpenAttempt> SqliteStore::FindOpenAttempt(
+    const std::string& lease_id) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db_->Prepare("SELECT id, cell_id, worker_id FROM attempts "
+                                      "WHERE lease_id = ? AND ended_at IS NULL"));
+  stmt.BindAll(lease_id);
+  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) {
+    return absl::FailedPreconditionError("lease " + lease_id +
+                                         " is unknown or its attempt has ended");
+  }
+  return OpenAttempt{stmt.Int(0), stmt.Int(1), stmt.Text(2)};
+}
+
+absl::Status SqliteStore::RecordProgress(const std::string& lease_id, int64_t tokens_done,
+                                         double tokens_per_second) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement cell,
+      db_->Prepare("UPDATE cells SET tokens_done = ?, tokens_per_second = ?, updated_at = ? "
+                   "WHERE id = ?"));
+  cell.BindAll(tokens_done, std::isfinite(tokens_per_second) ? tokens_per_second : 0.0, now,
+               attempt.cell_id);
+  ONSET_RETURN_IF_ERROR(cell.Run());
+  ONSET_ASSIGN_OR_RETURN(db::Statement worker,
+                         db_->Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
+  worker.BindAll(now, attempt.worker_id);
+  ONSET_RETURN_IF_ERROR(worker.Run());
+  return tx.Commit();
+}
+
+absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
+                                            const std::vector<MetricPoint>& points) {
+  for (const MetricPoint& p : points) {
+    if (p.name.empty()) return absl::InvalidArgumentError("a metric point has an empty name");
+    if (p.tokens < 0) {
+      return absl::InvalidArgumentError("metric " + p.name + " has negative tokens " +
+                                        std::to_string(p.tokens));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement upsert,
+      db_->Prepare("INSERT INTO metrics (cell_id, name, tokens, value, attempt_id) "
+                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cell_id, name, tokens) "
+                   "DO UPDATE SET value = excluded.value, attempt_id = excluded.attempt_id"));
+  bool has_loss = false;
+  for (const MetricPoint& p : points) {
+    upsert.Reset();
+    upsert.BindAll(attempt.cell_id, p.name, p.tokens, p.value, attempt.id);
+    ONSET_RETURN_IF_ERROR(upsert.Run());
+    has_loss = has_loss || p.name == "train/loss";
+  }
+  if (has_loss) {
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement loss,
+        db_->Prepare("UPDATE cells SET updated_at = ?2, latest_loss = (SELECT value FROM metrics "
+                     "WHERE cell_id = ?1 AND name = 'train/loss' ORDER BY tokens DESC LIMIT 1) "
+                     "WHERE id = ?1"));
+    loss.BindAll(attempt.cell_id, now);
+    ONSET_RETURN_IF_ERROR(loss.Run());
+  }
+  ONSET_RETURN_IF_ERROR(tx.Commit());
+  return static_cast<int>(points.size());
+}
+
+absl::Status SqliteStore::EndAttempt(const std::string& lease_id, const char* outcome,
+                                     const AttemptEnd& end, CellState next_state) {
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement update,
+      db_->Prepare("UPDATE attempts SET ended_at = ?, outcome = ?, exit_code = ?, signal = ?, "
+                   "reason = ?, stderr_tail = ? WHERE id = ?"));
+  update.BindAll(now, outcome, end.exit_code, end.signal, Tail(end.reason, kMaxReasonBytes),
+                 Tail(end.stderr_tail, kMaxStderrTailBytes), attempt.id);
+  ONSET_RETURN_IF_ERROR(update.Run());
+  ONSET_ASSIGN_OR_RETURN(db::Statement cell,
+                         db_->Prepare("UPDATE cells SET state = ?, updated_at = ? WHERE id = ?"));
+  cell.BindAll(CellStateName(next_state), now, attempt.cell_id);
+  ONSET_RETURN_IF_ERROR(cell.Run());
+  return tx.Commit();
+}
+
+absl::Status SqliteStore::FinishAttempt(const std::string& lease_id, const AttemptEnd& end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool ok = end.outcome == AttemptOutcome::kSucceeded;
+  return EndAttempt(lease_id, ok ? "succeeded" : "failed", end,
+                    ok ? CellState::kSucceeded : CellState::kFailed);
+}
+
+absl::Status SqliteStore::RequeueAttempt(const std::string& lease_id,
+                                         const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AttemptEnd end;
+  end.reason = reason;
+  return EndAttempt(lease_id, "lost", end, CellState::kQueued);
+}
+
+absl::StatusOr<std::vector<RunningAttempt>> SqliteStore::RunningAttempts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
+                   "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
+                   "WHERE a.ended_at IS NULL ORDER BY a.id"));
+  std::vector<RunningAttempt> running;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return running;
+    running.push_back(RunningAttempt{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3),
+                                     static_cast<int>(stmt.Int(4))});
+  }
+}
+
+absl::StatusOr<std::vector<CellResult>> SqliteStore::Results(const std::string& study) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(int64_t study_id, StudyId(study));
+  ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, LoadCells(study_id));
+  std::vector<CellResult> results;
+  std::unordered_map<std::string, size_t> index;
+  for (CellInfo& cell : cells) {
+    index[cell.id] = results.size();
+    results.push_back(CellResult{std::move(cell), {}});
+  }
+  // With a bare MAX(), SQLite takes the other columns from the row holding the maximum.
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare("SELECT c.hash, m.name, m.value, MAX(m.tokens) FROM metrics m "
+                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? "
+                   "GROUP BY m.cell_id, m.name"));
+  stmt.BindAll(study_id);
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return results;
+    auto it = index.find(stmt.Text(0));
+    if (it == index.end()) continue;
+    results[it->second].final_metrics[stmt.Text(1)] =
+        stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2);
+  }
+}
+
+}  // namespace onset::coordinator

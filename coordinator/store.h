@@ -1,0 +1,159 @@
+// The coordinator's durable state, as domain operations. No gRPC or SQLite here: SqliteStore
+// implements it; tests may fake it.
+//
+// Thread-safety: implementations are safe to call from any thread.
+// Errors shared by all methods: Unavailable/Internal for database failures (the message names
+// the file).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "coordinator/grid.h"
+
+namespace onset::coordinator {
+
+enum class CellState { kQueued, kRunning, kSucceeded, kFailed };
+// "queued", "running", "succeeded", "failed": the names stored and shown.
+const char* CellStateName(CellState state);
+std::optional<CellState> CellStateFromName(const std::string& name);
+
+struct StudyInfo {
+  std::string name;
+  std::string description;
+  std::string source_name;
+  std::string source_yaml;
+  int64_t created_unix_ms = 0;
+  int cells_total = 0;
+  std::map<std::string, int> cells_by_state;  // CellStateName -> count; absent = 0
+};
+
+struct CellInfo {
+  std::string id;  // content hash
+  std::string study;
+  std::map<std::string, std::string> axes;
+  CellState state = CellState::kQueued;
+  int64_t tokens_done = 0;
+  int64_t tokens_budget = 0;
+  std::optional<double> latest_loss;  // the "train/loss" point with the most tokens
+  int attempts = 0;                   // attempts started
+  std::string last_error;             // reason of the latest attempt if it did not succeed
+  double tokens_per_second = 0;
+};
+
+struct NewStudy {
+  std::string name;
+  std::string description;
+  std::string source_name;
+  std::string source_yaml;
+  std::vector<CellSpec> cells;
+};
+
+struct AddStudyResult {
+  StudyInfo study;
+  int cells_added = 0;           // cells that did not exist before
+  std::vector<CellInfo> cells;   // every cell of the submission, in its order
+};
+
+struct StudyDetail {
+  StudyInfo study;
+  std::vector<CellInfo> cells;  // queue order
+};
+
+// A cell handed to a worker under a lease.
+struct ClaimedJob {
+  std::string lease_id;
+  std::string worker_id;
+  std::string study;
+  std::string cell_id;
+  int attempt = 0;  // 1 for the first attempt
+  std::string config_json;
+  int64_t tokens_budget = 0;
+};
+
+struct WorkerRegistration {
+  std::string host;
+  int slots = 1;
+  std::string version;
+};
+
+struct MetricPoint {
+  std::string name;
+  int64_t tokens = 0;
+  double value = 0;  // NaN is allowed (a diverged run) and reads back as NaN
+};
+
+enum class AttemptOutcome { kSucceeded, kFailed };
+
+struct AttemptEnd {
+  AttemptOutcome outcome = AttemptOutcome::kFailed;
+  std::optional<int> exit_code;  // the trainer's exit status, when it exited
+  int signal = 0;                // the signal that killed it, 0 for none
+  std::string reason;            // one line
+  std::string stderr_tail;
+};
+
+// An attempt without an end, as found in the database (e.g. after a restart).
+struct RunningAttempt {
+  std::string lease_id;
+  std::string worker_id;
+  std::string study;
+  std::string cell_id;
+  int attempt = 0;
+};
+
+struct CellResult {
+  CellInfo cell;
+  std::map<std::string, double> final_metrics;  // name -> value at its largest tokens count
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Inserts the study (or finds it by name) and the cells it does not have yet, atomically.
+  // The same file twice adds nothing; a changed file under the same name adds only its new
+  // cells (existing cells, also those no longer in the file, stay) and records the latest
+  // source.
+  virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
+  // Oldest first.
+  virtual absl::StatusOr<std::vector<StudyInfo>> ListStudies() = 0;
+  // NotFound for an unknown name.
+  virtual absl::StatusOr<StudyDetail> GetStudy(const std::string& name) = 0;
+
+  // Registers a worker; returns its new id.
+  virtual absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) = 0;
+
+  // Atomically moves the first queued cell (queue order) to running and opens an attempt under
+  // a fresh random lease id. nullopt when nothing is queued. FailedPrecondition for a worker id
+  // that is not registered.
+  virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
+      const std::string& worker_id) = 0;
+
+  // The following take the lease of a running attempt; FailedPrecondition when the lease is
+  // unknown or its attempt has ended.
+  virtual absl::Status RecordProgress(const std::string& lease_id, int64_t tokens_done,
+                                      double tokens_per_second) = 0;
+  // Upserts all points in one transaction: a point re-sent for the same (cell, name, tokens)
+  // replaces the stored one. Returns the number of points written.
+  virtual absl::StatusOr<int> AddMetrics(const std::string& lease_id,
+                                         const std::vector<MetricPoint>& points) = 0;
+  // Ends the attempt; the cell becomes succeeded or failed.
+  virtual absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) = 0;
+  // Ends the attempt as "lost" with `reason` and puts the cell back in the queue.
+  virtual absl::Status RequeueAttempt(const std::string& lease_id,
+                                      const std::string& reason) = 0;
+
+  // Attempts without an end, oldest first.
+  virtual absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() = 0;
+
+  // Every cell of the study with its final metrics. NotFound for an unknown study.
+  virtual absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) = 0;
+};
+
+}  // namespace onset::coordinator

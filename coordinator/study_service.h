@@ -1,0 +1,35 @@
+// gRPC glue for onset.v1.StudyService: proto <-> domain types and statuses; the logic lives in
+// study_file (parsing, expansion) and Store.
+#pragma once
+
+#include "coordinator/store.h"
+#include "onset/v1/onset.grpc.pb.h"
+
+namespace onset::coordinator {
+
+// Thread-safe (stateless besides the store). `store` must outlive the service.
+class StudyServiceImpl final : public onset::v1::StudyService::Service {
+ public:
+  explicit StudyServiceImpl(Store* store) : store_(store) {}
+
+  grpc::Status SubmitStudy(grpc::ServerContext* context,
+                           const onset::v1::SubmitStudyRequest* request,
+                           onset::v1::SubmitStudyResponse* response) override;
+  grpc::Status ListStudies(grpc::ServerContext* context,
+                           const onset::v1::ListStudiesRequest* request,
+                           onset::v1::ListStudiesResponse* response) override;
+  grpc::Status GetStudy(grpc::ServerContext* context, const onset::v1::GetStudyRequest* request,
+                        onset::v1::GetStudyResponse* response) override;
+  grpc::Status GetResults(grpc::ServerContext* context,
+                          const onset::v1::GetResultsRequest* request,
+                          onset::v1::GetResultsResponse* response) override;
+
+ private:
+  Store* const store_;
+};
+
+// Domain -> proto, shared with tests.
+void ToProto(const StudyInfo& in, onset::v1::Study* out);
+void ToProto(const CellInfo& in, onset::v1::Cell* out);
+
+}  // namespace onset::coordinator

@@ -1,0 +1,87 @@
+#include "coordinator/worker_service.h"
+
+#include "common/grpc_status.h"
+
+namespace onset::coordinator {
+
+grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
+                                               const onset::v1::RegisterWorkerRequest* request,
+                                               onset::v1::RegisterWorkerResponse* response) {
+  if (request->slots() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "slots: must not be negative");
+  }
+  WorkerRegistration worker{request->host(), request->slots() == 0 ? 1 : request->slots(),
+                            request->version()};
+  absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
+  if (!id.ok()) return common::ToGrpcStatus(id.status());
+  response->set_worker_id(*id);
+  response->set_lease_ttl_ms(leases_->ttl().count());
+  response->set_heartbeat_interval_ms(heartbeat_interval_.count());
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext*,
+                                         const onset::v1::LeaseJobRequest* request,
+                                         onset::v1::LeaseJobResponse* response) {
+  absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(request->worker_id());
+  if (!job.ok()) return common::ToGrpcStatus(job.status());
+  if (!*job) return grpc::Status::OK;
+  onset::v1::Job* out = response->mutable_job();
+  out->set_lease_id((*job)->lease_id);
+  out->set_study((*job)->study);
+  out->set_cell_id((*job)->cell_id);
+  out->set_attempt((*job)->attempt);
+  out->set_config_json((*job)->config_json);
+  out->set_tokens_budget((*job)->tokens_budget);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
+                                          const onset::v1::HeartbeatRequest* request,
+                                          onset::v1::HeartbeatResponse* response) {
+  absl::Status s = leases_->Heartbeat(request->worker_id(), request->lease_id(),
+                                      request->tokens_done(), request->tokens_per_second());
+  if (!s.ok()) return common::ToGrpcStatus(s);
+  response->set_lease_ttl_ms(leases_->ttl().count());
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext*,
+                                              const onset::v1::ReportMetricsRequest* request,
+                                              onset::v1::ReportMetricsResponse* response) {
+  std::vector<MetricPoint> points;
+  points.reserve(request->points_size());
+  for (const onset::v1::MetricPoint& p : request->points()) {
+    points.push_back(MetricPoint{p.name(), p.tokens(), p.value()});
+  }
+  absl::StatusOr<int> accepted =
+      leases_->ReportMetrics(request->worker_id(), request->lease_id(), points);
+  if (!accepted.ok()) return common::ToGrpcStatus(accepted.status());
+  response->set_accepted(*accepted);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext*,
+                                          const onset::v1::FinishJobRequest* request,
+                                          onset::v1::FinishJobResponse*) {
+  AttemptEnd end;
+  switch (request->outcome()) {
+    case onset::v1::JOB_OUTCOME_SUCCEEDED:
+      end.outcome = AttemptOutcome::kSucceeded;
+      break;
+    case onset::v1::JOB_OUTCOME_FAILED:
+      end.outcome = AttemptOutcome::kFailed;
+      break;
+    default:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "outcome: must be JOB_OUTCOME_SUCCEEDED or JOB_OUTCOME_FAILED");
+  }
+  // proto3 cannot tell "exit code 0" from "no exit code": a signal death has no exit code.
+  if (request->signal() == 0) end.exit_code = request->exit_code();
+  end.signal = request->signal();
+  end.reason = request->reason();
+  end.stderr_tail = request->stderr_tail();
+  return common::ToGrpcStatus(leases_->FinishJob(request->worker_id(), request->lease_id(), end));
+}
+
+}  // namespace onset::coordinator

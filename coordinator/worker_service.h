@@ -1,0 +1,39 @@
+// gRPC glue for onset.v1.WorkerService: proto <-> domain types and statuses; the logic lives in
+// LeaseManager and Store.
+#pragma once
+
+#include <chrono>
+
+#include "coordinator/lease_manager.h"
+#include "coordinator/store.h"
+#include "onset/v1/onset.grpc.pb.h"
+
+namespace onset::coordinator {
+
+// Thread-safe. `store` and `leases` must outlive the service.
+class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
+ public:
+  WorkerServiceImpl(Store* store, LeaseManager* leases,
+                    std::chrono::milliseconds heartbeat_interval)
+      : store_(store), leases_(leases), heartbeat_interval_(heartbeat_interval) {}
+
+  grpc::Status RegisterWorker(grpc::ServerContext* context,
+                              const onset::v1::RegisterWorkerRequest* request,
+                              onset::v1::RegisterWorkerResponse* response) override;
+  grpc::Status LeaseJob(grpc::ServerContext* context, const onset::v1::LeaseJobRequest* request,
+                        onset::v1::LeaseJobResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context, const onset::v1::HeartbeatRequest* request,
+                         onset::v1::HeartbeatResponse* response) override;
+  grpc::Status ReportMetrics(grpc::ServerContext* context,
+                             const onset::v1::ReportMetricsRequest* request,
+                             onset::v1::ReportMetricsResponse* response) override;
+  grpc::Status FinishJob(grpc::ServerContext* context, const onset::v1::FinishJobRequest* request,
+                         onset::v1::FinishJobResponse* response) override;
+
+ private:
+  Store* const store_;
+  LeaseManager* const leases_;
+  const std::chrono::milliseconds heartbeat_interval_;
+};
+
+}  // namespace onset::coordinator

@@ -1,0 +1,77 @@
+#include "db/schema.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "db/migrations.h"
+
+namespace onset::db {
+namespace {
+
+// The embedded list is produced by the build; a gap or disorder is a build bug.
+void CheckMigrationsContiguous() {
+  const std::vector<Migration>& all = Migrations();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].version != static_cast<int>(i) + 1) {
+      std::fprintf(stderr, "fatal: embedded migration %zu has version %d; versions must run "
+                           "1, 2, 3... (check db/CMakeLists.txt)\n", i, all[i].version);
+      std::abort();
+    }
+  }
+}
+
+absl::StatusOr<int> UserVersion(Connection* db) {
+  absl::StatusOr<Statement> stmt = db->Prepare("PRAGMA user_version");
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  return *row ? static_cast<int>(stmt->Int(0)) : 0;
+}
+
+}  // namespace
+
+int LatestSchemaVersion() {
+  CheckMigrationsContiguous();
+  return static_cast<int>(Migrations().size());
+}
+
+absl::Status Migrate(Connection* db) {
+  const int latest = LatestSchemaVersion();
+  absl::StatusOr<int> current = UserVersion(db);
+  if (!current.ok()) return current.status();
+  if (*current == latest) return absl::OkStatus();
+
+  absl::StatusOr<WriteTransaction> tx = WriteTransaction::Begin(db);
+  if (!tx.ok()) return tx.status();
+  // Re-read under the write lock: another process may have migrated meanwhile.
+  current = UserVersion(db);
+  if (!current.ok()) return current.status();
+  if (*current > latest) {
+    return absl::FailedPreconditionError(
+        "database " + db->path() + " has schema version " + std::to_string(*current) +
+        ", newer than this onset supports (" + std::to_string(latest) +
+        "); use a newer onset or another database file");
+  }
+  for (const Migration& m : Migrations()) {
+    if (m.version <= *current) continue;
+    if (absl::Status s = db->Exec(m.sql); !s.ok()) {
+      return absl::Status(s.code(), "migration " + std::to_string(m.version) + "_" + m.name +
+                                        ": " + std::string(s.message()));
+    }
+  }
+  // PRAGMA takes no parameters; the value is an integer we produced.
+  if (absl::Status s = db->Exec("PRAGMA user_version = " + std::to_string(latest)); !s.ok()) {
+    return s;
+  }
+  return tx->Commit();
+}
+
+absl::StatusOr<std::unique_ptr<Connection>> OpenDatabase(const std::string& path,
+                                                         const Connection::Options& options) {
+  absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path, options);
+  if (!db.ok()) return db.status();
+  if (absl::Status s = Migrate(db->get()); !s.ok()) return s;
+  return db;
+}
+
+}  // namespace onset::db

@@ -1,0 +1,183 @@
+#include "db/sqlite.h"
+
+#include <utility>
+
+namespace onset::db {
+namespace {
+
+absl::StatusCode CodeFor(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_CONSTRAINT:
+      return absl::StatusCode::kFailedPrecondition;
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+}  // namespace
+
+// ----- Statement -------------------------------------------------------------------------------
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)),
+      bind_error_(std::move(other.bind_error_)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = other.db_;
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    bind_error_ = std::move(other.bind_error_);
+  }
+  return *this;
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+void Statement::CheckBind(int rc, int index) {
+  if (rc != SQLITE_OK && bind_error_.ok()) {
+    bind_error_ = db_->Error(rc, "binding parameter " + std::to_string(index) + " of '" +
+                                     std::string(sqlite3_sql(stmt_)) + "'");
+  }
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  CheckBind(sqlite3_bind_int64(stmt_, index, value), index);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, double value) {
+  CheckBind(sqlite3_bind_double(stmt_, index, value), index);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, std::string_view value) {
+  CheckBind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
+                                SQLITE_UTF8),
+            index);
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  CheckBind(sqlite3_bind_null(stmt_, index), index);
+  return *this;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  if (!bind_error_.ok()) return bind_error_;
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return db_->Error(rc, "running '" + std::string(sqlite3_sql(stmt_)) + "'");
+}
+
+absl::Status Statement::Run() {
+  while (true) {
+    absl::StatusOr<bool> row = Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+  }
+}
+
+void Statement::Reset() { sqlite3_reset(stmt_); }
+
+bool Statement::IsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+double Statement::Double(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::Text(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  if (!text) return "";
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+// ----- Connection ------------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& path,
+                                                             const Options& options) {
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return absl::Status(CodeFor(rc), "cannot open database " + path + ": " + message);
+  }
+  std::unique_ptr<Connection> db(new Connection(raw, path));
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  // journal_mode answers with a row ("wal", or "memory" for :memory:); Exec ignores it.
+  if (absl::Status s = db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                                "PRAGMA foreign_keys=ON;");
+      !s.ok()) {
+    return s;
+  }
+  return db;
+}
+
+Connection::~Connection() {
+  // All statements are finalised by their owners; close_v2 defers if any were leaked.
+  sqlite3_close_v2(db_);
+}
+
+absl::Status Connection::Exec(std::string_view sql) {
+  std::string text(sql);
+  char* message = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message);
+  if (rc == SQLITE_OK) return absl::OkStatus();
+  std::string detail = message ? message : sqlite3_errstr(rc);
+  sqlite3_free(message);
+  return absl::Status(CodeFor(rc), "database " + path_ + ": " + detail);
+}
+
+absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return Error(rc, "preparing '" + std::string(sql) + "'");
+  }
+  return Statement(this, stmt);
+}
+
+int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
+
+absl::Status Connection::Error(int rc, std::string_view what) const {
+  return absl::Status(CodeFor(rc), "database " + path_ + ": " + sqlite3_errmsg(db_) + " (" +
+                                       std::string(what) + ")");
+}
+
+// ----- WriteTransaction ------------------------------------------------------------------------
+
+absl::StatusOr<WriteTransaction> WriteTransaction::Begin(Connection* db) {
+  if (absl::Status s = db->Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  return WriteTransaction(db);
+}
+
+WriteTransaction::~WriteTransaction() {
+  // A failed rollback leaves nothing better to do; the next BEGIN would report it.
+  if (db_) (void)db_->Exec("ROLLBACK");
+}
+
+absl::Status WriteTransaction::Commit() {
+  Connection* db = std::exchange(db_, nullptr);
+  absl::Status s = db->Exec("COMMIT");
+  if (!s.ok()) (void)db->Exec("ROLLBACK");
+  return s;
+}
+
+}  // namespace onset::db

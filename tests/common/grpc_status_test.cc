@@ -1,0 +1,26 @@
+#include "common/grpc_status.h"
+
+#include <gtest/gtest.h>
+
+namespace onset::common {
+namespace {
+
+TEST(GrpcStatusTest, RoundTripsCodeAndMessage) {
+  for (absl::Status s : {absl::OkStatus(), absl::NotFoundError("no study named 'x'"),
+                         absl::FailedPreconditionError("lease expired"),
+                         absl::InvalidArgumentError("s.yaml:3: train.lr: must be a number")}) {
+    grpc::Status g = ToGrpcStatus(s);
+    EXPECT_EQ(static_cast<int>(g.error_code()), static_cast<int>(s.code()));
+    EXPECT_EQ(FromGrpcStatus(g), s);
+  }
+  EXPECT_EQ(ToGrpcStatus(absl::NotFoundError("x")).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(GrpcStatusTest, ClientSideErrorsNameTheRpcAndPeer) {
+  absl::Status s = FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"),
+                                  "LeaseJob", "127.0.0.1:7070");
+  EXPECT_EQ(s, absl::UnavailableError("LeaseJob to 127.0.0.1:7070: connection refused"));
+}
+
+}  // namespace
+}  // namespace onset::common

@@ -1,0 +1,149 @@
+#include "coordinator/lease_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "coordinator/sqlite_store.h"
+#include "coordinator/study_file.h"
+#include "tests/coordinator/test_util.h"
+
+namespace onset::coordinator {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+constexpr milliseconds kTtl(10'000);
+
+class LeaseManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(dir_.File("onset.db"), clock_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
+    ASSERT_TRUE(spec.ok());
+    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", "", spec->cells}).ok());
+    worker_ = *store_->RegisterWorker({"h", 1, "v"});
+    leases_ = std::make_unique<LeaseManager>(store_.get(), &clock_, kTtl);
+  }
+
+  ClaimedJob Lease() {
+    absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(worker_);
+    EXPECT_TRUE(job.ok() && job->has_value()) << job.status();
+    return job.ok() ? job->value_or(ClaimedJob{}) : ClaimedJob{};
+  }
+
+  CellInfo Cell(const std::string& id) {
+    absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+    EXPECT_TRUE(detail.ok()) << detail.status();
+    for (const CellInfo& c : detail->cells) {
+      if (c.id == id) return c;
+    }
+    ADD_FAILURE() << "no cell " << id;
+    return {};
+  }
+
+  testing::TempDir dir_;
+  common::FakeClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<LeaseManager> leases_;
+  std::string worker_;
+};
+
+TEST_F(LeaseManagerTest, AnUnrenewedLeaseExpiresAndItsCellIsRequeued) {
+  ClaimedJob job = Lease();
+  clock_.Advance(kTtl);  // exactly at the deadline: still valid
+  EXPECT_EQ(leases_->ExpireLeases(), 0);
+  clock_.Advance(milliseconds(1));
+  EXPECT_EQ(leases_->ExpireLeases(), 1);
+  EXPECT_EQ(leases_->ActiveLeases(), 0u);
+
+  CellInfo cell = Cell(job.cell_id);
+  EXPECT_EQ(cell.state, CellState::kQueued);
+  EXPECT_THAT(cell.last_error, HasSubstr("lease expired"));
+
+  absl::Status hb = leases_->Heartbeat(worker_, job.lease_id, 100, 1.0);
+  EXPECT_EQ(hb.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(leases_->FinishJob(worker_, job.lease_id, {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  ClaimedJob again = Lease();
+  EXPECT_EQ(again.cell_id, job.cell_id);
+  EXPECT_EQ(again.attempt, 2);
+}
+
+TEST_F(LeaseManagerTest, HeartbeatsRenewTheLease) {
+  ClaimedJob job = Lease();
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(kTtl * 8 / 10);
+    ASSERT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 1000 * (i + 1), 50.0).ok());
+    EXPECT_EQ(leases_->ExpireLeases(), 0);
+  }
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kRunning);
+  EXPECT_EQ(Cell(job.cell_id).tokens_done, 5000);
+}
+
+TEST_F(LeaseManagerTest, AnExpiredLeaseIsRefusedEvenBeforeTheSweeperRuns) {
+  ClaimedJob job = Lease();
+  clock_.Advance(kTtl + milliseconds(1));
+  absl::StatusOr<int> n = leases_->ReportMetrics(worker_, job.lease_id, {{"train/loss", 1, 2.0}});
+  EXPECT_EQ(n.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(n.status().message()), HasSubstr(job.cell_id));
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kQueued);
+  EXPECT_EQ(leases_->ExpireLeases(), 0);
+}
+
+TEST_F(LeaseManagerTest, UnknownLeaseAndForeignWorkerAreRefused) {
+  ClaimedJob job = Lease();
+  EXPECT_EQ(leases_->Heartbeat(worker_, "nope", 0, 0).code(),
+            absl::StatusCode::kFailedPrecondition);
+  std::string other = *store_->RegisterWorker({"h2", 1, "v"});
+  EXPECT_EQ(leases_->Heartbeat(other, job.lease_id, 0, 0).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 0, 0).ok());
+}
+
+TEST_F(LeaseManagerTest, FinishReleasesTheLease) {
+  ClaimedJob job = Lease();
+  ASSERT_EQ(*leases_->ReportMetrics(worker_, job.lease_id, {{"train/loss", 64000, 1.5}}), 1);
+  ASSERT_TRUE(leases_->FinishJob(worker_, job.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "",
+                                                         ""}).ok());
+  EXPECT_EQ(leases_->ActiveLeases(), 0u);
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kSucceeded);
+  clock_.Advance(kTtl * 2);
+  EXPECT_EQ(leases_->ExpireLeases(), 0);
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kSucceeded);
+}
+
+TEST_F(LeaseManagerTest, RecoverGivesRunningAttemptsAFreshDeadline) {
+  ClaimedJob job = Lease();
+  clock_.Advance(kTtl * 8 / 10);
+  // A restarted coordinator: a new manager over the same store.
+  LeaseManager restarted(store_.get(), &clock_, kTtl);
+  ASSERT_TRUE(restarted.Recover(/*requeue_running=*/false).ok());
+  EXPECT_EQ(restarted.ActiveLeases(), 1u);
+  clock_.Advance(kTtl * 8 / 10);  // past the old deadline, within the new one
+  EXPECT_EQ(restarted.ExpireLeases(), 0);
+  EXPECT_TRUE(restarted.Heartbeat(worker_, job.lease_id, 10, 1).ok());
+  clock_.Advance(kTtl + milliseconds(1));
+  EXPECT_EQ(restarted.ExpireLeases(), 1);
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kQueued);
+}
+
+TEST_F(LeaseManagerTest, RecoverCanRequeueAtOnce) {
+  ClaimedJob job = Lease();
+  LeaseManager restarted(store_.get(), &clock_, kTtl);
+  ASSERT_TRUE(restarted.Recover(/*requeue_running=*/true).ok());
+  EXPECT_EQ(restarted.ActiveLeases(), 0u);
+  CellInfo cell = Cell(job.cell_id);
+  EXPECT_EQ(cell.state, CellState::kQueued);
+  EXPECT_THAT(cell.last_error, HasSubstr("restarted"));
+  EXPECT_EQ(restarted.Heartbeat(worker_, job.lease_id, 0, 0).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace onset::coordinator

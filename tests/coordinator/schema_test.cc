@@ -1,0 +1,108 @@
+#include "db/schema.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "db/migrations.h"
+#include "tests/coordinator/test_util.h"
+
+namespace onset::db {
+namespace {
+
+using coordinator::testing::TempDir;
+
+int UserVersion(Connection* db) {
+  absl::StatusOr<Statement> stmt = db->Prepare("PRAGMA user_version");
+  EXPECT_TRUE(stmt.ok());
+  EXPECT_TRUE(*stmt->Step());
+  return static_cast<int>(stmt->Int(0));
+}
+
+int64_t CountTables(Connection* db) {
+  absl::StatusOr<Statement> stmt =
+      db->Prepare("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table'");
+  EXPECT_TRUE(stmt.ok());
+  EXPECT_TRUE(*stmt->Step());
+  return stmt->Int(0);
+}
+
+TEST(SchemaTest, MigrationsAreEmbeddedAndContiguous) {
+  const std::vector<Migration>& all = Migrations();
+  ASSERT_FALSE(all.empty());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].version, static_cast<int>(i) + 1);
+  EXPECT_STREQ(all[0].name, "initial");
+  EXPECT_THAT(all[0].sql, ::testing::HasSubstr("CREATE TABLE cells"));
+  EXPECT_EQ(LatestSchemaVersion(), static_cast<int>(all.size()));
+}
+
+TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
+  TempDir dir;
+  const std::string path = dir.File("onset.db");
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+    EXPECT_EQ(CountTables(db->get()), 5);
+    ASSERT_TRUE((*db)->Exec("INSERT INTO workers VALUES ('w', 'h', 1, 'v', 1, 1)").ok());
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+  EXPECT_EQ(CountTables(db->get()), 5);
+  absl::StatusOr<Statement> stmt = (*db)->Prepare("SELECT COUNT(*) FROM workers");
+  ASSERT_TRUE(stmt.ok());
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Int(0), 1);  // data survives; nothing re-created
+  EXPECT_TRUE(Migrate(db->get()).ok());
+}
+
+TEST(SchemaTest, RefusesADatabaseFromANewerOnset) {
+  TempDir dir;
+  const std::string path = dir.File("onset.db");
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = " +
+                            std::to_string(LatestSchemaVersion() + 1)).ok());
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(db.status().message()), ::testing::HasSubstr(path));
+  EXPECT_THAT(std::string(db.status().message()), ::testing::HasSubstr("newer"));
+}
+
+TEST(SchemaTest, PragmasAreApplied) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(dir.File("onset.db"));
+  ASSERT_TRUE(db.ok());
+  for (auto [pragma, expected] : {std::pair<const char*, const char*>{"journal_mode", "wal"},
+                                  {"foreign_keys", "1"}, {"synchronous", "1"}}) {
+    absl::StatusOr<Statement> stmt = (*db)->Prepare(std::string("PRAGMA ") + pragma);
+    ASSERT_TRUE(stmt.ok());
+    ASSERT_TRUE(*stmt->Step());
+    EXPECT_EQ(stmt->Text(0), expected) << pragma;
+  }
+}
+
+TEST(SchemaTest, TablesAreStrictAndConstrained) {
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(":memory:");
+  ASSERT_TRUE(db.ok());
+  Connection* c = db->get();
+  // STRICT: text in an INTEGER column is refused.
+  EXPECT_FALSE(c->Exec("INSERT INTO workers VALUES ('w', 'h', 'many', 'v', 1, 1)").ok());
+  ASSERT_TRUE(c->Exec("INSERT INTO studies (name, source_name, source_yaml, created_at) "
+                      "VALUES ('s', 'f', 'y', 1)").ok());
+  // CHECK on cells.state.
+  EXPECT_FALSE(c->Exec("INSERT INTO cells (study_id, hash, axes_json, config_json, "
+                       "tokens_budget, state, created_at, updated_at) "
+                       "VALUES (1, 'h', '{}', '{}', 1, 'paused', 1, 1)").ok());
+  // Foreign keys: a cell of a study that does not exist.
+  EXPECT_FALSE(c->Exec("INSERT INTO cells (study_id, hash, axes_json, config_json, "
+                       "tokens_budget, created_at, updated_at) "
+                       "VALUES (99, 'h', '{}', '{}', 1, 1, 1)").ok());
+}
+
+}  // namespace
+}  // namespace onset::db

@@ -1,0 +1,266 @@
+// The coordinator through its gRPC API: a real CoordinatorServer on port 0 and a client.
+#include "coordinator/coordinator_server.h"
+
+#include <gmock/gmock.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include "common/grpc_keepalive.h"
+#include "onset/v1/onset.grpc.pb.h"
+#include "tests/coordinator/test_util.h"
+
+namespace onset::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+namespace v1 = ::onset::v1;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer(false); }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  void StartServer(bool requeue_running) {
+    ServerConfig config;
+    config.db_path = dir_.File("db/onset.db");
+    config.listen = "127.0.0.1:0";
+    config.lease_ttl = std::chrono::milliseconds(60'000);
+    config.heartbeat_interval = std::chrono::milliseconds(1'000);
+    config.requeue_running_on_start = requeue_running;
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    ASSERT_THAT(server_->address(), StartsWith("127.0.0.1:"));
+    ASSERT_NE(server_->address(), "127.0.0.1:0");
+    auto channel = grpc::CreateCustomChannel(server_->address(),
+                                             grpc::InsecureChannelCredentials(),
+                                             common::ClientChannelArguments());
+    studies_ = v1::StudyService::NewStub(channel);
+    workers_ = v1::WorkerService::NewStub(channel);
+  }
+
+  // A context with a deadline, so a hung server fails the test instead of blocking it.
+  std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return ctx;
+  }
+
+  v1::SubmitStudyResponse Submit(const std::string& yaml, grpc::Status* status) {
+    v1::SubmitStudyRequest req;
+    req.set_source_name("studies/small.yaml");
+    req.set_yaml(yaml);
+    v1::SubmitStudyResponse resp;
+    *status = studies_->SubmitStudy(Ctx().get(), req, &resp);
+    return resp;
+  }
+
+  std::string Register() {
+    v1::RegisterWorkerRequest req;
+    req.set_host("test-host");
+    req.set_slots(1);
+    req.set_version("test");
+    v1::RegisterWorkerResponse resp;
+    grpc::Status s = workers_->RegisterWorker(Ctx().get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.lease_ttl_ms(), 60'000);
+    EXPECT_EQ(resp.heartbeat_interval_ms(), 1'000);
+    return resp.worker_id();
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<v1::StudyService::Stub> studies_;
+  std::unique_ptr<v1::WorkerService::Stub> workers_;
+};
+
+TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
+  grpc::Status status;
+  v1::SubmitStudyResponse submitted = Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(submitted.cells_added(), 6);
+  EXPECT_EQ(submitted.cells_size(), 6);
+  EXPECT_EQ(submitted.study().name(), "small");
+  EXPECT_EQ(submitted.study().source_name(), "studies/small.yaml");
+  EXPECT_EQ(submitted.study().cells_by_state().at("queued"), 6);
+  EXPECT_EQ(Submit(testing::kSmallStudy, &status).cells_added(), 0);
+
+  const std::string worker = Register();
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(worker);
+  v1::LeaseJobResponse lease;
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+  const v1::Job& job = lease.job();
+  EXPECT_EQ(job.cell_id(), submitted.cells(0).id());
+  EXPECT_EQ(job.study(), "small");
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.tokens_budget(), 64'000);
+  EXPECT_THAT(job.config_json(), HasSubstr("\"arch\":\"full\""));
+
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(worker);
+  hb.set_lease_id(job.lease_id());
+  hb.set_tokens_done(32'000);
+  hb.set_tokens_per_second(900);
+  v1::HeartbeatResponse hb_resp;
+  ASSERT_TRUE(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).ok());
+  EXPECT_EQ(hb_resp.lease_ttl_ms(), 60'000);
+
+  v1::ReportMetricsRequest report;
+  report.set_worker_id(worker);
+  report.set_lease_id(job.lease_id());
+  for (auto [name, tokens, value] : {std::tuple{"train/loss", 32'000, 3.0},
+                                     std::tuple{"train/loss", 64'000, 2.0},
+                                     std::tuple{"niah/acc@128", 64'000, 0.75}}) {
+    v1::MetricPoint* p = report.add_points();
+    p->set_name(name);
+    p->set_tokens(tokens);
+    p->set_value(value);
+  }
+  v1::ReportMetricsResponse report_resp;
+  ASSERT_TRUE(workers_->ReportMetrics(Ctx().get(), report, &report_resp).ok());
+  EXPECT_EQ(report_resp.accepted(), 3);
+  ASSERT_TRUE(workers_->ReportMetrics(Ctx().get(), report, &report_resp).ok());  // re-sent
+
+  v1::GetStudyRequest get;
+  get.set_name("small");
+  v1::GetStudyResponse got;
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &got).ok());
+  ASSERT_EQ(got.cells_size(), 6);
+  EXPECT_EQ(got.cells(0).state(), v1::CELL_STATE_RUNNING);
+  EXPECT_EQ(got.cells(0).tokens_done(), 32'000);
+  EXPECT_DOUBLE_EQ(got.cells(0).latest_loss(), 2.0);
+  EXPECT_EQ(got.cells(0).attempts(), 1);
+  EXPECT_EQ(got.cells(0).axes().at("window"), "-");
+  EXPECT_FALSE(got.cells(1).has_latest_loss());
+
+  v1::FinishJobRequest finish;
+  finish.set_worker_id(worker);
+  finish.set_lease_id(job.lease_id());
+  finish.set_outcome(v1::JOB_OUTCOME_SUCCEEDED);
+  v1::FinishJobResponse finish_resp;
+  ASSERT_TRUE(workers_->FinishJob(Ctx().get(), finish, &finish_resp).ok());
+  // The lease is gone: the worker must stop.
+  grpc::Status again = workers_->FinishJob(Ctx().get(), finish, &finish_resp);
+  EXPECT_EQ(again.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  v1::GetResultsRequest results_req;
+  results_req.set_study("small");
+  v1::GetResultsResponse results;
+  ASSERT_TRUE(studies_->GetResults(Ctx().get(), results_req, &results).ok());
+  ASSERT_EQ(results.results_size(), 6);
+  EXPECT_EQ(results.results(0).cell().state(), v1::CELL_STATE_SUCCEEDED);
+  EXPECT_DOUBLE_EQ(results.results(0).final_metrics().at("train/loss"), 2.0);
+  EXPECT_DOUBLE_EQ(results.results(0).final_metrics().at("niah/acc@128"), 0.75);
+  EXPECT_EQ(results.results(1).final_metrics_size(), 0);
+
+  v1::ListStudiesResponse list;
+  ASSERT_TRUE(studies_->ListStudies(Ctx().get(), v1::ListStudiesRequest(), &list).ok());
+  ASSERT_EQ(list.studies_size(), 1);
+  EXPECT_EQ(list.studies(0).cells_by_state().at("succeeded"), 1);
+  EXPECT_EQ(list.studies(0).cells_by_state().at("queued"), 5);
+}
+
+TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
+  grpc::Status status;
+  Submit("name: a\ntrain:\n  lr: fast\n", &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), StartsWith("studies/small.yaml:3: train.lr: must be a number"));
+
+  v1::GetStudyRequest get;
+  get.set_name("missing");
+  v1::GetStudyResponse got;
+  EXPECT_EQ(studies_->GetStudy(Ctx().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::GetResultsRequest results_req;
+  results_req.set_study("missing");
+  v1::GetResultsResponse results;
+  EXPECT_EQ(studies_->GetResults(Ctx().get(), results_req, &results).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  const std::string worker = Register();
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(worker);
+  v1::LeaseJobResponse lease;
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  EXPECT_FALSE(lease.has_job());  // nothing queued
+  lease_req.set_worker_id("w-unknown");
+  EXPECT_EQ(workers_->LeaseJob(Ctx().get(), lease_req, &lease).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(worker);
+  hb.set_lease_id("no-such-lease");
+  v1::HeartbeatResponse hb_resp;
+  EXPECT_EQ(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  v1::FinishJobRequest finish;
+  finish.set_worker_id(worker);
+  finish.set_lease_id("no-such-lease");
+  v1::FinishJobResponse finish_resp;
+  EXPECT_EQ(workers_->FinishJob(Ctx().get(), finish, &finish_resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // outcome unspecified
+}
+
+TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {
+  grpc::Status status;
+  Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok());
+  const std::string worker = Register();
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(worker);
+  v1::LeaseJobResponse lease;
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+
+  server_->Shutdown();
+  server_->Wait();  // returns at once after Shutdown
+  StartServer(/*requeue_running=*/true);
+
+  v1::GetStudyRequest get;
+  get.set_name("small");
+  v1::GetStudyResponse got;
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &got).ok());
+  EXPECT_EQ(got.cells(0).id(), lease.job().cell_id());
+  EXPECT_EQ(got.cells(0).state(), v1::CELL_STATE_QUEUED);
+  EXPECT_THAT(got.cells(0).last_error(), HasSubstr("restarted"));
+
+  // The old worker id survives; the cell is leased again as attempt 2.
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+  EXPECT_EQ(lease.job().attempt(), 2);
+}
+
+TEST(ServerConfigTest, ValidateNamesTheBadField) {
+  ServerConfig config;
+  config.db_path = "x.db";
+  EXPECT_TRUE(config.Validate().ok());
+  config.lease_ttl = config.heartbeat_interval;
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("lease_ttl:"));
+  config = ServerConfig();
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("db_path:"));
+  config.db_path = "x.db";
+  config.listen = "7070";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("listen:"));
+}
+
+TEST(ServerStartTest, ABusyPortIsUnavailable) {
+  testing::TempDir dir;
+  ServerConfig config;
+  config.db_path = dir.File("a.db");
+  config.listen = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(config);
+  ASSERT_TRUE(first.ok()) << first.status();
+  config.db_path = dir.File("b.db");
+  config.listen = (*first)->address();
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> second = CoordinatorServer::Start(config);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace onset::coordinator

@@ -1,0 +1,263 @@
+#include "coordinator/sqlite_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/fake_clock.h"
+#include "coordinator/study_file.h"
+#include "tests/coordinator/test_util.h"
+
+namespace onset::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+NewStudy Study(const std::string& yaml) {
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return NewStudy{spec->name, spec->description, spec->source_name, spec->source_yaml,
+                  spec->cells};
+}
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(":memory:", clock_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    absl::StatusOr<std::string> worker = store_->RegisterWorker({"host-a", 2, "0.1"});
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    worker_ = *worker;
+  }
+
+  ClaimedJob Claim() {
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_);
+    EXPECT_TRUE(job.ok()) << job.status();
+    EXPECT_TRUE(job->has_value());
+    return job->value_or(ClaimedJob{});
+  }
+
+  CellInfo Cell(const std::string& id) {
+    absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+    EXPECT_TRUE(detail.ok()) << detail.status();
+    for (const CellInfo& c : detail->cells) {
+      if (c.id == id) return c;
+    }
+    ADD_FAILURE() << "no cell " << id;
+    return CellInfo{};
+  }
+
+  common::FakeClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::string worker_;
+};
+
+TEST_F(SqliteStoreTest, AddStudyIsIdempotentAndAddsOnlyNewCells) {
+  absl::StatusOr<AddStudyResult> first = store_->AddStudy(Study(testing::kSmallStudy));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->cells_added, 6);
+  EXPECT_EQ(first->cells.size(), 6u);
+  EXPECT_EQ(first->study.cells_total, 6);
+  EXPECT_EQ(first->study.cells_by_state.at("queued"), 6);
+  EXPECT_EQ(first->study.created_unix_ms, clock_.WallUnixMs());
+
+  absl::StatusOr<AddStudyResult> again = store_->AddStudy(Study(testing::kSmallStudy));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cells_added, 0);
+  EXPECT_EQ(again->study.cells_total, 6);
+
+  // The same name with a third seed: only the 3 seed-2 cells are new.
+  std::string more = testing::kSmallStudy;
+  more.replace(more.find("seeds: 2"), 8, "seeds: 3");
+  absl::StatusOr<AddStudyResult> grown = store_->AddStudy(Study(more));
+  ASSERT_TRUE(grown.ok());
+  EXPECT_EQ(grown->cells_added, 3);
+  EXPECT_EQ(grown->cells.size(), 9u);
+  EXPECT_EQ(grown->study.cells_total, 9);
+  EXPECT_EQ(grown->study.source_yaml, more);
+
+  absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
+  ASSERT_TRUE(studies.ok());
+  ASSERT_EQ(studies->size(), 1u);
+  EXPECT_EQ(studies->front().name, "small");
+}
+
+TEST_F(SqliteStoreTest, GetStudyOfAnUnknownNameIsNotFound) {
+  EXPECT_EQ(store_->GetStudy("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Results("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, ClaimRunsTheFirstQueuedCellUnderAFreshLease) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+  ASSERT_TRUE(detail.ok());
+  ClaimedJob a = Claim();
+  ClaimedJob b = Claim();
+  EXPECT_EQ(a.cell_id, detail->cells[0].id);
+  EXPECT_EQ(b.cell_id, detail->cells[1].id);
+  EXPECT_EQ(a.attempt, 1);
+  EXPECT_EQ(a.study, "small");
+  EXPECT_EQ(a.lease_id.size(), 32u);
+  EXPECT_NE(a.lease_id, b.lease_id);
+  EXPECT_THAT(a.config_json, HasSubstr("\"study\":\"small\""));
+  EXPECT_EQ(a.tokens_budget, 64'000);
+
+  CellInfo cell = Cell(a.cell_id);
+  EXPECT_EQ(cell.state, CellState::kRunning);
+  EXPECT_EQ(cell.attempts, 1);
+  absl::StatusOr<std::vector<RunningAttempt>> running = store_->RunningAttempts();
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->size(), 2u);
+  EXPECT_EQ((*running)[0].lease_id, a.lease_id);
+  EXPECT_EQ((*running)[0].worker_id, worker_);
+}
+
+TEST_F(SqliteStoreTest, ClaimWithNothingQueuedOrAnUnknownWorker) {
+  absl::StatusOr<std::optional<ClaimedJob>> none = store_->ClaimNextCell(worker_);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  EXPECT_EQ(store_->ClaimNextCell("w-unknown").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SqliteStoreTest, FinishSucceededAndFailed) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob ok = Claim();
+  ClaimedJob bad = Claim();
+  ASSERT_TRUE(store_->FinishAttempt(ok.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "", ""}).ok());
+  ASSERT_TRUE(store_->FinishAttempt(bad.lease_id, {AttemptOutcome::kFailed, std::nullopt, 9,
+                                                   "killed by SIGKILL", "oom\n"})
+                  .ok());
+  EXPECT_EQ(Cell(ok.cell_id).state, CellState::kSucceeded);
+  EXPECT_EQ(Cell(ok.cell_id).last_error, "");
+  EXPECT_EQ(Cell(bad.cell_id).state, CellState::kFailed);
+  EXPECT_EQ(Cell(bad.cell_id).last_error, "killed by SIGKILL");
+
+  // An ended lease cannot be used again.
+  EXPECT_EQ(store_->FinishAttempt(ok.lease_id, {}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->RecordProgress(ok.lease_id, 1, 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->AddMetrics(bad.lease_id, {{"train/loss", 1, 1.0}}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->RequeueAttempt("no-such-lease", "x").code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<std::vector<RunningAttempt>> running = store_->RunningAttempts();
+  ASSERT_TRUE(running.ok());
+  EXPECT_TRUE(running->empty());
+}
+
+TEST_F(SqliteStoreTest, RequeueMakesTheCellClaimableAsTheNextAttempt) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob first = Claim();
+  ASSERT_TRUE(store_->RequeueAttempt(first.lease_id, "lease expired").ok());
+  CellInfo cell = Cell(first.cell_id);
+  EXPECT_EQ(cell.state, CellState::kQueued);
+  EXPECT_EQ(cell.last_error, "lease expired");
+  ClaimedJob second = Claim();  // queue order: the requeued cell is first again
+  EXPECT_EQ(second.cell_id, first.cell_id);
+  EXPECT_EQ(second.attempt, 2);
+  EXPECT_NE(second.lease_id, first.lease_id);
+  EXPECT_EQ(Cell(first.cell_id).attempts, 2);
+}
+
+TEST_F(SqliteStoreTest, ProgressAndMetricsUpsertIdempotently) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->RecordProgress(job.lease_id, 4096, 1234.5).ok());
+  std::vector<MetricPoint> points = {{"train/loss", 1000, 5.0},
+                                     {"train/loss", 2000, 4.0},
+                                     {"eval/heldout_loss", 2000, 4.5}};
+  ASSERT_EQ(*store_->AddMetrics(job.lease_id, points), 3);
+  ASSERT_EQ(*store_->AddMetrics(job.lease_id, points), 3);  // re-sent: no duplicates
+  // A re-sent point with a new value replaces the old one.
+  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"train/loss", 2000, 3.5}}).ok());
+  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"train/loss", 500, 9.0}}).ok());
+
+  CellInfo cell = Cell(job.cell_id);
+  EXPECT_EQ(cell.tokens_done, 4096);
+  EXPECT_DOUBLE_EQ(cell.tokens_per_second, 1234.5);
+  ASSERT_TRUE(cell.latest_loss.has_value());
+  EXPECT_DOUBLE_EQ(*cell.latest_loss, 3.5);  // the point with the most tokens, not the last sent
+
+  absl::StatusOr<std::vector<CellResult>> results = store_->Results("small");
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ(results->size(), 6u);
+  const CellResult& r = results->front();
+  EXPECT_EQ(r.cell.id, job.cell_id);
+  EXPECT_EQ(r.final_metrics, (std::map<std::string, double>{{"train/loss", 3.5},
+                                                            {"eval/heldout_loss", 4.5}}));
+  EXPECT_TRUE((*results)[1].final_metrics.empty());
+}
+
+TEST_F(SqliteStoreTest, NanMetricsSurvive) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"train/loss", 10, std::nan("")}}).ok());
+  absl::StatusOr<std::vector<CellResult>> results = store_->Results("small");
+  ASSERT_TRUE(results.ok());
+  EXPECT_TRUE(std::isnan(results->front().final_metrics.at("train/loss")));
+  EXPECT_FALSE(Cell(job.cell_id).latest_loss.has_value());
+}
+
+TEST_F(SqliteStoreTest, BadMetricPointsAreRejected) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob job = Claim();
+  EXPECT_EQ(store_->AddMetrics(job.lease_id, {{"", 1, 1}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->AddMetrics(job.lease_id, {{"x", -1, 1}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Two stores (two connections) on one file, several threads each: every cell is claimed
+// exactly once.
+TEST(SqliteStoreConcurrencyTest, ConcurrentClaimsNeverReturnTheSameCell) {
+  TempDir dir;
+  common::FakeClock clock;
+  const std::string path = dir.File("nested/dir/onset.db");
+  absl::StatusOr<std::unique_ptr<SqliteStore>> a = SqliteStore::Open(path, clock);
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<std::unique_ptr<SqliteStore>> b = SqliteStore::Open(path, clock);
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  std::string yaml = testing::kSmallStudy;
+  yaml.replace(yaml.find("seeds: 2"), 8, "seeds: 20");  // 3 x 20 = 60 cells
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE((*a)->AddStudy({spec->name, "", "s.yaml", yaml, spec->cells}).ok());
+  absl::StatusOr<std::string> worker = (*a)->RegisterWorker({"h", 1, "v"});
+  ASSERT_TRUE(worker.ok());
+
+  std::mutex mu;
+  std::vector<std::string> claimed;
+  int errors = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    Store* store = t % 2 ? b->get() : a->get();
+    threads.emplace_back([&, store] {
+      while (true) {
+        absl::StatusOr<std::optional<ClaimedJob>> job = store->ClaimNextCell(*worker);
+        std::lock_guard<std::mutex> lock(mu);
+        if (!job.ok()) {
+          ++errors;
+          return;
+        }
+        if (!*job) return;
+        claimed.push_back((*job)->cell_id);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(claimed.size(), 60u);
+  EXPECT_EQ(std::set<std::string>(claimed.begin(), claimed.end()).size(), claimed.size());
+}
+
+}  // namespace
+}  // namespace onset::coordinator

@@ -1,0 +1,48 @@
+// Helpers shared by the coordinator tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace onset::coordinator::testing {
+
+// A fresh directory under $TMPDIR, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "onset-test-XXXXXX").string();
+    char* made = mkdtemp(tmpl.data());
+    if (!made) ADD_FAILURE() << "mkdtemp failed";
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A small valid study: 2 archs x 2 windows x 2 seeds, where `full` ignores the window:
+// full: 2 cells, swa: 4 cells.
+inline constexpr const char* kSmallStudy = R"yaml(name: small
+model:
+  layers: 4
+  d_model: 32
+  heads: 2
+  seq_len: 64
+train:
+  tokens: 64K
+  batch_tokens: 512
+grid:
+  arch: [full, swa]
+  window: [16, 32]
+  seeds: 2
+)yaml";
+
+}  // namespace onset::coordinator::testing
