@@ -1,0 +1,81 @@
+// Throughput of the trainer's pieces on this machine:
+//   onset-model-bench [d_model] [arch] [window] [micro_batch] [threads] [--profile FILE]
+// prints forward+backward tokens/s of a layers=4, seq_len=256 model, and the time of each
+// attention path (reference, band mask, blocked, full causal) on (micro_batch, 4, 256, D).
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/utils.h>
+
+#include "model/attention.h"
+#include "model/transformer.h"
+#include "model/vocab.h"
+
+namespace {
+
+// CPU seconds of this process per call: on a shared machine wall time mostly measures the
+// neighbours. With one thread this is the single-core cost.
+template <typename F>
+double SecondsPerCall(F f, int reps) {
+  f();  // warm up
+  const std::clock_t t0 = std::clock();
+  for (int i = 0; i < reps; ++i) f();
+  return static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC / reps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace onset::model;
+  const int d_model = argc > 1 ? std::atoi(argv[1]) : 64;
+  const std::string arch = argc > 2 ? argv[2] : "swa";
+  const int window = argc > 3 ? std::atoi(argv[3]) : 32;
+  const int micro_batch = argc > 4 ? std::atoi(argv[4]) : 16;
+  const int threads = argc > 5 ? std::atoi(argv[5]) : 1;
+  const std::string profile = argc > 7 && std::string(argv[6]) == "--profile" ? argv[7] : "";
+  at::set_num_threads(threads);
+
+  CellConfig cell;
+  auto error = ParseCellConfig(
+      {{"model", {{"layers", 4}, {"d_model", d_model}, {"heads", 4}, {"seq_len", 256},
+                  {"arch", arch}, {"window", window}}}},
+      &cell);
+  if (error) {
+    std::fprintf(stderr, "%s\n", error->ToString().c_str());
+    return 2;
+  }
+  torch::manual_seed(0);
+  Transformer model(cell.model);
+  const int64_t T = cell.model.seq_len;
+  at::Tensor tokens = at::randint(0, kNumByteTokens, {micro_batch, T + 1}, at::kLong);  // (B, T+1)
+  at::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);                   // (B, T)
+  auto step = [&] {
+    at::Tensor logits = model(x);  // (B, T, V)
+    at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1})).backward();
+  };
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
+  if (!profile.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
+  const double s = SecondsPerCall(step, 5);
+  prof.reset();
+  std::printf("model d_model=%d arch=%s (%s) window=%d micro_batch=%d threads=%d: "
+              "%.0f tokens per CPU-second forward+backward (%.1f CPU-ms per micro-batch)\n",
+              d_model, arch.c_str(), cell.model.pattern.c_str(), cell.model.window, micro_batch,
+              threads, micro_batch * T / s, 1e3 * s);
+
+  const int64_t D = d_model / 4;
+  at::Tensor q = at::randn({micro_batch, 4, T, D}), k = at::randn_like(q), v = at::randn_like(q);
+  torch::NoGradGuard no_grad;
+  std::printf("attention (%d, 4, %lld, %lld) w=%d forward, CPU-ms: reference %.2f  band %.2f  "
+              "blocked %.2f  full-causal %.2f\n",
+              micro_batch, static_cast<long long>(T), static_cast<long long>(D), window,
+              1e3 * SecondsPerCall([&] { ReferenceAttention(q, k, v, window); }, 10),
+              1e3 * SecondsPerCall([&] { BandMaskAttention(q, k, v, window); }, 10),
+              1e3 * SecondsPerCall([&] { BlockedSlidingWindowAttention(q, k, v, window); }, 10),
+              1e3 * SecondsPerCall([&] { FullCausalAttention(q, k, v); }, 10));
+  return 0;
+}

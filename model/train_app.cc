@@ -1,0 +1,66 @@
+#include "model/train_app.h"
+
+#include <fcntl.h>
+
+#include <csignal>
+#include <cstdio>
+#include <exception>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include "model/metrics_writer.h"
+#include "model/train_flags.h"
+#include "model/trainer.h"
+
+namespace onset::model {
+
+int TrainMain(int argc, char** argv) {
+  // A closed metrics pipe must surface as a write error (exit 1), not kill us silently.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  TrainFlags flags;
+  if (auto error = ParseTrainFlags(argc, argv, &flags)) {
+    std::fprintf(stderr, "onset-train: %s\n%s\n", error->c_str(), kTrainUsage);
+    return kExitUsage;
+  }
+  if (flags.help) {
+    std::fprintf(stdout, "%s\n", kTrainUsage);
+    return kExitOk;
+  }
+  if (::fcntl(flags.metrics_fd, F_GETFD) == -1) {
+    std::fprintf(stderr, "onset-train: --metrics-fd %d: not an open file descriptor\n",
+                 flags.metrics_fd);
+    return kExitUsage;
+  }
+  CellConfig config;
+  if (auto error = LoadCellConfig(flags.config_path, &config)) {
+    std::fprintf(stderr, "onset-train: %s\n", error->c_str());
+    return kExitUsage;
+  }
+
+  try {
+    const bool cuda = torch::cuda::is_available();
+    if (flags.device == "cuda" && !cuda) {
+      std::fprintf(stderr, "onset-train: --device cuda: no CUDA device is available\n");
+      return kExitUsage;
+    }
+    const at::Device device = (flags.device != "cpu" && cuda) ? at::kCUDA : at::kCPU;
+    const int threads = flags.threads.value_or(config.train.threads);
+    if (threads > 0) at::set_num_threads(threads);
+
+    JsonLinesSink sink(flags.metrics_fd);
+    Trainer trainer(config, device, &sink);
+    TrainResult result = trainer.Run();
+    return result.outcome == TrainOutcome::kDiverged ? kExitDiverged : kExitOk;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "onset-train: %s: %s\n", flags.config_path.c_str(),
+                 e.what_without_backtrace());
+    return kExitRuntimeError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "onset-train: %s: %s\n", flags.config_path.c_str(), e.what());
+    return kExitRuntimeError;
+  }
+}
+
+}  // namespace onset::model

@@ -1,0 +1,101 @@
+#include "model/train_flags.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "model/synthetic_data.h"
+
+namespace onset::model {
+namespace {
+
+std::optional<int> ParseInt(const std::string& text, int lo, int hi) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (text.size() > 9) return std::nullopt;
+  int v = std::stoi(text);
+  if (v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out) {
+  TrainFlags flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      flags.help = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool has_value = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads") {
+      return "unknown argument '" + arg + "'";
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) return name + ": missing value";
+      value = argv[++i];
+    }
+    if (name == "--config") {
+      if (value.empty()) return "--config: must name a file";
+      flags.config_path = value;
+    } else if (name == "--metrics-fd") {
+      auto fd = ParseInt(value, 1, 1 << 20);
+      if (!fd) return "--metrics-fd: must be a file descriptor number >= 1, got '" + value + "'";
+      flags.metrics_fd = *fd;
+    } else if (name == "--device") {
+      if (value != "auto" && value != "cpu" && value != "cuda")
+        return "--device: must be auto, cpu or cuda, got '" + value + "'";
+      flags.device = value;
+    } else {
+      auto n = ParseInt(value, 1, 1024);
+      if (!n) return "--threads: must be an integer between 1 and 1024, got '" + value + "'";
+      flags.threads = *n;
+    }
+  }
+  if (!flags.help && flags.config_path.empty()) return "--config is required";
+  *out = std::move(flags);
+  return std::nullopt;
+}
+
+std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out) {
+  std::ifstream in(path);
+  if (!in) return path + ": cannot open: " + std::strerror(errno);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 2, ..."
+    if (auto close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
+    return path + ": not valid JSON: " + what;
+  }
+  CellConfig config;
+  if (auto e = ParseCellConfig(j, &config)) return path + ": " + e->ToString();
+  if (auto e = ValidateForTraining(config)) return path + ": " + e->ToString();
+  *out = std::move(config);
+  return std::nullopt;
+}
+
+std::optional<FieldError> ValidateForTraining(const CellConfig& config) {
+  SyntheticData data(config.data, config.model.seq_len);
+  const int min_len = data.MinNiahLength();
+  for (int len : config.eval.resolved_niah_lengths(config.model.seq_len)) {
+    if (len < min_len) {
+      return FieldError{"eval.niah_lengths", "every entry must be at least " +
+                                                 std::to_string(min_len) +
+                                                 " to hold a record and its query, got " +
+                                                 std::to_string(len)};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace onset::model

@@ -1,0 +1,35 @@
+// onset-train's command line and config loading. Torch-free and hand-parsed: the trainer must
+// build on a GPU node with nothing but LibTorch.
+//
+//   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "model/cell_config.h"
+
+namespace onset::model {
+
+struct TrainFlags {
+  std::string config_path;         // required
+  int metrics_fd = 1;              // JSON lines go here; stdout by default
+  std::string device = "auto";     // auto = CUDA when available, else CPU
+  std::optional<int> threads;      // overrides train.threads when given
+  bool help = false;
+};
+
+inline constexpr const char* kTrainUsage =
+    "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
+    "[--threads N]";
+
+// Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
+std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);
+
+// Reads and parses a cell config file. Errors read "FILE: key.path: message".
+std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out);
+
+// Constraints the trainer adds to ParseCellConfig's (e.g. NIAH lengths must fit a record).
+std::optional<FieldError> ValidateForTraining(const CellConfig& config);
+
+}  // namespace onset::model

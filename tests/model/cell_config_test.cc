@@ -1,0 +1,103 @@
+#include "model/cell_config.h"
+
+#include <gtest/gtest.h>
+
+namespace onset::model {
+namespace {
+
+using nlohmann::json;
+
+CellConfig ParseOk(const json& j) {
+  CellConfig c;
+  auto error = ParseCellConfig(j, &c);
+  EXPECT_FALSE(error.has_value()) << error->ToString();
+  return c;
+}
+
+std::string ParseError(const json& j) {
+  CellConfig c;
+  auto error = ParseCellConfig(j, &c);
+  return error ? error->ToString() : "no error";
+}
+
+TEST(CellConfigTest, DefaultsFillAnEmptyObject) {
+  CellConfig c = ParseOk(json::object());
+  EXPECT_EQ(c.model.layers, 4);
+  EXPECT_EQ(c.model.d_model, 128);
+  EXPECT_EQ(c.model.pattern, "FFFF");
+  EXPECT_EQ(c.model.window, 0);
+  EXPECT_EQ(c.model.resolved_mlp_hidden(), 352);  // 8/3 * 128 = 341.3 -> 352
+  EXPECT_EQ(c.train.tokens, 1'000'000);
+  EXPECT_EQ(c.train.resolved_warmup_tokens(), 50'000);
+  EXPECT_DOUBLE_EQ(c.train.lr, 3e-3);
+  EXPECT_EQ(c.data.resolved_max_distance(c.model.seq_len), 256);
+  EXPECT_EQ(c.eval.resolved_every_tokens(c.train.tokens), 250'000);
+  EXPECT_EQ(c.eval.resolved_niah_lengths(256), (std::vector<int>{128, 256, 512}));
+}
+
+TEST(CellConfigTest, UnknownKeysNameTheirPath) {
+  EXPECT_EQ(ParseError({{"train", {{"lrr", 1.0}}}}), "train.lrr: unknown key");
+  EXPECT_EQ(ParseError({{"modle", json::object()}}), "modle: unknown key");
+}
+
+TEST(CellConfigTest, WrongTypesNameTheirPath) {
+  EXPECT_EQ(ParseError({{"train", {{"lr", "fast"}}}}), "train.lr: must be a number");
+  EXPECT_EQ(ParseError({{"model", {{"layers", 2.5}}}}), "model.layers: must be an integer");
+  EXPECT_EQ(ParseError({{"model", 3}}), "model: must be a mapping");
+}
+
+TEST(CellConfigTest, TokenCountsAcceptSuffixes) {
+  EXPECT_EQ(ParseTokenCount("250K"), 250'000);
+  EXPECT_EQ(ParseTokenCount("1.5M"), 1'500'000);
+  EXPECT_EQ(ParseTokenCount("2B"), 2'000'000'000);
+  EXPECT_EQ(ParseTokenCount("1000"), 1000);
+  EXPECT_EQ(ParseTokenCount("1.5"), std::nullopt);
+  EXPECT_EQ(ParseTokenCount("-5K"), std::nullopt);
+  EXPECT_EQ(ParseTokenCount("K"), std::nullopt);
+  CellConfig c = ParseOk({{"train", {{"tokens", "2M"}, {"batch_tokens", "16K"}}}});
+  EXPECT_EQ(c.train.tokens, 2'000'000);
+  EXPECT_EQ(c.train.batch_tokens, 16'000);
+}
+
+TEST(CellConfigTest, WindowIsDroppedWithoutSlidingLayers) {
+  CellConfig full = ParseOk({{"model", {{"arch", "full"}, {"window", 64}}}});
+  EXPECT_EQ(full.model.window, 0);
+  CellConfig swa = ParseOk({{"model", {{"arch", "swa"}, {"window", 64}}}});
+  EXPECT_EQ(swa.model.window, 64);
+  EXPECT_EQ(ParseError({{"model", {{"arch", "swa"}}}}),
+            "model.window: is required (>= 1) for an arch with S layers");
+}
+
+TEST(CellConfigTest, PatternsResolve) {
+  std::string p;
+  EXPECT_FALSE(ResolvePattern("swa:3", 4, &p));
+  EXPECT_EQ(p, "SSSF");
+  EXPECT_FALSE(ResolvePattern("swa", 8, &p));
+  EXPECT_EQ(p, "SSSFSSSF");
+  EXPECT_FALSE(ResolvePattern("swa:1", 4, &p));
+  EXPECT_EQ(p, "SFSF");
+  EXPECT_FALSE(ResolvePattern("SF", 4, &p));
+  EXPECT_EQ(p, "SFSF");
+  EXPECT_TRUE(ResolvePattern("swa:3", 6, &p));  // a group of 4 does not divide 6
+  EXPECT_TRUE(ResolvePattern("SXF", 3, &p));
+}
+
+TEST(CellConfigTest, RopePerLayerFollowsPos) {
+  CellConfig c = ParseOk({{"model", {{"arch", "swa"}, {"window", 8}, {"pos", "nope-full"}}}});
+  EXPECT_TRUE(c.model.LayerUsesRope(0));
+  EXPECT_TRUE(c.model.LayerUsesRope(2));
+  EXPECT_FALSE(c.model.LayerUsesRope(3));
+  c = ParseOk({{"model", {{"pos", "nope"}}}});
+  EXPECT_FALSE(c.model.LayerUsesRope(0));
+  EXPECT_EQ(ParseError({{"model", {{"pos", "alibi"}}}}),
+            "model.pos: unknown positional scheme 'alibi': expected rope, nope-full or nope");
+}
+
+TEST(CellConfigTest, CanonicalJsonRoundTrips) {
+  CellConfig a = ParseOk({{"model", {{"arch", "swa:1"}, {"window", 16}}}, {"train", {{"tokens", "1M"}}}});
+  CellConfig b = ParseOk(a.ToJson());
+  EXPECT_EQ(a.CanonicalText(), b.CanonicalText());
+}
+
+}  // namespace
+}  // namespace onset::model

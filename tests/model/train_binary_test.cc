@@ -1,0 +1,137 @@
+// Runs the onset-train executable the way a worker does.
+//
+// Plain POSIX calls instead of std::filesystem: libtorch.so exports its own copies of some
+// std::filesystem symbols, and remove_all resolved to a broken one (segfault) in this binary.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace onset::model {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class TrainBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin_dir = std::getenv("ONSET_BIN_DIR");
+    if (!bin_dir) GTEST_SKIP() << "ONSET_BIN_DIR is not set (run through ctest)";
+    binary_ = std::string(bin_dir) + "/onset-train";
+    struct stat st;
+    ASSERT_EQ(::stat(binary_.c_str(), &st), 0) << binary_;
+    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+    tmpl += "/onset_train_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl"}) {
+      ::unlink((dir_ + "/" + f).c_str());
+    }
+    ::rmdir(dir_.c_str());
+  }
+
+  std::string WriteConfig(const std::string& text) {
+    std::string p = dir_ + "/config.json";
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  RunResult Run(const std::string& args) {
+    const std::string out = dir_ + "/out.txt", err = dir_ + "/err.txt";
+    const std::string cmd = binary_ + " " + args + " >" + out + " 2>" + err;
+    int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    auto slurp = [](const std::string& p) {
+      std::stringstream s;
+      s << std::ifstream(p).rdbuf();
+      return s.str();
+    };
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  std::string binary_, dir_;
+};
+
+TEST_F(TrainBinaryTest, BadConfigExitsTwoNamingTheKey) {
+  std::string path = WriteConfig(R"({"train": {"lr": "fast"}})");
+  RunResult r = Run("--config " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(path + ": train.lr: must be a number"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(TrainBinaryTest, MissingFileAndBadFlagsExitTwo) {
+  RunResult r = Run("--config " + dir_ + "/nope.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nope.json: cannot open"), std::string::npos) << r.err;
+  EXPECT_EQ(Run("--bogus").exit_code, 2);
+  EXPECT_EQ(Run("").exit_code, 2);
+}
+
+TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
+  std::string path = WriteConfig(R"({
+    "model": {"layers": 2, "d_model": 32, "heads": 2, "seq_len": 32, "arch": "swa:1", "window": 8},
+    "train": {"tokens": 4096, "batch_tokens": 512, "micro_batch": 8, "log_every_steps": 2},
+    "eval": {"heldout_seqs": 2, "niah_lengths": [32, 64], "niah_samples": 1}})");
+  RunResult r = Run("--config " + path + " --device cpu --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<nlohmann::json> events;
+  while (std::getline(lines, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    ASSERT_TRUE(j["event"].is_string()) << line;
+    ASSERT_TRUE(j["tokens"].is_number_integer()) << line;
+    ASSERT_TRUE(j["metrics"].is_object()) << line;
+    for (const auto& [name, value] : j["metrics"].items()) EXPECT_TRUE(value.is_number()) << line;
+    events.push_back(j);
+  }
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.front()["event"], "start");
+  EXPECT_EQ(events.front()["tokens"], 0);
+  EXPECT_EQ(events.back()["event"], "done");
+  EXPECT_EQ(events.back()["tokens"], 4096);
+  EXPECT_GT(events.back()["metrics"]["train/tokens_per_second"].get<double>(), 0);
+  int train = 0, eval = 0;
+  for (const auto& e : events) {
+    train += e["event"] == "train";
+    eval += e["event"] == "eval";
+  }
+  EXPECT_EQ(train, 4);  // 8 steps, every 2
+  EXPECT_EQ(eval, 4);   // every 1024 tokens (budget / 4), the last one at the end
+  EXPECT_TRUE(events[events.size() - 2]["metrics"].contains("niah/acc_beyond_window"));
+}
+
+TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {
+  std::string path = WriteConfig(R"({
+    "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
+    "train": {"tokens": 256, "batch_tokens": 128, "micro_batch": 8},
+    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
+  const std::string metrics = dir_ + "/metrics.jsonl";
+  RunResult r = Run("--config " + path + " --metrics-fd 3 3>" + metrics);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  std::stringstream s;
+  s << std::ifstream(metrics).rdbuf();
+  EXPECT_NE(s.str().find(R"({"event":"done","tokens":256)"), std::string::npos) << s.str();
+}
+
+}  // namespace
+}  // namespace onset::model

@@ -1,0 +1,86 @@
+#include "model/train_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "model/lr_schedule.h"
+#include "model/metrics_writer.h"
+
+namespace onset::model {
+namespace {
+
+std::optional<std::string> Parse(std::vector<const char*> args, TrainFlags* flags) {
+  args.insert(args.begin(), "onset-train");
+  return ParseTrainFlags(static_cast<int>(args.size()), args.data(), flags);
+}
+
+TEST(TrainFlagsTest, ParsesBothForms) {
+  TrainFlags f;
+  ASSERT_FALSE(Parse({"--config", "c.json", "--metrics-fd=5", "--device", "cpu", "--threads=2"}, &f));
+  EXPECT_EQ(f.config_path, "c.json");
+  EXPECT_EQ(f.metrics_fd, 5);
+  EXPECT_EQ(f.device, "cpu");
+  EXPECT_EQ(f.threads, 2);
+}
+
+TEST(TrainFlagsTest, RejectsBadInput) {
+  TrainFlags f;
+  EXPECT_EQ(Parse({}, &f), "--config is required");
+  EXPECT_EQ(Parse({"--config"}, &f), "--config: missing value");
+  EXPECT_EQ(Parse({"--config", "c", "--device", "tpu"}, &f),
+            "--device: must be auto, cpu or cuda, got 'tpu'");
+  EXPECT_EQ(Parse({"--config", "c", "--threads", "0"}, &f),
+            "--threads: must be an integer between 1 and 1024, got '0'");
+  EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f), "unknown argument '--verbose'");
+}
+
+TEST(TrainFlagsTest, NiahLengthsMustHoldARecord) {
+  CellConfig c;
+  ASSERT_FALSE(ParseCellConfig({{"eval", {{"niah_lengths", {16, 64}}}},
+                                {"data", {{"key_len", 4}, {"min_distance", 8}}}},
+                               &c));
+  auto e = ValidateForTraining(c);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->path, "eval.niah_lengths");
+}
+
+TEST(TrainFlagsTest, LoadNamesFileAndKey) {
+  const std::string path = ::testing::TempDir() + "onset_train_flags_test.json";
+  auto load = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    CellConfig c;
+    auto e = LoadCellConfig(path, &c);
+    return e ? *e : std::string("ok");
+  };
+  EXPECT_EQ(load(R"({"train": {"lr": "x"}})"), path + ": train.lr: must be a number");
+  EXPECT_EQ(load(R"({"model": {"layers": 2}})"), "ok");
+  EXPECT_EQ(load("{\"model\": ").rfind(path + ": not valid JSON: parse error at line 1", 0), 0u);
+  EXPECT_EQ(load("").rfind(path + ": not valid JSON", 0), 0u);
+  std::remove(path.c_str());
+  CellConfig c;
+  EXPECT_EQ(LoadCellConfig(path, &c), path + ": cannot open: No such file or directory");
+}
+
+TEST(LrScheduleTest, WarmupThenCosineToTheFloor) {
+  CosineSchedule s{/*peak=*/1.0, /*min_ratio=*/0.1, /*warmup=*/100, /*total=*/1100};
+  EXPECT_DOUBLE_EQ(s.At(0), 0.0);
+  EXPECT_DOUBLE_EQ(s.At(50), 0.5);
+  EXPECT_DOUBLE_EQ(s.At(100), 1.0);
+  EXPECT_NEAR(s.At(600), 0.55, 1e-12);  // half way: floor + (peak - floor) / 2
+  EXPECT_NEAR(s.At(1100), 0.1, 1e-12);
+  EXPECT_NEAR(s.At(5000), 0.1, 1e-12);
+}
+
+TEST(MetricsWriterTest, LinesFollowTheProtocol) {
+  MetricsEvent e{"train", 4096, 3, {{"train/loss", 2.5}, {"train/lr", 0.001}}};
+  EXPECT_EQ(e.ToJsonLine(),
+            R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
+  MetricsEvent d{"diverged", 10, std::nullopt, {{"train/loss", std::nan("")}}};
+  EXPECT_EQ(d.ToJsonLine(), R"({"event":"diverged","tokens":10,"metrics":{"train/loss":null}})");
+}
+
+}  // namespace
+}  // namespace onset::model
