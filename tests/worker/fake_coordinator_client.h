@@ -1,0 +1,102 @@
+// An in-memory CoordinatorClient for the worker's tests: records every call and answers with
+// what the test configured. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker/coordinator_client.h"
+
+namespace onset::worker {
+
+class FakeCoordinatorClient : public CoordinatorClient {
+ public:
+  struct Finished {
+    std::string lease_id;
+    JobResult result;
+  };
+
+  absl::StatusOr<Registration> Register(const std::string&, int, const std::string&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++register_calls;
+    if (register_failures > 0) {
+      --register_failures;
+      return absl::UnavailableError("RegisterWorker to fake: connection refused");
+    }
+    Registration r;
+    r.worker_id = "w1";
+    r.heartbeat_interval = heartbeat_interval;
+    return r;
+  }
+
+  absl::StatusOr<std::optional<JobSpec>> Lease(const std::string&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++lease_calls;
+    cv_.notify_all();
+    if (jobs.empty()) return std::optional<JobSpec>();
+    JobSpec job = jobs.front();
+    jobs.pop_front();
+    return std::optional<JobSpec>(job);
+  }
+
+  absl::Status Heartbeat(const std::string&, const std::string&, const Progress& p) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    heartbeats.push_back(p);
+    cv_.notify_all();
+    return heartbeat_status;
+  }
+
+  absl::Status ReportMetrics(const std::string&, const std::string&,
+                             const std::vector<MetricPoint>& points) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    batches.push_back(points);
+    cv_.notify_all();
+    return report_status;
+  }
+
+  absl::Status Finish(const std::string&, const std::string& lease_id,
+                      const JobResult& result) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished.push_back({lease_id, result});
+    cv_.notify_all();
+    return absl::OkStatus();
+  }
+
+  // Waits until `pred` (called under the lock) holds; false after `timeout`.
+  bool WaitUntil(const std::function<bool()>& pred,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, pred);
+  }
+
+  template <typename F>
+  auto Locked(F f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f();
+  }
+
+  // Configuration and records; touch them under Locked() once the code under test runs.
+  std::chrono::milliseconds heartbeat_interval{50};
+  int register_failures = 0;
+  absl::Status heartbeat_status;
+  absl::Status report_status;
+  std::deque<JobSpec> jobs;
+
+  int register_calls = 0;
+  int lease_calls = 0;
+  std::vector<Progress> heartbeats;
+  std::vector<std::vector<MetricPoint>> batches;
+  std::vector<Finished> finished;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace onset::worker

@@ -1,0 +1,223 @@
+#include "worker/job_runner.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "tests/worker/fake_coordinator_client.h"
+
+namespace onset::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr char kFakeTrainer[] = ONSET_WORKER_TESTDATA "/fake_trainer.sh";
+
+class JobRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    work_dir_ = fs::temp_directory_path() /
+                ("onset-job-runner-" + std::to_string(getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(work_dir_);
+  }
+  void TearDown() override { fs::remove_all(work_dir_); }
+
+  JobRunnerConfig Config() const {
+    JobRunnerConfig config;
+    config.trainer_path = kFakeTrainer;
+    config.work_dir = work_dir_.string();
+    config.threads = 2;
+    config.heartbeat_interval = std::chrono::milliseconds(50);
+    config.flush_interval = std::chrono::milliseconds(50);
+    config.terminate_grace = std::chrono::seconds(5);
+    return config;
+  }
+
+  static JobSpec Job(const std::string& mode) {
+    JobSpec job;
+    job.lease_id = "lease-1";
+    job.study = "demo";
+    job.cell_id = "00c0ffee";
+    job.attempt = 2;
+    job.config_json = mode + " {\"model\":{}}";
+    job.tokens_budget = 200;
+    return job;
+  }
+
+  std::vector<MetricPoint> AllPoints() {
+    return client_.Locked([&] {
+      std::vector<MetricPoint> all;
+      for (const auto& batch : client_.batches) all.insert(all.end(), batch.begin(), batch.end());
+      return all;
+    });
+  }
+
+  fs::path work_dir_;
+  FakeCoordinatorClient client_;
+  PosixProcessLauncher launcher_;
+};
+
+TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
+  JobRunner runner(Config(), "w1", Job("success"), &client_, &launcher_);
+  JobRunOutcome outcome = runner.Run();
+
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].lease_id, "lease-1");
+  EXPECT_TRUE(client_.finished[0].result.succeeded);
+  EXPECT_EQ(client_.finished[0].result.exit_code, 0);
+
+  std::vector<MetricPoint> points = AllPoints();
+  EXPECT_THAT(points, Contains(MetricPoint{"train/loss", 100, 3.5}));
+  EXPECT_THAT(points, Contains(MetricPoint{"train/loss", 200, 3.0}));
+  EXPECT_THAT(points, Contains(MetricPoint{"eval/heldout_loss", 200, 2.9}));
+  EXPECT_THAT(points, Contains(MetricPoint{"niah/acc", 200, 0.25}));
+  EXPECT_THAT(points, Not(Contains(MetricPoint{"train/lr", 200, 0})));
+  EXPECT_EQ(points.size(), 8u);  // 3 + 2 + 2 + 1 numbers; the null and the bad line dropped
+
+  // The config was written verbatim where the trainer ran, with the thread count passed on.
+  fs::path attempt = work_dir_ / "00c0ffee" / "attempt-2";
+  std::ifstream config(attempt / "config.json");
+  std::stringstream text;
+  text << config.rdbuf();
+  EXPECT_EQ(text.str(), "success {\"model\":{}}");
+  EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("threads=2"));
+  EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("cwd=" + fs::canonical(attempt).string()));
+}
+
+TEST_F(JobRunnerTest, MetricsAreBatched) {
+  JobRunnerConfig config = Config();
+  config.flush_points = 500;
+  config.flush_interval = std::chrono::seconds(60);
+  JobRunner runner(config, "w1", Job("many"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+
+  ASSERT_GE(client_.batches.size(), 3u);
+  size_t total = 0;
+  for (const auto& batch : client_.batches) {
+    EXPECT_LE(batch.size(), 500u);
+    total += batch.size();
+  }
+  EXPECT_EQ(total, 1200u);
+  EXPECT_EQ(AllPoints().back(), (MetricPoint{"train/loss", 1200, 1.5}));
+}
+
+TEST_F(JobRunnerTest, FailureReportsExitCodeAndBoundedStderrTail) {
+  JobRunner runner(Config(), "w1", Job("fail"), &client_, &launcher_);
+  JobRunOutcome outcome = runner.Run();
+
+  EXPECT_EQ(outcome.end, JobEnd::kFailed);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  const JobResult& result = client_.finished[0].result;
+  EXPECT_FALSE(result.succeeded);
+  EXPECT_EQ(result.reason, "exit code 1");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.stderr_tail, HasSubstr("stderr line 200"));
+  EXPECT_THAT(result.stderr_tail, Not(HasSubstr("stderr line 100\n")));
+  // The points written before the failure still reach the coordinator.
+  EXPECT_THAT(AllPoints(), Contains(MetricPoint{"train/loss", 50, 4.0}));
+}
+
+TEST_F(JobRunnerTest, ExitThreeIsDiverged) {
+  JobRunner runner(Config(), "w1", Job("diverged"), &client_, &launcher_);
+  runner.Run();
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].result.reason, "diverged");
+  EXPECT_EQ(client_.finished[0].result.exit_code, 3);
+  EXPECT_THAT(client_.finished[0].result.stderr_tail, HasSubstr("loss is NaN"));
+}
+
+TEST_F(JobRunnerTest, KilledBySignal) {
+  JobRunner runner(Config(), "w1", Job("signal"), &client_, &launcher_);
+  runner.Run();
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].result.reason, "killed by signal 9 (SIGKILL)");
+  EXPECT_EQ(client_.finished[0].result.signal, SIGKILL);
+}
+
+TEST_F(JobRunnerTest, MissingTrainerFailsTheJob) {
+  JobRunnerConfig config = Config();
+  config.trainer_path = "/nonexistent/onset-train";
+  JobRunner runner(config, "w1", Job("success"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kFailed);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_THAT(client_.finished[0].result.reason, StartsWith("cannot start the trainer"));
+}
+
+TEST_F(JobRunnerTest, HeartbeatsCarryProgress) {
+  JobRunner runner(Config(), "w1", Job("hang"), &client_, &launcher_);
+  std::thread run([&] { runner.Run(); });
+  EXPECT_TRUE(client_.WaitUntil([&] {
+    return client_.heartbeats.size() >= 3 && client_.heartbeats.back().tokens_done == 10;
+  }));
+  runner.Stop();
+  run.join();
+  EXPECT_EQ(client_.heartbeats.back().tokens_per_second, 10);
+}
+
+TEST_F(JobRunnerTest, LostLeaseTerminatesTheTrainerWithoutFinishing) {
+  client_.heartbeat_status = absl::FailedPreconditionError("Heartbeat: unknown lease lease-1");
+  JobRunner runner(Config(), "w1", Job("hang"), &client_, &launcher_);
+  JobRunOutcome outcome = runner.Run();  // returns only because the trainer was terminated
+  EXPECT_EQ(outcome.end, JobEnd::kLeaseLost);
+  EXPECT_EQ(outcome.result.signal, SIGTERM);
+  EXPECT_TRUE(client_.finished.empty());
+}
+
+TEST_F(JobRunnerTest, LostLeaseOnReportAlsoStops) {
+  client_.report_status = absl::FailedPreconditionError("ReportMetrics: lease expired");
+  JobRunnerConfig config = Config();
+  config.heartbeat_interval = std::chrono::seconds(60);
+  JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kLeaseLost);
+  EXPECT_TRUE(client_.finished.empty());
+}
+
+TEST_F(JobRunnerTest, StopReportsWorkerStopped) {
+  JobRunner runner(Config(), "w1", Job("hang"), &client_, &launcher_);
+  std::thread run([&] { runner.Run(); });
+  ASSERT_TRUE(client_.WaitUntil([&] { return !client_.batches.empty(); }));
+  runner.Stop();
+  run.join();
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_FALSE(client_.finished[0].result.succeeded);
+  EXPECT_EQ(client_.finished[0].result.reason, "worker stopped");
+  EXPECT_EQ(client_.finished[0].result.signal, SIGTERM);
+}
+
+TEST_F(JobRunnerTest, HeartbeatsFollowTheInjectedClock) {
+  common::FakeClock clock;
+  JobRunnerConfig config = Config();
+  config.heartbeat_interval = std::chrono::seconds(30);
+  config.flush_interval = std::chrono::seconds(10);
+  config.max_wait = std::chrono::milliseconds(10);
+  JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_, clock);
+  std::thread run([&] { runner.Run(); });
+
+  // The trainer's first line is held back until the fake flush interval has passed.
+  ASSERT_FALSE(client_.WaitUntil([&] { return !client_.batches.empty(); },
+                                 std::chrono::milliseconds(300)));
+  clock.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(client_.WaitUntil([&] { return !client_.batches.empty(); }));
+  EXPECT_TRUE(client_.Locked([&] { return client_.heartbeats.empty(); }));
+  clock.Advance(std::chrono::seconds(20));
+  EXPECT_TRUE(client_.WaitUntil([&] { return client_.heartbeats.size() == 1; }));
+
+  runner.Stop();
+  run.join();
+}
+
+}  // namespace
+}  // namespace onset::worker

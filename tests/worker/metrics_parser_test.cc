@@ -1,0 +1,68 @@
+#include "worker/metrics_parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace onset::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+TEST(MetricsParserTest, TrainLineBecomesPointsAtItsTokens) {
+  MetricsParser parser;
+  std::vector<MetricPoint> points;
+  parser.Consume(
+      R"({"event":"train","tokens":81920,"step":10,"metrics":{"train/loss":3.2,"train/lr":0.001,"train/tokens_per_second":25000}})",
+      &points);
+  EXPECT_THAT(points, UnorderedElementsAre(MetricPoint{"train/loss", 81920, 3.2},
+                                           MetricPoint{"train/lr", 81920, 0.001},
+                                           MetricPoint{"train/tokens_per_second", 81920, 25000}));
+  EXPECT_EQ(parser.tokens_done(), 81920);
+  EXPECT_EQ(parser.tokens_per_second(), 25000);
+  EXPECT_EQ(parser.latest_loss(), 3.2);
+  EXPECT_EQ(parser.malformed_lines(), 0);
+}
+
+TEST(MetricsParserTest, NullValuesAreSkipped) {
+  MetricsParser parser;
+  std::vector<MetricPoint> points;
+  parser.Consume(R"({"event":"eval","tokens":250000,"metrics":{"eval/heldout_loss":2.9,"niah/acc@256":null}})",
+                 &points);
+  EXPECT_THAT(points, ElementsAre(MetricPoint{"eval/heldout_loss", 250000, 2.9}));
+  EXPECT_EQ(parser.malformed_lines(), 0);
+}
+
+TEST(MetricsParserTest, MalformedLinesAreCountedNotFatal) {
+  MetricsParser parser("cell x attempt 1");
+  std::vector<MetricPoint> points;
+  parser.Consume("not json", &points);
+  parser.Consume("[1,2]", &points);
+  parser.Consume(R"({"tokens":1,"metrics":{}})", &points);                  // no event
+  parser.Consume(R"({"event":"train","tokens":"x","metrics":{}})", &points);  // bad tokens
+  parser.Consume(R"({"event":"train","tokens":5,"metrics":3})", &points);    // bad metrics
+  parser.Consume("   ", &points);                                           // blank: ignored
+  EXPECT_THAT(points, IsEmpty());
+  EXPECT_EQ(parser.malformed_lines(), 5);
+  parser.Consume(R"({"event":"train","tokens":7,"metrics":{"train/loss":1}})", &points);
+  EXPECT_THAT(points, ElementsAre(MetricPoint{"train/loss", 7, 1}));
+}
+
+TEST(MetricsParserTest, TracksTokensDoneAndEvents) {
+  MetricsParser parser;
+  std::vector<MetricPoint> points;
+  parser.Consume(R"({"event":"train","tokens":500,"metrics":{"train/tokens_per_second":10}})", &points);
+  parser.Consume(R"({"event":"eval","tokens":400,"metrics":{}})", &points);
+  EXPECT_EQ(parser.tokens_done(), 500);
+  EXPECT_FALSE(parser.diverged());
+  parser.Consume(R"({"event":"diverged","tokens":600,"metrics":{"train/loss":null}})", &points);
+  EXPECT_TRUE(parser.diverged());
+  EXPECT_FALSE(parser.done());
+  EXPECT_EQ(parser.tokens_done(), 600);
+  EXPECT_EQ(parser.tokens_per_second(), 10);
+  EXPECT_FALSE(parser.latest_loss().has_value());
+}
+
+}  // namespace
+}  // namespace onset::worker

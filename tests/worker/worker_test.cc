@@ -1,0 +1,100 @@
+#include "worker/worker.h"
+
+#include <filesystem>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/worker/fake_coordinator_client.h"
+
+namespace onset::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr char kFakeTrainer[] = ONSET_WORKER_TESTDATA "/fake_trainer.sh";
+
+JobSpec Job(const std::string& lease, const std::string& mode) {
+  JobSpec job;
+  job.lease_id = lease;
+  job.study = "demo";
+  job.cell_id = "cell-" + lease;
+  job.config_json = mode;
+  return job;
+}
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.trainer_path = kFakeTrainer;
+    config_.work_dir = (fs::temp_directory_path() /
+                        ("onset-worker-" + std::to_string(getpid()) + "-" +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+                           .string();
+    config_.slots = 2;
+    config_.poll_interval = std::chrono::milliseconds(20);
+    config_.max_backoff = std::chrono::milliseconds(500);
+    config_.flush_interval = std::chrono::milliseconds(20);
+    config_.terminate_grace = std::chrono::seconds(5);
+  }
+  void TearDown() override { fs::remove_all(config_.work_dir); }
+
+  WorkerConfig config_;
+  FakeCoordinatorClient client_;
+  PosixProcessLauncher launcher_;
+};
+
+TEST_F(WorkerTest, ValidateNamesTheBadField) {
+  WorkerConfig config = config_;
+  config.slots = 0;
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("slots:"));
+  config = config_;
+  config.trainer_path = "/nonexistent/onset-train";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("trainer_path:"));
+  config = config_;
+  config.threads_per_job = 0;
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("threads_per_job:"));
+  EXPECT_TRUE(config_.Validate().ok());
+}
+
+TEST_F(WorkerTest, RunsLeasedJobsAfterRetryingRegistration) {
+  client_.register_failures = 2;
+  client_.jobs = {Job("a", "success"), Job("b", "fail"), Job("c", "success")};
+  Worker worker(config_, &client_, &launcher_);
+  std::thread run([&] { EXPECT_TRUE(worker.Run().ok()); });
+  EXPECT_TRUE(client_.WaitUntil([&] { return client_.finished.size() == 3; }));
+  worker.Stop();
+  run.join();
+
+  EXPECT_EQ(client_.register_calls, 3);
+  int succeeded = 0;
+  for (const auto& f : client_.finished) succeeded += f.result.succeeded ? 1 : 0;
+  EXPECT_EQ(succeeded, 2);
+}
+
+TEST_F(WorkerTest, KeepsAtMostSlotsJobsRunning) {
+  client_.jobs = {Job("a", "hang"), Job("b", "hang"), Job("c", "hang")};
+  Worker worker(config_, &client_, &launcher_);
+  std::thread run([&] { EXPECT_TRUE(worker.Run().ok()); });
+  ASSERT_TRUE(client_.WaitUntil([&] { return client_.jobs.size() == 1; }));
+  // Several polling periods pass without a third lease.
+  int leases = client_.Locked([&] { return client_.lease_calls; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(client_.Locked([&] { return client_.jobs.size(); }), 1u);
+  EXPECT_EQ(client_.Locked([&] { return client_.lease_calls; }), leases);
+  EXPECT_EQ(worker.running_jobs(), 2);
+
+  worker.Stop();
+  run.join();
+  ASSERT_EQ(client_.finished.size(), 2u);
+  for (const auto& f : client_.finished) {
+    EXPECT_EQ(f.result.reason, "worker stopped");
+    EXPECT_THAT(f.result.stderr_tail, HasSubstr("mode=hang"));
+  }
+}
+
+}  // namespace
+}  // namespace onset::worker

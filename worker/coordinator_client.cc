@@ -1,0 +1,133 @@
+// gRPC glue for CoordinatorClient: proto <-> worker types and grpc::Status -> absl::Status.
+#include <grpcpp/grpcpp.h>
+
+#include "common/grpc_keepalive.h"
+#include "common/grpc_status.h"
+#include "onset/v1/onset.grpc.pb.h"
+#include "worker/coordinator_client.h"
+
+namespace onset::worker {
+namespace {
+
+namespace v1 = ::onset::v1;
+
+class GrpcCoordinatorClient : public CoordinatorClient {
+ public:
+  GrpcCoordinatorClient(std::string address, std::chrono::milliseconds rpc_timeout)
+      : address_(std::move(address)),
+        rpc_timeout_(rpc_timeout),
+        stub_(v1::WorkerService::NewStub(
+            grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(),
+                                      common::ClientChannelArguments()))) {}
+
+  absl::StatusOr<Registration> Register(const std::string& host, int slots,
+                                        const std::string& version) override {
+    v1::RegisterWorkerRequest request;
+    request.set_host(host);
+    request.set_slots(slots);
+    request.set_version(version);
+    v1::RegisterWorkerResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    if (auto s = Convert("RegisterWorker", stub_->RegisterWorker(&context, request, &response));
+        !s.ok()) {
+      return s;
+    }
+    Registration r;
+    r.worker_id = response.worker_id();
+    if (response.lease_ttl_ms() > 0) r.lease_ttl = std::chrono::milliseconds(response.lease_ttl_ms());
+    if (response.heartbeat_interval_ms() > 0) {
+      r.heartbeat_interval = std::chrono::milliseconds(response.heartbeat_interval_ms());
+    }
+    return r;
+  }
+
+  absl::StatusOr<std::optional<JobSpec>> Lease(const std::string& worker_id) override {
+    v1::LeaseJobRequest request;
+    request.set_worker_id(worker_id);
+    v1::LeaseJobResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    if (auto s = Convert("LeaseJob", stub_->LeaseJob(&context, request, &response)); !s.ok()) {
+      return s;
+    }
+    if (!response.has_job()) return std::optional<JobSpec>();
+    const v1::Job& job = response.job();
+    JobSpec spec;
+    spec.lease_id = job.lease_id();
+    spec.study = job.study();
+    spec.cell_id = job.cell_id();
+    spec.attempt = job.attempt();
+    spec.config_json = job.config_json();
+    spec.tokens_budget = job.tokens_budget();
+    return std::optional<JobSpec>(std::move(spec));
+  }
+
+  absl::Status Heartbeat(const std::string& worker_id, const std::string& lease_id,
+                         const Progress& progress) override {
+    v1::HeartbeatRequest request;
+    request.set_worker_id(worker_id);
+    request.set_lease_id(lease_id);
+    request.set_tokens_done(progress.tokens_done);
+    request.set_tokens_per_second(progress.tokens_per_second);
+    v1::HeartbeatResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    return Convert("Heartbeat", stub_->Heartbeat(&context, request, &response));
+  }
+
+  absl::Status ReportMetrics(const std::string& worker_id, const std::string& lease_id,
+                             const std::vector<MetricPoint>& points) override {
+    v1::ReportMetricsRequest request;
+    request.set_worker_id(worker_id);
+    request.set_lease_id(lease_id);
+    for (const MetricPoint& p : points) {
+      v1::MetricPoint* out = request.add_points();
+      out->set_name(p.name);
+      out->set_tokens(p.tokens);
+      out->set_value(p.value);
+    }
+    v1::ReportMetricsResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    return Convert("ReportMetrics", stub_->ReportMetrics(&context, request, &response));
+  }
+
+  absl::Status Finish(const std::string& worker_id, const std::string& lease_id,
+                      const JobResult& result) override {
+    v1::FinishJobRequest request;
+    request.set_worker_id(worker_id);
+    request.set_lease_id(lease_id);
+    request.set_outcome(result.succeeded ? v1::JOB_OUTCOME_SUCCEEDED : v1::JOB_OUTCOME_FAILED);
+    request.set_exit_code(result.exit_code);
+    request.set_signal(result.signal);
+    request.set_reason(result.reason);
+    request.set_stderr_tail(result.stderr_tail);
+    v1::FinishJobResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    return Convert("FinishJob", stub_->FinishJob(&context, request, &response));
+  }
+
+ private:
+  void SetDeadline(grpc::ClientContext* context) const {
+    context->set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+  }
+
+  absl::Status Convert(const char* rpc, const grpc::Status& status) const {
+    return common::FromGrpcStatus(status, rpc, address_);
+  }
+
+  const std::string address_;
+  const std::chrono::milliseconds rpc_timeout_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(const std::string& address,
+                                                            std::chrono::milliseconds rpc_timeout) {
+  return std::make_unique<GrpcCoordinatorClient>(address, rpc_timeout);
+}
+
+}  // namespace onset::worker

@@ -1,0 +1,74 @@
+// The worker's view of the coordinator's WorkerService, as an interface so that the job runner
+// and the worker loop are tested against a fake. Types here are the worker's domain types; only
+// GrpcCoordinatorClient knows the proto.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "worker/metrics_parser.h"
+
+namespace onset::worker {
+
+struct Registration {
+  std::string worker_id;
+  std::chrono::milliseconds lease_ttl{30'000};
+  std::chrono::milliseconds heartbeat_interval{5'000};
+};
+
+// One leased attempt at one cell.
+struct JobSpec {
+  std::string lease_id;  // names this attempt in every later call
+  std::string study;
+  std::string cell_id;
+  int attempt = 1;  // 1 for the first attempt of the cell
+  std::string config_json;  // handed to the trainer verbatim
+  int64_t tokens_budget = 0;
+};
+
+struct Progress {
+  int64_t tokens_done = 0;
+  double tokens_per_second = 0;
+};
+
+struct JobResult {
+  bool succeeded = false;
+  int exit_code = 0;        // the trainer's exit status when it exited
+  int signal = 0;           // the signal that killed it, 0 if none
+  std::string reason;       // one line, empty on success
+  std::string stderr_tail;  // the trainer's last stderr lines
+};
+
+// Thread-safe: job runners call it concurrently.
+// Errors: FailedPrecondition means the lease (or the worker id) is unknown or expired - the job
+// must stop; Unavailable / DeadlineExceeded mean the coordinator could not be reached and the
+// call may be retried. Messages name the RPC and the coordinator's address.
+class CoordinatorClient {
+ public:
+  virtual ~CoordinatorClient() = default;
+
+  virtual absl::StatusOr<Registration> Register(const std::string& host, int slots,
+                                                const std::string& version) = 0;
+  // nullopt when nothing is queued.
+  virtual absl::StatusOr<std::optional<JobSpec>> Lease(const std::string& worker_id) = 0;
+  virtual absl::Status Heartbeat(const std::string& worker_id, const std::string& lease_id,
+                                 const Progress& progress) = 0;
+  // Idempotent per (cell, metric, tokens) on the coordinator's side, so a batch may be re-sent.
+  virtual absl::Status ReportMetrics(const std::string& worker_id, const std::string& lease_id,
+                                     const std::vector<MetricPoint>& points) = 0;
+  virtual absl::Status Finish(const std::string& worker_id, const std::string& lease_id,
+                              const JobResult& result) = 0;
+};
+
+// Creates a client over an insecure channel to `address` ("host:port"). Every call carries the
+// deadline `rpc_timeout`.
+std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
+    const std::string& address, std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
+
+}  // namespace onset::worker

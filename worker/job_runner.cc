@@ -1,0 +1,259 @@
+#include "worker/job_runner.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "worker/metrics_parser.h"
+
+namespace onset::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+// onset-train's exit status for a run that diverged: a result, reported as a failure for now.
+constexpr int kExitDiverged = 3;
+// FinishJob is the one call whose loss costs a whole attempt: transient failures are retried.
+constexpr int kFinishAttempts = 3;
+constexpr std::chrono::milliseconds kFinishRetryDelay{1'000};
+
+bool IsLeaseLost(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition;
+}
+
+bool IsTransient(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+absl::Status WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct JobRunner::Events {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> lines;  // stdout lines not yet parsed
+  bool exited = false;             // the trainer has exited and all its lines are in `lines`
+};
+
+JobRunner::JobRunner(JobRunnerConfig config, std::string worker_id, JobSpec job,
+                     CoordinatorClient* client, ProcessLauncher* launcher, const common::Clock& clock)
+    : config_(std::move(config)),
+      worker_id_(std::move(worker_id)),
+      job_(std::move(job)),
+      client_(client),
+      launcher_(launcher),
+      clock_(clock),
+      events_(std::make_shared<Events>()) {}
+
+std::string JobRunner::Context() const {
+  return absl::StrCat("cell ", job_.cell_id, " attempt ", job_.attempt);
+}
+
+void JobRunner::Stop() {
+  stop_requested_ = true;
+  std::lock_guard<std::mutex> lock(events_->mu);
+  events_->cv.notify_all();
+}
+
+JobRunOutcome JobRunner::Run() {
+  JobRunOutcome outcome;
+
+  // Sends FinishJob, retrying transient failures unless the worker is stopping.
+  auto finish = [&](JobEnd end) {
+    outcome.end = end;
+    const int attempts = end == JobEnd::kStopped ? 1 : kFinishAttempts;
+    for (int i = 0; i < attempts; ++i) {
+      if (i > 0) std::this_thread::sleep_for(kFinishRetryDelay * i);
+      outcome.finish_status = client_->Finish(worker_id_, job_.lease_id, outcome.result);
+      if (!IsTransient(outcome.finish_status)) break;
+    }
+    if (!outcome.finish_status.ok()) {
+      spdlog::error("{}: could not report the outcome: {}", Context(),
+                    outcome.finish_status.ToString());
+    }
+    if (outcome.result.succeeded) {
+      spdlog::info("{}: succeeded", Context());
+    } else {
+      spdlog::warn("{}: failed: {}", Context(), outcome.result.reason);
+    }
+    return outcome;
+  };
+  auto fail_to_start = [&](const std::string& reason) {
+    outcome.result.succeeded = false;
+    outcome.result.reason = reason;
+    return finish(JobEnd::kFailed);
+  };
+
+  // Absolute: the trainer runs in this directory and gets the config's path.
+  std::error_code ec;
+  const fs::path dir = fs::absolute(fs::path(config_.work_dir) / job_.cell_id /
+                                    absl::StrCat("attempt-", job_.attempt), ec);
+  if (ec) return fail_to_start(absl::StrCat("bad work_dir ", config_.work_dir, ": ", ec.message()));
+  fs::create_directories(dir, ec);
+  if (ec) return fail_to_start(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  const fs::path config_path = dir / "config.json";
+  if (auto s = WriteFile(config_path, job_.config_json); !s.ok()) {
+    return fail_to_start(std::string(s.message()));
+  }
+
+  SpawnOptions options;
+  options.program = config_.trainer_path;
+  options.args = {"--config", config_path.string(), "--threads", std::to_string(config_.threads)};
+  options.env["OMP_NUM_THREADS"] = std::to_string(config_.threads);
+  options.env["MKL_NUM_THREADS"] = std::to_string(config_.threads);
+  options.working_dir = dir.string();
+  std::shared_ptr<Events> events = events_;
+  options.on_stdout_line = [events](std::string line) {
+    std::lock_guard<std::mutex> lock(events->mu);
+    events->lines.push_back(std::move(line));
+    events->cv.notify_all();
+  };
+  options.on_exit = [events](const ExitStatus&) {
+    std::lock_guard<std::mutex> lock(events->mu);
+    events->exited = true;
+    events->cv.notify_all();
+  };
+  absl::StatusOr<std::unique_ptr<Process>> spawned = launcher_->Spawn(std::move(options));
+  if (!spawned.ok()) {
+    return fail_to_start(absl::StrCat("cannot start the trainer: ", spawned.status().message()));
+  }
+  std::unique_ptr<Process> process = std::move(*spawned);
+  spdlog::info("{}: trainer started (pid {}) in {}", Context(), process->pid(), dir.string());
+
+  MetricsParser parser(Context());
+  std::vector<MetricPoint> pending;
+  bool lease_lost = false;
+
+  auto flush = [&]() {
+    if (pending.empty()) return;
+    absl::Status s = client_->ReportMetrics(worker_id_, job_.lease_id, pending);
+    if (s.ok()) {
+      pending.clear();
+    } else if (IsLeaseLost(s)) {
+      lease_lost = true;
+      spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
+    } else {
+      // Kept and re-sent with the next batch; the coordinator de-duplicates.
+      spdlog::warn("{}: reporting {} metric points failed: {}", Context(), pending.size(),
+                   s.ToString());
+    }
+  };
+  // Parses lines, sending a batch whenever flush_points are pending.
+  auto take_lines = [&](std::vector<std::string>* lines) {
+    for (const std::string& line : *lines) {
+      parser.Consume(line, &pending);
+      if (pending.size() >= config_.flush_points && !lease_lost) flush();
+    }
+    lines->clear();
+  };
+
+  auto next_flush = clock_.MonotonicNow() + config_.flush_interval;
+  auto next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
+  bool exited = false;
+  std::vector<std::string> lines;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(events_->mu);
+      auto deadline = pending.empty() ? next_heartbeat : std::min(next_heartbeat, next_flush);
+      auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
+                             std::chrono::milliseconds(0), config_.max_wait);
+      events_->cv.wait_for(lock, wait, [&] {
+        return !events_->lines.empty() || events_->exited || stop_requested_;
+      });
+      lines.swap(events_->lines);
+      exited = events_->exited;
+    }
+    take_lines(&lines);
+    if (lease_lost || exited || stop_requested_) break;
+
+    const auto now = clock_.MonotonicNow();
+    if (!pending.empty() && now >= next_flush) {
+      flush();
+      next_flush = now + config_.flush_interval;
+      if (lease_lost) break;
+    }
+    if (now >= next_heartbeat) {
+      absl::Status s = client_->Heartbeat(
+          worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
+      if (IsLeaseLost(s)) {
+        lease_lost = true;
+        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
+        break;
+      }
+      if (!s.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), s.ToString());
+      next_heartbeat = now + config_.heartbeat_interval;
+    }
+  }
+
+  const bool stopped = !exited && !lease_lost;
+  if (!exited) {
+    spdlog::info("{}: terminating the trainer ({})", Context(),
+                 lease_lost ? "lease lost" : "worker stopping");
+  }
+  const ExitStatus status = exited ? process->Wait() : process->Terminate(config_.terminate_grace);
+
+  outcome.result.exit_code = status.exit_code;
+  outcome.result.signal = status.signal;
+  outcome.result.stderr_tail = process->StderrTail();
+  if (lease_lost) {
+    // Another worker may own the cell by now: report nothing more.
+    outcome.end = JobEnd::kLeaseLost;
+    outcome.result.reason = "lease lost";
+    return outcome;
+  }
+
+  // on_exit runs after the last stdout line, so this drains the whole stream.
+  {
+    std::lock_guard<std::mutex> lock(events_->mu);
+    lines.swap(events_->lines);
+  }
+  take_lines(&lines);
+  if (parser.malformed_lines() > 0) {
+    spdlog::warn("{}: {} malformed metrics lines skipped", Context(), parser.malformed_lines());
+  }
+  for (int i = 0; i < kFinishAttempts && !pending.empty() && !lease_lost; ++i) {
+    if (i > 0) std::this_thread::sleep_for(kFinishRetryDelay * i);
+    flush();
+  }
+  if (lease_lost) {
+    outcome.end = JobEnd::kLeaseLost;
+    outcome.result.reason = "lease lost";
+    return outcome;
+  }
+
+  if (stopped) {
+    outcome.result.succeeded = false;
+    outcome.result.reason = "worker stopped";
+    if (!config_.report_stopped) {
+      outcome.end = JobEnd::kStopped;
+      spdlog::info("{}: stopped; left to the coordinator to requeue", Context());
+      return outcome;
+    }
+    return finish(JobEnd::kStopped);
+  }
+  outcome.result.succeeded = status.Succeeded();
+  if (status.Succeeded()) return finish(JobEnd::kSucceeded);
+  if ((status.Exited() && status.exit_code == kExitDiverged)) {
+    outcome.result.reason = "diverged";
+  } else {
+    outcome.result.reason = status.ToString();
+  }
+  return finish(JobEnd::kFailed);
+}
+
+}  // namespace onset::worker

@@ -1,0 +1,80 @@
+// Runs one leased job: writes the cell config, spawns the trainer, relays its metrics in batches,
+// heartbeats with progress and reports the outcome.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "worker/coordinator_client.h"
+#include "worker/process_launcher.h"
+
+namespace onset::worker {
+
+struct JobRunnerConfig {
+  std::string trainer_path;  // the onset-train executable
+  std::string work_dir;      // attempts run in <work_dir>/<cell_id>/attempt-<n>/
+  int threads = 1;           // --threads and OMP_NUM_THREADS for the trainer
+  std::chrono::milliseconds heartbeat_interval{5'000};  // as the coordinator asks
+  std::chrono::milliseconds flush_interval{1'000};      // metric points wait at most this long
+  size_t flush_points = 500;                            // or until this many are pending
+  std::chrono::milliseconds terminate_grace{10'000};    // SIGTERM -> SIGKILL delay
+  // Whether Stop() reports the job failed ("worker stopped"). Off in the embedded single-machine
+  // mode, whose coordinator stops too and requeues running cells when it starts again.
+  bool report_stopped = true;
+  // Upper bound on one wait of the run loop, so that an injected clock that jumps is noticed.
+  std::chrono::milliseconds max_wait{100};
+};
+
+// What became of the job, for the worker's log and tests.
+enum class JobEnd {
+  kSucceeded,    // trainer exited 0, FinishJob(succeeded) sent
+  kFailed,       // trainer failed (or could not start), FinishJob(failed) sent
+  kLeaseLost,    // the coordinator no longer knows the lease; trainer terminated, no FinishJob
+  kStopped,      // Stop() was called; trainer terminated, FinishJob(failed, "worker stopped")
+                 // sent when report_stopped
+};
+
+struct JobRunOutcome {
+  JobEnd end = JobEnd::kFailed;
+  JobResult result;           // what was (or would have been) reported
+  absl::Status finish_status;  // the FinishJob call's status, OK when not sent
+};
+
+// One JobRunner per attempt. Run() is called once, on the thread that owns the runner; Stop() may
+// be called from any thread. `client`, `launcher` and `clock` are not owned and must outlive the
+// runner. The clock paces metric batches and heartbeats (its monotonic time only).
+class JobRunner {
+ public:
+  JobRunner(JobRunnerConfig config, std::string worker_id, JobSpec job, CoordinatorClient* client,
+            ProcessLauncher* launcher, const common::Clock& clock = common::SystemClock());
+
+  // Blocks until the trainer has exited and the outcome has been reported.
+  JobRunOutcome Run();
+
+  // Asks Run() to terminate the trainer and report the job failed with reason "worker stopped".
+  void Stop();
+
+  const JobSpec& job() const { return job_; }
+
+ private:
+  // "cell <id> attempt <n>", the prefix of every log line about this job.
+  std::string Context() const;
+
+  const JobRunnerConfig config_;
+  const std::string worker_id_;
+  const JobSpec job_;
+  CoordinatorClient* const client_;
+  ProcessLauncher* const launcher_;
+  const common::Clock& clock_;
+
+  std::atomic<bool> stop_requested_{false};
+  // Wakes the run loop: new stdout lines, the trainer's exit, Stop().
+  struct Events;
+  std::shared_ptr<Events> events_;
+};
+
+}  // namespace onset::worker

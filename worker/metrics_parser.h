@@ -1,0 +1,56 @@
+// Turns the trainer's metrics stream (one JSON object per line, see onset-train's contract) into
+// metric points and keeps the progress figures the worker heartbeats with.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace onset::worker {
+
+// One measurement, as stored by the coordinator.
+struct MetricPoint {
+  std::string name;    // e.g. "train/loss", "niah/acc@256"
+  int64_t tokens = 0;  // tokens seen when it was measured
+  double value = 0;
+
+  bool operator==(const MetricPoint& o) const {
+    return name == o.name && tokens == o.tokens && value == o.value;
+  }
+};
+
+// Not thread-safe: one parser per job, fed from one thread.
+class MetricsParser {
+ public:
+  // `context` prefixes log messages, e.g. "cell 0123abcd attempt 2".
+  explicit MetricsParser(std::string context = "") : context_(std::move(context)) {}
+
+  // Parses one line of the stream and appends its points to `out`. A malformed line (not JSON,
+  // not an object, missing or mistyped "event"/"tokens"/"metrics") is counted and logged, never
+  // fatal; null and non-numeric metric values are skipped; blank lines are ignored.
+  void Consume(std::string_view line, std::vector<MetricPoint>* out);
+
+  int64_t tokens_done() const { return tokens_done_; }
+  // Latest "train/tokens_per_second" seen, 0 before the first.
+  double tokens_per_second() const { return tokens_per_second_; }
+  std::optional<double> latest_loss() const { return latest_loss_; }
+  int malformed_lines() const { return malformed_lines_; }
+  // Whether a "diverged" / "done" event was seen.
+  bool diverged() const { return diverged_; }
+  bool done() const { return done_; }
+
+ private:
+  void Malformed(std::string_view line, const char* why);
+
+  std::string context_;
+  int64_t tokens_done_ = 0;
+  double tokens_per_second_ = 0;
+  std::optional<double> latest_loss_;
+  int malformed_lines_ = 0;
+  bool diverged_ = false;
+  bool done_ = false;
+};
+
+}  // namespace onset::worker

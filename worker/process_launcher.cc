@@ -1,0 +1,297 @@
+#include "worker/process_launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace onset::worker {
+namespace {
+
+// How long stdout and stderr may stay open after the child exited (a grandchild holding the pipe) before the
+// readers give up on it.
+constexpr std::chrono::milliseconds kDrainTimeout{2000};
+// How often blocked readers look at the stop flag.
+constexpr int kReaderPollMs = 100;
+
+// Keeps the last lines of a stream within a line and a byte budget.
+class TailRing {
+ public:
+  TailRing(size_t max_lines, size_t max_bytes) : max_lines_(max_lines), max_bytes_(max_bytes) {}
+
+  void Add(std::string line) {
+    if (line.size() > max_bytes_) line.erase(0, line.size() - max_bytes_);
+    bytes_ += line.size() + 1;
+    lines_.push_back(std::move(line));
+    while (!lines_.empty() && (lines_.size() > max_lines_ || bytes_ > max_bytes_)) {
+      bytes_ -= lines_.front().size() + 1;
+      lines_.pop_front();
+    }
+  }
+
+  std::string Join() const {
+    std::string out;
+    for (const std::string& line : lines_) {
+      if (!out.empty()) out += '\n';
+      out += line;
+    }
+    return out;
+  }
+
+ private:
+  size_t max_lines_;
+  size_t max_bytes_;
+  size_t bytes_ = 0;
+  std::deque<std::string> lines_;
+};
+
+class PosixProcess : public Process {
+ public:
+  PosixProcess(pid_t pid, int stdout_fd, int stderr_fd, SpawnOptions options)
+      : pid_(pid),
+        stdout_fd_(stdout_fd),
+        stderr_fd_(stderr_fd),
+        options_(std::move(options)),
+        tail_(options_.stderr_tail_lines, options_.stderr_tail_bytes) {
+    stdout_reader_ = std::thread([this] {
+      ReadLines(stdout_fd_, [this](std::string line) {
+        if (options_.on_stdout_line) options_.on_stdout_line(std::move(line));
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      stdout_closed_ = true;
+      cv_.notify_all();
+    });
+    stderr_reader_ = std::thread([this] {
+      ReadLines(stderr_fd_, [this](std::string line) {
+        std::lock_guard<std::mutex> lock(mu_);
+        tail_.Add(std::move(line));
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      stderr_closed_ = true;
+      cv_.notify_all();
+    });
+    waiter_ = std::thread([this] { WaitForChild(); });
+  }
+
+  ~PosixProcess() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!reaped_) kill(-pid_, SIGKILL);
+    }
+    waiter_.join();
+    close(stdout_fd_);
+    close(stderr_fd_);
+  }
+
+  int pid() const override { return pid_; }
+
+  ExitStatus Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return finished_; });
+    return status_;
+  }
+
+  bool WaitFor(std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return finished_; });
+  }
+
+  ExitStatus Terminate(std::chrono::milliseconds grace) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!reaped_) {
+        terminate_requested_ = true;
+        kill(-pid_, SIGTERM);
+        if (!cv_.wait_for(lock, grace, [this] { return reaped_; })) kill(-pid_, SIGKILL);
+      }
+    }
+    return Wait();
+  }
+
+  std::string StderrTail() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tail_.Join();
+  }
+
+ private:
+  // Splits the stream on '\n' until EOF, an error or stop_readers_.
+  void ReadLines(int fd, const std::function<void(std::string)>& on_line) {
+    std::string partial;
+    char buf[4096];
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_readers_) break;
+      }
+      pollfd pfd{fd, POLLIN, 0};
+      int ready = poll(&pfd, 1, kReaderPollMs);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) break;
+      if (ready == 0) continue;
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) break;
+      partial.append(buf, static_cast<size_t>(n));
+      size_t start = 0;
+      for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+        on_line(partial.substr(start, nl - start));
+      }
+      partial.erase(0, start);
+    }
+    if (!partial.empty()) on_line(std::move(partial));
+  }
+
+  void WaitForChild() {
+    // Wait without reaping: the zombie keeps the pid (and so the process group id) reserved
+    // until the reap below, which happens under mu_ like every kill(-pid_, ...).
+    siginfo_t info{};
+    while (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // After a Terminate, whatever the child left running in its group goes too.
+      if (terminate_requested_) kill(-pid_, SIGKILL);
+      int wstatus = 0;
+      while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
+      }
+      if (WIFSIGNALED(wstatus)) {
+        status_.signal = WTERMSIG(wstatus);
+      } else {
+        status_.exit_code = WEXITSTATUS(wstatus);
+      }
+      reaped_ = true;
+      cv_.notify_all();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, kDrainTimeout, [this] { return stdout_closed_ && stderr_closed_; });
+      stop_readers_ = true;
+    }
+    stdout_reader_.join();
+    stderr_reader_.join();
+    if (options_.on_exit) options_.on_exit(status_);
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    cv_.notify_all();
+  }
+
+  const pid_t pid_;
+  const int stdout_fd_;
+  const int stderr_fd_;
+  const SpawnOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  TailRing tail_;                     // guarded by mu_
+  ExitStatus status_;                 // written once before reaped_ is set
+  bool reaped_ = false;               // guarded by mu_
+  bool terminate_requested_ = false;  // guarded by mu_
+  bool stdout_closed_ = false;        // guarded by mu_
+  bool stderr_closed_ = false;        // guarded by mu_
+  bool stop_readers_ = false;         // guarded by mu_
+  bool finished_ = false;             // guarded by mu_
+
+  std::thread stdout_reader_;
+  std::thread stderr_reader_;
+  std::thread waiter_;
+};
+
+}  // namespace
+
+std::string ExitStatus::ToString() const {
+  if (Exited()) return absl::StrCat("exit code ", exit_code);
+  const char* name = sigabbrev_np(signal);
+  if (name == nullptr) return absl::StrCat("killed by signal ", signal);
+  return absl::StrCat("killed by signal ", signal, " (SIG", name, ")");
+}
+
+absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Spawn(SpawnOptions options) {
+  int out[2];
+  int err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe for ", options.program, ": ", strerror(errno)));
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(out[0]);
+    close(out[1]);
+    return absl::InternalError(absl::StrCat("pipe for ", options.program, ": ", strerror(e)));
+  }
+
+  // Environment: ours, with the overrides replacing same-named entries.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    if (options.env.count(name) == 0) env_strings.push_back(std::move(entry));
+  }
+  for (const auto& [name, value] : options.env) env_strings.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  std::vector<std::string> argv_strings;
+  argv_strings.push_back(options.program);
+  argv_strings.insert(argv_strings.end(), options.args.begin(), options.args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  if (!options.working_dir.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, options.working_dir.c_str());
+  }
+
+  // Own process group; default signal dispositions and an empty mask whatever this process
+  // blocks or ignores (the worker blocks SIGINT/SIGTERM in its threads to sigwait for them).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t empty;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, options.program.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(out[1]);
+  close(err[1]);
+  if (rc != 0) {
+    close(out[0]);
+    close(err[0]);
+    std::string message = absl::StrCat("cannot start ", options.program, ": ", strerror(rc));
+    if (rc == ENOENT) return absl::NotFoundError(message);
+    if (rc == EACCES) return absl::PermissionDeniedError(message);
+    return absl::InternalError(message);
+  }
+  return std::unique_ptr<Process>(new PosixProcess(pid, out[0], err[0], std::move(options)));
+}
+
+}  // namespace onset::worker

@@ -1,0 +1,86 @@
+// Child processes for the worker: the trainer runs as a separate process in its own process
+// group, its stdout carries metrics line by line and its stderr is kept as a bounded tail.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace onset::worker {
+
+// How a child ended: exactly one of exit_code (signal == 0) or signal (non-zero) is meaningful.
+struct ExitStatus {
+  int exit_code = 0;  // the status passed to exit(), when the child exited
+  int signal = 0;     // the signal that killed it, 0 when it exited
+
+  bool Exited() const { return signal == 0; }
+  bool Succeeded() const { return signal == 0 && exit_code == 0; }
+  // "exit code 3" or "killed by signal 9 (SIGKILL)".
+  std::string ToString() const;
+};
+
+struct SpawnOptions {
+  std::string program;                     // path of the executable; no PATH search
+  std::vector<std::string> args;           // argv[1..]; argv[0] is `program`
+  std::map<std::string, std::string> env;  // set on top of this process's environment
+  std::string working_dir;                 // empty: inherit this process's directory
+  size_t stderr_tail_lines = 50;           // the stderr tail keeps at most this many lines
+  size_t stderr_tail_bytes = 8192;         // and at most this many bytes
+
+  // Called on the process's stdout reader thread, once per line (newline stripped), in order.
+  // Must not call back into the Process. May be empty.
+  std::function<void(std::string line)> on_stdout_line;
+  // Called once, on the process's waiter thread, after the child has been reaped and after the
+  // last on_stdout_line call. May be empty.
+  std::function<void(const ExitStatus&)> on_exit;
+};
+
+// A running (or finished) child. All methods are thread-safe. Destroying a Process whose child
+// still runs kills the child's process group with SIGKILL and reaps it.
+class Process {
+ public:
+  virtual ~Process() = default;
+
+  virtual int pid() const = 0;
+
+  // Blocks until the child has exited and on_exit has returned.
+  virtual ExitStatus Wait() = 0;
+
+  // Waits up to `timeout`; true when the child has exited (then Wait() returns at once).
+  virtual bool WaitFor(std::chrono::milliseconds timeout) = 0;
+
+  // Sends SIGTERM to the child's process group, then SIGKILL to the group if the child has not
+  // exited after `grace`. Blocks until the child has exited. No-op once the child has exited.
+  virtual ExitStatus Terminate(std::chrono::milliseconds grace) = 0;
+
+  // The last lines written to stderr (bounded by SpawnOptions), joined with '\n'. Complete once
+  // the child has exited.
+  virtual std::string StderrTail() const = 0;
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+
+  // Starts `options.program`. Errors: NotFound / PermissionDenied when the program cannot be
+  // executed, Internal for other spawn failures; the message names the program.
+  virtual absl::StatusOr<std::unique_ptr<Process>> Spawn(SpawnOptions options) = 0;
+};
+
+// posix_spawn with POSIX_SPAWN_SETPGROUP (the child leads its own group so that Terminate reaches
+// whatever it forks), two pipes and one reader thread per pipe plus a waiter thread per child.
+// The waiter uses waitid(WNOWAIT) so that the child is reaped only under the lock that guards
+// signalling: a group is never signalled after its leader's pid could have been reused.
+// No SIGCHLD handler is installed.
+class PosixProcessLauncher : public ProcessLauncher {
+ public:
+  absl::StatusOr<std::unique_ptr<Process>> Spawn(SpawnOptions options) override;
+};
+
+}  // namespace onset::worker

@@ -1,0 +1,186 @@
+#include "worker/worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace onset::worker {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+constexpr std::chrono::milliseconds kInitialBackoff{500};
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+absl::Status WorkerConfig::Validate() const {
+  if (coordinator.empty()) return absl::InvalidArgumentError("coordinator: must not be empty");
+  if (trainer_path.empty()) return absl::InvalidArgumentError("trainer_path: must not be empty");
+  if (access(trainer_path.c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer_path: ", trainer_path, " is not an executable file"));
+  }
+  if (work_dir.empty()) return absl::InvalidArgumentError("work_dir: must not be empty");
+  if (slots < 1) return absl::InvalidArgumentError("slots: must be at least 1");
+  if (threads_per_job < 1) return absl::InvalidArgumentError("threads_per_job: must be at least 1");
+  if (poll_interval.count() <= 0) {
+    return absl::InvalidArgumentError("poll_interval: must be positive");
+  }
+  if (max_backoff < kInitialBackoff) {
+    return absl::InvalidArgumentError("max_backoff: must be at least 500ms");
+  }
+  if (terminate_grace.count() < 0) {
+    return absl::InvalidArgumentError("terminate_grace: must not be negative");
+  }
+  if (flush_interval.count() <= 0) {
+    return absl::InvalidArgumentError("flush_interval: must be positive");
+  }
+  return absl::OkStatus();
+}
+
+Worker::Worker(WorkerConfig config, CoordinatorClient* client, ProcessLauncher* launcher,
+               const common::Clock& clock)
+    : config_(std::move(config)), client_(client), launcher_(launcher), clock_(clock) {}
+
+// Run() joins every job thread before it returns, so nothing is left to clean up here.
+Worker::~Worker() = default;
+
+void Worker::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_ = true;
+  cv_.notify_all();
+}
+
+int Worker::running_jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(slots_.size());
+}
+
+bool Worker::WaitFor(std::chrono::milliseconds delay) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, delay, [this] {
+    return stop_ || std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.done; });
+  });
+  return !stop_;
+}
+
+bool Worker::Register() {
+  const std::string host = config_.host.empty() ? HostName() : config_.host;
+  std::chrono::milliseconds backoff = kInitialBackoff;
+  while (true) {
+    absl::StatusOr<Registration> r = client_->Register(host, config_.slots, kVersion);
+    if (r.ok()) {
+      worker_id_ = r->worker_id;
+      heartbeat_interval_ = r->heartbeat_interval;
+      spdlog::info("registered with {} as worker {} ({} slots, heartbeat every {} ms)",
+                   config_.coordinator, worker_id_, config_.slots, heartbeat_interval_.count());
+      return true;
+    }
+    spdlog::warn("registration failed, retrying in {} ms: {}", backoff.count(),
+                 r.status().ToString());
+    if (!WaitFor(backoff)) return false;
+    backoff = std::min(backoff * 2, config_.max_backoff);
+  }
+}
+
+void Worker::StartJob(JobSpec job) {
+  JobRunnerConfig rc;
+  rc.trainer_path = config_.trainer_path;
+  rc.work_dir = config_.work_dir;
+  rc.threads = config_.threads_per_job;
+  rc.heartbeat_interval = heartbeat_interval_;
+  rc.flush_interval = config_.flush_interval;
+  rc.terminate_grace = config_.terminate_grace;
+  rc.report_stopped = config_.report_stopped;
+  spdlog::info("leased cell {} of study {} (attempt {}, {} tokens)", job.cell_id, job.study,
+               job.attempt, job.tokens_budget);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& slot = slots_.emplace_back();
+  slot.runner = std::make_unique<JobRunner>(std::move(rc), worker_id_, std::move(job), client_,
+                                            launcher_, clock_);
+  slot.thread = std::thread([this, &slot] {
+    slot.runner->Run();
+    std::lock_guard<std::mutex> lock(mu_);
+    slot.done = true;
+    cv_.notify_all();
+  });
+}
+
+void Worker::ReapFinished() {
+  std::list<Slot> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      auto next = std::next(it);
+      if (it->done) finished.splice(finished.end(), slots_, it);
+      it = next;
+    }
+  }
+  for (Slot& slot : finished) slot.thread.join();
+}
+
+absl::Status Worker::Run() {
+  if (absl::Status s = config_.Validate(); !s.ok()) return s;
+  if (!Register()) return absl::OkStatus();
+
+  std::chrono::milliseconds backoff = kInitialBackoff;
+  while (true) {
+    ReapFinished();
+    if (running_jobs() >= config_.slots) {
+      if (!WaitFor(config_.poll_interval)) break;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) break;
+    }
+    absl::StatusOr<std::optional<JobSpec>> lease = client_->Lease(worker_id_);
+    if (lease.ok()) {
+      backoff = kInitialBackoff;
+      if (lease->has_value()) {
+        StartJob(std::move(**lease));
+        continue;  // fill the other free slots at once
+      }
+      if (!WaitFor(config_.poll_interval)) break;
+      continue;
+    }
+    const absl::StatusCode code = lease.status().code();
+    if (code == absl::StatusCode::kFailedPrecondition || code == absl::StatusCode::kNotFound) {
+      // The coordinator does not know this worker (e.g. it lost its state): register again.
+      spdlog::warn("lease refused, registering again: {}", lease.status().ToString());
+      if (!Register()) break;
+      continue;
+    }
+    spdlog::warn("leasing failed, retrying in {} ms: {}", backoff.count(),
+                 lease.status().ToString());
+    if (!WaitFor(backoff)) break;
+    backoff = std::min(backoff * 2, config_.max_backoff);
+  }
+
+  // Stopping: every runner terminates its trainer and reports "worker stopped".
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Slot& slot : slots_) slot.runner->Stop();
+  }
+  std::list<Slot> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(slots_);
+  }
+  for (Slot& slot : all) slot.thread.join();
+  spdlog::info("worker stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace onset::worker

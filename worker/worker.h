@@ -1,0 +1,85 @@
+// The worker loop: registers with the coordinator, then keeps up to `slots` trainers running,
+// leasing a job whenever a slot is free.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "common/clock.h"
+#include "worker/coordinator_client.h"
+#include "worker/job_runner.h"
+#include "worker/process_launcher.h"
+
+namespace onset::worker {
+
+struct WorkerConfig {
+  std::string coordinator = "127.0.0.1:7070";  // host:port of the coordinator (for logs)
+  std::string trainer_path;                    // the onset-train executable; required
+  std::string work_dir = "onset-work";         // attempts run under it
+  int slots = 1;                               // jobs run at once
+  int threads_per_job = 1;                     // CPU threads given to each trainer
+  std::chrono::milliseconds poll_interval{2'000};  // LeaseJob cadence while nothing is queued
+  std::chrono::milliseconds max_backoff{15'000};   // cap of the retry delay when unreachable
+  std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL for trainers
+  std::chrono::milliseconds flush_interval{1'000};    // metric batching, see JobRunnerConfig
+  std::string host;                            // reported at registration; empty = hostname
+  bool report_stopped = true;  // Stop() reports running jobs failed, see JobRunnerConfig
+
+  // Names the first bad field, e.g. "slots: must be at least 1".
+  absl::Status Validate() const;
+};
+
+// Run() is called once, on the thread that owns the worker; Stop() from any thread (e.g. a signal
+// watcher). `client` and `launcher` are not owned, must be thread-safe and outlive the worker.
+class Worker {
+ public:
+  Worker(WorkerConfig config, CoordinatorClient* client, ProcessLauncher* launcher,
+         const common::Clock& clock = common::SystemClock());
+  ~Worker();
+
+  // Blocks until Stop(). Registration and leasing are retried with backoff while the coordinator
+  // is unreachable. On Stop(), running trainers are terminated and their jobs reported failed
+  // with reason "worker stopped" (unless !report_stopped). Returns InvalidArgument for a bad
+  // config, OK otherwise.
+  absl::Status Run();
+
+  // Thread-safe and idempotent.
+  void Stop();
+
+  // Jobs running now (for tests and status lines).
+  int running_jobs() const;
+
+ private:
+  struct Slot {
+    std::unique_ptr<JobRunner> runner;
+    std::thread thread;
+    bool done = false;  // guarded by mu_
+  };
+
+  // Sleeps up to `delay` unless stopped or a job ends; returns false when stopped.
+  bool WaitFor(std::chrono::milliseconds delay);
+  bool Register();
+  void StartJob(JobSpec job);
+  void ReapFinished();
+
+  const WorkerConfig config_;
+  CoordinatorClient* const client_;
+  ProcessLauncher* const launcher_;
+  const common::Clock& clock_;
+
+  std::string worker_id_;  // owned by the Run() thread
+  std::chrono::milliseconds heartbeat_interval_{5'000};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;      // guarded by mu_
+  std::list<Slot> slots_;  // guarded by mu_
+};
+
+}  // namespace onset::worker

@@ -1,0 +1,88 @@
+// onset-worker: leases jobs from the coordinator and runs onset-train for each.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "worker/coordinator_client.h"
+#include "worker/process_launcher.h"
+#include "worker/worker.h"
+
+namespace {
+
+std::string DefaultTrainer() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "onset-train";
+  return (self.parent_path() / "onset-train").string();
+}
+
+std::string DefaultCoordinator() {
+  const char* env = std::getenv("ONSET_COORDINATOR");
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1:7070";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("onset-worker"));
+
+  onset::worker::WorkerConfig config;
+  config.coordinator = DefaultCoordinator();
+  config.trainer_path = DefaultTrainer();
+  int threads = 1;
+  CLI::App app{"onset-worker: runs onset-train for jobs leased from the coordinator"};
+  app.add_option("--coordinator", config.coordinator,
+                 "coordinator host:port (env ONSET_COORDINATOR)")
+      ->capture_default_str();
+  app.add_option("--trainer", config.trainer_path, "the onset-train executable")
+      ->capture_default_str();
+  app.add_option("--work-dir", config.work_dir, "directory for job attempts")
+      ->capture_default_str();
+  app.add_option("--slots", config.slots, "jobs run at once")->capture_default_str();
+  app.add_option("--threads-per-job", threads, "CPU threads per trainer")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  config.threads_per_job = threads;
+
+  if (absl::Status s = config.Validate(); !s.ok()) {
+    spdlog::error("bad configuration: {}", std::string(s.message()));
+    return 2;
+  }
+
+  // Signals are taken synchronously by one thread; every other thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  onset::worker::PosixProcessLauncher launcher;
+  std::unique_ptr<onset::worker::CoordinatorClient> client =
+      onset::worker::NewGrpcCoordinatorClient(config.coordinator);
+  onset::worker::Worker worker(config, client.get(), &launcher);
+
+  std::thread signal_watcher([&worker, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal {}: stopping (terminating running trainers)", sig);
+    worker.Stop();
+    sigwait(&signals, &sig);
+    spdlog::warn("second signal {}: exiting at once", sig);
+    _exit(130);
+  });
+  signal_watcher.detach();
+
+  absl::Status s = worker.Run();
+  if (!s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 1;
+  }
+  return 0;
+}
