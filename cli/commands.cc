@@ -1,0 +1,78 @@
+#include "cli/commands.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "cli/render.h"
+
+namespace onset::cli {
+
+int ReportError(const absl::Status& status, std::ostream& err) {
+  err << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}\n";
+  return json;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
+  return text.str();
+}
+
+int SubmitCommand(StudyClient& client, const std::string& file, bool json, std::ostream& out,
+                  std::ostream& err) {
+  absl::StatusOr<std::string> text = ReadFile(file);
+  if (!text.ok()) {
+    err << text.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<v1::SubmitStudyResponse> response = client.Submit(file, *text);
+  if (!response.ok()) return ReportError(response.status(), err);
+  if (json) {
+    out << ToJson(*response);
+    return 0;
+  }
+  out << "study " << StudySummary(response->study()) << "\n"
+      << response->cells_size() << (response->cells_size() == 1 ? " cell, " : " cells, ")
+      << response->cells_added() << " new\n";
+  return 0;
+}
+
+int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
+                  std::ostream& err) {
+  if (study.empty()) {
+    absl::StatusOr<v1::ListStudiesResponse> list = client.List();
+    if (!list.ok()) return ReportError(list.status(), err);
+    out << (json ? ToJson(*list) : RenderStudyList(*list));
+    return 0;
+  }
+  absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
+  if (!got.ok()) return ReportError(got.status(), err);
+  out << (json ? ToJson(*got) : RenderStudy(*got));
+  return 0;
+}
+
+int ResultsCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
+                   std::ostream& err) {
+  absl::StatusOr<v1::GetResultsResponse> results = client.Results(study);
+  if (!results.ok()) return ReportError(results.status(), err);
+  out << (json ? ToJson(*results) : RenderResults(*results));
+  return 0;
+}
+
+}  // namespace onset::cli

@@ -1,0 +1,32 @@
+// The CLI's subcommands that talk to a running coordinator. Each returns the process's exit code:
+// 0 success, 1 failure (unreachable coordinator, unknown study, ...), 2 bad input.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "cli/study_client.h"
+#include "google/protobuf/message.h"
+
+namespace onset::cli {
+
+// `onset submit FILE [--json]`.
+int SubmitCommand(StudyClient& client, const std::string& file, bool json, std::ostream& out,
+                  std::ostream& err);
+// `onset status [STUDY] [--json]`; an empty `study` lists every study.
+int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
+                  std::ostream& err);
+// `onset results STUDY [--json]`.
+int ResultsCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
+                   std::ostream& err);
+
+// Shared helpers for the subcommands.
+// Prints `status` for a person and returns its exit code (2 for InvalidArgument, else 1).
+int ReportError(const absl::Status& status, std::ostream& err);
+// The message as indented JSON with the proto's field names, every field present.
+std::string ToJson(const google::protobuf::Message& message);
+// Reads a whole file; NotFound / Internal naming the file otherwise.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace onset::cli

@@ -1,0 +1,81 @@
+// onset: submit studies, watch them, read results, or run one on this machine.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/address.h"
+#include "cli/commands.h"
+#include "cli/run_command.h"
+#include "cli/study_client.h"
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("onset"));
+  spdlog::set_level(spdlog::level::warn);
+
+  CLI::App app{"onset: scaling studies of hybrid attention language models"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --coordinator may follow the subcommand too
+  std::string coordinator;
+  app.add_option("--coordinator", coordinator,
+                 "coordinator host:port (else $ONSET_COORDINATOR, else the address of a running "
+                 "`onset run` in ./onset-data, else 127.0.0.1:7070)");
+  bool json = false;
+  std::string file;
+  std::string study;
+
+  CLI::App* submit = app.add_subcommand("submit", "submit a study file");
+  submit->add_option("FILE", file, "study file (YAML)")->required();
+  submit->add_flag("--json", json, "print JSON");
+
+  CLI::App* status = app.add_subcommand("status", "list studies, or the cells of one study");
+  status->add_option("STUDY", study, "study name");
+  status->add_flag("--json", json, "print JSON");
+
+  CLI::App* results = app.add_subcommand("results", "final metrics of every cell of a study");
+  results->add_option("STUDY", study, "study name")->required();
+  results->add_flag("--json", json, "print JSON");
+
+  onset::cli::RunOptions run_options;
+  CLI::App* run = app.add_subcommand("run", "run a study on this machine until it finishes");
+  run->add_option("FILE", run_options.file, "study file (YAML)")->required();
+  run->add_option("--workers", run_options.workers, "trainers run at once (default: cores/2, min 2)");
+  run->add_option("--data-dir", run_options.data_dir, "database and work directory")
+      ->capture_default_str();
+  run->add_flag("--json", run_options.json, "print the results as JSON");
+  run->add_flag("--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
+                "log the coordinator and workers");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (run->parsed()) {
+    // Signals are taken by one thread; every thread started later inherits the mask.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    static std::atomic<bool> interrupted{false};
+    std::thread([signals] {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      std::cerr << "stopping (again to exit at once)\n";
+      interrupted = true;
+      sigwait(&signals, &sig);
+      _exit(130);
+    }).detach();
+    return onset::cli::RunCommand(run_options, interrupted, std::cout, std::cerr);
+  }
+
+  onset::cli::StudyClient client(onset::cli::ResolveCoordinatorAddress(
+      coordinator, std::getenv("ONSET_COORDINATOR"), onset::cli::kDefaultDataDir));
+  if (submit->parsed()) return onset::cli::SubmitCommand(client, file, json, std::cout, std::cerr);
+  if (status->parsed()) return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr);
+  return onset::cli::ResultsCommand(client, study, json, std::cout, std::cerr);
+}

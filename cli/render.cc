@@ -1,0 +1,242 @@
+#include "cli/render.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace onset::cli {
+namespace {
+
+constexpr size_t kErrorChars = 48;
+const char* const kStates[] = {"succeeded", "failed", "running", "queued"};
+
+std::string Axis(const v1::Cell& cell, const std::string& name) {
+  auto it = cell.axes().find(name);
+  return it == cell.axes().end() ? "-" : it->second;
+}
+
+std::string TokensAxis(const v1::Cell& cell) {
+  auto it = cell.axes().find("tokens");
+  if (it == cell.axes().end()) return "-";
+  char* end = nullptr;
+  long long n = std::strtoll(it->second.c_str(), &end, 10);
+  return end != nullptr && *end == '\0' ? FormatTokens(n) : it->second;
+}
+
+// Sort key of a metric column; see ResultColumns.
+std::tuple<int, long, std::string> ColumnKey(const std::string& name) {
+  if (name == "train/loss") return {0, 0, name};
+  if (name == "eval/heldout_loss") return {1, 0, name};
+  if (name == "eval/short_loss") return {2, 0, name};
+  if (name.rfind("eval/", 0) == 0) return {3, 0, name};
+  if (name == "niah/acc") return {4, 0, name};
+  if (name.rfind("niah/acc@", 0) == 0) {
+    return {5, std::strtol(name.c_str() + 9, nullptr, 10), name};
+  }
+  if (name.rfind("niah/", 0) == 0) return {6, 0, name};
+  return {7, 0, name};
+}
+
+// Throughput and schedule figures are progress, not results: JSON output has them.
+bool IsResultColumn(const std::string& name) {
+  const std::string seconds = "/seconds";
+  if (name.size() >= seconds.size() &&
+      name.compare(name.size() - seconds.size(), seconds.size(), seconds) == 0) {
+    return false;
+  }
+  return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 || name == "train/loss";
+}
+
+}  // namespace
+
+Table::Table(std::vector<std::string> headers)
+    : headers_(std::move(headers)), right_(headers_.size(), false) {}
+
+void Table::AlignRight(size_t column) {
+  if (column < right_.size()) right_[column] = true;
+}
+
+void Table::AddRow(std::vector<std::string> cells) {
+  cells.resize(headers_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string Table::Render() const {
+  std::vector<size_t> width(headers_.size());
+  for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) text += "  ";
+      std::string pad(width[c] - cells[c].size(), ' ');
+      text += right_[c] ? pad + cells[c] : cells[c] + pad;
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
+  };
+  line(headers_);
+  for (const auto& row : rows_) line(row);
+  return out;
+}
+
+std::string FormatTokens(int64_t tokens) {
+  struct Unit {
+    int64_t scale;
+    const char* suffix;
+  };
+  for (Unit u : {Unit{1'000'000'000, "B"}, Unit{1'000'000, "M"}, Unit{1'000, "K"}}) {
+    if (tokens >= u.scale) {
+      double v = static_cast<double>(tokens) / static_cast<double>(u.scale);
+      char buf[32];
+      if (tokens % u.scale == 0 || v >= 100) {
+        std::snprintf(buf, sizeof(buf), "%.0f%s", v, u.suffix);
+      } else {
+        std::snprintf(buf, sizeof(buf), "%.1f%s", v, u.suffix);
+        std::string s(buf);
+        // "20.0K" reads better as "20K".
+        size_t dot = s.find(".0");
+        if (dot != std::string::npos && dot + 2 == s.size() - 1) s.erase(dot, 2);
+        return s;
+      }
+      return buf;
+    }
+  }
+  return std::to_string(tokens);
+}
+
+std::string FormatValue(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4g", value);
+  return buf;
+}
+
+std::string StateName(v1::CellState state) {
+  switch (state) {
+    case v1::CELL_STATE_QUEUED:
+      return "queued";
+    case v1::CELL_STATE_RUNNING:
+      return "running";
+    case v1::CELL_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::CELL_STATE_FAILED:
+      return "failed";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string Truncate(const std::string& text, size_t max_chars) {
+  std::string flat = text;
+  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  if (flat.size() <= max_chars) return flat;
+  return flat.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
+}
+
+std::string StudySummary(const v1::Study& study) {
+  std::vector<std::string> parts;
+  for (const char* state : kStates) {
+    auto it = study.cells_by_state().find(state);
+    if (it != study.cells_by_state().end() && it->second > 0) {
+      parts.push_back(absl::StrCat(it->second, " ", state));
+    }
+  }
+  std::string text = absl::StrCat(study.name(), ": ", study.cells_total(),
+                                   study.cells_total() == 1 ? " cell" : " cells");
+  if (!parts.empty()) absl::StrAppend(&text, ": ", absl::StrJoin(parts, ", "));
+  return text;
+}
+
+std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
+  if (studies.studies().empty()) return "no studies\n";
+  Table table({"STUDY", "CELLS", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "SOURCE"});
+  for (size_t c = 1; c <= 5; ++c) table.AlignRight(c);
+  for (const v1::Study& s : studies.studies()) {
+    auto count = [&](const char* state) {
+      auto it = s.cells_by_state().find(state);
+      return std::to_string(it == s.cells_by_state().end() ? 0 : it->second);
+    };
+    table.AddRow({s.name(), std::to_string(s.cells_total()), count("queued"), count("running"),
+                  count("succeeded"), count("failed"), s.source_name()});
+  }
+  return table.Render();
+}
+
+std::string RenderStudy(const v1::GetStudyResponse& study) {
+  Table table({"CELL", "STATE", "ARCH", "WINDOW", "POS", "TOKENS", "SEED", "PROGRESS", "LOSS",
+               "TOK/S", "ATTEMPTS", "LAST ERROR"});
+  for (size_t c : {7, 8, 9, 10}) table.AlignRight(c);
+  for (const v1::Cell& cell : study.cells()) {
+    std::string progress = absl::StrCat(FormatTokens(cell.tokens_done()), "/",
+                                        FormatTokens(cell.tokens_budget()));
+    if (cell.tokens_budget() > 0) {
+      int64_t percent = std::min<int64_t>(100, cell.tokens_done() * 100 / cell.tokens_budget());
+      absl::StrAppend(&progress, " ", percent, "%");
+    }
+    table.AddRow({cell.id(), StateName(cell.state()), Axis(cell, "arch"), Axis(cell, "window"),
+                  Axis(cell, "pos"), TokensAxis(cell), Axis(cell, "seed"), progress,
+                  cell.has_latest_loss() ? FormatValue(cell.latest_loss()) : "-",
+                  cell.tokens_per_second() > 0 ? FormatTokens(static_cast<int64_t>(
+                                                     cell.tokens_per_second()))
+                                               : "-",
+                  std::to_string(cell.attempts()), Truncate(cell.last_error(), kErrorChars)});
+  }
+  return StudySummary(study.study()) + "\n" + table.Render();
+}
+
+std::vector<std::string> ResultColumns(const v1::GetResultsResponse& results) {
+  std::set<std::string> names;
+  for (const v1::CellResult& r : results.results()) {
+    for (const auto& [name, value] : r.final_metrics()) {
+      if (IsResultColumn(name)) names.insert(name);
+    }
+  }
+  std::vector<std::string> columns(names.begin(), names.end());
+  std::sort(columns.begin(), columns.end(), [](const std::string& a, const std::string& b) {
+    return ColumnKey(a) < ColumnKey(b);
+  });
+  return columns;
+}
+
+std::string RenderResults(const v1::GetResultsResponse& results) {
+  const std::vector<std::string> metrics = ResultColumns(results);
+  std::vector<std::string> headers = {"CELL", "ARCH", "WINDOW", "POS", "TOKENS", "SEED", "STATE"};
+  const size_t first_metric = headers.size();
+  headers.insert(headers.end(), metrics.begin(), metrics.end());
+  Table table(headers);
+  for (size_t c = first_metric; c < headers.size(); ++c) table.AlignRight(c);
+  for (const v1::CellResult& r : results.results()) {
+    const v1::Cell& cell = r.cell();
+    std::vector<std::string> row = {cell.id(),         Axis(cell, "arch"), Axis(cell, "window"),
+                                    Axis(cell, "pos"), TokensAxis(cell),   Axis(cell, "seed"),
+                                    StateName(cell.state())};
+    for (const std::string& m : metrics) {
+      auto it = r.final_metrics().find(m);
+      row.push_back(it == r.final_metrics().end() ? "-" : FormatValue(it->second));
+    }
+    table.AddRow(std::move(row));
+  }
+  return table.Render();
+}
+
+std::string ProgressLine(const v1::GetStudyResponse& study) {
+  std::string line = StudySummary(study.study());
+  for (const v1::Cell& cell : study.cells()) {
+    if (cell.state() != v1::CELL_STATE_RUNNING) continue;
+    absl::StrAppend(&line, " | ", cell.id().substr(0, 8), " ", FormatTokens(cell.tokens_done()),
+                    "/", FormatTokens(cell.tokens_budget()));
+    if (cell.has_latest_loss()) absl::StrAppend(&line, " loss ", FormatValue(cell.latest_loss()));
+  }
+  return line;
+}
+
+}  // namespace onset::cli

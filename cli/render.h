@@ -1,0 +1,52 @@
+// Text output of the CLI: aligned tables and the lines `onset status`, `onset results` and
+// `onset run` print. Pure functions of the API's messages: no gRPC, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onset/v1/onset.pb.h"
+
+namespace onset::cli {
+
+// A table with one header row; columns are as wide as their widest cell, separated by two
+// spaces. Right-aligned columns suit numbers.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers);
+  void AlignRight(size_t column);
+  void AddRow(std::vector<std::string> cells);  // missing trailing cells render empty
+  // One line per row, header first, each ending in '\n'; trailing spaces trimmed.
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "950", "20K", "1.5M", "2B": decimal suffixes, at most one decimal.
+std::string FormatTokens(int64_t tokens);
+// Four significant digits: "3.142", "0.0123", "1.235e+05".
+std::string FormatValue(double value);
+// "queued", "running", "succeeded", "failed", "unspecified".
+std::string StateName(v1::CellState state);
+// `text` cut to `max_chars` with "..." at the end, newlines flattened.
+std::string Truncate(const std::string& text, size_t max_chars);
+
+// `onset status`: one row per study with its cell counts by state.
+std::string RenderStudyList(const v1::ListStudiesResponse& studies);
+// `onset status STUDY`: a summary line, then one row per cell.
+std::string RenderStudy(const v1::GetStudyResponse& study);
+// "demo: 4 cells: 1 succeeded, 1 running, 2 queued".
+std::string StudySummary(const v1::Study& study);
+// `onset results STUDY`: one row per cell, its axes, state and final metrics as columns.
+std::string RenderResults(const v1::GetResultsResponse& results);
+// The metric columns of RenderResults, in display order: train/loss, eval/heldout_loss,
+// eval/short_loss, other eval/ metrics, niah/acc, niah/acc@L by increasing L, other niah/.
+std::vector<std::string> ResultColumns(const v1::GetResultsResponse& results);
+// One line of `onset run`'s live progress: counts by state and each running cell's progress.
+std::string ProgressLine(const v1::GetStudyResponse& study);
+
+}  // namespace onset::cli

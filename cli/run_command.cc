@@ -1,0 +1,184 @@
+#include "cli/run_command.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/address.h"
+#include "cli/commands.h"
+#include "cli/render.h"
+#include "cli/study_client.h"
+#include "coordinator/coordinator_server.h"
+#include "worker/coordinator_client.h"
+#include "worker/process_launcher.h"
+#include "worker/worker.h"
+
+namespace onset::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TrainerNextToSelf() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "onset-train" : (self.parent_path() / "onset-train").string();
+}
+
+bool Finished(const v1::GetStudyResponse& study) {
+  for (const v1::Cell& cell : study.cells()) {
+    if (cell.state() != v1::CELL_STATE_SUCCEEDED && cell.state() != v1::CELL_STATE_FAILED) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Removes the address file when the embedded coordinator goes away.
+struct AddressFile {
+  fs::path path;
+  ~AddressFile() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove(path, ec);
+  }
+};
+
+}  // namespace
+
+int DefaultWorkers(unsigned cores) {
+  if (cores <= 2) return 2;
+  return static_cast<int>(cores / 2);
+}
+
+int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
+               std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::string> text = ReadFile(options.file);
+  if (!text.ok()) {
+    err << text.status().message() << "\n";
+    return 2;
+  }
+  const std::string trainer =
+      options.trainer_path.empty() ? TrainerNextToSelf() : options.trainer_path;
+  if (access(trainer.c_str(), X_OK) != 0) {
+    err << "onset-train not found at " << trainer << " (build it, or install it next to onset)\n";
+    return 1;
+  }
+  std::error_code ec;
+  fs::create_directories(options.data_dir, ec);
+  if (ec) {
+    err << "cannot create " << options.data_dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+
+  coordinator::ServerConfig server_config;
+  server_config.db_path = (fs::path(options.data_dir) / "onset.db").string();
+  server_config.listen = "127.0.0.1:0";
+  server_config.lease_ttl = std::chrono::seconds(30);
+  server_config.heartbeat_interval = std::chrono::seconds(1);
+  server_config.requeue_running_on_start = true;
+  auto server = coordinator::CoordinatorServer::Start(server_config);
+  if (!server.ok()) {
+    err << "cannot start the coordinator: " << server.status().message() << "\n";
+    return 1;
+  }
+  const std::string address = (*server)->address();
+
+  AddressFile address_file{fs::path(options.data_dir) / kAddressFileName};
+  {
+    fs::path tmp = address_file.path;
+    tmp += ".tmp";
+    std::ofstream(tmp) << address << "\n";
+    fs::rename(tmp, address_file.path, ec);
+  }
+
+  StudyClient client(address);
+  absl::StatusOr<v1::SubmitStudyResponse> submitted = client.Submit(options.file, *text);
+  if (!submitted.ok()) {
+    int code = ReportError(submitted.status(), err);
+    (*server)->Shutdown();
+    return code;
+  }
+  const std::string study = submitted->study().name();
+  err << "study " << study << ": " << submitted->cells_size() << " cells, "
+      << submitted->cells_added() << " new (coordinator at " << address << ", data in "
+      << options.data_dir << ")\n";
+
+  // Workers: each with its own client; one launcher serves all.
+  const int n_workers = options.workers > 0
+                            ? options.workers
+                            : DefaultWorkers(std::thread::hardware_concurrency());
+  worker::PosixProcessLauncher launcher;
+  std::vector<std::unique_ptr<worker::CoordinatorClient>> clients;
+  std::vector<std::unique_ptr<worker::Worker>> workers;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n_workers; ++i) {
+    worker::WorkerConfig config;
+    config.coordinator = address;
+    config.trainer_path = trainer;
+    config.work_dir = (fs::path(options.data_dir) / "work").string();
+    config.slots = 1;
+    config.threads_per_job = 1;
+    config.poll_interval = std::chrono::milliseconds(250);
+    config.host = absl::StrCat("onset-run-", i);
+    config.report_stopped = false;  // requeued by the coordinator on the next run
+    clients.push_back(worker::NewGrpcCoordinatorClient(address));
+    workers.push_back(std::make_unique<worker::Worker>(config, clients.back().get(), &launcher));
+    threads.emplace_back([w = workers.back().get()] { (void)w->Run(); });
+  }
+
+  // Progress until every cell has finished or we are interrupted.
+  std::string last_line;
+  absl::Status poll_error;
+  while (!interrupted) {
+    absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
+    if (!got.ok()) {
+      poll_error = got.status();
+      break;
+    }
+    std::string line = ProgressLine(*got);
+    if (line != last_line) {
+      err << line << "\n";
+      last_line = line;
+    }
+    if (Finished(*got)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));
+  }
+
+  for (auto& w : workers) w->Stop();
+  for (auto& t : threads) t.join();
+
+  int code = 0;
+  if (interrupted) {
+    err << "interrupted: unfinished cells are kept and resume with the next `onset run "
+        << options.file << "`\n";
+    code = 1;
+  } else if (!poll_error.ok()) {
+    code = ReportError(poll_error, err);
+  } else {
+    absl::StatusOr<v1::GetResultsResponse> results = client.Results(study);
+    if (!results.ok()) {
+      code = ReportError(results.status(), err);
+    } else {
+      out << (options.json ? ToJson(*results) : RenderResults(*results));
+      std::vector<std::string> failed;
+      for (const v1::CellResult& r : results->results()) {
+        if (r.cell().state() != v1::CELL_STATE_SUCCEEDED) {
+          failed.push_back(absl::StrCat(r.cell().id(), " (", r.cell().last_error(), ")"));
+        }
+      }
+      if (!failed.empty()) {
+        err << failed.size() << " of " << results->results_size() << " cells failed:\n";
+        for (const std::string& f : failed) err << "  " << f << "\n";
+        code = 1;
+      }
+    }
+  }
+  (*server)->Shutdown();
+  return code;
+}
+
+}  // namespace onset::cli

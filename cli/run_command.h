@@ -1,0 +1,29 @@
+// `onset run FILE`: the single-machine mode. Embeds a coordinator and workers in this process,
+// submits the study and shows progress until every cell has finished.
+#pragma once
+
+#include <atomic>
+#include <ostream>
+#include <string>
+
+namespace onset::cli {
+
+struct RunOptions {
+  std::string file;                 // the study file
+  std::string data_dir = "onset-data";  // onset.db, coordinator.addr and work/ live here
+  int workers = 0;                  // 0: one per two cores, at least 1 (2 on a 2-core machine)
+  bool json = false;                // print the final results as JSON
+  std::string trainer_path;         // empty: onset-train next to this executable
+  int poll_ms = 500;                // progress refresh
+};
+
+// Returns the exit code: 0 when every cell succeeded, 1 when some failed or on an error, 2 for
+// a bad study file. `interrupted` (set from a signal watcher) stops workers and the coordinator
+// cleanly; the data directory keeps everything and a later run resumes.
+int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
+               std::ostream& out, std::ostream& err);
+
+// The default number of in-process workers for `cores` CPU cores.
+int DefaultWorkers(unsigned cores);
+
+}  // namespace onset::cli

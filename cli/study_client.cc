@@ -1,0 +1,85 @@
+#include "cli/study_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_keepalive.h"
+#include "common/grpc_status.h"
+
+namespace onset::cli {
+
+StudyClient::StudyClient(std::string address, std::chrono::milliseconds timeout)
+    : address_(std::move(address)),
+      timeout_(timeout),
+      stub_(v1::StudyService::NewStub(grpc::CreateCustomChannel(
+          address_, grpc::InsecureChannelCredentials(), common::ClientChannelArguments()))) {}
+
+void StudyClient::SetDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() + timeout_);
+}
+
+absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat("cannot reach the coordinator at ", address_, ": ",
+                                       status.error_message()));
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+      return common::FromGrpcStatus(status);
+    default:
+      return common::FromGrpcStatus(status, rpc, address_);
+  }
+}
+
+absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& source_name,
+                                                            const std::string& yaml) {
+  v1::SubmitStudyRequest request;
+  request.set_source_name(source_name);
+  request.set_yaml(yaml);
+  v1::SubmitStudyResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("SubmitStudy", stub_->SubmitStudy(&context, request, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListStudiesResponse> StudyClient::List() {
+  v1::ListStudiesResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("ListStudies", stub_->ListStudies(&context, {}, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::GetStudyResponse> StudyClient::Get(const std::string& name) {
+  v1::GetStudyRequest request;
+  request.set_name(name);
+  v1::GetStudyResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("GetStudy", stub_->GetStudy(&context, request, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::GetResultsResponse> StudyClient::Results(const std::string& study) {
+  v1::GetResultsRequest request;
+  request.set_study(study);
+  v1::GetResultsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("GetResults", stub_->GetResults(&context, request, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+}  // namespace onset::cli

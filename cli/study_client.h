@@ -1,0 +1,40 @@
+// The CLI's client of the coordinator's StudyService: deadlines on every call and errors that
+// name the coordinator. Only this file pair and cli/run_command.cc touch gRPC.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "onset/v1/onset.grpc.pb.h"
+
+namespace onset::cli {
+
+// Thread-safe. Errors keep gRPC's code; Unavailable and DeadlineExceeded read
+// "cannot reach the coordinator at ADDR: ...", others "RPC to ADDR: message" except
+// InvalidArgument and NotFound, which carry the coordinator's message verbatim (it already says
+// "file:line: key: problem" or which study is missing).
+class StudyClient {
+ public:
+  explicit StudyClient(std::string address,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  const std::string& address() const { return address_; }
+
+  absl::StatusOr<v1::SubmitStudyResponse> Submit(const std::string& source_name,
+                                                 const std::string& yaml);
+  absl::StatusOr<v1::ListStudiesResponse> List();
+  absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
+  absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);
+
+ private:
+  absl::Status Convert(const char* rpc, const grpc::Status& status) const;
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  const std::string address_;
+  const std::chrono::milliseconds timeout_;
+  std::unique_ptr<v1::StudyService::Stub> stub_;
+};
+
+}  // namespace onset::cli

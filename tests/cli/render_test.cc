@@ -1,0 +1,140 @@
+#include "cli/render.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace onset::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::Cell MakeCell(const std::string& id, v1::CellState state, const std::string& arch) {
+  v1::Cell cell;
+  cell.set_id(id);
+  cell.set_study("demo");
+  cell.set_state(state);
+  (*cell.mutable_axes())["arch"] = arch;
+  (*cell.mutable_axes())["window"] = arch == "full" ? "-" : "64";
+  (*cell.mutable_axes())["pos"] = "rope";
+  (*cell.mutable_axes())["tokens"] = "20000";
+  (*cell.mutable_axes())["seed"] = "0";
+  cell.set_tokens_budget(20000);
+  return cell;
+}
+
+TEST(TableTest, AlignsColumns) {
+  Table table({"NAME", "N"});
+  table.AlignRight(1);
+  table.AddRow({"a", "1"});
+  table.AddRow({"longer", "100"});
+  EXPECT_EQ(table.Render(),
+            "NAME      N\n"
+            "a         1\n"
+            "longer  100\n");
+}
+
+TEST(FormatTest, Tokens) {
+  EXPECT_EQ(FormatTokens(950), "950");
+  EXPECT_EQ(FormatTokens(20000), "20K");
+  EXPECT_EQ(FormatTokens(20480), "20.5K");
+  EXPECT_EQ(FormatTokens(1500000), "1.5M");
+  EXPECT_EQ(FormatTokens(250000), "250K");
+  EXPECT_EQ(FormatTokens(2000000000), "2B");
+  EXPECT_EQ(FormatTokens(0), "0");
+}
+
+TEST(FormatTest, TruncateFlattensAndCuts) {
+  EXPECT_EQ(Truncate("exit code 1", 40), "exit code 1");
+  EXPECT_EQ(Truncate("a\nb", 40), "a b");
+  EXPECT_EQ(Truncate("0123456789", 8), "01234...");
+}
+
+TEST(RenderTest, StudyListCountsStates) {
+  v1::ListStudiesResponse list;
+  v1::Study* s = list.add_studies();
+  s->set_name("demo");
+  s->set_source_name("studies/demo.yaml");
+  s->set_cells_total(6);
+  (*s->mutable_cells_by_state())["succeeded"] = 4;
+  (*s->mutable_cells_by_state())["running"] = 2;
+  EXPECT_EQ(RenderStudyList(list),
+            "STUDY  CELLS  QUEUED  RUNNING  SUCCEEDED  FAILED  SOURCE\n"
+            "demo       6       0        2          4       0  studies/demo.yaml\n");
+}
+
+TEST(RenderTest, StudyShowsProgressLossAndError) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  study.mutable_study()->set_cells_total(2);
+  (*study.mutable_study()->mutable_cells_by_state())["running"] = 1;
+  (*study.mutable_study()->mutable_cells_by_state())["failed"] = 1;
+  v1::Cell running = MakeCell("aaaa", v1::CELL_STATE_RUNNING, "swa");
+  running.set_tokens_done(5000);
+  running.set_latest_loss(3.14159);
+  running.set_tokens_per_second(25000);
+  running.set_attempts(1);
+  v1::Cell failed = MakeCell("bbbb", v1::CELL_STATE_FAILED, "full");
+  failed.set_attempts(2);
+  failed.set_last_error("exit code 1: something went badly wrong in a way that takes many words");
+  *study.add_cells() = running;
+  *study.add_cells() = failed;
+
+  std::string text = RenderStudy(study);
+  EXPECT_THAT(text, HasSubstr("demo: 2 cells: 1 failed, 1 running\n"));
+  EXPECT_THAT(text, HasSubstr("aaaa  running  swa   64      rope  20K     0     5K/20K 25%  3.142"));
+  EXPECT_THAT(text, HasSubstr("25K"));
+  EXPECT_THAT(text, HasSubstr("exit code 1: something went badly wrong in a ..."));
+  // Every line has the header's column layout: the STATE column starts at the same offset.
+  size_t header_state = text.find("STATE");
+  size_t line_start = text.find("aaaa");
+  size_t state = text.find("running", line_start);
+  EXPECT_EQ(state - line_start, header_state - text.find("CELL"));
+}
+
+TEST(RenderTest, ResultColumnsAreSortedSensibly) {
+  v1::GetResultsResponse results;
+  v1::CellResult* r = results.add_results();
+  *r->mutable_cell() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
+  for (const char* name : {"niah/acc@512", "niah/acc", "train/lr", "eval/short_loss",
+                           "niah/acc@64", "train/loss", "eval/heldout_loss", "niah/acc@128",
+                           "train/tokens_per_second"}) {
+    (*r->mutable_final_metrics())[name] = 0.5;
+  }
+  EXPECT_THAT(ResultColumns(results),
+              ElementsAre("train/loss", "eval/heldout_loss", "eval/short_loss", "niah/acc",
+                          "niah/acc@64", "niah/acc@128", "niah/acc@512"));
+}
+
+TEST(RenderTest, ResultsTableHasAxesStateAndMetrics) {
+  v1::GetResultsResponse results;
+  v1::CellResult* a = results.add_results();
+  *a->mutable_cell() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
+  (*a->mutable_final_metrics())["train/loss"] = 2.5;
+  (*a->mutable_final_metrics())["niah/acc"] = 0.25;
+  v1::CellResult* b = results.add_results();
+  *b->mutable_cell() = MakeCell("bbbb", v1::CELL_STATE_FAILED, "swa");
+  (*b->mutable_final_metrics())["train/loss"] = 4.0;
+
+  EXPECT_EQ(RenderResults(results),
+            "CELL  ARCH  WINDOW  POS   TOKENS  SEED  STATE      train/loss  niah/acc\n"
+            "aaaa  full  -       rope  20K     0     succeeded         2.5      0.25\n"
+            "bbbb  swa   64      rope  20K     0     failed              4         -\n");
+}
+
+TEST(RenderTest, ProgressLineNamesRunningCells) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  study.mutable_study()->set_cells_total(2);
+  (*study.mutable_study()->mutable_cells_by_state())["running"] = 1;
+  (*study.mutable_study()->mutable_cells_by_state())["queued"] = 1;
+  v1::Cell running = MakeCell("0123456789abcdef", v1::CELL_STATE_RUNNING, "swa");
+  running.set_tokens_done(10000);
+  running.set_latest_loss(3.0);
+  *study.add_cells() = running;
+  *study.add_cells() = MakeCell("fedcba9876543210", v1::CELL_STATE_QUEUED, "full");
+  EXPECT_EQ(ProgressLine(study), "demo: 2 cells: 1 running, 1 queued | 01234567 10K/20K loss 3");
+}
+
+}  // namespace
+}  // namespace onset::cli

@@ -1,0 +1,252 @@
+// Runs the built binaries together: onsetd + onset-worker + onset-train driven through the CLI,
+// and `onset run` on its own. Skips when a binary is missing from ONSET_BIN_DIR.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/study_client.h"
+#include "worker/process_launcher.h"
+
+namespace onset {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using worker::ExitStatus;
+using worker::PosixProcessLauncher;
+using worker::Process;
+using worker::SpawnOptions;
+
+constexpr auto kOverallTimeout = std::chrono::minutes(5);
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+
+// Two cells, tiny enough for a couple of seconds of CPU each.
+constexpr char kTinyStudy[] = R"(name: tiny
+model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 1K, micro_batch: 4, log_every_steps: 2}
+data: {}
+eval: {every_tokens: 20K, heldout_seqs: 4, niah_lengths: [32, 64], niah_samples: 2}
+grid:
+  arch: [full, "swa:1"]
+  window: [16]
+  pos: [rope]
+  tokens: [20K]
+  seeds: 1
+)";
+
+std::string BinDir() {
+  const char* dir = std::getenv("ONSET_BIN_DIR");
+  return dir == nullptr ? "" : dir;
+}
+
+bool HaveBinaries(const std::vector<std::string>& names, std::string* missing) {
+  for (const std::string& name : names) {
+    fs::path path = fs::path(BinDir()) / name;
+    if (!fs::exists(path)) {
+      *missing = path.string();
+      return false;
+    }
+  }
+  return true;
+}
+
+// A child whose stdout is collected.
+struct Child {
+  std::unique_ptr<Process> process;
+  std::shared_ptr<std::string> out = std::make_shared<std::string>();
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::string Out() const {
+    std::lock_guard<std::mutex> lock(*mu);
+    return *out;
+  }
+};
+
+Child Start(PosixProcessLauncher& launcher, const std::string& binary,
+            std::vector<std::string> args, const std::string& working_dir = "") {
+  Child child;
+  SpawnOptions options;
+  options.program = (fs::path(BinDir()) / binary).string();
+  options.args = std::move(args);
+  options.working_dir = working_dir;
+  options.stderr_tail_lines = 200;
+  options.stderr_tail_bytes = 32768;
+  options.on_stdout_line = [out = child.out, mu = child.mu](std::string line) {
+    std::lock_guard<std::mutex> lock(*mu);
+    *out += line + "\n";
+  };
+  auto spawned = launcher.Spawn(std::move(options));
+  EXPECT_TRUE(spawned.ok()) << spawned.status();
+  if (spawned.ok()) child.process = std::move(*spawned);
+  return child;
+}
+
+std::string WaitForFile(const fs::path& path) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(path);
+    std::string line;
+    if (in && std::getline(in, line) && !line.empty()) return line;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
+// (cell hash) -> number of distinct token counts with a value of `metric`.
+std::map<std::string, int> PointsPerCell(const fs::path& db, const std::string& metric) {
+  std::map<std::string, int> counts;
+  sqlite3* conn = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "cannot open " << db << ": " << sqlite3_errmsg(conn);
+    sqlite3_close(conn);
+    return counts;
+  }
+  sqlite3_busy_timeout(conn, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  const char* sql =
+      "SELECT c.hash, COUNT(DISTINCT m.tokens) FROM metrics m JOIN cells c ON c.id = m.cell_id "
+      "WHERE m.name = ? AND m.value IS NOT NULL GROUP BY c.hash";
+  if (sqlite3_prepare_v2(conn, sql, -1, &stmt, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "query: " << sqlite3_errmsg(conn);
+  } else {
+    sqlite3_bind_text(stmt, 1, metric.c_str(), -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      counts[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))] =
+          sqlite3_column_int(stmt, 1);
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(conn);
+  return counts;
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("onset-e2e-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    study_file_ = dir_ / "tiny.yaml";
+    std::ofstream(study_file_) << kTinyStudy;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  fs::path dir_;
+  fs::path study_file_;
+  PosixProcessLauncher launcher_;
+};
+
+TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
+  std::string missing;
+  if (!HaveBinaries({"onsetd", "onset-worker", "onset-train", "onset"}, &missing)) {
+    GTEST_SKIP() << missing << " not built";
+  }
+  const fs::path db = dir_ / "onset.db";
+  Child daemon = Start(launcher_, "onsetd",
+                       {"--db", db.string(), "--listen", "127.0.0.1:0", "--address-file",
+                        (dir_ / "addr").string(), "--heartbeat-interval-ms", "500"});
+  ASSERT_NE(daemon.process, nullptr);
+  const std::string address = WaitForFile(dir_ / "addr");
+  ASSERT_FALSE(address.empty()) << "onsetd wrote no address:\n" << daemon.process->StderrTail();
+
+  Child worker = Start(launcher_, "onset-worker",
+                       {"--coordinator", address, "--work-dir", (dir_ / "work").string(),
+                        "--slots", "2", "--threads-per-job", "1"});
+  ASSERT_NE(worker.process, nullptr);
+
+  Child submit = Start(launcher_, "onset", {"--coordinator", address, "submit",
+                                            study_file_.string()});
+  ASSERT_NE(submit.process, nullptr);
+  ASSERT_TRUE(submit.process->Wait().Succeeded()) << submit.process->StderrTail();
+  EXPECT_THAT(submit.Out(), HasSubstr("2 cells, 2 new"));
+
+  cli::StudyClient client(address);
+  auto deadline = std::chrono::steady_clock::now() + kOverallTimeout;
+  int succeeded = 0;
+  v1::GetStudyResponse last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto study = client.Get("tiny");
+    ASSERT_TRUE(study.ok()) << study.status();
+    last = *study;
+    succeeded = 0;
+    bool failed = false;
+    for (const v1::Cell& cell : study->cells()) {
+      succeeded += cell.state() == v1::CELL_STATE_SUCCEEDED;
+      failed |= cell.state() == v1::CELL_STATE_FAILED;
+    }
+    ASSERT_FALSE(failed) << last.DebugString() << "\nworker:\n" << worker.process->StderrTail();
+    if (succeeded == 2) break;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  ASSERT_EQ(succeeded, 2) << last.DebugString() << "\nworker:\n"
+                          << worker.process->StderrTail();
+
+  // The CLI reads the same state back.
+  Child status = Start(launcher_, "onset", {"--coordinator", address, "status", "tiny"});
+  ASSERT_TRUE(status.process->Wait().Succeeded()) << status.process->StderrTail();
+  EXPECT_THAT(status.Out(), HasSubstr("tiny: 2 cells: 2 succeeded"));
+  Child results = Start(launcher_, "onset", {"--coordinator", address, "results", "tiny"});
+  ASSERT_TRUE(results.process->Wait().Succeeded()) << results.process->StderrTail();
+  EXPECT_THAT(results.Out(), HasSubstr("train/loss"));
+
+  // Every cell has a loss curve and eval metrics in the database.
+  std::map<std::string, int> losses = PointsPerCell(db, "train/loss");
+  ASSERT_EQ(losses.size(), 2u);
+  for (const auto& [cell, points] : losses) EXPECT_GE(points, 3) << cell;
+  EXPECT_EQ(PointsPerCell(db, "eval/heldout_loss").size(), 2u);
+  EXPECT_EQ(PointsPerCell(db, "niah/acc").size(), 2u);
+
+  EXPECT_EQ(worker.process->Terminate(std::chrono::seconds(10)).signal, 0)
+      << "onset-worker should exit cleanly on SIGTERM:\n" << worker.process->StderrTail();
+  daemon.process->Terminate(std::chrono::seconds(10));
+}
+
+TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
+  std::string missing;
+  if (!HaveBinaries({"onset", "onset-train"}, &missing)) {
+    GTEST_SKIP() << missing << " not built";
+  }
+  const fs::path data = dir_ / "data";
+  Child first = Start(launcher_, "onset",
+                      {"run", study_file_.string(), "--data-dir", data.string(), "--workers", "2"});
+  ASSERT_NE(first.process, nullptr);
+  // Bounded: a hung run is killed by its destructor and fails the test.
+  ASSERT_TRUE(first.process->WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(
+      kOverallTimeout)));
+  ExitStatus status = first.process->Wait();
+  ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << first.process->StderrTail();
+  EXPECT_THAT(first.Out(), HasSubstr("train/loss"));
+  EXPECT_THAT(first.process->StderrTail(), HasSubstr("2 cells, 2 new"));
+  EXPECT_FALSE(fs::exists(data / "coordinator.addr"));
+
+  Child second = Start(launcher_, "onset",
+                       {"run", study_file_.string(), "--data-dir", data.string(), "--workers", "2"});
+  ASSERT_TRUE(second.process->WaitFor(std::chrono::seconds(60)));
+  status = second.process->Wait();
+  ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << second.process->StderrTail();
+  EXPECT_THAT(second.process->StderrTail(), HasSubstr("2 cells, 0 new"));
+  // Nothing was trained again: one attempt directory per cell.
+  int attempts = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(data / "work")) {
+    attempts += entry.is_directory() && entry.path().filename().string().rfind("attempt-", 0) == 0;
+  }
+  EXPECT_EQ(attempts, 2);
+}
+
+}  // namespace
+}  // namespace onset
