@@ -153,6 +153,7 @@ class StudyParser {
            "expands to " + std::to_string(axes_.Size()) + " cells, more than the limit of " +
                std::to_string(kMaxGridPoints));
     }
+    SetStudyShortContext(&base);
     absl::StatusOr<std::vector<CellSpec>> cells =
         ExpandGrid(base, axes_, [this](const model::FieldError& e, const GridPoint& p) {
           return Describe(e, p);
@@ -169,6 +170,25 @@ class StudyParser {
   }
 
  private:
+  // Short-context loss is defined at the smallest window of the study (SCIENCE.md), the same
+  // length for every cell, full-attention cells included. An explicit eval.short_context wins.
+  void SetStudyShortContext(json* base) const {
+    json& eval = (*base)["eval"];
+    if (eval.is_null()) eval = json::object();
+    if (!eval.is_object() || eval.contains("short_context")) return;
+    std::optional<int64_t> smallest;
+    auto consider = [&](const json& w) {
+      if (w.is_number_integer() && w.get<int64_t>() >= 1) {
+        smallest = std::min(smallest.value_or(w.get<int64_t>()), w.get<int64_t>());
+      }
+    };
+    for (const json& w : axes_[Axis::kWindow]) consider(w);
+    if (base->contains("model") && (*base)["model"].is_object()) {
+      consider((*base)["model"].value("window", json()));
+    }
+    if (smallest) eval["short_context"] = *smallest;
+  }
+
   static bool IsSection(const std::string& key) {
     for (const char* s : kSections) {
       if (key == s) return true;

@@ -1,5 +1,6 @@
 #include "model/cell_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -180,6 +181,12 @@ std::vector<int> EvalConfig::resolved_niah_lengths(int seq_len) const {
   return {seq_len / 2, seq_len, 2 * seq_len};
 }
 
+int EvalConfig::resolved_short_context(const ModelConfig& model) const {
+  int context = short_context;
+  if (context <= 0) context = model.HasSliding() ? model.window : model.seq_len / 4;
+  return std::clamp(context, 2, model.seq_len);
+}
+
 std::optional<int64_t> ParseTokenCount(const std::string& text) {
   if (text.empty()) return std::nullopt;
   std::string digits = text;
@@ -341,6 +348,7 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   e.IntList("niah_lengths", &ec.niah_lengths, 16, 1 << 22);
   e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
   e.Int("niah_samples", &ec.niah_samples, 0, 1 << 20);
+  e.Int("short_context", &ec.short_context, 0, 1 << 22);
   e.RejectUnknown();
 
   // Top-level keys: the sections plus `study`.
@@ -399,7 +407,8 @@ nlohmann::json CellConfig::ToJson() const {
                {"heldout_seqs", eval.heldout_seqs},
                {"niah_lengths", eval.resolved_niah_lengths(model.seq_len)},
                {"niah_depths", eval.niah_depths},
-               {"niah_samples", eval.niah_samples}};
+               {"niah_samples", eval.niah_samples},
+               {"short_context", eval.resolved_short_context(model)}};
   return j;
 }
 

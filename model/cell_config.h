@@ -93,9 +93,14 @@ struct EvalConfig {
   std::vector<int> niah_lengths;        // empty = {seq_len / 2, seq_len, 2 * seq_len}
   std::vector<double> niah_depths = {0.1, 0.5, 0.9};
   int niah_samples = 4;                 // per (length, depth)
+  // Context cap of eval/short_loss, tokens. 0 = this cell's window, or seq_len / 4 without S
+  // layers. Study files set it to the study's smallest window so that every cell, full
+  // attention included, reports short-context loss at the same length.
+  int short_context = 0;
 
   int64_t resolved_every_tokens(int64_t budget) const;
   std::vector<int> resolved_niah_lengths(int seq_len) const;
+  int resolved_short_context(const ModelConfig& model) const;
 };
 
 struct CellConfig {

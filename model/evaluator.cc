@@ -24,11 +24,6 @@ class EvalModeScope {
 
 }  // namespace
 
-int ShortContext(const ModelConfig& model) {
-  int context = model.HasSliding() ? model.window : model.seq_len / 4;
-  return std::clamp(context, 2, model.seq_len);
-}
-
 at::Tensor ToTensor(const std::vector<std::vector<Token>>& rows, const at::Device& device) {
   const int64_t B = static_cast<int64_t>(rows.size());
   const int64_t L = B ? static_cast<int64_t>(rows[0].size()) : 0;
@@ -54,7 +49,9 @@ at::Tensor GreedyDecode(Transformer& model, const at::Tensor& prompts, int steps
 }
 
 Evaluator::Evaluator(const CellConfig& config, const SyntheticData& data, const at::Device& device)
-    : model_config_(config.model), device_(device) {
+    : model_config_(config.model),
+      short_context_(config.eval.resolved_short_context(config.model)),
+      device_(device) {
   const uint64_t data_seed = static_cast<uint64_t>(config.data.seed);
   if (config.eval.heldout_seqs > 0) {
     SequenceStream stream(&data, MixSeed(data_seed, kHeldoutStream), config.model.seq_len + 1);
@@ -139,7 +136,7 @@ std::map<std::string, double> Evaluator::Run(Transformer& model, bool autocast_b
   std::map<std::string, double> metrics;
   if (heldout_.defined()) {
     metrics["eval/heldout_loss"] = HeldoutLoss(model, model_config_.seq_len);
-    metrics["eval/short_loss"] = HeldoutLoss(model, ShortContext(model_config_));
+    metrics["eval/short_loss"] = HeldoutLoss(model, short_context_);
   }
   for (const auto& [name, value] : Niah(model)) metrics[name] = value;
   return metrics;

@@ -1,8 +1,8 @@
 // Evaluation of a model at one point of training (SCIENCE.md, "Measurements"):
 //
 //   eval/heldout_loss      mean next-token loss over eval.heldout_seqs held-out sequences
-//   eval/short_loss        the same sequences cut into independent chunks of ShortContext()
-//                          tokens, so no prediction sees more than that many tokens
+//   eval/short_loss        the same sequences cut into independent chunks of
+//                          eval.short_context tokens, so no prediction sees more than that many tokens
 //   niah/acc@<L>           exact-match accuracy of greedy decoding on NIAH prompts of length L
 //   niah/acc               mean over every NIAH sample
 //   niah/acc_in_window     samples whose record-to-query distance < model.window (S cells only)
@@ -23,11 +23,6 @@
 #include "model/transformer.h"
 
 namespace onset::model {
-
-// The context cap of eval/short_loss: the (smallest) sliding window for cells with S layers;
-// seq_len / 4 for cells without, a typical small window, so full-attention baselines report
-// a comparable number. Never more than seq_len, never less than 2.
-int ShortContext(const ModelConfig& model);
 
 // Greedy continuation: prompts (B, L) int64 -> (B, steps) int64. Re-runs the full forward
 // on the growing sequence (no KV cache).
@@ -56,6 +51,7 @@ class Evaluator {
   };
 
   ModelConfig model_config_;
+  int short_context_;  // eval.resolved_short_context()
   at::Device device_;
   at::Tensor heldout_;  // (N, seq_len + 1) int64, empty when eval.heldout_seqs == 0
   std::vector<NiahGroup> niah_;

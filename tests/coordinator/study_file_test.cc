@@ -105,6 +105,26 @@ TEST(StudyFileTest, ParsesASmallStudy) {
   EXPECT_EQ(config["train"]["tokens"], 64'000);
 }
 
+TEST(StudyFileTest, ShortContextIsTheStudysSmallestWindowForEveryCell) {
+  // Without the study-wide value a full cell would use seq_len / 4 = 16 and an S cell its own.
+  const std::string text =
+      "name: a\nmodel: {layers: 4, d_model: 32, heads: 2, seq_len: 64}\n"
+      "train: {batch_tokens: 512}\ngrid:\n  arch: [full, swa]\n  window: [40, 24]\n";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", text);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->cells.size(), 3u);
+  for (const CellSpec& cell : spec->cells) {
+    nlohmann::json config = nlohmann::json::parse(cell.config_json);
+    EXPECT_EQ(config["eval"]["short_context"], 24) << cell.axes.at("arch");
+  }
+  // An explicit value wins.
+  absl::StatusOr<StudySpec> explicit_spec =
+      ParseStudyFile("s.yaml", text + "eval: {short_context: 8}\n");
+  ASSERT_TRUE(explicit_spec.ok()) << explicit_spec.status();
+  EXPECT_EQ(nlohmann::json::parse(explicit_spec->cells[0].config_json)["eval"]["short_context"],
+            8);
+}
+
 TEST(StudyFileTest, ScalarAxesQuotedStringsAndDescription) {
   const char* yaml = R"yaml(name: s.1_x-y
 description: one cell

@@ -68,6 +68,16 @@ TEST(CellConfigTest, WindowIsDroppedWithoutSlidingLayers) {
             "model.window: is required (>= 1) for an arch with S layers");
 }
 
+TEST(CellConfigTest, ShortContextDefaultsToTheWindowOrAQuarterOfTheContext) {
+  CellConfig swa = ParseOk({{"model", {{"arch", "swa"}, {"window", 64}, {"seq_len", 256}}}});
+  EXPECT_EQ(swa.eval.resolved_short_context(swa.model), 64);
+  CellConfig full = ParseOk({{"model", {{"arch", "full"}, {"seq_len", 256}}}});
+  EXPECT_EQ(full.eval.resolved_short_context(full.model), 64);
+  CellConfig set = ParseOk({{"model", {{"arch", "full"}, {"seq_len", 256}}},
+                            {"eval", {{"short_context", 16}}}});
+  EXPECT_EQ(set.ToJson()["eval"]["short_context"], 16);
+}
+
 TEST(CellConfigTest, PatternsResolve) {
   std::string p;
   EXPECT_FALSE(ResolvePattern("swa:3", 4, &p));
