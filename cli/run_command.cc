@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,24 @@ std::string TrainerNextToSelf() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "onset-train" : (self.parent_path() / "onset-train").string();
+}
+
+// A study may also hold cells of earlier versions of its file; `onset run` follows and reports
+// only the cells of the file it was given.
+void KeepSubmitted(const std::set<std::string>& ids, v1::GetStudyResponse* study) {
+  google::protobuf::RepeatedPtrField<v1::Cell> kept;
+  for (v1::Cell& cell : *study->mutable_cells()) {
+    if (ids.count(cell.id())) *kept.Add() = std::move(cell);
+  }
+  study->mutable_cells()->Swap(&kept);
+}
+
+void KeepSubmitted(const std::set<std::string>& ids, v1::GetResultsResponse* results) {
+  google::protobuf::RepeatedPtrField<v1::CellResult> kept;
+  for (v1::CellResult& result : *results->mutable_results()) {
+    if (ids.count(result.cell().id())) *kept.Add() = std::move(result);
+  }
+  results->mutable_results()->Swap(&kept);
 }
 
 bool Finished(const v1::GetStudyResponse& study) {
@@ -103,6 +122,8 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
     return code;
   }
   const std::string study = submitted->study().name();
+  std::set<std::string> submitted_ids;
+  for (const v1::Cell& cell : submitted->cells()) submitted_ids.insert(cell.id());
   err << "study " << study << ": " << submitted->cells_size() << " cells, "
       << submitted->cells_added() << " new (coordinator at " << address << ", data in "
       << options.data_dir << ")\n";
@@ -139,6 +160,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
       poll_error = got.status();
       break;
     }
+    KeepSubmitted(submitted_ids, &*got);
     std::string line = ProgressLine(*got);
     if (line != last_line) {
       err << line << "\n";
@@ -163,6 +185,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
     if (!results.ok()) {
       code = ReportError(results.status(), err);
     } else {
+      KeepSubmitted(submitted_ids, &*results);
       out << (options.json ? ToJson(*results) : RenderResults(*results));
       std::vector<std::string> failed;
       for (const v1::CellResult& r : results->results()) {

@@ -36,15 +36,7 @@ class LeaseManagerTest : public ::testing::Test {
     return job.ok() ? job->value_or(ClaimedJob{}) : ClaimedJob{};
   }
 
-  CellInfo Cell(const std::string& id) {
-    absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
-    EXPECT_TRUE(detail.ok()) << detail.status();
-    for (const CellInfo& c : detail->cells) {
-      if (c.id == id) return c;
-    }
-    ADD_FAILURE() << "no cell " << id;
-    return {};
-  }
+  CellInfo Cell(const std::string& id) { return testing::FindCell(*store_, "small", id); }
 
   testing::TempDir dir_;
   common::FakeClock clock_;

@@ -43,15 +43,7 @@ class SqliteStoreTest : public ::testing::Test {
     return job->value_or(ClaimedJob{});
   }
 
-  CellInfo Cell(const std::string& id) {
-    absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
-    EXPECT_TRUE(detail.ok()) << detail.status();
-    for (const CellInfo& c : detail->cells) {
-      if (c.id == id) return c;
-    }
-    ADD_FAILURE() << "no cell " << id;
-    return CellInfo{};
-  }
+  CellInfo Cell(const std::string& id) { return testing::FindCell(*store_, "small", id); }
 
   common::FakeClock clock_;
   std::unique_ptr<SqliteStore> store_;

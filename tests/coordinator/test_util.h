@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "coordinator/store.h"
+
 namespace onset::coordinator::testing {
 
 // A fresh directory under $TMPDIR, removed with everything in it on destruction.
@@ -27,6 +29,18 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The cell `id` of `study` as the store reports it; a test failure if there is none.
+inline CellInfo FindCell(Store& store, const std::string& study, const std::string& id) {
+  absl::StatusOr<StudyDetail> detail = store.GetStudy(study);
+  EXPECT_TRUE(detail.ok()) << detail.status();
+  if (!detail.ok()) return {};
+  for (const CellInfo& c : detail->cells) {
+    if (c.id == id) return c;
+  }
+  ADD_FAILURE() << "no cell " << id << " in study " << study;
+  return {};
+}
 
 // A small valid study: 2 archs x 2 windows x 2 seeds, where `full` ignores the window:
 // full: 2 cells, swa: 4 cells.

@@ -246,6 +246,23 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
     attempts += entry.is_directory() && entry.path().filename().string().rfind("attempt-", 0) == 0;
   }
   EXPECT_EQ(attempts, 2);
+
+  // An edited file: the study keeps its earlier cells, but the run follows and reports only
+  // the cells of the file it was given.
+  std::string edited = kTinyStudy;
+  edited.replace(edited.find(R"(arch: [full, "swa:1"])"), 21, "arch: [full]");
+  edited.replace(edited.find("tokens: [20K]"), 13, "tokens: [10K]");
+  const fs::path edited_file = dir_ / "tiny-edited.yaml";
+  std::ofstream(edited_file) << edited;
+  Child third = Start(launcher_, "onset",
+                      {"run", edited_file.string(), "--data-dir", data.string(), "--workers", "1"});
+  ASSERT_TRUE(third.process->WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(
+      kOverallTimeout)));
+  status = third.process->Wait();
+  ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << third.process->StderrTail();
+  EXPECT_THAT(third.process->StderrTail(), HasSubstr("1 cells, 1 new"));
+  EXPECT_THAT(third.Out(), HasSubstr("full"));
+  EXPECT_THAT(third.Out(), ::testing::Not(HasSubstr("swa")));
 }
 
 }  // namespace
