@@ -158,9 +158,19 @@ int ModelConfig::resolved_mlp_hidden() const {
 
 bool ModelConfig::HasSliding() const { return pattern.find(kSlidingWindow) != std::string::npos; }
 
+bool ModelConfig::HasAttention() const {
+  return pattern.find_first_of(std::string{kFullAttention, kSlidingWindow}) != std::string::npos;
+}
+
+bool ModelConfig::HasLinear() const {
+  return pattern.find_first_of(std::string{kLinearAttention, kGatedDeltaNet}) != std::string::npos;
+}
+
 bool ModelConfig::LayerUsesRope(int i) const {
+  const char kind = pattern.at(i);
+  if (kind != kFullAttention && kind != kSlidingWindow) return false;
   if (pos == kPosNope) return false;
-  if (pos == kPosNopeFull) return pattern.at(i) != kFullAttention;
+  if (pos == kPosNopeFull) return kind != kFullAttention;
   return true;
 }
 
@@ -216,30 +226,85 @@ std::optional<int64_t> ParseTokenCount(const std::string& text) {
   return static_cast<int64_t>(value);
 }
 
+namespace {
+
+// The ratio archs: name -> the efficient layer they repeat.
+struct RatioArch {
+  const char* name;
+  char letter;
+};
+constexpr RatioArch kRatioArchs[] = {
+    {"swa", kSlidingWindow}, {"lightning", kLinearAttention}, {"gdn", kGatedDeltaNet}};
+
+// Parses "name" or "name:R" of a ratio arch into its letter and ratio; false when `arch` is not
+// a ratio arch. `error` is set when it is one but R is malformed.
+bool ParseRatioArch(const std::string& arch, char* letter, int* ratio,
+                    std::optional<std::string>* error) {
+  for (const RatioArch& r : kRatioArchs) {
+    const std::string name = r.name;
+    if (arch != name && arch.rfind(name + ":", 0) != 0) continue;
+    *letter = r.letter;
+    *ratio = 3;
+    if (arch.size() > name.size()) {
+      const std::string digits = arch.substr(name.size() + 1);
+      if (digits.empty() || digits.size() > 3 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        *error = "ratio in '" + arch + "' must be a non-negative integer, e.g. " + name +
+                 ":3 (" + name + ":0 = no full-attention layer)";
+        return true;
+      }
+      *ratio = std::stoi(digits);
+    }
+    return true;
+  }
+  return false;
+}
+
+bool IsLayerLetter(char c) {
+  return c == kFullAttention || c == kSlidingWindow || c == kLinearAttention ||
+         c == kGatedDeltaNet;
+}
+
+}  // namespace
+
+bool ArchUsesFullPosition(const std::string& arch) {
+  char letter = 0;
+  int ratio = 0;
+  std::optional<std::string> error;
+  return ParseRatioArch(arch, &letter, &ratio, &error) && !error && ratio >= 1;
+}
+
 std::optional<std::string> ResolvePattern(const std::string& arch, int layers,
-                                          std::string* pattern) {
+                                          std::string* pattern,
+                                          const std::string& full_position) {
+  if (full_position != kFullLast && full_position != kFullFirst) {
+    return "unknown full_position '" + full_position + "': expected last or first";
+  }
   std::string unit;
+  char letter = 0;
+  int ratio = 0;
+  std::optional<std::string> ratio_error;
   if (arch == "full") {
     unit = "F";
-  } else if (arch == "swa" || arch.rfind("swa:", 0) == 0) {
-    int ratio = 3;
-    if (arch.size() > 4) {
-      const std::string r = arch.substr(4);
-      if (r.empty() || r.size() > 3 ||
-          r.find_first_not_of("0123456789") != std::string::npos || std::stoi(r) < 1) {
-        return "ratio in '" + arch + "' must be a positive integer, e.g. swa:3";
-      }
-      ratio = std::stoi(r);
+  } else if (ParseRatioArch(arch, &letter, &ratio, &ratio_error)) {
+    if (ratio_error) return ratio_error;
+    unit = std::string(ratio, letter);
+    if (ratio == 0) {
+      unit = std::string(1, letter);
+    } else if (full_position == kFullFirst) {
+      unit.insert(unit.begin(), kFullAttention);
+    } else {
+      unit += kFullAttention;
     }
-    unit = std::string(ratio, kSlidingWindow) + kFullAttention;
   } else {
+    if (arch.empty()) return std::string("arch must not be empty");
     for (char c : arch) {
-      if (c != kFullAttention && c != kSlidingWindow) {
+      if (!IsLayerLetter(c)) {
         return "unknown arch '" + arch +
-               "': expected full, swa, swa:R or a pattern of F/S letters such as SSSF";
+               "': expected full, swa[:R], lightning[:R], gdn[:R] or a pattern of F/S/L/D "
+               "letters such as SSSF";
       }
     }
-    if (arch.empty()) return std::string("arch must not be empty");
     unit = arch;
   }
   if (layers % static_cast<int>(unit.size()) != 0) {
@@ -275,13 +340,31 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   m.String("arch", &mc.arch);
   std::string written_pattern;
   m.String("pattern", &written_pattern);
+  m.String("full_position", &mc.full_position);
   m.Int("window", &mc.window, 0, 1 << 22);
   m.String("pos", &mc.pos);
+  m.Int("chunk_size", &mc.chunk_size, 1, 1 << 16);
+  m.Int("kv_heads", &mc.kv_heads, 0, 1024);
   m.RejectUnknown();
   if (!error && mc.d_model % mc.heads != 0) m.Fail("heads", "must divide d_model");
   if (!error && mc.head_dim() % 2 != 0) m.Fail("heads", "d_model / heads must be even (RoPE)");
+  if (!error && mc.heads % mc.resolved_kv_heads() != 0) {
+    m.Fail("kv_heads", "must divide model.heads = " + std::to_string(mc.heads) + " (0 = heads)");
+  }
+  if (!error && mc.full_position != kFullLast && mc.full_position != kFullFirst) {
+    m.Fail("full_position",
+           "unknown full_position '" + mc.full_position + "': expected last or first");
+  }
   if (!error) {
-    if (auto e = ResolvePattern(mc.arch, mc.layers, &mc.pattern)) m.Fail("arch", *e);
+    if (auto e = ResolvePattern(mc.arch, mc.layers, &mc.pattern, mc.full_position)) {
+      m.Fail("arch", *e);
+    }
+  }
+  if (!error) {
+    // Values that cannot change the model are canonicalised, so they never split cells.
+    if (!ArchUsesFullPosition(mc.arch)) mc.full_position = kFullLast;
+    if (!mc.HasLinear()) mc.chunk_size = ModelConfig().chunk_size;
+    mc.kv_heads = mc.HasAttention() ? mc.resolved_kv_heads() : mc.heads;
   }
   if (!error && !written_pattern.empty() && written_pattern != mc.pattern) {
     m.Fail("pattern", "'" + written_pattern + "' disagrees with arch '" + mc.arch +
@@ -379,8 +462,11 @@ nlohmann::json CellConfig::ToJson() const {
                 {"init_std", model.init_std},
                 {"arch", model.arch},
                 {"pattern", model.pattern},
+                {"full_position", model.full_position},
                 {"window", model.window},
-                {"pos", model.pos}};
+                {"pos", model.pos},
+                {"chunk_size", model.chunk_size},
+                {"kv_heads", model.resolved_kv_heads()}};
   j["train"] = {{"tokens", train.tokens},
                 {"batch_tokens", train.batch_tokens},
                 {"micro_batch", train.micro_batch},

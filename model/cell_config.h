@@ -21,6 +21,12 @@ namespace onset::model {
 // Layer mixers, one letter per layer in ModelConfig::pattern.
 inline constexpr char kFullAttention = 'F';
 inline constexpr char kSlidingWindow = 'S';
+inline constexpr char kLinearAttention = 'L';  // decayed linear attention (linear_attention.h)
+inline constexpr char kGatedDeltaNet = 'D';    // Gated DeltaNet (gated_delta_net.h)
+
+// Where the full-attention layer sits in each group of a ratio arch (`swa:3`, `gdn:3`, ...).
+inline constexpr const char* kFullLast = "last";    // SSSF
+inline constexpr const char* kFullFirst = "first";  // FSSS
 
 // Positional schemes of the `pos` axis (SCIENCE.md).
 inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
@@ -37,17 +43,32 @@ struct ModelConfig {
   bool tie_embeddings = true;
   bool qk_norm = true;        // RMSNorm on queries and keys (keeps NoPE stable)
   double init_std = 0.02;
-  // `arch` as written in the study: "full", "swa" (= ratio 3), "swa:R" (R sliding-window layers
-  // then one full layer, repeated), or an explicit pattern of F/S letters whose length divides
-  // `layers` (repeated to fill them).
+  // `arch` as written in the study:
+  //   "full"                     every layer F;
+  //   "swa", "lightning", "gdn"  ratio 3 of S, L or D layers per F layer (SSSF, LLLF, DDDF);
+  //   "swa:R", "lightning:R", "gdn:R"  R efficient layers per F layer; R = 0 means no F layer
+  //                              at all (a pure SWA, linear-attention or DeltaNet model);
+  //   an explicit pattern of F/S/L/D letters whose length divides `layers` (repeated to fill).
+  // The group repeats until `layers` are filled; its size must divide `layers`.
   std::string arch = "full";
   std::string pattern;        // resolved, one letter per layer, e.g. "SSSF"
+  // Where the F layer sits in each group of a ratio arch: "last" (SSSF) or "first" (FSSS).
+  // Explicit patterns say it themselves; the canonical form writes "last" wherever the value
+  // cannot change the pattern.
+  std::string full_position = kFullLast;
   int window = 0;             // sliding window w: query i sees keys j with i - w < j <= i
+  // Positional scheme of the attention layers (F, S). L and D layers never use RoPE: their
+  // decay already orders the past.
   std::string pos = kPosRope;
+  int chunk_size = 64;        // chunk length of the L and D layers' chunkwise-parallel form
+  int kv_heads = 0;           // key/value heads of F and S layers (GQA); 0 = heads
 
   int head_dim() const { return d_model / heads; }
   int resolved_mlp_hidden() const;
+  int resolved_kv_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   bool HasSliding() const;
+  bool HasAttention() const;  // any F or S layer
+  bool HasLinear() const;     // any L or D layer
   // Whether layer `i` (0-based) applies RoPE under `pos`.
   bool LayerUsesRope(int i) const;
 };
@@ -132,6 +153,11 @@ std::optional<FieldError> ParseCellConfig(const nlohmann::json& j, CellConfig* o
 std::optional<int64_t> ParseTokenCount(const std::string& text);
 
 // Resolves an `arch` value into a per-layer pattern for `layers` layers, or an error message.
-std::optional<std::string> ResolvePattern(const std::string& arch, int layers, std::string* pattern);
+// `full_position` (kFullLast or kFullFirst) places the F layer of ratio archs.
+std::optional<std::string> ResolvePattern(const std::string& arch, int layers, std::string* pattern,
+                                          const std::string& full_position = kFullLast);
+
+// Whether `full_position` changes the pattern of `arch`: only ratio archs with R >= 1 do.
+bool ArchUsesFullPosition(const std::string& arch);
 
 }  // namespace onset::model

@@ -92,6 +92,73 @@ TEST(CellConfigTest, PatternsResolve) {
   EXPECT_TRUE(ResolvePattern("SXF", 3, &p));
 }
 
+TEST(CellConfigTest, RecurrentPatternsResolve) {
+  std::string p;
+  EXPECT_FALSE(ResolvePattern("lightning:3", 4, &p));
+  EXPECT_EQ(p, "LLLF");
+  EXPECT_FALSE(ResolvePattern("lightning", 8, &p));
+  EXPECT_EQ(p, "LLLFLLLF");
+  EXPECT_FALSE(ResolvePattern("gdn", 4, &p, kFullFirst));
+  EXPECT_EQ(p, "FDDD");
+  EXPECT_FALSE(ResolvePattern("gdn:1", 4, &p, kFullLast));
+  EXPECT_EQ(p, "DFDF");
+  EXPECT_FALSE(ResolvePattern("swa:2", 6, &p, kFullFirst));
+  EXPECT_EQ(p, "FSSFSS");
+  // R = 0: no full-attention layer at all; full_position changes nothing.
+  EXPECT_FALSE(ResolvePattern("lightning:0", 3, &p, kFullFirst));
+  EXPECT_EQ(p, "LLL");
+  EXPECT_FALSE(ResolvePattern("gdn:0", 2, &p));
+  EXPECT_EQ(p, "DD");
+  // Explicit patterns are taken as written, whatever full_position says.
+  EXPECT_FALSE(ResolvePattern("LDSF", 8, &p, kFullFirst));
+  EXPECT_EQ(p, "LDSFLDSF");
+  EXPECT_EQ(ResolvePattern("gdn:x", 4, &p),
+            "ratio in 'gdn:x' must be a non-negative integer, e.g. gdn:3 (gdn:0 = no "
+            "full-attention layer)");
+  const std::string empty_ratio = ResolvePattern("lightning:", 4, &p).value_or("");
+  EXPECT_EQ(empty_ratio.rfind("ratio in 'lightning:' must", 0), 0u) << empty_ratio;
+  EXPECT_EQ(ResolvePattern("LQF", 3, &p),
+            "unknown arch 'LQF': expected full, swa[:R], lightning[:R], gdn[:R] or a pattern of "
+            "F/S/L/D letters such as SSSF");
+  EXPECT_EQ(ResolvePattern("gdn", 6, &p),
+            "arch 'gdn' repeats a group of 4 layers, which does not divide model.layers = 6");
+  EXPECT_EQ(ResolvePattern("gdn", 4, &p, "middle"),
+            "unknown full_position 'middle': expected last or first");
+}
+
+TEST(CellConfigTest, NewModelFieldsValidateAndCanonicalise) {
+  CellConfig c = ParseOk({{"model", {{"arch", "gdn"}, {"full_position", "first"}}}});
+  EXPECT_EQ(c.model.pattern, "FDDD");
+  EXPECT_EQ(c.model.chunk_size, 64);
+  EXPECT_EQ(c.model.kv_heads, 4);  // 0 resolves to heads
+  json m = c.ToJson()["model"];
+  EXPECT_EQ(m["full_position"], "first");
+  EXPECT_EQ(m["chunk_size"], 64);
+  EXPECT_EQ(m["kv_heads"], 4);
+  EXPECT_EQ(ParseOk(c.ToJson()).CanonicalText(), c.CanonicalText());
+
+  // Values that cannot change the model do not split cells.
+  CellConfig explicit_first = ParseOk({{"model", {{"arch", "DDDF"}, {"full_position", "first"}}}});
+  EXPECT_EQ(explicit_first.model.full_position, "last");
+  CellConfig full_chunk = ParseOk({{"model", {{"arch", "full"}, {"chunk_size", 16}}}});
+  EXPECT_EQ(full_chunk.CanonicalText(), ParseOk({{"model", {{"arch", "full"}}}}).CanonicalText());
+  CellConfig lin_chunk = ParseOk({{"model", {{"arch", "lightning"}, {"chunk_size", 16}}}});
+  EXPECT_EQ(lin_chunk.ToJson()["model"]["chunk_size"], 16);
+  CellConfig gqa = ParseOk({{"model", {{"arch", "full"}, {"kv_heads", 2}}}});
+  EXPECT_EQ(gqa.ToJson()["model"]["kv_heads"], 2);
+  CellConfig no_attention = ParseOk({{"model", {{"arch", "gdn:0"}, {"kv_heads", 2}}}});
+  EXPECT_EQ(no_attention.model.kv_heads, 4);
+
+  EXPECT_EQ(ParseError({{"model", {{"kv_heads", 3}}}}),
+            "model.kv_heads: must divide model.heads = 4 (0 = heads)");
+  EXPECT_EQ(ParseError({{"model", {{"arch", "gdn"}, {"full_position", "middle"}}}}),
+            "model.full_position: unknown full_position 'middle': expected last or first");
+  EXPECT_EQ(ParseError({{"model", {{"chunk_size", 0}}}}),
+            "model.chunk_size: must be between 1 and 65536");
+  EXPECT_EQ(ParseError({{"model", {{"arch", "lightning:q"}}}}).rfind("model.arch: ratio in", 0),
+            0u);
+}
+
 TEST(CellConfigTest, RopePerLayerFollowsPos) {
   CellConfig c = ParseOk({{"model", {{"arch", "swa"}, {"window", 8}, {"pos", "nope-full"}}}});
   EXPECT_TRUE(c.model.LayerUsesRope(0));
@@ -99,6 +166,12 @@ TEST(CellConfigTest, RopePerLayerFollowsPos) {
   EXPECT_FALSE(c.model.LayerUsesRope(3));
   c = ParseOk({{"model", {{"pos", "nope"}}}});
   EXPECT_FALSE(c.model.LayerUsesRope(0));
+  // L and D layers never take RoPE, whatever pos says.
+  c = ParseOk({{"model", {{"arch", "LDSF"}, {"window", 8}, {"pos", "rope"}}}});
+  EXPECT_FALSE(c.model.LayerUsesRope(0));
+  EXPECT_FALSE(c.model.LayerUsesRope(1));
+  EXPECT_TRUE(c.model.LayerUsesRope(2));
+  EXPECT_TRUE(c.model.LayerUsesRope(3));
   EXPECT_EQ(ParseError({{"model", {{"pos", "alibi"}}}}),
             "model.pos: unknown positional scheme 'alibi': expected rope, nope-full or nope");
 }
