@@ -1,0 +1,83 @@
+#include "model/gated_delta_net.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "model/linear_attention.h"
+
+namespace onset::model {
+
+at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                const at::Tensor& g, const at::Tensor& beta, int64_t chunk) {
+  TORCH_CHECK(chunk >= 1, "chunk length must be >= 1, got ", chunk);
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), K = q.size(3), V = v.size(3);
+  const int64_t C = std::min(chunk, T);
+  const int64_t N = (T + C - 1) / C;
+  const int64_t pad = N * C - T;
+  // Padded positions (k = v = beta = 0, g = 0) come after every real one: they write nothing
+  // and change no real output.
+  auto chunks = [&](const at::Tensor& x) {
+    at::Tensor p = pad ? at::constant_pad_nd(x, {0, 0, 0, pad}) : x;  // (B, H, N*C, X)
+    return p.reshape({B, H, N, C, x.size(3)});                       // (B, H, N, C, X)
+  };
+  auto scalars = [&](const at::Tensor& x) {
+    return (pad ? at::constant_pad_nd(x, {0, pad}) : x).reshape({B, H, N, C});  // (B, H, N, C)
+  };
+  at::Tensor qc = chunks(q), kc = chunks(k), vc = chunks(v);  // (B, H, N, C, K|V)
+  at::Tensor bc = scalars(beta).unsqueeze(-1);                 // (B, H, N, C, 1)
+  at::Tensor b = scalars(g).cumsum(-1);                        // (B, H, N, C) log-decay
+  at::Tensor b_last = b.narrow(-1, C - 1, 1);                  // (B, H, N, 1)
+  at::Tensor decay = SegmentDecay(b, b, /*strict=*/false);     // (B, H, N, C, C)
+
+  // UT transform: solve (I + A) [W_v | W_k] = [beta V | beta exp(b) K] for every chunk.
+  at::Tensor kk = at::matmul(kc, kc.transpose(-2, -1));                 // (B, H, N, C, C)
+  at::Tensor A = (kk * decay * bc).tril(-1);                            // (B, H, N, C, C)
+  at::Tensor eye = at::eye(C, q.options());                             // (C, C)
+  at::Tensor rhs = at::cat({vc * bc, kc * (bc * b.exp().unsqueeze(-1))}, -1);  // (B, H, N, C, V+K)
+  at::Tensor W = at::linalg_solve_triangular(A + eye, rhs, /*upper=*/false, /*left=*/true,
+                                             /*unitriangular=*/true);   // (B, H, N, C, V+K)
+  at::Tensor w_v = W.narrow(-1, 0, V);                                  // (B, H, N, C, V)
+  at::Tensor w_k = W.narrow(-1, V, K);                                  // (B, H, N, C, K)
+
+  at::Tensor qk = at::matmul(qc, kc.transpose(-2, -1)) * decay;        // (B, H, N, C, C)
+  at::Tensor q_decayed = qc * b.exp().unsqueeze(-1);                    // (B, H, N, C, K)
+  at::Tensor k_to_end = kc * (b_last - b).exp().unsqueeze(-1);         // (B, H, N, C, K)
+  k_to_end = k_to_end.transpose(-2, -1);                                // (B, H, N, K, C)
+  at::Tensor chunk_decay = b_last.exp().unsqueeze(-1);                  // (B, H, N, 1, 1)
+
+  at::Tensor S = at::zeros({B, H, K, V}, q.options());  // (B, H, K, V) state entering chunk n
+  std::vector<at::Tensor> out;
+  for (int64_t n = 0; n < N; ++n) {
+    at::Tensor u = w_v.select(2, n) - at::matmul(w_k.select(2, n), S);     // (B, H, C, V)
+    out.push_back(at::matmul(q_decayed.select(2, n), S) +
+                  at::matmul(qk.select(2, n), u));                         // (B, H, C, V)
+    if (n + 1 < N) {
+      S = S * chunk_decay.select(2, n) + at::matmul(k_to_end.select(2, n), u);  // (B, H, K, V)
+    }
+  }
+  at::Tensor y = at::cat(out, 2);     // (B, H, N*C, V)
+  return pad ? y.narrow(2, 0, T) : y;  // (B, H, T, V)
+}
+
+at::Tensor GatedDeltaNetStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& g, const at::Tensor& beta, at::Tensor* state) {
+  at::Tensor decayed = *state * g.exp().unsqueeze(-1).unsqueeze(-1);   // (B, H, K, V)
+  at::Tensor predicted = at::matmul(k.unsqueeze(-2), decayed);          // (B, H, 1, V)
+  at::Tensor u = beta.unsqueeze(-1).unsqueeze(-1) * (v.unsqueeze(-2) - predicted);  // (B, H, 1, V)
+  *state = decayed + k.unsqueeze(-1) * u;                               // (B, H, K, V)
+  return at::matmul(q.unsqueeze(-2), *state).squeeze(-2);               // (B, H, V)
+}
+
+at::Tensor GatedDeltaNetRecurrent(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const at::Tensor& g, const at::Tensor& beta) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), K = q.size(3), V = v.size(3);
+  at::Tensor state = at::zeros({B, H, K, V}, q.options());  // (B, H, K, V)
+  std::vector<at::Tensor> out;
+  for (int64_t t = 0; t < T; ++t) {
+    out.push_back(GatedDeltaNetStep(q.select(2, t), k.select(2, t), v.select(2, t),
+                                    g.select(2, t), beta.select(2, t), &state));  // (B, H, V)
+  }
+  return at::stack(out, 2);  // (B, H, T, V)
+}
+
+}  // namespace onset::model
