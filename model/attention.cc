@@ -72,6 +72,13 @@ at::Tensor BlockedSlidingWindowAttention(const at::Tensor& q, const at::Tensor& 
   return pad ? y.narrow(2, 0, T) : y;                                // (B, H, T, D)
 }
 
+at::Tensor RepeatKv(const at::Tensor& x, int64_t groups) {
+  if (groups == 1) return x;
+  const int64_t B = x.size(0), G = x.size(1), T = x.size(2), D = x.size(3);
+  at::Tensor repeated = x.unsqueeze(2).expand({B, G, groups, T, D});  // (B, G, groups, T, D)
+  return repeated.reshape({B, G * groups, T, D});                       // (B, H, T, D)
+}
+
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            int64_t window) {
   const int64_t T = q.size(2);

@@ -37,6 +37,10 @@ at::Tensor BandMaskAttention(const at::Tensor& q, const at::Tensor& k, const at:
 at::Tensor BlockedSlidingWindowAttention(const at::Tensor& q, const at::Tensor& k,
                                          const at::Tensor& v, int64_t window);
 
+// Grouped-query attention's key/value sharing: (B, G, T, D) -> (B, G * groups, T, D), each
+// head repeated `groups` times in place (head h of the result is head h / groups of x).
+at::Tensor RepeatKv(const at::Tensor& x, int64_t groups);
+
 // What the model calls: full causal when window <= 0 or window >= T, the blocked kernel when
 // it saves work (2 * W < T), the band mask otherwise.
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -6,6 +6,7 @@
 #include <torch/nn/init.h>
 
 #include "model/attention.h"
+#include "model/linear_mixers.h"
 #include "model/vocab.h"
 
 namespace onset::model {
@@ -20,9 +21,13 @@ at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
 }
 
 AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope)
-    : heads_(config.heads), head_dim_(config.head_dim()), window_(window), use_rope_(use_rope) {
-  const int64_t C = config.d_model;
-  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(false)));
+    : heads_(config.heads),
+      kv_heads_(config.resolved_kv_heads()),
+      head_dim_(config.head_dim()),
+      window_(window),
+      use_rope_(use_rope) {
+  const int64_t C = config.d_model, QKV = (heads_ + 2 * kv_heads_) * head_dim_;
+  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, QKV).bias(false)));
   out_ = register_module("out", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(false)));
   if (config.qk_norm) {
     qk_norm_weight_ = register_parameter("qk_norm_weight", torch::ones({2, 1, head_dim_}));
@@ -30,22 +35,25 @@ AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool u
 }
 
 at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx) {
-  const int64_t B = x.size(0), T = x.size(1), H = heads_, D = head_dim_;
+  const int64_t B = x.size(0), T = x.size(1), H = heads_, G = kv_heads_, D = head_dim_;
   // Queries and keys travel together through QK-norm and RoPE: half the elementwise ops.
-  auto parts = qkv_(x).view({B, T, 3, H, D}).split_with_sizes({2, 1}, 2);
-  at::Tensor qk = parts[0];  // (B, T, 2, H, D)
-  at::Tensor v = parts[1].squeeze(2).transpose(1, 2);  // (B, H, T, D)
+  auto parts = qkv_(x).view({B, T, H + 2 * G, D}).split_with_sizes({H + G, G}, 2);
+  at::Tensor qk = parts[0];                   // (B, T, H+G, D)
+  at::Tensor v = parts[1].transpose(1, 2);    // (B, G, T, D)
   if (qk_norm_weight_.defined()) {
-    qk = at::rms_norm(qk, {D}, std::nullopt, kNormEps);  // (B, T, 2, H, D)
-    qk = qk * qk_norm_weight_.to(qk.scalar_type());      // (B, T, 2, H, D) * (2, 1, D)
+    qk = at::rms_norm(qk, {D}, std::nullopt, kNormEps);  // (B, T, H+G, D)
+    at::Tensor w = qk_norm_weight_.to(qk.scalar_type());                      // (2, 1, D)
+    at::Tensor gains = at::cat({w[0].expand({H, D}), w[1].expand({G, D})});  // (H+G, D)
+    qk = qk * gains;                                                          // (B, T, H+G, D)
   }
-  if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, 2, H, D)
-  auto q_k = qk.unbind(2);                                         // 2 x (B, T, H, D)
-  at::Tensor q = q_k[0].transpose(1, 2);                           // (B, H, T, D)
-  at::Tensor k = q_k[1].transpose(1, 2);                           // (B, H, T, D)
-  at::Tensor y = CausalAttention(q, k, v, window_);                // (B, H, T, D)
-  y = y.transpose(1, 2).reshape({B, T, H * D});                    // (B, T, C)
-  return out_(y);                                                  // (B, T, C)
+  if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, H+G, D)
+  at::Tensor q = qk.narrow(2, 0, H).transpose(1, 2);             // (B, H, T, D)
+  at::Tensor k = qk.narrow(2, H, G).transpose(1, 2);             // (B, G, T, D)
+  k = RepeatKv(k, H / G);                                        // (B, H, T, D)
+  v = RepeatKv(v, H / G);                                        // (B, H, T, D)
+  at::Tensor y = CausalAttention(q, k, v, window_);              // (B, H, T, D)
+  y = y.transpose(1, 2).reshape({B, T, H * D});                  // (B, T, C)
+  return out_(y);                                                // (B, T, C)
 }
 
 std::shared_ptr<Mixer> MakeMixer(const ModelConfig& config, int layer) {
@@ -53,6 +61,8 @@ std::shared_ptr<Mixer> MakeMixer(const ModelConfig& config, int layer) {
   const bool rope = config.LayerUsesRope(layer);
   if (kind == kFullAttention) return std::make_shared<AttentionMixer>(config, 0, rope);
   if (kind == kSlidingWindow) return std::make_shared<AttentionMixer>(config, config.window, rope);
+  if (kind == kLinearAttention) return std::make_shared<LinearAttentionMixer>(config);
+  if (kind == kGatedDeltaNet) return std::make_shared<GatedDeltaNetMixer>(config);
   TORCH_CHECK(false, "layer ", layer, ": unknown mixer '", kind, "'");
 }
 

@@ -3,7 +3,8 @@
 // (tied to the embedding or separate). The mixer of layer i comes from model.pattern[i].
 //
 // Dimension letters used in this file and transformer.cc:
-//   B batch, T positions, C d_model, H heads, D head dim (C = H * D), F MLP hidden, V vocab.
+//   B batch, T positions, C d_model, H heads, D head dim (C = H * D), F MLP hidden, V vocab,
+//   G key/value heads of grouped-query attention (H a multiple of G).
 //
 // Single-device code: parallelism, checkpoints and kernels live outside these files.
 #pragma once
@@ -41,14 +42,15 @@ struct MixerContext {
   const RopeTables* rope = nullptr;  // tables for positions offset .. offset + T - 1
 };
 
-// A causal sequence mixer: (B, T, C) -> (B, T, C). Attention today; linear-attention mixers
-// plug in here.
+// A causal sequence mixer: (B, T, C) -> (B, T, C). Attention here; the recurrent L and D
+// mixers in linear_mixers.h.
 class Mixer : public torch::nn::Module {
  public:
   virtual at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) = 0;
 };
 
-// Multi-head causal attention, full (window 0) or sliding-window, optional RoPE and QK-norm.
+// Multi-head causal attention, full (window 0) or sliding-window, optional RoPE and QK-norm,
+// grouped-query (config.kv_heads = G < H: query head h reads key/value head h / (H / G)).
 class AttentionMixer : public Mixer {
  public:
   AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope);
@@ -58,7 +60,7 @@ class AttentionMixer : public Mixer {
   bool use_rope() const { return use_rope_; }
 
  private:
-  int64_t heads_, head_dim_, window_;
+  int64_t heads_, kv_heads_, head_dim_, window_;
   bool use_rope_;
   torch::nn::Linear qkv_{nullptr}, out_{nullptr};
   at::Tensor qk_norm_weight_;  // (2, 1, D) RMSNorm gains of q and k; undefined without QK-norm

@@ -1,0 +1,60 @@
+// The recurrent mixers: 'L' (decayed linear attention) and 'D' (Gated DeltaNet) layers.
+//
+// Dimension letters used in this file and linear_mixers.cc:
+//   B batch, T positions, C d_model, H heads, D head dim (C = H * D; keys and values both D).
+//
+// Both share one block layout (GLA / Gated DeltaNet style, no short convolutions, to stay lean):
+//   one input projection C -> q, k, v (H x D each), an output gate (C) and per-head scalars;
+//   q and k L2-normalised per head, q scaled by D^-1/2 (Gated DeltaNet's choice, used for L
+//   too: it bounds |q . k| <= D^-1/2 and keeps the state bounded, where Lightning uses a SiLU
+//   feature map);
+//   the kernel (linear_attention.h, gated_delta_net.h), computed in float32;
+//   per-head RMSNorm of the output with a learned gain (TransNormer's SRMSNorm / GLA's
+//   GroupNorm), times the gate silu(W_gate x), then the output projection C -> C.
+// Neither uses positional encoding: the decays order the past.
+//
+// Gates:
+//   L: g_t = logsigmoid(w_g . x_t) / 16 per head (GLA's gate with its temperature 16: decays
+//      start near exp(-0.69 / 16) = 0.96, i.e. a horizon of tens of tokens).
+//   D: g_t = -exp(A_log) softplus(w_a . x_t + dt_bias) per head (Mamba-2's gate, as in Gated
+//      DeltaNet), A = exp(A_log) initialised in [1, 16], softplus(dt_bias) in [1e-3, 1e-1];
+//      beta_t = sigmoid(w_b . x_t).
+// Training uses the chunkwise form with config.chunk_size; `use_recurrent` switches a mixer to
+// the token-by-token reference (tests, debugging).
+#pragma once
+
+#include <cstdint>
+
+#include "model/transformer.h"
+
+namespace onset::model {
+
+class LinearAttentionMixer : public Mixer {
+ public:
+  explicit LinearAttentionMixer(const ModelConfig& config);
+  at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;  // (B, T, C)
+
+  bool use_recurrent = false;
+
+ private:
+  int64_t heads_, head_dim_, chunk_;
+  torch::nn::Linear in_{nullptr}, out_{nullptr};
+  at::Tensor head_norm_weight_;  // (D)
+};
+
+class GatedDeltaNetMixer : public Mixer {
+ public:
+  explicit GatedDeltaNetMixer(const ModelConfig& config);
+  at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;  // (B, T, C)
+
+  bool use_recurrent = false;
+
+ private:
+  int64_t heads_, head_dim_, chunk_;
+  torch::nn::Linear in_{nullptr}, out_{nullptr};
+  at::Tensor a_log_;             // (H)
+  at::Tensor dt_bias_;           // (H)
+  at::Tensor head_norm_weight_;  // (D)
+};
+
+}  // namespace onset::model
