@@ -1,7 +1,9 @@
 // Throughput of the trainer's pieces on this machine:
 //   onset-model-bench [d_model] [arch] [window] [micro_batch] [threads] [--profile FILE]
-// prints forward+backward tokens/s of a layers=4, seq_len=256 model, and the time of each
-// attention path (reference, band mask, blocked, full causal) on (micro_batch, 4, 256, D).
+// prints forward+backward tokens/s of a layers=4, seq_len=256 model, the time of each
+// attention path (reference, band mask, blocked, full causal) on (micro_batch, 4, 256, D), and
+// of the L and D kernels (chunkwise with chunk 64, and the token-by-token reference).
+// arch takes every ModelConfig::arch value: swa, lightning, gdn, SSSF, LLLF, DDDF, ...
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -13,6 +15,8 @@
 #include <torch/utils.h>
 
 #include "model/attention.h"
+#include "model/gated_delta_net.h"
+#include "model/linear_attention.h"
 #include "model/transformer.h"
 #include "model/vocab.h"
 
@@ -77,5 +81,15 @@ int main(int argc, char** argv) {
               1e3 * SecondsPerCall([&] { BandMaskAttention(q, k, v, window); }, 10),
               1e3 * SecondsPerCall([&] { BlockedSlidingWindowAttention(q, k, v, window); }, 10),
               1e3 * SecondsPerCall([&] { FullCausalAttention(q, k, v); }, 10));
+  at::Tensor kn = k / k.norm(2, -1, true);                         // (B, 4, T, D)
+  at::Tensor g = at::log_sigmoid(at::randn({micro_batch, 4, T})) / 16.0;  // (B, 4, T)
+  at::Tensor beta = at::sigmoid(at::randn({micro_batch, 4, T}));         // (B, 4, T)
+  std::printf("linear kernels (%d, 4, %lld, %lld) forward, CPU-ms: L chunked %.2f  "
+              "L recurrent %.2f  D chunked %.2f  D recurrent %.2f\n",
+              micro_batch, static_cast<long long>(T), static_cast<long long>(D),
+              1e3 * SecondsPerCall([&] { DecayedLinearAttentionChunked(q, kn, v, g, 64); }, 10),
+              1e3 * SecondsPerCall([&] { DecayedLinearAttentionRecurrent(q, kn, v, g); }, 3),
+              1e3 * SecondsPerCall([&] { GatedDeltaNetChunked(q, kn, v, g, beta, 64); }, 10),
+              1e3 * SecondsPerCall([&] { GatedDeltaNetRecurrent(q, kn, v, g, beta); }, 3));
   return 0;
 }
