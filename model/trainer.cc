@@ -26,7 +26,7 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
       data_(config.data, config.model.seq_len),
       train_stream_(&data_, MixSeed(static_cast<uint64_t>(config.train.seed), kTrainStream),
                     config.model.seq_len + 1),
-      schedule_(CosineSchedule::FromConfig(config.train)),
+      schedule_(LrSchedule::FromConfig(config.train)),
       seqs_per_step_(std::max<int64_t>(1, config.train.batch_tokens / config.model.seq_len)) {
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = Transformer(config.model);

@@ -59,7 +59,7 @@ class Trainer {
   SequenceStream train_stream_;
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
-  CosineSchedule schedule_;
+  LrSchedule schedule_;
   std::unique_ptr<Evaluator> evaluator_;
   int64_t seqs_per_step_;
 
