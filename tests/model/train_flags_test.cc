@@ -23,6 +23,11 @@ TEST(TrainFlagsTest, ParsesBothForms) {
   EXPECT_EQ(f.metrics_fd, 5);
   EXPECT_EQ(f.device, "cpu");
   EXPECT_EQ(f.threads, 2);
+  EXPECT_EQ(f.checkpoint_dir, "checkpoints");
+  EXPECT_FALSE(f.resume);
+  ASSERT_FALSE(Parse({"--resume", "--config=c.json", "--checkpoint-dir", "/tmp/ck"}, &f));
+  EXPECT_TRUE(f.resume);
+  EXPECT_EQ(f.checkpoint_dir, "/tmp/ck");
 }
 
 TEST(TrainFlagsTest, RejectsBadInput) {
@@ -34,6 +39,8 @@ TEST(TrainFlagsTest, RejectsBadInput) {
   EXPECT_EQ(Parse({"--config", "c", "--threads", "0"}, &f),
             "--threads: must be an integer between 1 and 1024, got '0'");
   EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f), "unknown argument '--verbose'");
+  EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir="}, &f),
+            "--checkpoint-dir: must name a directory");
 }
 
 TEST(TrainFlagsTest, NiahLengthsMustHoldARecord) {
