@@ -359,7 +359,8 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   }
   if (!error && tc.decay_shape != "linear" && tc.decay_shape != "cosine" &&
       tc.decay_shape != "sqrt") {
-    t.Fail("decay_shape", "unknown shape '" + tc.decay_shape + "': expected linear, cosine or sqrt");
+    t.Fail("decay_shape",
+           "unknown shape '" + tc.decay_shape + "': expected linear, cosine or sqrt");
   }
   if (!error && tc.schedule == "wsd") {
     if (tc.wsd_decay_start() >= tc.tokens) {

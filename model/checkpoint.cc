@@ -228,12 +228,16 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
   };
   std::string bytes;
   if (auto error = ReadFile(path, &bytes)) return CheckpointError{Kind::kCorrupt, *error};
-  if (bytes.size() < kFooterBytes) return corrupt("truncated? " + std::to_string(bytes.size()) + " bytes");
+  if (bytes.size() < kFooterBytes) {
+    return corrupt("truncated? " + std::to_string(bytes.size()) + " bytes");
+  }
   const char* footer = bytes.data() + bytes.size() - kFooterBytes;
   if (std::memcmp(footer, kMagic, sizeof kMagic) != 0) return corrupt("truncated? no footer");
   const uint64_t payload_size = GetLe(footer + 8, 8);
   if (payload_size != bytes.size() - kFooterBytes) return corrupt("truncated? size mismatch");
-  if (GetLe(footer + 16, 4) != Crc32(bytes.data(), payload_size)) return corrupt("checksum mismatch");
+  if (GetLe(footer + 16, 4) != Crc32(bytes.data(), payload_size)) {
+    return corrupt("checksum mismatch");
+  }
   const uint64_t version = GetLe(footer + 20, 4);
   if (version != kCheckpointFormatVersion) {
     return corrupt("format version " + std::to_string(version) + ", this build reads " +
@@ -250,8 +254,14 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
     c10::IValue v;
     archive.read("config", v);
     stored_config = v.toStringRef();
-    auto read_int = [&](const char* key) { archive.read(key, v); return v.toInt(); };
-    auto read_double = [&](const char* key) { archive.read(key, v); return v.toDouble(); };
+    auto read_int = [&](const char* key) {
+      archive.read(key, v);
+      return v.toInt();
+    };
+    auto read_double = [&](const char* key) {
+      archive.read(key, v);
+      return v.toDouble();
+    };
     p.tokens = read_int("tokens");
     p.steps = read_int("steps");
     p.data_position = read_int("data_position");

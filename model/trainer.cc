@@ -177,7 +177,8 @@ void Trainer::WriteCheckpoint() {
   PruneCheckpoints(checkpoint_dir_, config_.train.keep_checkpoints, keep_tokens_);
   const double seconds = Seconds(Clock::now() - t0);
   sink_->Emit({"checkpoint", tokens_, std::nullopt,
-               {{"checkpoint/seconds", seconds}, {"checkpoint/bytes", static_cast<double>(bytes)}}});
+               {{"checkpoint/seconds", seconds},
+                {"checkpoint/bytes", static_cast<double>(bytes)}}});
   std::fprintf(stderr, "checkpoint at %lld tokens: %s/%s, %lld bytes in %.2f s\n",
                static_cast<long long>(tokens_), checkpoint_dir_.c_str(),
                CheckpointFileName(tokens_).c_str(), static_cast<long long>(bytes), seconds);
@@ -187,7 +188,8 @@ std::optional<std::string> Trainer::Resume() {
   const std::vector<CheckpointFile> files = ListCheckpoints(checkpoint_dir_);
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     TrainProgress p;
-    auto error = LoadCheckpoint(it->path, config_, device_, &p, model_.ptr().get(), optimizer_.get());
+    auto error =
+        LoadCheckpoint(it->path, config_, device_, &p, model_.ptr().get(), optimizer_.get());
     if (error && error->kind == CheckpointError::Kind::kOtherConfig) return error->message;
     if (error) {
       std::fprintf(stderr, "onset-train: %s, skipping\n", error->message.c_str());

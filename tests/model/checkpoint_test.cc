@@ -19,17 +19,25 @@ namespace {
 
 // 512 tokens per step (16 sequences of 32), 8 steps.
 CellConfig TinyCell(const nlohmann::json& train_extra = nlohmann::json::object()) {
-  nlohmann::json train = {{"tokens", 4096}, {"batch_tokens", 512}, {"micro_batch", 8},
+  nlohmann::json train = {{"tokens", 4096}, {"batch_tokens", 512},  {"micro_batch", 8},
                           {"seed", 3},      {"log_every_steps", 3}, {"schedule", "wsd"}};
   train.update(train_extra);
   CellConfig c;
-  auto e = ParseCellConfig(
-      {{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "swa:1"},
-                  {"window", 8}}},
-       {"train", train},
-       {"eval", {{"every_tokens", 1536}, {"heldout_seqs", 2}, {"niah_lengths", {32}},
-                 {"niah_depths", {0.5}}, {"niah_samples", 1}}}},
-      &c);
+  auto e = ParseCellConfig({{"model",
+                             {{"layers", 2},
+                              {"d_model", 32},
+                              {"heads", 2},
+                              {"seq_len", 32},
+                              {"arch", "swa:1"},
+                              {"window", 8}}},
+                            {"train", train},
+                            {"eval",
+                             {{"every_tokens", 1536},
+                              {"heldout_seqs", 2},
+                              {"niah_lengths", {32}},
+                              {"niah_depths", {0.5}},
+                              {"niah_samples", 1}}}},
+                           &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
 }

@@ -9,8 +9,11 @@ namespace {
 
 // 1000 tokens, 100 of warmup, peak 1, floor 0.1; WSD decays over the last 200 tokens.
 TrainConfig Train(const nlohmann::json& extra = nlohmann::json::object()) {
-  nlohmann::json train = {{"tokens", 1000},  {"batch_tokens", 256}, {"lr", 1.0},
-                          {"min_lr_ratio", 0.1}, {"warmup_tokens", 100}};
+  nlohmann::json train = {{"tokens", 1000},
+                          {"batch_tokens", 256},
+                          {"lr", 1.0},
+                          {"min_lr_ratio", 0.1},
+                          {"warmup_tokens", 100}};
   train.update(extra);
   CellConfig c;
   auto e = ParseCellConfig({{"train", train}}, &c);
@@ -87,7 +90,8 @@ TEST(LrScheduleTest, ConfigValidatesTheSchedule) {
   EXPECT_EQ(b.ToJson()["train"]["schedule"], "cosine");
   CellConfig w;
   ASSERT_FALSE(ParseCellConfig(
-      {{"train", {{"tokens", "1M"}, {"schedule", "wsd"}, {"keep_checkpoints_at", {"600K", 300000}}}}},
+      {{"train",
+        {{"tokens", "1M"}, {"schedule", "wsd"}, {"keep_checkpoints_at", {"600K", 300000}}}}},
       &w));
   EXPECT_EQ(w.ToJson()["train"]["keep_checkpoints_at"], nlohmann::json({300000, 600000}));
 }

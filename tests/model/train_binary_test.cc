@@ -139,7 +139,8 @@ TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {
     "train": {"tokens": 256, "batch_tokens": 128, "micro_batch": 8},
     "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
   const std::string metrics = dir_ + "/metrics.jsonl";
-  RunResult r = Run("--config " + path + " --checkpoint-dir " + ckpt() + " --metrics-fd 3 3>" + metrics);
+  RunResult r =
+      Run("--config " + path + " --checkpoint-dir " + ckpt() + " --metrics-fd 3 3>" + metrics);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   std::stringstream s;
