@@ -312,6 +312,19 @@ std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
                                           const std::set<int64_t>& keep_tokens) {
   std::vector<CheckpointFile> files = ListCheckpoints(dir);
   std::vector<std::string> removed;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    const std::string tmp = std::string(kSuffix) + ".tmp";
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind(kPrefix, 0) != 0 || name.size() <= tmp.size() ||
+          name.compare(name.size() - tmp.size(), tmp.size(), tmp) != 0) {
+        continue;
+      }
+      const std::string path = dir + "/" + name;
+      if (::unlink(path.c_str()) == 0) removed.push_back(path);
+    }
+    ::closedir(d);
+  }
   const int64_t n = static_cast<int64_t>(files.size());
   for (int64_t i = 0; i + keep_last < n; ++i) {
     if (keep_tokens.count(files[i].tokens)) continue;

@@ -84,7 +84,8 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
                                               torch::optim::Optimizer* optimizer);
 
 // Deletes every checkpoint in `dir` except the newest `keep_last` and those whose tokens are in
-// `keep_tokens`. Returns the paths it deleted.
+// `keep_tokens`, and the temporary files of writes that never finished (call it only while no
+// write is under way). Returns the paths it deleted.
 std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
                                           const std::set<int64_t>& keep_tokens);
 
