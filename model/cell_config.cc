@@ -100,6 +100,26 @@ class SectionReader {
     *out = std::move(xs);
   }
 
+  void TokensList(const char* key, std::vector<int64_t>* out, int64_t lo, int64_t hi) {
+    const json* v = Find(key);
+    if (!v) return;
+    if (!v->is_array()) return Fail(key, "must be a list of token counts");
+    std::vector<int64_t> xs;
+    for (const json& e : *v) {
+      std::optional<int64_t> x;
+      if (e.is_number_integer()) x = e.get<int64_t>();
+      if (e.is_string()) x = ParseTokenCount(e.get<std::string>());
+      if (!x || *x < lo || *x > hi) {
+        return Fail(key, "every entry must be a token count between " + std::to_string(lo) +
+                             " and " + std::to_string(hi));
+      }
+      xs.push_back(*x);
+    }
+    std::sort(xs.begin(), xs.end());
+    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+    *out = std::move(xs);
+  }
+
   // Call after every field was read: any key left over is unknown.
   void RejectUnknown() {
     if (!j_.is_object()) return;
@@ -176,6 +196,14 @@ bool ModelConfig::LayerUsesRope(int i) const {
 
 int64_t TrainConfig::resolved_warmup_tokens() const {
   return warmup_tokens > 0 ? warmup_tokens : tokens / 20;
+}
+
+int64_t TrainConfig::resolved_checkpoint_every_tokens() const {
+  return checkpoint_every_tokens > 0 ? checkpoint_every_tokens : std::max<int64_t>(1, tokens / 4);
+}
+
+int64_t TrainConfig::wsd_decay_start() const {
+  return tokens - std::llround(decay_fraction * static_cast<double>(tokens));
 }
 
 int DataConfig::resolved_max_distance(int seq_len) const {
@@ -389,6 +417,9 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   t.Double("lr", &tc.lr, 0.0, 10.0);
   t.Double("min_lr_ratio", &tc.min_lr_ratio, 0.0, 1.0);
   t.Tokens("warmup_tokens", &tc.warmup_tokens, 0);
+  t.String("schedule", &tc.schedule);
+  t.Double("decay_fraction", &tc.decay_fraction, 0.0, 1.0);
+  t.String("decay_shape", &tc.decay_shape);
   t.Double("weight_decay", &tc.weight_decay, 0.0, 10.0);
   t.Double("beta1", &tc.beta1, 0.0, 0.999999);
   t.Double("beta2", &tc.beta2, 0.0, 0.999999);
@@ -396,12 +427,36 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   t.Int64("seed", &tc.seed, 0, int64_t{1} << 53);
   t.Int("log_every_steps", &tc.log_every_steps, 1, 1 << 20);
   t.Int("threads", &tc.threads, 0, 1024);
+  t.Tokens("checkpoint_every_tokens", &tc.checkpoint_every_tokens, 0);
+  t.Int("keep_checkpoints", &tc.keep_checkpoints, 1, 1 << 20);
+  t.TokensList("keep_checkpoints_at", &tc.keep_checkpoints_at, 1, tc.tokens);
   t.RejectUnknown();
   if (!error && tc.batch_tokens < mc.seq_len) {
     t.Fail("batch_tokens", "must be at least model.seq_len = " + std::to_string(mc.seq_len));
   }
   if (!error && tc.resolved_warmup_tokens() >= tc.tokens) {
     t.Fail("warmup_tokens", "must be smaller than train.tokens");
+  }
+  if (!error && tc.schedule != "cosine" && tc.schedule != "wsd") {
+    t.Fail("schedule", "unknown schedule '" + tc.schedule + "': expected cosine or wsd");
+  }
+  if (!error && tc.decay_shape != "linear" && tc.decay_shape != "cosine" &&
+      tc.decay_shape != "sqrt") {
+    t.Fail("decay_shape",
+           "unknown shape '" + tc.decay_shape + "': expected linear, cosine or sqrt");
+  }
+  if (!error && tc.schedule == "wsd") {
+    if (tc.wsd_decay_start() >= tc.tokens) {
+      t.Fail("decay_fraction", "must leave at least one token of decay (> 0)");
+    } else if (tc.resolved_warmup_tokens() > tc.wsd_decay_start()) {
+      t.Fail("warmup_tokens", "must end before the decay starts at " +
+                                  std::to_string(tc.wsd_decay_start()) + " tokens");
+    }
+  }
+  if (!error && tc.schedule == "cosine") {
+    const TrainConfig defaults;
+    tc.decay_fraction = defaults.decay_fraction;
+    tc.decay_shape = defaults.decay_shape;
   }
 
   SectionReader d(Section(j, "data"), "data", &error);
@@ -473,13 +528,19 @@ nlohmann::json CellConfig::ToJson() const {
                 {"lr", train.lr},
                 {"min_lr_ratio", train.min_lr_ratio},
                 {"warmup_tokens", train.resolved_warmup_tokens()},
+                {"schedule", train.schedule},
+                {"decay_fraction", train.decay_fraction},
+                {"decay_shape", train.decay_shape},
                 {"weight_decay", train.weight_decay},
                 {"beta1", train.beta1},
                 {"beta2", train.beta2},
                 {"grad_clip", train.grad_clip},
                 {"seed", train.seed},
                 {"log_every_steps", train.log_every_steps},
-                {"threads", train.threads}};
+                {"threads", train.threads},
+                {"checkpoint_every_tokens", train.resolved_checkpoint_every_tokens()},
+                {"keep_checkpoints", train.keep_checkpoints},
+                {"keep_checkpoints_at", train.keep_checkpoints_at}};
   j["data"] = {{"kind", data.kind},
                {"markov_branching", data.markov_branching},
                {"zipf_exponent", data.zipf_exponent},

@@ -78,8 +78,15 @@ struct TrainConfig {
   int64_t batch_tokens = 8192;    // tokens per optimizer step (micro-batches accumulate to it)
   int micro_batch = 8;            // sequences per forward/backward
   double lr = 3e-3;               // peak learning rate
-  double min_lr_ratio = 0.1;      // cosine floor as a fraction of lr
+  double min_lr_ratio = 0.1;      // final learning rate as a fraction of lr (both schedules)
   int64_t warmup_tokens = 0;      // 0 = 5% of tokens
+  // "cosine": warmup, then cosine decay over the rest of the budget. "wsd" (warmup-stable-
+  // decay): warmup, constant lr, then a decay over the last decay_fraction of the budget
+  // shaped "linear", "cosine" or "sqrt" (1 - sqrt(progress)). With "cosine", decay_fraction
+  // and decay_shape mean nothing and are reset to their defaults.
+  std::string schedule = "cosine";
+  double decay_fraction = 0.2;
+  std::string decay_shape = "linear";
   double weight_decay = 0.1;      // AdamW, not applied to norms, biases, embeddings
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -87,8 +94,19 @@ struct TrainConfig {
   int64_t seed = 0;               // fixes initialisation and data order
   int log_every_steps = 5;        // train/loss cadence
   int threads = 0;                // intra-op CPU threads, 0 = LibTorch's default
+  // Checkpoints (written by onset-train into --checkpoint-dir): one every
+  // checkpoint_every_tokens (0 = 4 over the budget) and one at the end; the newest
+  // keep_checkpoints are kept, plus, forever, the ones at keep_checkpoints_at (token counts,
+  // rounded up to a step boundary; the trainer writes a checkpoint there), e.g. the branch
+  // points of WSD decays.
+  int64_t checkpoint_every_tokens = 0;
+  int keep_checkpoints = 2;
+  std::vector<int64_t> keep_checkpoints_at;
 
   int64_t resolved_warmup_tokens() const;
+  int64_t resolved_checkpoint_every_tokens() const;
+  // The first token of the WSD decay phase: tokens - round(decay_fraction * tokens).
+  int64_t wsd_decay_start() const;
 };
 
 // The built-in synthetic stream (SCIENCE.md, "Data that makes retrieval learnable"): a sparse

@@ -16,7 +16,7 @@
 namespace onset::model {
 
 struct MetricsEvent {
-  std::string event;                       // start | train | eval | diverged | done
+  std::string event;  // start | resume | train | eval | checkpoint | diverged | done
   int64_t tokens = 0;
   std::optional<int64_t> step;
   std::map<std::string, double> metrics;   // sorted by name

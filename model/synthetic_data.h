@@ -125,6 +125,8 @@ class SequenceStream {
       : data_(data), seed_(seed), length_(length) {}
   Sequence Next();
   int64_t position() const { return index_; }
+  // Continues the stream at sequence `index` (a resumed run's data cursor).
+  void Seek(int64_t index) { index_ = index; }
 
  private:
   const SyntheticData* data_;  // not owned

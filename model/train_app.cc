@@ -50,7 +50,13 @@ int TrainMain(int argc, char** argv) {
     if (threads > 0) at::set_num_threads(threads);
 
     JsonLinesSink sink(flags.metrics_fd);
-    Trainer trainer(config, device, &sink);
+    Trainer trainer(config, device, &sink, flags.checkpoint_dir);
+    if (flags.resume) {
+      if (auto error = trainer.Resume()) {
+        std::fprintf(stderr, "onset-train: %s\n", error->c_str());
+        return kExitUsage;
+      }
+    }
     TrainResult result = trainer.Run();
     return result.outcome == TrainOutcome::kDiverged ? kExitDiverged : kExitOk;
   } catch (const c10::Error& e) {

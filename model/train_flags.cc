@@ -28,6 +28,10 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       flags.help = true;
       continue;
     }
+    if (arg == "--resume") {
+      flags.resume = true;
+      continue;
+    }
     std::string name = arg, value;
     bool has_value = false;
     if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -35,7 +39,8 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       value = arg.substr(eq + 1);
       has_value = true;
     }
-    if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads") {
+    if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads" &&
+        name != "--checkpoint-dir") {
       return "unknown argument '" + arg + "'";
     }
     if (!has_value) {
@@ -53,6 +58,9 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       if (value != "auto" && value != "cpu" && value != "cuda")
         return "--device: must be auto, cpu or cuda, got '" + value + "'";
       flags.device = value;
+    } else if (name == "--checkpoint-dir") {
+      if (value.empty()) return "--checkpoint-dir: must name a directory";
+      flags.checkpoint_dir = value;
     } else {
       auto n = ParseInt(value, 1, 1024);
       if (!n) return "--threads: must be an integer between 1 and 1024, got '" + value + "'";

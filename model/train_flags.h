@@ -2,6 +2,7 @@
 // build on a GPU node with nothing but LibTorch.
 //
 //   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
+//               [--checkpoint-dir DIR] [--resume]
 #pragma once
 
 #include <optional>
@@ -16,12 +17,14 @@ struct TrainFlags {
   int metrics_fd = 1;              // JSON lines go here; stdout by default
   std::string device = "auto";     // auto = CUDA when available, else CPU
   std::optional<int> threads;      // overrides train.threads when given
+  std::string checkpoint_dir = "checkpoints";  // relative to the working directory
+  bool resume = false;             // continue from the newest valid checkpoint, if any
   bool help = false;
 };
 
 inline constexpr const char* kTrainUsage =
     "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
-    "[--threads N]";
+    "[--threads N] [--checkpoint-dir DIR] [--resume]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);

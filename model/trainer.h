@@ -5,17 +5,27 @@
 // Tokens are counted as predicted positions: a step of S sequences of seq_len inputs adds
 // S * seq_len. A step holds max(1, train.batch_tokens / seq_len) sequences, processed in
 // micro-batches of train.micro_batch sequences whose gradients accumulate.
+//
+// Checkpoints (checkpoint.h) go into a directory given at construction, on the cadence of
+// train.checkpoint_every_tokens, at each of train.keep_checkpoints_at and at the end. Resume()
+// restores the newest valid one; the run then continues bit for bit as if it had never
+// stopped (on the same device and thread count), re-sending nothing it had already reported
+// except the start event.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/optim/adamw.h>
 
 #include "model/cell_config.h"
+#include "model/checkpoint.h"
 #include "model/evaluator.h"
 #include "model/lr_schedule.h"
 #include "model/metrics_writer.h"
@@ -28,28 +38,42 @@ enum class TrainOutcome { kDone, kDiverged };
 
 struct TrainResult {
   TrainOutcome outcome = TrainOutcome::kDone;
-  int64_t tokens = 0;
-  int64_t steps = 0;
-  std::vector<double> step_losses;  // one per optimizer step, in order
+  int64_t tokens = 0;               // tokens trained on in total, resumed ones included
+  int64_t steps = 0;                // optimizer steps in total, resumed ones included
+  std::vector<double> step_losses;  // one per optimizer step taken by this Run(), in order
 };
 
 class Trainer {
  public:
   // Seeds LibTorch's generator with train.seed before building the model. `sink` is not
-  // owned and must outlive the trainer. Not thread-safe.
-  Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink);
+  // owned and must outlive the trainer. Checkpoints are written into `checkpoint_dir`
+  // (created when needed); empty = no checkpoints. Not thread-safe.
+  Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
+          std::string checkpoint_dir = "");
 
-  // Trains to train.tokens (or until the loss is not finite) and returns the outcome.
+  // Restores the newest valid checkpoint in the checkpoint directory. Damaged ones are skipped
+  // with a message on stderr; with none left the run starts fresh (also said on stderr).
+  // Returns an error message, and restores nothing, when the newest intact checkpoint was
+  // written for a different config. Call before Run().
+  std::optional<std::string> Resume();
+
+  // Trains from the current position to train.tokens (or until the loss is not finite) and
+  // returns the outcome. Throws std::runtime_error when a checkpoint cannot be written.
   TrainResult Run();
 
   Transformer& model() { return model_; }
   int64_t tokens_per_step() const { return seqs_per_step_ * config_.model.seq_len; }
 
  private:
-  double Step(int64_t tokens_after);   // one optimizer step; returns the mean micro-batch loss
+  void EmitStart();
+  double Step(double lr);  // one timed optimizer step; returns the mean micro-batch loss
   at::Tensor NextBatch(int64_t seqs);  // (seqs, seq_len + 1) int64 on device_
-  void Evaluate(int64_t tokens);
-  void EmitTrain(int64_t tokens, int64_t step, double lr);
+  void Evaluate();
+  void EmitTrain(double lr);
+  bool CheckpointDue() const;
+  void WriteCheckpoint();
+  TrainResult Finish(TrainResult result);
+  TrainResult Diverged(TrainResult result, double loss, double lr);
 
   CellConfig config_;
   at::Device device_;
@@ -59,11 +83,18 @@ class Trainer {
   SequenceStream train_stream_;
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
-  CosineSchedule schedule_;
+  LrSchedule schedule_;
   std::unique_ptr<Evaluator> evaluator_;
   int64_t seqs_per_step_;
+  std::string checkpoint_dir_;
+  std::set<int64_t> keep_tokens_;  // train.keep_checkpoints_at rounded up to step boundaries
 
-  // Throughput bookkeeping (training time only, evaluation excluded).
+  // Position; a checkpoint holds these and the window below.
+  int64_t tokens_ = 0;
+  int64_t steps_ = 0;
+  bool resumed_ = false;
+
+  // Throughput bookkeeping (training time only, evaluation and checkpoints excluded).
   using Clock = std::chrono::steady_clock;
   double train_seconds_ = 0;
   double window_seconds_ = 0;

@@ -2,11 +2,13 @@
 //
 // Plain POSIX calls instead of std::filesystem: libtorch.so exports its own copies of some
 // std::filesystem symbols, and remove_all resolved to a broken one (segfault) in this binary.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -37,11 +39,18 @@ class TrainBinaryTest : public ::testing::Test {
   }
   void TearDown() override {
     if (dir_.empty()) return;
+    if (DIR* d = ::opendir(ckpt().c_str())) {
+      while (const dirent* e = ::readdir(d)) ::unlink((ckpt() + "/" + e->d_name).c_str());
+      ::closedir(d);
+    }
+    ::rmdir(ckpt().c_str());
     for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl"}) {
       ::unlink((dir_ + "/" + f).c_str());
     }
     ::rmdir(dir_.c_str());
   }
+
+  std::string ckpt() const { return dir_ + "/ckpt"; }
 
   std::string WriteConfig(const std::string& text) {
     std::string p = dir_ + "/config.json";
@@ -89,7 +98,7 @@ TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
     "model": {"layers": 2, "d_model": 32, "heads": 2, "seq_len": 32, "arch": "swa:1", "window": 8},
     "train": {"tokens": 4096, "batch_tokens": 512, "micro_batch": 8, "log_every_steps": 2},
     "eval": {"heldout_seqs": 2, "niah_lengths": [32, 64], "niah_samples": 1}})");
-  RunResult r = Run("--config " + path + " --device cpu --threads 1");
+  RunResult r = Run("--config " + path + " --device cpu --threads 1 --checkpoint-dir " + ckpt());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.out);
   std::string line;
@@ -109,14 +118,19 @@ TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
   EXPECT_EQ(events.back()["event"], "done");
   EXPECT_EQ(events.back()["tokens"], 4096);
   EXPECT_GT(events.back()["metrics"]["train/tokens_per_second"].get<double>(), 0);
-  int train = 0, eval = 0;
+  int train = 0, eval = 0, checkpoint = 0;
+  nlohmann::json last_eval;
   for (const auto& e : events) {
     train += e["event"] == "train";
     eval += e["event"] == "eval";
+    checkpoint += e["event"] == "checkpoint";
+    if (e["event"] == "eval") last_eval = e;
   }
-  EXPECT_EQ(train, 4);  // 8 steps, every 2
-  EXPECT_EQ(eval, 4);   // every 1024 tokens (budget / 4), the last one at the end
-  EXPECT_TRUE(events[events.size() - 2]["metrics"].contains("niah/acc_beyond_window"));
+  EXPECT_EQ(train, 4);       // 8 steps, every 2
+  EXPECT_EQ(eval, 4);        // every 1024 tokens (budget / 4), the last one at the end
+  EXPECT_EQ(checkpoint, 4);  // the same default cadence
+  EXPECT_EQ(last_eval["tokens"], 4096);
+  EXPECT_TRUE(last_eval["metrics"].contains("niah/acc_beyond_window"));
 }
 
 TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {
@@ -125,12 +139,51 @@ TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {
     "train": {"tokens": 256, "batch_tokens": 128, "micro_batch": 8},
     "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
   const std::string metrics = dir_ + "/metrics.jsonl";
-  RunResult r = Run("--config " + path + " --metrics-fd 3 3>" + metrics);
+  RunResult r =
+      Run("--config " + path + " --checkpoint-dir " + ckpt() + " --metrics-fd 3 3>" + metrics);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   std::stringstream s;
   s << std::ifstream(metrics).rdbuf();
   EXPECT_NE(s.str().find(R"({"event":"done","tokens":256)"), std::string::npos) << s.str();
+}
+
+TEST_F(TrainBinaryTest, ResumesFromItsCheckpointsAndRefusesAnotherConfig) {
+  const char* cell = R"({
+    "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
+    "train": {"tokens": 512, "batch_tokens": 128, "micro_batch": 8, "lr": %s},
+    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})";
+  auto config = [&](const char* lr) {
+    char text[512];
+    std::snprintf(text, sizeof text, cell, lr);
+    return WriteConfig(text);
+  };
+  const std::string flags = " --device cpu --threads 1 --checkpoint-dir " + ckpt();
+  RunResult fresh = Run("--config " + config("0.003") + flags + " --resume");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_NE(fresh.err.find("no valid checkpoint in " + ckpt() + ", starting fresh"),
+            std::string::npos) << fresh.err;
+  EXPECT_NE(fresh.out.find(R"({"event":"checkpoint","tokens":128,"metrics":{"checkpoint/bytes":)"),
+            std::string::npos) << fresh.out;
+  // Default retention: the newest two of 128, 256, 384, 512.
+  struct stat st;
+  EXPECT_NE(::stat((ckpt() + "/ckpt-000000000256.pt").c_str(), &st), 0);
+  ASSERT_EQ(::stat((ckpt() + "/ckpt-000000000384.pt").c_str(), &st), 0);
+  ASSERT_EQ(::unlink((ckpt() + "/ckpt-000000000512.pt").c_str()), 0);
+
+  RunResult resumed = Run("--config " + config("0.003") + flags + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find(R"({"event":"resume","tokens":384,"metrics":{}})"), std::string::npos)
+      << resumed.out;
+  EXPECT_EQ(resumed.out.find(R"("event":"train","tokens":256)"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find(R"({"event":"done","tokens":512)"), std::string::npos) << resumed.out;
+
+  RunResult other = Run("--config " + config("0.001") + flags + " --resume");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("ckpt-000000000512.pt: written for a different config (train.lr: "
+                           "checkpoint has 0.003, config has 0.001)"),
+            std::string::npos) << other.err;
+  EXPECT_TRUE(other.out.empty()) << other.out;
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 
-#include "model/lr_schedule.h"
 #include "model/metrics_writer.h"
 
 namespace onset::model {
@@ -24,6 +23,11 @@ TEST(TrainFlagsTest, ParsesBothForms) {
   EXPECT_EQ(f.metrics_fd, 5);
   EXPECT_EQ(f.device, "cpu");
   EXPECT_EQ(f.threads, 2);
+  EXPECT_EQ(f.checkpoint_dir, "checkpoints");
+  EXPECT_FALSE(f.resume);
+  ASSERT_FALSE(Parse({"--resume", "--config=c.json", "--checkpoint-dir", "/tmp/ck"}, &f));
+  EXPECT_TRUE(f.resume);
+  EXPECT_EQ(f.checkpoint_dir, "/tmp/ck");
 }
 
 TEST(TrainFlagsTest, RejectsBadInput) {
@@ -35,6 +39,8 @@ TEST(TrainFlagsTest, RejectsBadInput) {
   EXPECT_EQ(Parse({"--config", "c", "--threads", "0"}, &f),
             "--threads: must be an integer between 1 and 1024, got '0'");
   EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f), "unknown argument '--verbose'");
+  EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir="}, &f),
+            "--checkpoint-dir: must name a directory");
 }
 
 TEST(TrainFlagsTest, NiahLengthsMustHoldARecord) {
@@ -62,16 +68,6 @@ TEST(TrainFlagsTest, LoadNamesFileAndKey) {
   std::remove(path.c_str());
   CellConfig c;
   EXPECT_EQ(LoadCellConfig(path, &c), path + ": cannot open: No such file or directory");
-}
-
-TEST(LrScheduleTest, WarmupThenCosineToTheFloor) {
-  CosineSchedule s{/*peak=*/1.0, /*min_ratio=*/0.1, /*warmup=*/100, /*total=*/1100};
-  EXPECT_DOUBLE_EQ(s.At(0), 0.0);
-  EXPECT_DOUBLE_EQ(s.At(50), 0.5);
-  EXPECT_DOUBLE_EQ(s.At(100), 1.0);
-  EXPECT_NEAR(s.At(600), 0.55, 1e-12);  // half way: floor + (peak - floor) / 2
-  EXPECT_NEAR(s.At(1100), 0.1, 1e-12);
-  EXPECT_NEAR(s.At(5000), 0.1, 1e-12);
 }
 
 TEST(MetricsWriterTest, LinesFollowTheProtocol) {
