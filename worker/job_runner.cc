@@ -111,9 +111,16 @@ JobRunOutcome JobRunner::Run() {
     return fail_to_start(std::string(s.message()));
   }
 
+  // Checkpoints belong to the cell, not the attempt: a later attempt of the same cell on this
+  // machine (a requeue after a lost lease, or `onset run` resumed after an interrupt) continues
+  // from the newest valid one instead of starting over.
+  const fs::path checkpoint_dir = dir.parent_path() / "checkpoints";
+
   SpawnOptions options;
   options.program = config_.trainer_path;
-  options.args = {"--config", config_path.string(), "--threads", std::to_string(config_.threads)};
+  options.args = {"--config",         config_path.string(),    "--threads",
+                  std::to_string(config_.threads), "--checkpoint-dir", checkpoint_dir.string(),
+                  "--resume"};
   options.env["OMP_NUM_THREADS"] = std::to_string(config_.threads);
   options.env["MKL_NUM_THREADS"] = std::to_string(config_.threads);
   options.working_dir = dir.string();

@@ -95,6 +95,11 @@ TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
   EXPECT_EQ(text.str(), "success {\"model\":{}}");
   EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("threads=2"));
   EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("cwd=" + fs::canonical(attempt).string()));
+  // Checkpoints are per cell, shared by its attempts, and the trainer is asked to resume.
+  EXPECT_THAT(outcome.result.stderr_tail,
+              HasSubstr("checkpoint_dir=" +
+                        (fs::canonical(work_dir_ / "00c0ffee") / "checkpoints").string() +
+                        " resume=1"));
 }
 
 TEST_F(JobRunnerTest, MetricsAreBatched) {

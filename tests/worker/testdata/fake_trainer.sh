@@ -2,14 +2,19 @@
 # Stands in for onset-train in the worker's tests. The first word of the --config file picks the
 # behaviour; the arguments and environment are echoed to stderr for the tests to inspect.
 config=""
+checkpoint_dir=""
+resume=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config="$2"; shift 2 ;;
+    --checkpoint-dir) checkpoint_dir="$2"; shift 2 ;;
+    --resume) resume=1; shift ;;
     *) shift ;;
   esac
 done
 mode=$(head -c 64 "$config" | cut -d' ' -f1)
 echo "fake trainer: mode=$mode threads=$OMP_NUM_THREADS cwd=$(pwd)" >&2
+echo "fake trainer: checkpoint_dir=$checkpoint_dir resume=$resume" >&2
 
 case "$mode" in
   success)
