@@ -1,5 +1,6 @@
 // Throughput of the trainer's pieces on this machine:
 //   onset-model-bench [d_model] [arch] [window] [micro_batch] [threads] [--profile FILE]
+//   onset-model-bench --sweep [d_model]   (the table of docs/cpu-benchmark.md, 1 thread)
 // prints forward+backward tokens/s of a layers=4, seq_len=256 model, the time of each
 // attention path (reference, band mask, blocked, full causal) on (micro_batch, 4, 256, D), and
 // of the L and D kernels (chunkwise with chunk 64, and the token-by-token reference).
@@ -9,6 +10,8 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -34,8 +37,66 @@ double SecondsPerCall(F f, int reps) {
 
 }  // namespace
 
+struct ModelCase {
+  std::string arch;
+  int window = 0;
+  int seq_len = 256;
+};
+
+// Forward+backward tokens per CPU-second of a 4-layer model with micro-batches of
+// `batch_tokens` tokens.
+double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens,
+                               std::string* pattern) {
+  using namespace onset::model;
+  CellConfig cell;
+  auto error = ParseCellConfig(
+      {{"model", {{"layers", 4}, {"d_model", d_model}, {"heads", 4}, {"seq_len", c.seq_len},
+                  {"arch", c.arch}, {"window", c.window}}},
+       {"train", {{"batch_tokens", std::max(batch_tokens, c.seq_len)}}}},
+      &cell);
+  if (error) {
+    std::fprintf(stderr, "%s\n", error->ToString().c_str());
+    std::exit(2);
+  }
+  *pattern = cell.model.pattern;
+  torch::manual_seed(0);
+  Transformer model(cell.model);
+  const int64_t T = cell.model.seq_len;
+  const int64_t B = std::max<int64_t>(1, batch_tokens / T);
+  at::Tensor tokens = at::randint(0, kNumByteTokens, {B, T + 1}, at::kLong);  // (B, T+1)
+  at::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);         // (B, T)
+  auto step = [&] {
+    at::Tensor logits = model(x);  // (B, T, V)
+    at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1})).backward();
+  };
+  return static_cast<double>(B * T) / SecondsPerCall(step, 3);
+}
+
+// The train-step table of docs/cpu-benchmark.md: mixers x windows x sequence lengths.
+int Sweep(int d_model, int batch_tokens) {
+  std::printf("| arch | pattern | window | seq_len | tokens/CPU-s |\n|---|---|---|---|---|\n");
+  for (int seq_len : {256, 1024, 4096}) {
+    std::vector<ModelCase> cases = {{"full", 0, seq_len},      {"swa", 32, seq_len},
+                                    {"swa", 128, seq_len},     {"lightning", 0, seq_len},
+                                    {"gdn", 0, seq_len}};
+    for (const ModelCase& c : cases) {
+      std::string pattern;
+      const double tps = TrainTokensPerCpuSecond(c, d_model, batch_tokens, &pattern);
+      std::printf("| %s | %s | %s | %d | %.0f |\n", c.arch.c_str(), pattern.c_str(),
+                  c.window ? std::to_string(c.window).c_str() : "-", seq_len, tps);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   using namespace onset::model;
+  if (argc > 1 && std::string(argv[1]) == "--sweep") {
+    at::set_num_threads(1);
+    const int d_model = argc > 2 ? std::atoi(argv[2]) : 64;
+    return Sweep(d_model, /*batch_tokens=*/4096);
+  }
   const int d_model = argc > 1 ? std::atoi(argv[1]) : 64;
   const std::string arch = argc > 2 ? argv[2] : "swa";
   const int window = argc > 3 ? std::atoi(argv[3]) : 32;
@@ -44,32 +105,17 @@ int main(int argc, char** argv) {
   const std::string profile = argc > 7 && std::string(argv[6]) == "--profile" ? argv[7] : "";
   at::set_num_threads(threads);
 
-  CellConfig cell;
-  auto error = ParseCellConfig(
-      {{"model", {{"layers", 4}, {"d_model", d_model}, {"heads", 4}, {"seq_len", 256},
-                  {"arch", arch}, {"window", window}}}},
-      &cell);
-  if (error) {
-    std::fprintf(stderr, "%s\n", error->ToString().c_str());
-    return 2;
-  }
-  torch::manual_seed(0);
-  Transformer model(cell.model);
-  const int64_t T = cell.model.seq_len;
-  at::Tensor tokens = at::randint(0, kNumByteTokens, {micro_batch, T + 1}, at::kLong);  // (B, T+1)
-  at::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);                   // (B, T)
-  auto step = [&] {
-    at::Tensor logits = model(x);  // (B, T, V)
-    at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1})).backward();
-  };
+  const int64_t T = 256;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> prof;
   if (!profile.empty()) prof = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
-  const double s = SecondsPerCall(step, 5);
+  std::string pattern;
+  const double tps = TrainTokensPerCpuSecond({arch, window, static_cast<int>(T)}, d_model,
+                                             micro_batch * static_cast<int>(T), &pattern);
   prof.reset();
   std::printf("model d_model=%d arch=%s (%s) window=%d micro_batch=%d threads=%d: "
               "%.0f tokens per CPU-second forward+backward (%.1f CPU-ms per micro-batch)\n",
-              d_model, arch.c_str(), cell.model.pattern.c_str(), cell.model.window, micro_batch,
-              threads, micro_batch * T / s, 1e3 * s);
+              d_model, arch.c_str(), pattern.c_str(), window, micro_batch, threads, tps,
+              1e3 * micro_batch * T / tps);
 
   const int64_t D = d_model / 4;
   at::Tensor q = at::randn({micro_batch, 4, T, D}), k = at::randn_like(q), v = at::randn_like(q);
