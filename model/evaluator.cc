@@ -36,18 +36,6 @@ at::Tensor ToTensor(const std::vector<std::vector<Token>>& rows, const at::Devic
   return out.to(device);
 }
 
-at::Tensor GreedyDecode(Transformer& model, const at::Tensor& prompts, int steps) {
-  at::Tensor seq = prompts;  // (B, L)
-  std::vector<at::Tensor> out;
-  for (int s = 0; s < steps; ++s) {
-    at::Tensor logits = model(seq);                              // (B, L + s, V)
-    at::Tensor next = logits.select(1, -1).argmax(-1, true);     // (B, 1)
-    out.push_back(next);
-    seq = at::cat({seq, next}, 1);                               // (B, L + s + 1)
-  }
-  return at::cat(out, 1);  // (B, steps)
-}
-
 Evaluator::Evaluator(const CellConfig& config, const SyntheticData& data, const at::Device& device)
     : model_config_(config.model),
       short_context_(config.eval.resolved_short_context(config.model)),
@@ -102,7 +90,7 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model) const {
   int correct = 0, total = 0, in_correct = 0, in_total = 0, out_correct = 0, out_total = 0;
   for (const NiahGroup& group : niah_) {
     const int steps = static_cast<int>(group.samples[0].answer.size());
-    at::Tensor decoded = GreedyDecode(model, group.prompts, steps).to(at::kCPU);  // (B, m)
+    at::Tensor decoded = CachedGreedyDecode(model, group.prompts, steps).to(at::kCPU);  // (B, m)
     int group_correct = 0;
     for (size_t b = 0; b < group.samples.size(); ++b) {
       const NiahSample& s = group.samples[b];

@@ -19,14 +19,11 @@
 #include <ATen/ATen.h>
 
 #include "model/cell_config.h"
+#include "model/decoding.h"
 #include "model/synthetic_data.h"
 #include "model/transformer.h"
 
 namespace onset::model {
-
-// Greedy continuation: prompts (B, L) int64 -> (B, steps) int64. Re-runs the full forward
-// on the growing sequence (no KV cache).
-at::Tensor GreedyDecode(Transformer& model, const at::Tensor& prompts, int steps);
 
 // Stacks equal-length token vectors into a (B, L) int64 tensor on `device`.
 at::Tensor ToTensor(const std::vector<std::vector<Token>>& rows, const at::Device& device);
