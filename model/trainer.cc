@@ -139,7 +139,8 @@ void Trainer::EmitTrain(int64_t tokens, int64_t step, double lr) {
 
 void Trainer::Evaluate(int64_t tokens) {
   const auto t0 = Clock::now();
-  std::map<std::string, double> metrics = evaluator_->Run(model_, bf16_);
+  std::map<std::string, double> metrics =
+      evaluator_->Run(model_, bf16_, /*final_eval=*/tokens >= config_.train.tokens);
   metrics["eval/seconds"] = Seconds(Clock::now() - t0);
   sink_->Emit({"eval", tokens, std::nullopt, metrics});
   std::string line;
