@@ -72,6 +72,22 @@ Evaluator::Evaluator(const CellConfig& config, const SyntheticData& data, const 
     group.prompts = ToTensor(prompts, device);  // (B, L)
     niah_.push_back(std::move(group));
   }
+  for (const std::string& name : config.eval.niah_variants) {
+    const NiahVariant variant = ParseNiahVariant(name);
+    if (variant == NiahVariant::kSingle) continue;
+    const uint64_t variant_seed = MixSeed(niah_seed, static_cast<uint64_t>(variant));
+    for (int length : config.eval.resolved_niah_lengths(config.model.seq_len)) {
+      if (length < MinNiahTaskLength(data, variant)) continue;
+      VariantGroup group{name, length, {}};
+      for (size_t d = 0; d < config.eval.niah_depths.size(); ++d) {
+        for (int s = 0; s < config.eval.niah_samples; ++s) {
+          Rng rng(MixSeed(MixSeed(variant_seed, static_cast<uint64_t>(length)), d * 100003 + s));
+          group.tasks.push_back(MakeNiahTask(data, variant, length, config.eval.niah_depths[d], &rng));
+        }
+      }
+      if (!group.tasks.empty()) variants_.push_back(std::move(group));
+    }
+  }
 }
 
 double Evaluator::HeldoutLoss(Transformer& model, int context) const {
@@ -142,6 +158,42 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model,
   if (total > 0) metrics["niah/acc"] = static_cast<double>(correct) / total;
   if (in_total > 0) metrics["niah/acc_in_window"] = static_cast<double>(in_correct) / in_total;
   if (out_total > 0) metrics["niah/acc_beyond_window"] = static_cast<double>(out_correct) / out_total;
+  return metrics;
+}
+
+std::map<std::string, double> Evaluator::NiahVariants(Transformer& model) const {
+  std::map<std::string, double> metrics;
+  std::map<std::string, std::pair<double, int>> overall;  // variant -> (score sum, tasks)
+  for (const VariantGroup& group : variants_) {
+    const size_t B = group.tasks.size();
+    const int m = static_cast<int>(group.tasks[0].answers[0].size());
+    std::vector<std::vector<Token>> seqs;
+    for (const NiahTask& t : group.tasks) seqs.push_back(t.prompt);
+    std::vector<std::vector<std::vector<Token>>> decoded(B);  // [task][round][m]
+    for (int r = 0; r < group.tasks[0].rounds(); ++r) {
+      if (r > 0) {
+        for (size_t b = 0; b < B; ++b) {
+          const std::vector<Token>& prev = decoded[b].back();
+          const std::vector<Token>& next = group.tasks[b].suffixes[r - 1];
+          seqs[b].insert(seqs[b].end(), prev.begin(), prev.end());
+          seqs[b].insert(seqs[b].end(), next.begin(), next.end());
+        }
+      }
+      at::Tensor out = CachedGreedyDecode(model, ToTensor(seqs, device_), m).to(at::kCPU);  // (B, m)
+      for (size_t b = 0; b < B; ++b) {
+        const int64_t* p = out[static_cast<int64_t>(b)].data_ptr<int64_t>();
+        decoded[b].emplace_back(p, p + m);
+      }
+    }
+    double sum = 0;
+    for (size_t b = 0; b < B; ++b) sum += ScoreNiahTask(group.tasks[b], decoded[b]);
+    metrics["niah/" + group.variant + "/acc@" + std::to_string(group.length)] = sum / B;
+    overall[group.variant].first += sum;
+    overall[group.variant].second += static_cast<int>(B);
+  }
+  for (const auto& [variant, acc] : overall) {
+    metrics["niah/" + variant + "/acc"] = acc.first / acc.second;
+  }
   return metrics;
 }
 
@@ -251,6 +303,7 @@ std::map<std::string, double> Evaluator::Run(Transformer& model, bool autocast_b
   for (const auto& [name, value] : Niah(model, heads > 0 ? &scorer : nullptr)) {
     metrics[name] = value;
   }
+  for (const auto& [name, value] : NiahVariants(model)) metrics[name] = value;
   metrics["eval/niah_seconds"] = seconds(t0);
   t0 = Clock::now();
   if (heads > 0 && scorer.samples() > 0) {

@@ -7,6 +7,9 @@
 //   niah/acc               mean over every NIAH sample
 //   niah/acc_in_window     samples whose record-to-query distance < model.window (S cells only)
 //   niah/acc_beyond_window samples whose distance >= model.window (S cells only)
+//   niah/<variant>/acc@<L>, niah/<variant>/acc  the mean task score (niah_tasks.h) of each
+//                          non-single variant in eval.niah_variants, per length and overall;
+//                          lengths too short for the variant's records are left out
 //   rh/score/l<L>h<H>      retrieval-head score (retrieval_heads.h) of head H of F/S layer L,
 //                          averaged over every single-NIAH sample (not only the mostly-right
 //                          ones of the original protocol: this one is defined at every eval
@@ -32,6 +35,7 @@
 
 #include "model/cell_config.h"
 #include "model/decoding.h"
+#include "model/niah_tasks.h"
 #include "model/retrieval_heads.h"
 #include "model/synthetic_data.h"
 #include "model/transformer.h"
@@ -56,6 +60,8 @@ class Evaluator {
   // attention trace (heads numbered as in retrieval_heads.h).
   std::map<std::string, double> Niah(Transformer& model,
                                      RetrievalHeadScorer* scorer = nullptr) const;
+  // niah/<variant>/... metrics of the non-single variants.
+  std::map<std::string, double> NiahVariants(Transformer& model) const;
   // rh/... metrics from a scorer filled by Niah.
   std::map<std::string, double> RetrievalMetrics(const RetrievalHeadScorer& scorer) const;
   // ablation/... metrics: masks the top-K heads by `scores`, then K random heads.
@@ -69,6 +75,12 @@ class Evaluator {
     std::vector<NiahSample> samples;   // B entries
   };
 
+  struct VariantGroup {
+    std::string variant;
+    int length = 0;
+    std::vector<NiahTask> tasks;  // equal rounds and prompt lengths
+  };
+
   ModelConfig model_config_;
   std::vector<int> attention_layers_;  // the F and S layers
   int ablation_heads_;
@@ -77,6 +89,7 @@ class Evaluator {
   at::Device device_;
   at::Tensor heldout_;  // (N, seq_len + 1) int64, empty when eval.heldout_seqs == 0
   std::vector<NiahGroup> niah_;
+  std::vector<VariantGroup> variants_;
 };
 
 }  // namespace onset::model

@@ -105,9 +105,11 @@ class SyntheticData {
   int value_len() const { return config_.value_len; }
   int min_distance() const;  // the smallest distance any placement can have: k + m + 1
 
- private:
-  // Fills every position not marked in `taken` with the background chain.
+  // Fills every position not marked in `taken` with the background chain (niah_tasks.cc
+  // builds its prompts with it too).
   void FillBackground(const std::vector<bool>& taken, std::vector<Token>* tokens, Rng* rng) const;
+
+ private:
   void WriteRecord(const std::vector<Token>& key, const std::vector<Token>& value,
                    const RecordSpan& span, std::vector<Token>* tokens) const;
 

@@ -14,7 +14,8 @@ CellConfig Cell(int ablation_heads) {
       {{"model", {{"layers", 3}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "FSL"},
                   {"window", 8}}},
        {"eval", {{"heldout_seqs", 2}, {"niah_lengths", {32, 48}}, {"niah_depths", {0.2, 0.8}},
-                 {"niah_samples", 2}, {"ablation_heads", ablation_heads}}}},
+                 {"niah_samples", 2}, {"ablation_heads", ablation_heads},
+                 {"niah_variants", {"single", "multi-key", "multi-value", "multi-query"}}}}},
       &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
@@ -38,6 +39,17 @@ TEST(EvaluatorTest, ReportsRetrievalHeadsAndTheAblationAtTheFinalEval) {
   EXPECT_DOUBLE_EQ(m.at("rh/max_full"), std::max(m.at("rh/score/l0h0"), m.at("rh/score/l0h1")));
   EXPECT_TRUE(m.count("rh/count_full") && m.count("rh/count_sliding"));
   EXPECT_TRUE(m.count("niah/acc@32") && m.count("niah/acc@48") && m.count("niah/acc"));
+  for (const char* v : {"multi-key", "multi-value", "multi-query"}) {
+    // 32 tokens cannot hold three records with room to spare (niah_tasks.h): left out.
+    EXPECT_FALSE(m.count(std::string("niah/") + v + "/acc@32"));
+    for (const char* at : {"/acc@48", "/acc"}) {
+      const std::string name = std::string("niah/") + v + at;
+      ASSERT_TRUE(m.count(name)) << name;
+      EXPECT_GE(m.at(name), 0.0);
+      EXPECT_LE(m.at(name), 1.0);
+    }
+  }
+  EXPECT_FALSE(m.count("niah/single/acc"));  // the single variant keeps its own names
   EXPECT_GE(m.at("eval/niah_seconds"), 0.0);
   EXPECT_GE(m.at("eval/probe_seconds"), 0.0);
   EXPECT_FALSE(m.count("ablation/top_k/niah_acc"));  // only at the final eval
