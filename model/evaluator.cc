@@ -82,7 +82,8 @@ Evaluator::Evaluator(const CellConfig& config, const SyntheticData& data, const 
       for (size_t d = 0; d < config.eval.niah_depths.size(); ++d) {
         for (int s = 0; s < config.eval.niah_samples; ++s) {
           Rng rng(MixSeed(MixSeed(variant_seed, static_cast<uint64_t>(length)), d * 100003 + s));
-          group.tasks.push_back(MakeNiahTask(data, variant, length, config.eval.niah_depths[d], &rng));
+          const double depth = config.eval.niah_depths[d];
+          group.tasks.push_back(MakeNiahTask(data, variant, length, depth, &rng));
         }
       }
       if (!group.tasks.empty()) variants_.push_back(std::move(group));
@@ -179,7 +180,8 @@ std::map<std::string, double> Evaluator::NiahVariants(Transformer& model) const 
           seqs[b].insert(seqs[b].end(), next.begin(), next.end());
         }
       }
-      at::Tensor out = CachedGreedyDecode(model, ToTensor(seqs, device_), m).to(at::kCPU);  // (B, m)
+      at::Tensor prompts = ToTensor(seqs, device_);                          // (B, L_r)
+      at::Tensor out = CachedGreedyDecode(model, prompts, m).to(at::kCPU);  // (B, m)
       for (size_t b = 0; b < B; ++b) {
         const int64_t* p = out[static_cast<int64_t>(b)].data_ptr<int64_t>();
         decoded[b].emplace_back(p, p + m);
@@ -275,10 +277,13 @@ std::map<std::string, double> Evaluator::Ablation(Transformer& model,
   Rng rng(ablation_seed_);
   for (int i = 0; i < k; ++i) std::swap(pool[i], pool[i + rng.Below(n - i)]);
   std::vector<int> random(pool.begin(), pool.begin() + k);
-  for (const auto& [name, heads] : {std::make_pair("top_k", top), std::make_pair("random_k", random)}) {
+  for (const auto& [name, heads] :
+       {std::make_pair("top_k", top), std::make_pair("random_k", random)}) {
     HeadMaskScope masked(model, attention_layers_, heads);
     auto niah = Niah(model);
-    if (niah.count("niah/acc")) metrics["ablation/" + std::string(name) + "/niah_acc"] = niah["niah/acc"];
+    if (niah.count("niah/acc")) {
+      metrics["ablation/" + std::string(name) + "/niah_acc"] = niah["niah/acc"];
+    }
   }
   return metrics;
 }

@@ -89,8 +89,8 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, int mode, LayerCache* 
     } else if (use_recurrent && mode == kForward) {
       y = DecayedLinearAttentionRecurrent(q, k, v, g);  // (B, H, T, D)
     } else {
-      y = DecayedLinearAttentionChunked(q, k, v, g, chunk_,
-                                        mode == kPrefill ? &cache->state : nullptr);  // (B, H, T, D)
+      at::Tensor* final_state = mode == kPrefill ? &cache->state : nullptr;
+      y = DecayedLinearAttentionChunked(q, k, v, g, chunk_, final_state);  // (B, H, T, D)
     }
     y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);   // (B, T, H, D)
   }
@@ -146,8 +146,8 @@ at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, int mode, LayerCache* ca
     } else if (use_recurrent && mode == kForward) {
       y = GatedDeltaNetRecurrent(q, k, v, g, beta);  // (B, H, T, D)
     } else {
-      y = GatedDeltaNetChunked(q, k, v, g, beta, chunk_,
-                               mode == kPrefill ? &cache->state : nullptr);  // (B, H, T, D)
+      at::Tensor* final_state = mode == kPrefill ? &cache->state : nullptr;
+      y = GatedDeltaNetChunked(q, k, v, g, beta, chunk_, final_state);  // (B, H, T, D)
     }
     y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
   }

@@ -96,8 +96,8 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
   const int seg_len[2] = {needle - 1, last + span - 1 - (needle + span) + 1};
   int room[2] = {std::max(0, seg_len[0]) / span, std::max(0, seg_len[1]) / span};
   if (room[0] + room[1] < n - 1) {
-    throw std::invalid_argument("NIAH task: no room for " + std::to_string(n) + " records in length " +
-                                std::to_string(length));
+    throw std::invalid_argument("NIAH task: no room for " + std::to_string(n) +
+                                " records in length " + std::to_string(length));
   }
   int count[2] = {0, 0};
   for (int r = 1; r < n; ++r) {

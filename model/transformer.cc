@@ -55,7 +55,9 @@ AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerCont
 
 at::Tensor AttentionMixer::Output(at::Tensor y) {
   const int64_t B = y.size(0), H = y.size(1), T = y.size(2), D = y.size(3);
-  if (head_mask_.defined()) y = y * head_mask_.to(y.scalar_type()).view({1, H, 1, 1});  // (B, H, T, D)
+  if (head_mask_.defined()) {
+    y = y * head_mask_.to(y.scalar_type()).view({1, H, 1, 1});  // (B, H, T, D)
+  }
   y = y.transpose(1, 2).reshape({B, T, H * D});  // (B, T, C)
   return out_(y);                                // (B, T, C)
 }

@@ -55,7 +55,8 @@ TEST(DecodingTest, CachedEqualsFullReforward) {
       // in different float32 orders (a wrong cache or position is off by O(1)).
       const float scale = std::max(1.0f, ref_logits.abs().max().item<float>());
       EXPECT_LT((ref_logits - got_logits).abs().max().item<float>(), 1e-5 * scale)
-          << arch << " " << pos << " max diff " << (ref_logits - got_logits).abs().max().item<float>()
+          << arch << " " << pos << " max diff "
+          << (ref_logits - got_logits).abs().max().item<float>()
           << " max |logit| " << ref_logits.abs().max().item<float>();
     }
   }
@@ -95,7 +96,9 @@ TEST(DecodingTest, HeadMaskAllChangesNoneKeeps) {
   at::Tensor tokens = Prompts(2, 12, 5);
   at::Tensor base = model(tokens);  // (B, T, V)
   auto set_masks = [&](const at::Tensor& mask) {
-    for (int i = 0; i < 2; ++i) dynamic_cast<AttentionMixer&>(model->block(i)->mixer()).SetHeadMask(mask);
+    for (int i = 0; i < 2; ++i) {
+      dynamic_cast<AttentionMixer&>(model->block(i)->mixer()).SetHeadMask(mask);
+    }
   };
   set_masks(at::ones({4}));
   EXPECT_TRUE(at::equal(model(tokens), base));
