@@ -3,7 +3,8 @@
 //   onset-model-bench --sweep [d_model]   (the table of docs/cpu-benchmark.md, 1 thread)
 // prints forward+backward tokens/s of a layers=4, seq_len=256 model, the time of each
 // attention path (reference, band mask, blocked, full causal) on (micro_batch, 4, 256, D), and
-// of the L and D kernels (chunkwise with chunk 64, and the token-by-token reference).
+// of the L and D kernels (chunkwise with chunk 64, and the token-by-token reference), and of
+// greedy NIAH-style decoding: full re-forward reference against the cached decoder.
 // arch takes every ModelConfig::arch value: swa, lightning, gdn, SSSF, LLLF, DDDF, ...
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <torch/utils.h>
 
 #include "model/attention.h"
+#include "model/decoding.h"
 #include "model/gated_delta_net.h"
 #include "model/linear_attention.h"
 #include "model/transformer.h"
@@ -137,5 +139,16 @@ int main(int argc, char** argv) {
               1e3 * SecondsPerCall([&] { DecayedLinearAttentionRecurrent(q, kn, v, g); }, 3),
               1e3 * SecondsPerCall([&] { GatedDeltaNetChunked(q, kn, v, g, beta, 64); }, 10),
               1e3 * SecondsPerCall([&] { GatedDeltaNetRecurrent(q, kn, v, g, beta); }, 3));
+  // A NIAH probe's shape: prompts of 2 * seq_len, a few value tokens, with the head trace.
+  constexpr int kSteps = 8;
+  at::Tensor prompts = at::randint(0, kNumByteTokens, {micro_batch, 2 * T}, at::kLong);  // (B, 2T)
+  AttentionTrace trace;
+  std::printf("greedy decode of %d tokens after (%d, %lld) prompts, CPU-ms: full re-forward "
+              "%.1f  cached %.1f  cached with trace %.1f\n",
+              kSteps, micro_batch, static_cast<long long>(2 * T),
+              1e3 * SecondsPerCall([&] { GreedyDecode(model, prompts, kSteps); }, 2),
+              1e3 * SecondsPerCall([&] { CachedGreedyDecode(model, prompts, kSteps); }, 2),
+              1e3 * SecondsPerCall(
+                        [&] { CachedGreedyDecode(model, prompts, kSteps, nullptr, &trace); }, 2));
   return 0;
 }

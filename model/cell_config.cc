@@ -120,6 +120,24 @@ class SectionReader {
     *out = std::move(xs);
   }
 
+  // Every entry must be one of `allowed`.
+  void StringList(const char* key, std::vector<std::string>* out,
+                  const std::vector<std::string>& allowed) {
+    const json* v = Find(key);
+    if (!v) return;
+    std::string names;
+    for (const std::string& a : allowed) names += (names.empty() ? "" : ", ") + a;
+    if (!v->is_array()) return Fail(key, "must be a list of strings out of " + names);
+    std::vector<std::string> xs;
+    for (const json& e : *v) {
+      if (!e.is_string() || std::find(allowed.begin(), allowed.end(), e.get<std::string>()) ==
+                                allowed.end())
+        return Fail(key, "every entry must be one of " + names);
+      xs.push_back(e.get<std::string>());
+    }
+    *out = std::move(xs);
+  }
+
   // Call after every field was read: any key left over is unknown.
   void RejectUnknown() {
     if (!j_.is_object()) return;
@@ -487,6 +505,9 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
   e.Int("niah_samples", &ec.niah_samples, 0, 1 << 20);
   e.Int("short_context", &ec.short_context, 0, 1 << 22);
+  e.StringList("niah_variants", &ec.niah_variants,
+               {"single", "multi-key", "multi-value", "multi-query"});
+  e.Int("ablation_heads", &ec.ablation_heads, 0, 1 << 16);
   e.RejectUnknown();
 
   // Top-level keys: the sections plus `study`.
@@ -555,7 +576,9 @@ nlohmann::json CellConfig::ToJson() const {
                {"niah_lengths", eval.resolved_niah_lengths(model.seq_len)},
                {"niah_depths", eval.niah_depths},
                {"niah_samples", eval.niah_samples},
-               {"short_context", eval.resolved_short_context(model)}};
+               {"short_context", eval.resolved_short_context(model)},
+               {"niah_variants", eval.niah_variants},
+               {"ablation_heads", eval.ablation_heads}};
   return j;
 }
 

@@ -136,6 +136,11 @@ struct EvalConfig {
   // layers. Study files set it to the study's smallest window so that every cell, full
   // attention included, reports short-context loss at the same length.
   int short_context = 0;
+  // NIAH variants (evaluator.h): "single", "multi-key", "multi-value", "multi-query".
+  std::vector<std::string> niah_variants = {"single"};
+  // Head-masking ablation at the final eval: mask the top-K retrieval heads, then K random
+  // heads, and rerun single NIAH. 0 = off.
+  int ablation_heads = 0;
 
   int64_t resolved_every_tokens(int64_t budget) const;
   std::vector<int> resolved_niah_lengths(int seq_len) const;

@@ -8,7 +8,8 @@
 namespace onset::model {
 
 at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                const at::Tensor& g, const at::Tensor& beta, int64_t chunk) {
+                                const at::Tensor& g, const at::Tensor& beta, int64_t chunk,
+                                at::Tensor* final_state) {
   TORCH_CHECK(chunk >= 1, "chunk length must be >= 1, got ", chunk);
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), K = q.size(3), V = v.size(3);
   const int64_t C = std::min(chunk, T);
@@ -51,10 +52,12 @@ at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const 
     at::Tensor u = w_v.select(2, n) - at::matmul(w_k.select(2, n), S);     // (B, H, C, V)
     out.push_back(at::matmul(q_decayed.select(2, n), S) +
                   at::matmul(qk.select(2, n), u));                         // (B, H, C, V)
-    if (n + 1 < N) {
+    if (n + 1 < N || final_state) {
       S = S * chunk_decay.select(2, n) + at::matmul(k_to_end.select(2, n), u);  // (B, H, K, V)
     }
   }
+  // Padded positions (k = beta = 0, g = 0) leave S as the last real position left it.
+  if (final_state) *final_state = S;  // (B, H, K, V)
   at::Tensor y = at::cat(out, 2);     // (B, H, N*C, V)
   return pad ? y.narrow(2, 0, T) : y;  // (B, H, T, V)
 }

@@ -31,8 +31,10 @@ namespace onset::model {
 
 // Chunkwise-parallel form. q, k: (B, H, T, K), v: (B, H, T, V), g, beta: (B, H, T)
 // -> (B, H, T, V). chunk >= 1; T need not be a multiple of it. Runs in q's dtype.
+// When `final_state` is not null it receives S_T: (B, H, K, V), the state a decoder carries on.
 at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                const at::Tensor& g, const at::Tensor& beta, int64_t chunk);
+                                const at::Tensor& g, const at::Tensor& beta, int64_t chunk,
+                                at::Tensor* final_state = nullptr);
 
 // One recurrent step. q, k: (B, H, K), v: (B, H, V), g, beta: (B, H); state: (B, H, K, V),
 // replaced by S_t. Returns o_t: (B, H, V). For decoding with a carried state.

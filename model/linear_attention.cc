@@ -18,7 +18,8 @@ at::Tensor SegmentDecay(const at::Tensor& row, const at::Tensor& col, bool stric
 }
 
 at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& k,
-                                         const at::Tensor& v, const at::Tensor& g, int64_t chunk) {
+                                         const at::Tensor& v, const at::Tensor& g, int64_t chunk,
+                                         at::Tensor* final_state) {
   TORCH_CHECK(chunk >= 1, "chunk length must be >= 1, got ", chunk);
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), K = q.size(3), V = v.size(3);
   const int64_t C = std::min(chunk, T);
@@ -51,6 +52,11 @@ at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& 
                             .reshape({B, H, N, K, V});                // (B, H, N, K, V)
   at::Tensor inter = at::matmul(qc * b.exp().unsqueeze(-1), entering);  // (B, H, N, C, V)
 
+  if (final_state) {
+    // Padded positions (k = 0, g = 0) leave the state as the last real position left it.
+    *final_state = entering.select(2, N - 1) * l.select(2, N - 1).exp().view({B, H, 1, 1}) +
+                   added.select(2, N - 1);  // (B, H, K, V)
+  }
   at::Tensor y = (intra + inter).reshape({B, H, N * C, V});  // (B, H, N*C, V)
   return pad ? y.narrow(2, 0, T) : y;                        // (B, H, T, V)
 }

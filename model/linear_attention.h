@@ -33,8 +33,10 @@ at::Tensor SegmentDecay(const at::Tensor& row, const at::Tensor& col, bool stric
 
 // Chunkwise-parallel form. q, k: (B, H, T, K), v: (B, H, T, V), g: (B, H, T) -> (B, H, T, V).
 // chunk >= 1; T need not be a multiple of it (the tail is zero-padded). Runs in q's dtype.
+// When `final_state` is not null it receives S_T: (B, H, K, V), the state a decoder carries on.
 at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& k,
-                                         const at::Tensor& v, const at::Tensor& g, int64_t chunk);
+                                         const at::Tensor& v, const at::Tensor& g, int64_t chunk,
+                                         at::Tensor* final_state = nullptr);
 
 // One recurrent step. q, k: (B, H, K), v: (B, H, V), g: (B, H); state: (B, H, K, V), replaced
 // by S_t. Returns o_t: (B, H, V). For decoding with a carried state.

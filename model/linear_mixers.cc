@@ -12,6 +12,9 @@ namespace {
 
 constexpr double kGlaGateTemperature = 16.0;
 
+// The modes of the mixers' shared Run.
+constexpr int kForward = 0, kPrefill = 1, kStep = 2;
+
 // The kernels run in float32 whatever the surrounding autocast: the decays and the delta rule's
 // triangular solve lose too much in bfloat16.
 class NoAutocast {
@@ -55,6 +58,20 @@ LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config)
 }
 
 at::Tensor LinearAttentionMixer::Forward(const at::Tensor& x, const MixerContext& /*ctx*/) {
+  return Run(x, kForward, nullptr);  // (B, T, C)
+}
+
+at::Tensor LinearAttentionMixer::Prefill(const at::Tensor& x, const MixerContext& /*ctx*/,
+                                         LayerCache* cache) {
+  return Run(x, kPrefill, cache);  // (B, T, C)
+}
+
+at::Tensor LinearAttentionMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/,
+                                      LayerCache* cache) {
+  return Run(x, kStep, cache);  // (B, 1, C)
+}
+
+at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, int mode, LayerCache* cache) {
   const int64_t C = x.size(2), H = heads_, D = head_dim_;
   auto parts = in_(x).split_with_sizes({C, C, C, C, H}, -1);  // 4 x (B, T, C), (B, T, H)
   at::Tensor y;
@@ -65,8 +82,16 @@ at::Tensor LinearAttentionMixer::Forward(const at::Tensor& x, const MixerContext
     at::Tensor k = L2Normalize(Heads(parts[1], H, D));                       // (B, H, T, D)
     at::Tensor v = Heads(parts[2], H, D);                                    // (B, H, T, D)
     at::Tensor g = at::log_sigmoid(PerHead(parts[4])) / kGlaGateTemperature;  // (B, H, T)
-    y = use_recurrent ? DecayedLinearAttentionRecurrent(q, k, v, g)
-                      : DecayedLinearAttentionChunked(q, k, v, g, chunk_);   // (B, H, T, D)
+    if (mode == kStep) {
+      y = DecayedLinearAttentionStep(q.select(2, 0), k.select(2, 0), v.select(2, 0),
+                                     g.select(2, 0), &cache->state)
+              .unsqueeze(2);  // (B, H, 1, D)
+    } else if (use_recurrent && mode == kForward) {
+      y = DecayedLinearAttentionRecurrent(q, k, v, g);  // (B, H, T, D)
+    } else {
+      at::Tensor* final_state = mode == kPrefill ? &cache->state : nullptr;
+      y = DecayedLinearAttentionChunked(q, k, v, g, chunk_, final_state);  // (B, H, T, D)
+    }
     y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);   // (B, T, H, D)
   }
   y = y.reshape({x.size(0), x.size(1), C}).to(x.scalar_type()) * at::silu(parts[3]);  // (B, T, C)
@@ -88,6 +113,20 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config)
 }
 
 at::Tensor GatedDeltaNetMixer::Forward(const at::Tensor& x, const MixerContext& /*ctx*/) {
+  return Run(x, kForward, nullptr);  // (B, T, C)
+}
+
+at::Tensor GatedDeltaNetMixer::Prefill(const at::Tensor& x, const MixerContext& /*ctx*/,
+                                       LayerCache* cache) {
+  return Run(x, kPrefill, cache);  // (B, T, C)
+}
+
+at::Tensor GatedDeltaNetMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/,
+                                    LayerCache* cache) {
+  return Run(x, kStep, cache);  // (B, 1, C)
+}
+
+at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, int mode, LayerCache* cache) {
   const int64_t C = x.size(2), H = heads_, D = head_dim_;
   auto parts = in_(x).split_with_sizes({C, C, C, C, H, H}, -1);  // 4 x (B, T, C), 2 x (B, T, H)
   at::Tensor y;
@@ -100,8 +139,16 @@ at::Tensor GatedDeltaNetMixer::Forward(const at::Tensor& x, const MixerContext& 
     at::Tensor beta = at::sigmoid(PerHead(parts[4]));               // (B, H, T)
     at::Tensor dt = at::softplus(PerHead(parts[5]) + dt_bias_.unsqueeze(-1));  // (B, H, T)
     at::Tensor g = -a_log_.exp().unsqueeze(-1) * dt;                // (B, H, T)
-    y = use_recurrent ? GatedDeltaNetRecurrent(q, k, v, g, beta)
-                      : GatedDeltaNetChunked(q, k, v, g, beta, chunk_);  // (B, H, T, D)
+    if (mode == kStep) {
+      y = GatedDeltaNetStep(q.select(2, 0), k.select(2, 0), v.select(2, 0), g.select(2, 0),
+                            beta.select(2, 0), &cache->state)
+              .unsqueeze(2);  // (B, H, 1, D)
+    } else if (use_recurrent && mode == kForward) {
+      y = GatedDeltaNetRecurrent(q, k, v, g, beta);  // (B, H, T, D)
+    } else {
+      at::Tensor* final_state = mode == kPrefill ? &cache->state : nullptr;
+      y = GatedDeltaNetChunked(q, k, v, g, beta, chunk_, final_state);  // (B, H, T, D)
+    }
     y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
   }
   y = y.reshape({x.size(0), x.size(1), C}).to(x.scalar_type()) * at::silu(parts[3]);  // (B, T, C)

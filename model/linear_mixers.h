@@ -19,8 +19,8 @@
 //   D: g_t = -exp(A_log) softplus(w_a . x_t + dt_bias) per head (Mamba-2's gate, as in Gated
 //      DeltaNet), A = exp(A_log) initialised in [1, 16], softplus(dt_bias) in [1e-3, 1e-1];
 //      beta_t = sigmoid(w_b . x_t).
-// Training uses the chunkwise form with config.chunk_size; `use_recurrent` switches a mixer to
-// the token-by-token reference (tests, debugging).
+// Training uses the chunkwise form with config.chunk_size; `use_recurrent` switches a mixer's
+// Forward to the token-by-token reference (tests, debugging). Prefill always runs chunkwise.
 #pragma once
 
 #include <cstdint>
@@ -33,10 +33,16 @@ class LinearAttentionMixer : public Mixer {
  public:
   explicit LinearAttentionMixer(const ModelConfig& config);
   at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;  // (B, T, C)
+  // Prefill keeps the chunked form's final state; Step runs DecayedLinearAttentionStep.
+  at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
+  at::Tensor Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
 
   bool use_recurrent = false;
 
  private:
+  // mode: 0 forward, 1 prefill (fills cache->state), 2 step (reads and replaces it).
+  at::Tensor Run(const at::Tensor& x, int mode, LayerCache* cache);
+
   int64_t heads_, head_dim_, chunk_;
   torch::nn::Linear in_{nullptr}, out_{nullptr};
   at::Tensor head_norm_weight_;  // (D)
@@ -46,10 +52,15 @@ class GatedDeltaNetMixer : public Mixer {
  public:
   explicit GatedDeltaNetMixer(const ModelConfig& config);
   at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;  // (B, T, C)
+  // Prefill keeps the chunked form's final state; Step runs GatedDeltaNetStep.
+  at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
+  at::Tensor Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
 
   bool use_recurrent = false;
 
  private:
+  at::Tensor Run(const at::Tensor& x, int mode, LayerCache* cache);  // as LinearAttentionMixer's
+
   int64_t heads_, head_dim_, chunk_;
   torch::nn::Linear in_{nullptr}, out_{nullptr};
   at::Tensor a_log_;             // (H)

@@ -47,6 +47,7 @@ inline constexpr uint64_t kChainStream = 0x636861696eULL;     // the background 
 inline constexpr uint64_t kTrainStream = 0x747261696eULL;     // training sequences
 inline constexpr uint64_t kHeldoutStream = 0x68656c64ULL;     // held-out sequences
 inline constexpr uint64_t kNiahStream = 0x6e696168ULL;        // NIAH samples
+inline constexpr uint64_t kAblationStream = 0x61626c74ULL;    // random heads of the ablation
 
 // A fixed random sparse Markov chain over the byte tokens: each token has
 // data.markov_branching successors drawn (without replacement) from a Zipf(data.zipf_exponent)
@@ -104,9 +105,11 @@ class SyntheticData {
   int value_len() const { return config_.value_len; }
   int min_distance() const;  // the smallest distance any placement can have: k + m + 1
 
- private:
-  // Fills every position not marked in `taken` with the background chain.
+  // Fills every position not marked in `taken` with the background chain (niah_tasks.cc
+  // builds its prompts with it too).
   void FillBackground(const std::vector<bool>& taken, std::vector<Token>* tokens, Rng* rng) const;
+
+ private:
   void WriteRecord(const std::vector<Token>& key, const std::vector<Token>& value,
                    const RecordSpan& span, std::vector<Token>* tokens) const;
 

@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -34,7 +35,7 @@ AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool u
   }
 }
 
-at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx) {
+AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerContext& ctx) {
   const int64_t B = x.size(0), T = x.size(1), H = heads_, G = kv_heads_, D = head_dim_;
   // Queries and keys travel together through QK-norm and RoPE: half the elementwise ops.
   auto parts = qkv_(x).view({B, T, H + 2 * G, D}).split_with_sizes({H + G, G}, 2);
@@ -49,11 +50,67 @@ at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx)
   if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, H+G, D)
   at::Tensor q = qk.narrow(2, 0, H).transpose(1, 2);             // (B, H, T, D)
   at::Tensor k = qk.narrow(2, H, G).transpose(1, 2);             // (B, G, T, D)
-  k = RepeatKv(k, H / G);                                        // (B, H, T, D)
-  v = RepeatKv(v, H / G);                                        // (B, H, T, D)
-  at::Tensor y = CausalAttention(q, k, v, window_);              // (B, H, T, D)
-  y = y.transpose(1, 2).reshape({B, T, H * D});                  // (B, T, C)
-  return out_(y);                                                // (B, T, C)
+  return {q, k, v};
+}
+
+at::Tensor AttentionMixer::Output(at::Tensor y) {
+  const int64_t B = y.size(0), H = y.size(1), T = y.size(2), D = y.size(3);
+  if (head_mask_.defined()) {
+    y = y * head_mask_.to(y.scalar_type()).view({1, H, 1, 1});  // (B, H, T, D)
+  }
+  y = y.transpose(1, 2).reshape({B, T, H * D});  // (B, T, C)
+  return out_(y);                                // (B, T, C)
+}
+
+void AttentionMixer::SetHeadMask(const at::Tensor& mask) {
+  TORCH_CHECK(!mask.defined() || (mask.dim() == 1 && mask.size(0) == heads_),
+              "head mask must be (", heads_, ")");
+  head_mask_ = mask.defined() ? mask.to(qkv_->weight.device(), at::kFloat) : mask;
+}
+
+at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx) {
+  Qkv p = Project(x, ctx);
+  at::Tensor k = RepeatKv(p.k, heads_ / kv_heads_);  // (B, H, T, D)
+  at::Tensor v = RepeatKv(p.v, heads_ / kv_heads_);  // (B, H, T, D)
+  return Output(CausalAttention(p.q, k, v, window_));  // (B, T, C)
+}
+
+at::Tensor AttentionMixer::Prefill(const at::Tensor& x, const MixerContext& ctx,
+                                   LayerCache* cache) {
+  Qkv p = Project(x, ctx);
+  const int64_t T = x.size(1);
+  // An S layer's next query sees only the last window - 1 of these keys; keeping `window`
+  // is simpler and Step trims anyway.
+  const int64_t kept = window_ > 0 ? std::min(window_, T) : T;
+  cache->k = p.k.narrow(2, T - kept, kept);  // (B, G, kept, D)
+  cache->v = p.v.narrow(2, T - kept, kept);  // (B, G, kept, D)
+  cache->first_position = T - kept;
+  at::Tensor k = RepeatKv(p.k, heads_ / kv_heads_);  // (B, H, T, D)
+  at::Tensor v = RepeatKv(p.v, heads_ / kv_heads_);  // (B, H, T, D)
+  return Output(CausalAttention(p.q, k, v, window_));  // (B, T, C)
+}
+
+at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {
+  TORCH_CHECK(x.size(1) == 1, "AttentionMixer::Step takes one position, got ", x.size(1));
+  const int64_t D = head_dim_;
+  Qkv p = Project(x, ctx);                // q (B, H, 1, D), k, v (B, G, 1, D)
+  at::Tensor k = at::cat({cache->k, p.k}, 2);  // (B, G, T_kept + 1, D)
+  at::Tensor v = at::cat({cache->v, p.v}, 2);  // (B, G, T_kept + 1, D)
+  const int64_t n = k.size(2);
+  // The query at position t attends keys t - window + 1 .. t: at most `window` of them.
+  const int64_t drop = window_ > 0 && n > window_ ? n - window_ : 0;
+  cache->k = k.narrow(2, drop, n - drop);  // (B, G, T_kept', D)
+  cache->v = v.narrow(2, drop, n - drop);  // (B, G, T_kept', D)
+  cache->first_position += drop;
+  k = RepeatKv(cache->k, heads_ / kv_heads_);  // (B, H, T_kept', D)
+  v = RepeatKv(cache->v, heads_ / kv_heads_);  // (B, H, T_kept', D)
+  // Every cached key is visible to the newest query: no mask.
+  at::Tensor scores = at::matmul(p.q, k.transpose(-2, -1)).to(at::kFloat) /
+                      std::sqrt(static_cast<double>(D));  // (B, H, 1, T_kept')
+  at::Tensor probs = at::softmax(scores, -1);             // (B, H, 1, T_kept')
+  if (cache->record_attention) cache->probs = probs.squeeze(2);  // (B, H, T_kept')
+  at::Tensor y = at::matmul(probs.to(v.scalar_type()), v);       // (B, H, 1, D)
+  return Output(y);                                               // (B, 1, C)
 }
 
 std::shared_ptr<Mixer> MakeMixer(const ModelConfig& config, int layer) {
@@ -93,6 +150,13 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, const MixerContext& ctx) {
   return h + mlp_(norm2_(h));                         // (B, T, C)
 }
 
+at::Tensor BlockImpl::Decode(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache,
+                             bool step) {
+  at::Tensor a = norm1_(x);                                                        // (B, T, C)
+  at::Tensor h = x + (step ? mixer_->Step(a, ctx, cache) : mixer_->Prefill(a, ctx, cache));
+  return h + mlp_(norm2_(h));                                                      // (B, T, C)
+}
+
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   wte_ = register_module("wte", torch::nn::Embedding(kVocabSize, config.d_model));
   for (int i = 0; i < config.layers; ++i) {
@@ -120,6 +184,12 @@ void TransformerImpl::InitWeights() {
   }
 }
 
+at::Tensor TransformerImpl::Logits(at::Tensor x) {
+  x = norm_f_(x);                                                            // (B, T, C)
+  at::Tensor logits = lm_head_ ? lm_head_(x) : at::linear(x, wte_->weight);  // (B, T, V)
+  return logits.to(at::kFloat);                                             // (B, T, V)
+}
+
 at::Tensor TransformerImpl::forward(const at::Tensor& tokens, int64_t position_offset) {
   const int64_t T = tokens.size(1);
   RopeTables rope = RopeTables::Make(position_offset, T, config_.head_dim(), config_.rope_base,
@@ -127,9 +197,37 @@ at::Tensor TransformerImpl::forward(const at::Tensor& tokens, int64_t position_o
   MixerContext ctx{&rope};
   at::Tensor x = wte_(tokens);                    // (B, T, C)
   for (Block& block : blocks_) x = block(x, ctx);  // (B, T, C)
-  x = norm_f_(x);                                 // (B, T, C)
-  at::Tensor logits = lm_head_ ? lm_head_(x) : at::linear(x, wte_->weight);  // (B, T, V)
-  return logits.to(at::kFloat);                                             // (B, T, V)
+  return Logits(x);                               // (B, T, V)
+}
+
+at::Tensor TransformerImpl::Prefill(const at::Tensor& tokens, std::vector<LayerCache>* caches) {
+  caches->resize(blocks_.size());
+  for (LayerCache& c : *caches) {
+    const bool record = c.record_attention;
+    c = LayerCache{};
+    c.record_attention = record;
+  }
+  RopeTables rope = RopeTables::Make(0, tokens.size(1), config_.head_dim(), config_.rope_base,
+                                     tokens.device());  // (T, D/2) each
+  MixerContext ctx{&rope};
+  at::Tensor x = wte_(tokens);  // (B, T, C)
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    x = blocks_[i]->Decode(x, ctx, &(*caches)[i], /*step=*/false);  // (B, T, C)
+  }
+  return Logits(x);  // (B, T, V)
+}
+
+at::Tensor TransformerImpl::Step(const at::Tensor& tokens, int64_t position,
+                                 std::vector<LayerCache>* caches) {
+  TORCH_CHECK(caches->size() == blocks_.size(), "Step before Prefill");
+  RopeTables rope = RopeTables::Make(position, 1, config_.head_dim(), config_.rope_base,
+                                     tokens.device());  // (1, D/2) each
+  MixerContext ctx{&rope};
+  at::Tensor x = wte_(tokens);  // (B, 1, C)
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    x = blocks_[i]->Decode(x, ctx, &(*caches)[i], /*step=*/true);  // (B, 1, C)
+  }
+  return Logits(x);  // (B, 1, V)
 }
 
 ParamCounts TransformerImpl::CountParams() const {

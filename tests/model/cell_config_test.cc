@@ -78,6 +78,20 @@ TEST(CellConfigTest, ShortContextDefaultsToTheWindowOrAQuarterOfTheContext) {
   EXPECT_EQ(set.ToJson()["eval"]["short_context"], 16);
 }
 
+TEST(CellConfigTest, NiahVariantsAndAblationHeads) {
+  CellConfig d = ParseOk(json::object());
+  EXPECT_EQ(d.eval.niah_variants, (std::vector<std::string>{"single"}));
+  EXPECT_EQ(d.eval.ablation_heads, 0);
+  CellConfig set = ParseOk(
+      {{"eval", {{"niah_variants", {"multi-key", "multi-query"}}, {"ablation_heads", 4}}}});
+  EXPECT_EQ(set.ToJson()["eval"]["niah_variants"], json({"multi-key", "multi-query"}));
+  EXPECT_EQ(set.ToJson()["eval"]["ablation_heads"], 4);
+  EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi"}}}}}),
+            "eval.niah_variants: every entry must be one of single, multi-key, multi-value, "
+            "multi-query");
+  EXPECT_EQ(ParseError({{"eval", {{"ablation_heads", -1}}}}).rfind("eval.ablation_heads", 0), 0u);
+}
+
 TEST(CellConfigTest, PatternsResolve) {
   std::string p;
   EXPECT_FALSE(ResolvePattern("swa:3", 4, &p));
