@@ -45,10 +45,8 @@ struct ModelCase {
   int seq_len = 256;
 };
 
-// Forward+backward tokens per CPU-second of a 4-layer model with micro-batches of
-// `batch_tokens` tokens.
-double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens,
-                               std::string* pattern) {
+// The 4-layer, 4-head model of a case; exits on a bad case.
+onset::model::CellConfig CaseConfig(const ModelCase& c, int d_model, int batch_tokens) {
   using namespace onset::model;
   CellConfig cell;
   auto error = ParseCellConfig(
@@ -60,6 +58,15 @@ double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens
     std::fprintf(stderr, "%s\n", error->ToString().c_str());
     std::exit(2);
   }
+  return cell;
+}
+
+// Forward+backward tokens per CPU-second of a 4-layer model with micro-batches of
+// `batch_tokens` tokens.
+double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens,
+                               std::string* pattern) {
+  using namespace onset::model;
+  const CellConfig cell = CaseConfig(c, d_model, batch_tokens);
   *pattern = cell.model.pattern;
   torch::manual_seed(0);
   Transformer model(cell.model);
@@ -140,6 +147,10 @@ int main(int argc, char** argv) {
               1e3 * SecondsPerCall([&] { GatedDeltaNetChunked(q, kn, v, g, beta, 64); }, 10),
               1e3 * SecondsPerCall([&] { GatedDeltaNetRecurrent(q, kn, v, g, beta); }, 3));
   // A NIAH probe's shape: prompts of 2 * seq_len, a few value tokens, with the head trace.
+  torch::manual_seed(0);
+  Transformer model(
+      CaseConfig({arch, window, static_cast<int>(T)}, d_model, micro_batch * static_cast<int>(T))
+          .model);
   constexpr int kSteps = 8;
   at::Tensor prompts = at::randint(0, kNumByteTokens, {micro_batch, 2 * T}, at::kLong);  // (B, 2T)
   AttentionTrace trace;

@@ -216,7 +216,7 @@ std::optional<std::string> Trainer::Resume() {
 void Trainer::Evaluate() {
   const auto t0 = Clock::now();
   std::map<std::string, double> metrics =
-      evaluator_->Run(model_, bf16_, /*final_eval=*/tokens >= config_.train.tokens);
+      evaluator_->Run(model_, bf16_, /*final_eval=*/tokens_ >= config_.train.tokens);
   metrics["eval/seconds"] = Seconds(Clock::now() - t0);
   sink_->Emit({"eval", tokens_, std::nullopt, metrics});
   std::string line;

@@ -86,8 +86,12 @@ std::vector<MetricsEvent> Reported(const MemorySink& sink, int64_t tokens) {
   std::vector<MetricsEvent> out;
   for (MetricsEvent e : sink.events) {
     if ((e.event != "train" && e.event != "eval") || e.tokens <= tokens) continue;
-    e.metrics.erase("train/tokens_per_second");
-    e.metrics.erase("eval/seconds");
+    for (auto it = e.metrics.begin(); it != e.metrics.end();) {
+      const std::string& name = it->first;
+      const bool timing = name == "train/tokens_per_second" ||
+                          (name.size() >= 7 && name.compare(name.size() - 7, 7, "seconds") == 0);
+      it = timing ? e.metrics.erase(it) : std::next(it);
+    }
     out.push_back(e);
   }
   return out;
