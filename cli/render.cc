@@ -40,17 +40,21 @@ std::tuple<int, long, std::string> ColumnKey(const std::string& name) {
     return {5, std::strtol(name.c_str() + 9, nullptr, 10), name};
   }
   if (name.rfind("niah/", 0) == 0) return {6, 0, name};
-  return {7, 0, name};
+  if (name.rfind("rh/", 0) == 0) return {7, 0, name};
+  return {8, 0, name};
 }
 
-// Throughput and schedule figures are progress, not results: JSON output has them.
+// Throughput, timings and schedule figures are progress, not results, and per-head retrieval
+// scores are a map rather than a column: JSON output has them all.
 bool IsResultColumn(const std::string& name) {
-  const std::string seconds = "/seconds";
+  const std::string seconds = "seconds";
   if (name.size() >= seconds.size() &&
       name.compare(name.size() - seconds.size(), seconds.size(), seconds) == 0) {
     return false;
   }
-  return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 || name == "train/loss";
+  if (name.rfind("rh/score/", 0) == 0) return false;
+  return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 ||
+         name.rfind("rh/", 0) == 0 || name.rfind("ablation/", 0) == 0 || name == "train/loss";
 }
 
 }  // namespace

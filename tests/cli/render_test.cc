@@ -98,12 +98,14 @@ TEST(RenderTest, ResultColumnsAreSortedSensibly) {
   *r->mutable_cell() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
   for (const char* name : {"niah/acc@512", "niah/acc", "train/lr", "eval/short_loss",
                            "niah/acc@64", "train/loss", "eval/heldout_loss", "niah/acc@128",
-                           "train/tokens_per_second"}) {
+                           "train/tokens_per_second", "eval/niah_seconds", "rh/score/l0h1",
+                           "ablation/top_k/niah_acc", "rh/max_full", "rh/count_full"}) {
     (*r->mutable_final_metrics())[name] = 0.5;
   }
   EXPECT_THAT(ResultColumns(results),
               ElementsAre("train/loss", "eval/heldout_loss", "eval/short_loss", "niah/acc",
-                          "niah/acc@64", "niah/acc@128", "niah/acc@512"));
+                          "niah/acc@64", "niah/acc@128", "niah/acc@512", "rh/count_full",
+                          "rh/max_full", "ablation/top_k/niah_acc"));
 }
 
 TEST(RenderTest, ResultsTableHasAxesStateAndMetrics) {
