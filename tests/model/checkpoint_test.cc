@@ -265,6 +265,12 @@ TEST_F(CheckpointTest, EveryMixerRoundTrips) {
   TrainProgress progress;
   ASSERT_FALSE(LoadCheckpoint(Path(0), c, at::kCPU, &progress, loaded.ptr().get(), &loaded_opt));
   ExpectSameParameters(saved, loaded);
+
+  Transformer weights_only(c.model);
+  std::string config_text;
+  ASSERT_FALSE(LoadCheckpointWeights(Path(0), at::kCPU, weights_only.ptr().get(), &config_text));
+  ExpectSameParameters(saved, weights_only);
+  EXPECT_EQ(config_text, c.CanonicalText());
 }
 
 }  // namespace
