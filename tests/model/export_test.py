@@ -107,6 +107,24 @@ def check_bf16(trainer, reference, work):
         assert torch.equal(bf16[key], f32[key].to(torch.bfloat16)), key
 
 
+def check_refusals(trainer, work):
+    """A config of another model, or a directory without checkpoints, is a usage error (2)."""
+    cases = [
+        ("F-ckpt", "SSSF-w8.json", "different model"),
+        ("no-such-ckpt", "F.json", "no-such-ckpt"),
+    ]
+    os.makedirs(os.path.join(work, "empty-ckpt"))
+    cases.append(("empty-ckpt", "F.json", "no valid checkpoint"))
+    for ckpt, config, message in cases:
+        result = subprocess.run(
+            [trainer, "export", "--config", os.path.join(work, config), "--checkpoint",
+             os.path.join(work, ckpt), "--out", os.path.join(work, "refused")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert result.returncode == 2, f"{ckpt} with {config}: exit {result.returncode}"
+        assert message in result.stderr, result.stderr
+        assert not os.path.exists(os.path.join(work, "refused")), "nothing written"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
@@ -128,6 +146,8 @@ def main():
                 failures.append(name)
         check_bf16(trainer, reference, work)
         print("bf16 export ok")
+        check_refusals(trainer, work)
+        print("refusals ok")
     if failures:
         print("logits differ beyond", TOLERANCE, "for:", ", ".join(failures))
         return 1
