@@ -26,8 +26,9 @@ std::optional<std::vector<int64_t>> ParseTokens(const std::string& text) {
     if (comma == std::string::npos) comma = text.size();
     const std::string item = text.substr(pos, comma - pos);
     if (item.empty() || item.size() > 9 ||
-        item.find_first_not_of("0123456789") != std::string::npos)
+        item.find_first_not_of("0123456789") != std::string::npos) {
       return std::nullopt;
+    }
     const int64_t t = std::stoll(item);
     if (t >= kVocabSize) return std::nullopt;
     tokens.push_back(t);
@@ -113,8 +114,9 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
     } else if (name == "--out") {
       flags.out_dir = value;
     } else if (name == "--dtype") {
-      if (value != "f32" && value != "bf16")
+      if (value != "f32" && value != "bf16") {
         return "--dtype: must be f32 or bf16, got '" + value + "'";
+      }
       flags.dtype = value;
     } else if (name == "--tokens") {
       auto tokens = ParseTokens(value);
@@ -127,8 +129,9 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
       const bool digits =
           value.size() <= 4 && value.find_first_not_of("0123456789") == std::string::npos;
       const int n = digits ? std::stoi(value) : 0;
-      if (n < 1 || n > 1024)
+      if (n < 1 || n > 1024) {
         return "--threads: must be an integer between 1 and 1024, got '" + value + "'";
+      }
       flags.threads = n;
     }
   }

@@ -158,9 +158,10 @@ std::optional<std::string> DecodeSafetensors(const std::string& bytes, Safetenso
     }
     expected = ranges[i].end;
   }
-  if (expected != data_size)
+  if (expected != data_size) {
     return "data section has " + std::to_string(data_size - expected) +
            " bytes that belong to no tensor";
+  }
   std::vector<NamedTensor> sorted;
   for (size_t i : order) sorted.push_back(std::move(contents.tensors[i]));
   contents.tensors = std::move(sorted);
