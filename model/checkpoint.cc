@@ -18,6 +18,8 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include "model/durable_file.h"
+
 namespace onset::model {
 namespace {
 
@@ -54,77 +56,6 @@ uint64_t GetLe(const char* p, int bytes) {
   return v;
 }
 
-std::string Errno(const std::string& what, const std::string& path) {
-  return path + ": " + what + ": " + std::strerror(errno);
-}
-
-// mkdir -p.
-void MakeDirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos < dir.size() && dir[pos] != '/') continue;
-    const std::string prefix = dir.substr(0, pos);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw std::runtime_error(Errno("cannot create directory", prefix));
-    }
-  }
-}
-
-void WriteFileDurably(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(Errno("cannot create", tmp));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string message = Errno("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error(message);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string message = Errno("cannot flush", tmp);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(message);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string message = Errno("cannot rename into place", tmp);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(message);
-  }
-  // Make the rename itself durable.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
-std::optional<std::string> ReadFile(const std::string& path, std::string* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open", path);
-  std::string bytes;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string message = Errno("cannot read", path);
-      ::close(fd);
-      return message;
-    }
-    if (n == 0) break;
-    bytes.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  *out = std::move(bytes);
-  return std::nullopt;
-}
-
 // The config as far as it decides the training trajectory: checkpoint cadence and retention
 // may change between a run and its resumption.
 nlohmann::json TrajectoryJson(nlohmann::json j) {
@@ -148,6 +79,37 @@ at::Tensor GeneratorState(at::Generator gen) {
 void SetGeneratorState(at::Generator gen, const at::Tensor& state) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state.to(at::kCPU));
+}
+
+// Reads a checkpoint file and checks its footer, size, checksum and format version. On success
+// the archive is bytes[0, payload_size).
+std::optional<CheckpointError> ReadVerified(const std::string& path, std::string* out,
+                                            uint64_t* payload_size_out) {
+  auto corrupt = [&](const std::string& why) {
+    return CheckpointError{CheckpointError::Kind::kCorrupt, path + ": corrupt (" + why + ")"};
+  };
+  std::string bytes;
+  if (auto error = ReadFile(path, &bytes)) {
+    return CheckpointError{CheckpointError::Kind::kCorrupt, *error};
+  }
+  if (bytes.size() < kFooterBytes) {
+    return corrupt("truncated? " + std::to_string(bytes.size()) + " bytes");
+  }
+  const char* footer = bytes.data() + bytes.size() - kFooterBytes;
+  if (std::memcmp(footer, kMagic, sizeof kMagic) != 0) return corrupt("truncated? no footer");
+  const uint64_t payload_size = GetLe(footer + 8, 8);
+  if (payload_size != bytes.size() - kFooterBytes) return corrupt("truncated? size mismatch");
+  if (GetLe(footer + 16, 4) != Crc32(bytes.data(), payload_size)) {
+    return corrupt("checksum mismatch");
+  }
+  const uint64_t version = GetLe(footer + 20, 4);
+  if (version != kCheckpointFormatVersion) {
+    return corrupt("format version " + std::to_string(version) + ", this build reads " +
+                   std::to_string(kCheckpointFormatVersion));
+  }
+  *out = std::move(bytes);
+  *payload_size_out = payload_size;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -227,22 +189,8 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
     return CheckpointError{Kind::kCorrupt, path + ": corrupt (" + why + ")"};
   };
   std::string bytes;
-  if (auto error = ReadFile(path, &bytes)) return CheckpointError{Kind::kCorrupt, *error};
-  if (bytes.size() < kFooterBytes) {
-    return corrupt("truncated? " + std::to_string(bytes.size()) + " bytes");
-  }
-  const char* footer = bytes.data() + bytes.size() - kFooterBytes;
-  if (std::memcmp(footer, kMagic, sizeof kMagic) != 0) return corrupt("truncated? no footer");
-  const uint64_t payload_size = GetLe(footer + 8, 8);
-  if (payload_size != bytes.size() - kFooterBytes) return corrupt("truncated? size mismatch");
-  if (GetLe(footer + 16, 4) != Crc32(bytes.data(), payload_size)) {
-    return corrupt("checksum mismatch");
-  }
-  const uint64_t version = GetLe(footer + 20, 4);
-  if (version != kCheckpointFormatVersion) {
-    return corrupt("format version " + std::to_string(version) + ", this build reads " +
-                   std::to_string(kCheckpointFormatVersion));
-  }
+  uint64_t payload_size = 0;
+  if (auto error = ReadVerified(path, &bytes, &payload_size)) return error;
 
   // Everything up to the model and optimizer is read before either is touched.
   torch::serialize::InputArchive archive;
@@ -331,6 +279,29 @@ std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
     if (::unlink(files[i].path.c_str()) == 0) removed.push_back(files[i].path);
   }
   return removed;
+}
+
+std::optional<CheckpointError> LoadCheckpointWeights(const std::string& path,
+                                                     const at::Device& device,
+                                                     torch::nn::Module* model,
+                                                     std::string* config_text) {
+  std::string bytes;
+  uint64_t payload_size = 0;
+  if (auto error = ReadVerified(path, &bytes, &payload_size)) return error;
+  torch::serialize::InputArchive archive, model_archive;
+  c10::IValue config;
+  try {
+    archive.load_from(bytes.data(), payload_size, device);
+    archive.read("config", config);
+    archive.read("model", model_archive);
+  } catch (const c10::Error& e) {
+    return CheckpointError{
+        CheckpointError::Kind::kCorrupt,
+        path + ": corrupt (unreadable archive: " + e.what_without_backtrace() + ")"};
+  }
+  model->load(model_archive);
+  *config_text = config.toStringRef();
+  return std::nullopt;
 }
 
 }  // namespace onset::model

@@ -83,6 +83,15 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
                                               torch::nn::Module* model,
                                               torch::optim::Optimizer* optimizer);
 
+// Restores only the model's parameters and buffers (no optimizer, RNG or progress), for export
+// and inspection, and sets *config_text to the canonical config text the file was written with.
+// The caller decides whether that config matches its model. Errors are kCorrupt; the model is
+// untouched then. Throws (c10::Error) when an intact file does not fit `model`.
+std::optional<CheckpointError> LoadCheckpointWeights(const std::string& path,
+                                                     const at::Device& device,
+                                                     torch::nn::Module* model,
+                                                     std::string* config_text);
+
 // Deletes every checkpoint in `dir` except the newest `keep_last` and those whose tokens are in
 // `keep_tokens`, and the temporary files of writes that never finished (call it only while no
 // write is under way). Returns the paths it deleted.

@@ -52,7 +52,7 @@ LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config)
     : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {
   const int64_t C = config.d_model;
   // q, k, v, output gate, then one gate logit per head.
-  in_ = register_module("in", Projection(C, 4 * C + heads_));
+  in_ = register_module("in_proj", Projection(C, 4 * C + heads_));
   out_ = register_module("out", Projection(C, C));
   head_norm_weight_ = register_parameter("head_norm_weight", torch::ones({head_dim_}));
 }
@@ -102,7 +102,7 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config)
     : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {
   const int64_t C = config.d_model, H = heads_;
   // q, k, v, output gate, then per head the beta logit and the decay input.
-  in_ = register_module("in", Projection(C, 4 * C + 2 * H));
+  in_ = register_module("in_proj", Projection(C, 4 * C + 2 * H));
   out_ = register_module("out", Projection(C, C));
   torch::NoGradGuard no_grad;
   // Mamba-2's initialisation: A ~ U[1, 16], dt log-uniform in [1e-3, 1e-1] through softplus.

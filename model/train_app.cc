@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
+#include "model/export_app.h"
 #include "model/metrics_writer.h"
 #include "model/train_flags.h"
 #include "model/trainer.h"
@@ -18,6 +19,7 @@ namespace onset::model {
 int TrainMain(int argc, char** argv) {
   // A closed metrics pipe must surface as a write error (exit 1), not kill us silently.
   std::signal(SIGPIPE, SIG_IGN);
+  if (IsExportCommand(argc, argv)) return ExportMain(argc, argv);
 
   TrainFlags flags;
   if (auto error = ParseTrainFlags(argc, argv, &flags)) {

@@ -251,5 +251,31 @@ TEST_F(CheckpointTest, RefusesACheckpointOfAnotherConfig) {
   EXPECT_TRUE(at::equal(before, other.model()->parameters()[0]));
 }
 
+// Every mixer's parameters survive a checkpoint: module names must be valid TorchScript
+// identifiers (a submodule called "in" once made every L and D checkpoint unreadable).
+TEST_F(CheckpointTest, EveryMixerRoundTrips) {
+  CellConfig c;
+  ASSERT_FALSE(ParseCellConfig(
+      {{"model", {{"layers", 4}, {"d_model", 32}, {"heads", 4}, {"kv_heads", 2}, {"seq_len", 32},
+                  {"arch", "LDSF"}, {"window", 8}, {"tie_embeddings", false}}}},
+      &c));
+  torch::manual_seed(5);
+  Transformer saved(c.model);
+  torch::optim::AdamW saved_opt(saved->parameters(), torch::optim::AdamWOptions(1e-3));
+  SaveCheckpoint(dir_, c, TrainProgress{}, *saved, saved_opt, at::kCPU);
+
+  Transformer loaded(c.model);
+  torch::optim::AdamW loaded_opt(loaded->parameters(), torch::optim::AdamWOptions(1e-3));
+  TrainProgress progress;
+  ASSERT_FALSE(LoadCheckpoint(Path(0), c, at::kCPU, &progress, loaded.ptr().get(), &loaded_opt));
+  ExpectSameParameters(saved, loaded);
+
+  Transformer weights_only(c.model);
+  std::string config_text;
+  ASSERT_FALSE(LoadCheckpointWeights(Path(0), at::kCPU, weights_only.ptr().get(), &config_text));
+  ExpectSameParameters(saved, weights_only);
+  EXPECT_EQ(config_text, c.CanonicalText());
+}
+
 }  // namespace
 }  // namespace onset::model
