@@ -232,6 +232,25 @@ int64_t EvalConfig::resolved_every_tokens(int64_t budget) const {
   return every_tokens > 0 ? every_tokens : std::max<int64_t>(1, budget / 4);
 }
 
+int64_t EvalConfig::resolved_log_start(int64_t budget) const {
+  return log_start > 0 ? log_start : std::max<int64_t>(1, budget / 100);
+}
+
+int64_t EvalConfig::NextEvalAfter(int64_t tokens, int64_t budget) const {
+  if (log_points <= 0) {
+    const int64_t every = resolved_every_tokens(budget);
+    return std::min(budget, (tokens / every + 1) * every);
+  }
+  const double lo = std::log(static_cast<double>(resolved_log_start(budget)));
+  const double hi = std::log(static_cast<double>(budget));
+  for (int i = 0; i < log_points; ++i) {
+    const double f = log_points == 1 ? 1.0 : static_cast<double>(i) / (log_points - 1);
+    const auto point = static_cast<int64_t>(std::llround(std::exp(lo + f * (hi - lo))));
+    if (point > tokens) return std::min(point, budget);
+  }
+  return budget;
+}
+
 std::vector<int> EvalConfig::resolved_niah_lengths(int seq_len) const {
   if (!niah_lengths.empty()) return niah_lengths;
   return {seq_len / 2, seq_len, 2 * seq_len};
@@ -500,6 +519,8 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   SectionReader e(Section(j, "eval"), "eval", &error);
   EvalConfig& ec = c.eval;
   e.Tokens("every_tokens", &ec.every_tokens, 0);
+  e.Int("log_points", &ec.log_points, 0, 10'000);
+  e.Tokens("log_start", &ec.log_start, 0);
   e.Int("heldout_seqs", &ec.heldout_seqs, 0, 1 << 20);
   e.IntList("niah_lengths", &ec.niah_lengths, 16, 1 << 22);
   e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
@@ -509,6 +530,12 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
                {"single", "multi-key", "multi-value", "multi-query"});
   e.Int("ablation_heads", &ec.ablation_heads, 0, 1 << 16);
   e.RejectUnknown();
+  if (!error && ec.log_points > 0 && ec.every_tokens > 0) {
+    e.Fail("log_points", "is set together with eval.every_tokens; choose one spacing");
+  }
+  if (!error && ec.log_points > 0 && ec.resolved_log_start(tc.tokens) >= tc.tokens) {
+    e.Fail("log_start", "must be below train.tokens = " + std::to_string(tc.tokens));
+  }
 
   // Top-level keys: the sections plus `study`.
   if (!error) {
@@ -571,7 +598,10 @@ nlohmann::json CellConfig::ToJson() const {
                {"min_distance", data.min_distance},
                {"max_distance", data.resolved_max_distance(model.seq_len)},
                {"seed", data.seed}};
-  j["eval"] = {{"every_tokens", eval.resolved_every_tokens(train.tokens)},
+  const bool log_spaced = eval.log_points > 0;
+  j["eval"] = {{"every_tokens", log_spaced ? 0 : eval.resolved_every_tokens(train.tokens)},
+               {"log_points", eval.log_points},
+               {"log_start", log_spaced ? eval.resolved_log_start(train.tokens) : 0},
                {"heldout_seqs", eval.heldout_seqs},
                {"niah_lengths", eval.resolved_niah_lengths(model.seq_len)},
                {"niah_depths", eval.niah_depths},

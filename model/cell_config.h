@@ -128,6 +128,10 @@ struct DataConfig {
 
 struct EvalConfig {
   int64_t every_tokens = 0;             // 0 = 4 eval points over the budget (plus the end)
+  // Log-spaced eval points instead: `log_points` token counts from `log_start` (0 = budget/100)
+  // to the budget, equally spaced in log(tokens), where emergence happens early. 0 = off.
+  int log_points = 0;
+  int64_t log_start = 0;
   int heldout_seqs = 16;                // sequences of held-out loss
   std::vector<int> niah_lengths;        // empty = {seq_len / 2, seq_len, 2 * seq_len}
   std::vector<double> niah_depths = {0.1, 0.5, 0.9};
@@ -143,6 +147,9 @@ struct EvalConfig {
   int ablation_heads = 0;
 
   int64_t resolved_every_tokens(int64_t budget) const;
+  int64_t resolved_log_start(int64_t budget) const;
+  // The first eval point strictly after `tokens` (the budget itself is always one).
+  int64_t NextEvalAfter(int64_t tokens, int64_t budget) const;
   std::vector<int> resolved_niah_lengths(int seq_len) const;
   int resolved_short_context(const ModelConfig& model) const;
 };

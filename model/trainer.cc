@@ -45,9 +45,8 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
 
 TrainResult Trainer::Run() {
   const TrainConfig& tc = config_.train;
-  const int64_t eval_every = config_.eval.resolved_every_tokens(tc.tokens);
   const int64_t checkpoint_every = tc.resolved_checkpoint_every_tokens();
-  int64_t next_eval = NextMultiple(tokens_, eval_every);
+  int64_t next_eval = config_.eval.NextEvalAfter(tokens_, tc.tokens);
   int64_t next_checkpoint = NextMultiple(tokens_, checkpoint_every);
   EmitStart();
   TrainResult result;
@@ -61,7 +60,7 @@ TrainResult Trainer::Run() {
     if (steps_ % tc.log_every_steps == 0 || last) EmitTrain(lr);
     if (tokens_ >= next_eval || last) {
       Evaluate();
-      next_eval = NextMultiple(tokens_, eval_every);
+      next_eval = config_.eval.NextEvalAfter(tokens_, tc.tokens);
     }
     if (tokens_ >= next_checkpoint || keep_tokens_.count(tokens_) || last) {
       WriteCheckpoint();

@@ -92,6 +92,29 @@ TEST(CellConfigTest, NiahVariantsAndAblationHeads) {
   EXPECT_EQ(ParseError({{"eval", {{"ablation_heads", -1}}}}).rfind("eval.ablation_heads", 0), 0u);
 }
 
+TEST(CellConfigTest, EvalPointsAreEvenlyOrLogSpaced) {
+  CellConfig even = ParseOk({{"train", {{"tokens", "1M"}}}, {"eval", {{"every_tokens", "300K"}}}});
+  EXPECT_EQ(even.eval.NextEvalAfter(0, 1'000'000), 300'000);
+  EXPECT_EQ(even.eval.NextEvalAfter(300'000, 1'000'000), 600'000);
+  EXPECT_EQ(even.eval.NextEvalAfter(900'000, 1'000'000), 1'000'000);  // the budget, not 1.2M
+
+  // 5 points from 10K to 1M: 10K, 31.6K, 100K, 316K, 1M.
+  CellConfig log = ParseOk({{"train", {{"tokens", "1M"}}},
+                            {"eval", {{"log_points", 5}, {"log_start", "10K"}}}});
+  EXPECT_EQ(log.eval.NextEvalAfter(0, 1'000'000), 10'000);
+  EXPECT_EQ(log.eval.NextEvalAfter(10'000, 1'000'000), 31'623);
+  EXPECT_EQ(log.eval.NextEvalAfter(99'999, 1'000'000), 100'000);
+  EXPECT_EQ(log.eval.NextEvalAfter(316'228, 1'000'000), 1'000'000);
+  EXPECT_EQ(log.ToJson()["eval"]["every_tokens"], 0);
+  EXPECT_EQ(log.ToJson()["eval"]["log_start"], 10'000);
+
+  EXPECT_EQ(ParseError({{"eval", {{"log_points", 4}, {"every_tokens", 1000}}}}),
+            "eval.log_points: is set together with eval.every_tokens; choose one spacing");
+  EXPECT_EQ(ParseError({{"train", {{"tokens", 1000}, {"batch_tokens", 256}}},
+                        {"eval", {{"log_points", 4}, {"log_start", 1000}}}}),
+            "eval.log_start: must be below train.tokens = 1000");
+}
+
 TEST(CellConfigTest, PatternsResolve) {
   std::string p;
   EXPECT_FALSE(ResolvePattern("swa:3", 4, &p));

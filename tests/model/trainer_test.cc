@@ -57,6 +57,22 @@ TEST(TrainerTest, LossFallsOnTheSyntheticStream) {
   EXPECT_EQ(evals, 2);
 }
 
+TEST(TrainerTest, LogSpacedEvalsLandOnTheFirstStepPastEachPoint) {
+  CellConfig c = TinyCell(16'384);
+  // 4 points from 512 to 16384 tokens: 512, 1625, 5161, 16384; steps are 512 tokens.
+  c.eval.every_tokens = 0;
+  c.eval.log_points = 4;
+  c.eval.log_start = 512;
+  MemorySink sink;
+  Trainer trainer(c, at::kCPU, &sink);
+  ASSERT_EQ(trainer.Run().outcome, TrainOutcome::kDone);
+  std::vector<int64_t> evals;
+  for (const MetricsEvent& e : sink.events) {
+    if (e.event == "eval") evals.push_back(e.tokens);
+  }
+  EXPECT_EQ(evals, (std::vector<int64_t>{512, 2048, 5632, 16'384}));
+}
+
 TEST(TrainerTest, SameSeedSameLosses) {
   MemorySink s1, s2, s3;
   TrainResult a = Trainer(TinyCell(2'048, 1), at::kCPU, &s1).Run();
