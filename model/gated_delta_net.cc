@@ -10,23 +10,12 @@ namespace onset::model {
 at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                 const at::Tensor& g, const at::Tensor& beta, int64_t chunk,
                                 at::Tensor* final_state) {
-  TORCH_CHECK(chunk >= 1, "chunk length must be >= 1, got ", chunk);
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), K = q.size(3), V = v.size(3);
-  const int64_t C = std::min(chunk, T);
-  const int64_t N = (T + C - 1) / C;
-  const int64_t pad = N * C - T;
-  // Padded positions (k = v = beta = 0, g = 0) come after every real one: they write nothing
-  // and change no real output.
-  auto chunks = [&](const at::Tensor& x) {
-    at::Tensor p = pad ? at::constant_pad_nd(x, {0, 0, 0, pad}) : x;  // (B, H, N*C, X)
-    return p.reshape({B, H, N, C, x.size(3)});                       // (B, H, N, C, X)
-  };
-  auto scalars = [&](const at::Tensor& x) {
-    return (pad ? at::constant_pad_nd(x, {0, pad}) : x).reshape({B, H, N, C});  // (B, H, N, C)
-  };
-  at::Tensor qc = chunks(q), kc = chunks(k), vc = chunks(v);  // (B, H, N, C, K|V)
-  at::Tensor bc = scalars(beta).unsqueeze(-1);                 // (B, H, N, C, 1)
-  at::Tensor b = scalars(g).cumsum(-1);                        // (B, H, N, C) log-decay
+  const ChunkLayout layout(q, chunk);
+  const int64_t B = layout.B, H = layout.H, T = layout.T, C = layout.C, N = layout.N;
+  const int64_t K = q.size(3), V = v.size(3);
+  at::Tensor qc = layout.Split(q), kc = layout.Split(k), vc = layout.Split(v);  // (B, H, N, C, K|V)
+  at::Tensor bc = layout.SplitScalars(beta).unsqueeze(-1);  // (B, H, N, C, 1)
+  at::Tensor b = layout.SplitScalars(g).cumsum(-1);         // (B, H, N, C) log-decay
   at::Tensor b_last = b.narrow(-1, C - 1, 1);                  // (B, H, N, 1)
   at::Tensor decay = SegmentDecay(b, b, /*strict=*/false);     // (B, H, N, C, C)
 
@@ -59,7 +48,7 @@ at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const 
   // Padded positions (k = beta = 0, g = 0) leave S as the last real position left it.
   if (final_state) *final_state = S;  // (B, H, K, V)
   at::Tensor y = at::cat(out, 2);     // (B, H, N*C, V)
-  return pad ? y.narrow(2, 0, T) : y;  // (B, H, T, V)
+  return layout.pad ? y.narrow(2, 0, T) : y;  // (B, H, T, V)
 }
 
 at::Tensor GatedDeltaNetStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -17,21 +17,31 @@ at::Tensor SegmentDecay(const at::Tensor& row, const at::Tensor& col, bool stric
   return exponent.masked_fill(hidden, minus_inf).exp();  // (..., M, M)
 }
 
+ChunkLayout::ChunkLayout(const at::Tensor& q, int64_t chunk)
+    : B(q.size(0)), H(q.size(1)), T(q.size(2)) {
+  TORCH_CHECK(chunk >= 1, "chunk length must be >= 1, got ", chunk);
+  C = std::min(chunk, T);
+  N = (T + C - 1) / C;
+  pad = N * C - T;
+}
+
+at::Tensor ChunkLayout::Split(const at::Tensor& x) const {
+  at::Tensor p = pad ? at::constant_pad_nd(x, {0, 0, 0, pad}) : x;  // (B, H, N*C, X)
+  return p.reshape({B, H, N, C, x.size(3)});                       // (B, H, N, C, X)
+}
+
+at::Tensor ChunkLayout::SplitScalars(const at::Tensor& x) const {
+  return (pad ? at::constant_pad_nd(x, {0, pad}) : x).reshape({B, H, N, C});  // (B, H, N, C)
+}
+
 at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& k,
                                          const at::Tensor& v, const at::Tensor& g, int64_t chunk,
                                          at::Tensor* final_state) {
-  TORCH_CHECK(chunk >= 1, "chunk length must be >= 1, got ", chunk);
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), K = q.size(3), V = v.size(3);
-  const int64_t C = std::min(chunk, T);
-  const int64_t N = (T + C - 1) / C;
-  const int64_t pad = N * C - T;
-  // Padded positions come after every real one, so they change no real output.
-  auto chunks = [&](const at::Tensor& x) {
-    at::Tensor p = pad ? at::constant_pad_nd(x, {0, 0, 0, pad}) : x;  // (B, H, N*C, X)
-    return p.reshape({B, H, N, C, x.size(3)});                       // (B, H, N, C, X)
-  };
-  at::Tensor qc = chunks(q), kc = chunks(k), vc = chunks(v);  // (B, H, N, C, K|V)
-  at::Tensor gc = (pad ? at::constant_pad_nd(g, {0, pad}) : g).reshape({B, H, N, C});
+  const ChunkLayout layout(q, chunk);
+  const int64_t B = layout.B, H = layout.H, T = layout.T, C = layout.C, N = layout.N;
+  const int64_t K = q.size(3), V = v.size(3);
+  at::Tensor qc = layout.Split(q), kc = layout.Split(k), vc = layout.Split(v);  // (B, H, N, C, K|V)
+  at::Tensor gc = layout.SplitScalars(g);                                     // (B, H, N, C)
   at::Tensor b = gc.cumsum(-1);                       // (B, H, N, C) log-decay since chunk start
   at::Tensor b_last = b.narrow(-1, C - 1, 1);         // (B, H, N, 1) whole-chunk log-decay
 
@@ -58,7 +68,7 @@ at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& 
                    added.select(2, N - 1);  // (B, H, K, V)
   }
   at::Tensor y = (intra + inter).reshape({B, H, N * C, V});  // (B, H, N*C, V)
-  return pad ? y.narrow(2, 0, T) : y;                        // (B, H, T, V)
+  return layout.pad ? y.narrow(2, 0, T) : y;                        // (B, H, T, V)
 }
 
 at::Tensor DecayedLinearAttentionStep(const at::Tensor& q, const at::Tensor& k,

@@ -31,6 +31,17 @@ namespace onset::model {
 // carry zero gradient.
 at::Tensor SegmentDecay(const at::Tensor& row, const at::Tensor& col, bool strict);
 
+// The chunk layout of a chunkwise kernel over T positions: N chunks of C, the last one padded
+// with zeros. Padded positions come after every real one (zero keys, values, gates and betas
+// write nothing), so they change no real output.
+struct ChunkLayout {
+  ChunkLayout(const at::Tensor& q, int64_t chunk);  // q: (B, H, T, K)
+  at::Tensor Split(const at::Tensor& x) const;         // (B, H, T, X) -> (B, H, N, C, X)
+  at::Tensor SplitScalars(const at::Tensor& x) const;  // (B, H, T) -> (B, H, N, C)
+
+  int64_t B, H, T, C, N, pad;
+};
+
 // Chunkwise-parallel form. q, k: (B, H, T, K), v: (B, H, T, V), g: (B, H, T) -> (B, H, T, V).
 // chunk >= 1; T need not be a multiple of it (the tail is zero-padded). Runs in q's dtype.
 // When `final_state` is not null it receives S_T: (B, H, K, V), the state a decoder carries on.
