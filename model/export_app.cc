@@ -94,13 +94,7 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
       flags.help = true;
       continue;
     }
-    std::string name = arg, value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
+    auto [name, value, has_value] = SplitFlag(arg);
     if (!known.count(name)) return flags.command + ": unknown argument '" + arg + "'";
     if (!has_value) {
       if (i + 1 >= argc) return name + ": missing value";

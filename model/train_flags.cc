@@ -20,6 +20,13 @@ std::optional<int> ParseInt(const std::string& text, int lo, int hi) {
 
 }  // namespace
 
+FlagArg SplitFlag(const std::string& arg) {
+  if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+    return {arg.substr(0, eq), arg.substr(eq + 1), true};
+  }
+  return {arg, "", false};
+}
+
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out) {
   TrainFlags flags;
   for (int i = 1; i < argc; ++i) {
@@ -32,13 +39,7 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       flags.resume = true;
       continue;
     }
-    std::string name = arg, value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
+    auto [name, value, has_value] = SplitFlag(arg);
     if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads" &&
         name != "--checkpoint-dir") {
       return "unknown argument '" + arg + "'";

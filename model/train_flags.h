@@ -27,6 +27,15 @@ inline constexpr const char* kTrainUsage =
     "[--threads N] [--checkpoint-dir DIR] [--resume]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
+// One command-line argument split as "--name=value" (has_value) or a bare "--name" whose value,
+// if it takes one, is the next argument.
+struct FlagArg {
+  std::string name;
+  std::string value;
+  bool has_value = false;
+};
+FlagArg SplitFlag(const std::string& arg);
+
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);
 
 // Reads and parses a cell config file. Errors read "FILE: key.path: message".
