@@ -12,9 +12,6 @@ namespace {
 
 constexpr double kGlaGateTemperature = 16.0;
 
-// The modes of the mixers' shared Run.
-constexpr int kForward = 0, kPrefill = 1, kStep = 2;
-
 // The kernels run in float32 whatever the surrounding autocast: the decays and the delta rule's
 // triangular solve lose too much in bfloat16.
 class NoAutocast {
@@ -48,8 +45,24 @@ at::Tensor L2Normalize(const at::Tensor& x) {
 
 }  // namespace
 
-LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config)
-    : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {
+RecurrentMixer::RecurrentMixer(const ModelConfig& config)
+    : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {}
+
+at::Tensor RecurrentMixer::Forward(const at::Tensor& x, const MixerContext& /*ctx*/) {
+  return Run(x, Mode::kForward, nullptr);  // (B, T, C)
+}
+
+at::Tensor RecurrentMixer::Prefill(const at::Tensor& x, const MixerContext& /*ctx*/,
+                                   LayerCache* cache) {
+  return Run(x, Mode::kPrefill, cache);  // (B, T, C)
+}
+
+at::Tensor RecurrentMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/,
+                                LayerCache* cache) {
+  return Run(x, Mode::kStep, cache);  // (B, 1, C)
+}
+
+LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config) : RecurrentMixer(config) {
   const int64_t C = config.d_model;
   // q, k, v, output gate, then one gate logit per head.
   in_ = register_module("in_proj", Projection(C, 4 * C + heads_));
@@ -57,21 +70,7 @@ LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config)
   head_norm_weight_ = register_parameter("head_norm_weight", torch::ones({head_dim_}));
 }
 
-at::Tensor LinearAttentionMixer::Forward(const at::Tensor& x, const MixerContext& /*ctx*/) {
-  return Run(x, kForward, nullptr);  // (B, T, C)
-}
-
-at::Tensor LinearAttentionMixer::Prefill(const at::Tensor& x, const MixerContext& /*ctx*/,
-                                         LayerCache* cache) {
-  return Run(x, kPrefill, cache);  // (B, T, C)
-}
-
-at::Tensor LinearAttentionMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/,
-                                      LayerCache* cache) {
-  return Run(x, kStep, cache);  // (B, 1, C)
-}
-
-at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, int mode, LayerCache* cache) {
+at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache* cache) {
   const int64_t C = x.size(2), H = heads_, D = head_dim_;
   auto parts = in_(x).split_with_sizes({C, C, C, C, H}, -1);  // 4 x (B, T, C), (B, T, H)
   at::Tensor y;
@@ -82,14 +81,14 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, int mode, LayerCache* 
     at::Tensor k = L2Normalize(Heads(parts[1], H, D));                       // (B, H, T, D)
     at::Tensor v = Heads(parts[2], H, D);                                    // (B, H, T, D)
     at::Tensor g = at::log_sigmoid(PerHead(parts[4])) / kGlaGateTemperature;  // (B, H, T)
-    if (mode == kStep) {
+    if (mode == Mode::kStep) {
       y = DecayedLinearAttentionStep(q.select(2, 0), k.select(2, 0), v.select(2, 0),
                                      g.select(2, 0), &cache->state)
               .unsqueeze(2);  // (B, H, 1, D)
-    } else if (use_recurrent && mode == kForward) {
+    } else if (use_recurrent && mode == Mode::kForward) {
       y = DecayedLinearAttentionRecurrent(q, k, v, g);  // (B, H, T, D)
     } else {
-      at::Tensor* final_state = mode == kPrefill ? &cache->state : nullptr;
+      at::Tensor* final_state = mode == Mode::kPrefill ? &cache->state : nullptr;
       y = DecayedLinearAttentionChunked(q, k, v, g, chunk_, final_state);  // (B, H, T, D)
     }
     y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);   // (B, T, H, D)
@@ -98,8 +97,7 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, int mode, LayerCache* 
   return out_(y);                                                                     // (B, T, C)
 }
 
-GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config)
-    : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {
+GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config) : RecurrentMixer(config) {
   const int64_t C = config.d_model, H = heads_;
   // q, k, v, output gate, then per head the beta logit and the decay input.
   in_ = register_module("in_proj", Projection(C, 4 * C + 2 * H));
@@ -112,21 +110,7 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config)
   head_norm_weight_ = register_parameter("head_norm_weight", torch::ones({head_dim_}));
 }
 
-at::Tensor GatedDeltaNetMixer::Forward(const at::Tensor& x, const MixerContext& /*ctx*/) {
-  return Run(x, kForward, nullptr);  // (B, T, C)
-}
-
-at::Tensor GatedDeltaNetMixer::Prefill(const at::Tensor& x, const MixerContext& /*ctx*/,
-                                       LayerCache* cache) {
-  return Run(x, kPrefill, cache);  // (B, T, C)
-}
-
-at::Tensor GatedDeltaNetMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/,
-                                    LayerCache* cache) {
-  return Run(x, kStep, cache);  // (B, 1, C)
-}
-
-at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, int mode, LayerCache* cache) {
+at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, Mode mode, LayerCache* cache) {
   const int64_t C = x.size(2), H = heads_, D = head_dim_;
   auto parts = in_(x).split_with_sizes({C, C, C, C, H, H}, -1);  // 4 x (B, T, C), 2 x (B, T, H)
   at::Tensor y;
@@ -139,14 +123,14 @@ at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, int mode, LayerCache* ca
     at::Tensor beta = at::sigmoid(PerHead(parts[4]));               // (B, H, T)
     at::Tensor dt = at::softplus(PerHead(parts[5]) + dt_bias_.unsqueeze(-1));  // (B, H, T)
     at::Tensor g = -a_log_.exp().unsqueeze(-1) * dt;                // (B, H, T)
-    if (mode == kStep) {
+    if (mode == Mode::kStep) {
       y = GatedDeltaNetStep(q.select(2, 0), k.select(2, 0), v.select(2, 0), g.select(2, 0),
                             beta.select(2, 0), &cache->state)
               .unsqueeze(2);  // (B, H, 1, D)
-    } else if (use_recurrent && mode == kForward) {
+    } else if (use_recurrent && mode == Mode::kForward) {
       y = GatedDeltaNetRecurrent(q, k, v, g, beta);  // (B, H, T, D)
     } else {
-      at::Tensor* final_state = mode == kPrefill ? &cache->state : nullptr;
+      at::Tensor* final_state = mode == Mode::kPrefill ? &cache->state : nullptr;
       y = GatedDeltaNetChunked(q, k, v, g, beta, chunk_, final_state);  // (B, H, T, D)
     }
     y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)

@@ -29,43 +29,45 @@
 
 namespace onset::model {
 
-class LinearAttentionMixer : public Mixer {
+// What L and D layers share: the three entry points map onto one Run(mode), the recurrent state
+// is the decode cache, and the projections are laid out alike. Subclasses register the
+// parameters (names are part of the checkpoint and export formats).
+class RecurrentMixer : public Mixer {
  public:
-  explicit LinearAttentionMixer(const ModelConfig& config);
   at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;  // (B, T, C)
-  // Prefill keeps the chunked form's final state; Step runs DecayedLinearAttentionStep.
+  // Prefill keeps the chunked form's final state; Step runs the kernel's one-token step.
   at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
   at::Tensor Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
 
   bool use_recurrent = false;
 
- private:
-  // mode: 0 forward, 1 prefill (fills cache->state), 2 step (reads and replaces it).
-  at::Tensor Run(const at::Tensor& x, int mode, LayerCache* cache);
+ protected:
+  enum class Mode { kForward, kPrefill, kStep };  // kPrefill fills cache->state, kStep updates it
+  explicit RecurrentMixer(const ModelConfig& config);
+  virtual at::Tensor Run(const at::Tensor& x, Mode mode, LayerCache* cache) = 0;
 
   int64_t heads_, head_dim_, chunk_;
   torch::nn::Linear in_{nullptr}, out_{nullptr};
   at::Tensor head_norm_weight_;  // (D)
 };
 
-class GatedDeltaNetMixer : public Mixer {
+class LinearAttentionMixer : public RecurrentMixer {
  public:
-  explicit GatedDeltaNetMixer(const ModelConfig& config);
-  at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;  // (B, T, C)
-  // Prefill keeps the chunked form's final state; Step runs GatedDeltaNetStep.
-  at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
-  at::Tensor Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
-
-  bool use_recurrent = false;
+  explicit LinearAttentionMixer(const ModelConfig& config);
 
  private:
-  at::Tensor Run(const at::Tensor& x, int mode, LayerCache* cache);  // as LinearAttentionMixer's
+  at::Tensor Run(const at::Tensor& x, Mode mode, LayerCache* cache) override;
+};
 
-  int64_t heads_, head_dim_, chunk_;
-  torch::nn::Linear in_{nullptr}, out_{nullptr};
-  at::Tensor a_log_;             // (H)
-  at::Tensor dt_bias_;           // (H)
-  at::Tensor head_norm_weight_;  // (D)
+class GatedDeltaNetMixer : public RecurrentMixer {
+ public:
+  explicit GatedDeltaNetMixer(const ModelConfig& config);
+
+ private:
+  at::Tensor Run(const at::Tensor& x, Mode mode, LayerCache* cache) override;
+
+  at::Tensor a_log_;    // (H)
+  at::Tensor dt_bias_;  // (H)
 };
 
 }  // namespace onset::model
