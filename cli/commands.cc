@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,14 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
+std::string StudyBaseDir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
+  if (ec) return "";
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(dir, ec);
+  return (ec ? dir : canonical).string();
+}
+
 int SubmitCommand(StudyClient& client, const std::string& file, bool json, std::ostream& out,
                   std::ostream& err) {
   absl::StatusOr<std::string> text = ReadFile(file);
@@ -41,7 +50,7 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool json, std::
     err << text.status().message() << "\n";
     return 2;
   }
-  absl::StatusOr<v1::SubmitStudyResponse> response = client.Submit(file, *text);
+  absl::StatusOr<v1::SubmitStudyResponse> response = client.Submit(file, *text, StudyBaseDir(file));
   if (!response.ok()) return ReportError(response.status(), err);
   if (json) {
     out << ToJson(*response);

@@ -29,4 +29,7 @@ std::string ToJson(const google::protobuf::Message& message);
 // Reads a whole file; NotFound / Internal naming the file otherwise.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// The absolute directory holding `path` (a study file): where its relative data paths point.
+std::string StudyBaseDir(const std::string& path);
+
 }  // namespace onset::cli

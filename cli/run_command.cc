@@ -115,7 +115,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
   }
 
   StudyClient client(address);
-  absl::StatusOr<v1::SubmitStudyResponse> submitted = client.Submit(options.file, *text);
+  absl::StatusOr<v1::SubmitStudyResponse> submitted = client.Submit(options.file, *text, StudyBaseDir(options.file));
   if (!submitted.ok()) {
     int code = ReportError(submitted.status(), err);
     (*server)->Shutdown();

@@ -35,10 +35,12 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
 }
 
 absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& source_name,
-                                                            const std::string& yaml) {
+                                                            const std::string& yaml,
+                                                            const std::string& base_dir) {
   v1::SubmitStudyRequest request;
   request.set_source_name(source_name);
   request.set_yaml(yaml);
+  request.set_base_dir(base_dir);
   v1::SubmitStudyResponse response;
   grpc::ClientContext context;
   SetDeadline(&context);

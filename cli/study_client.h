@@ -22,8 +22,10 @@ class StudyClient {
 
   const std::string& address() const { return address_; }
 
+  // `base_dir`: the absolute directory of the study file (relative data paths resolve there).
   absl::StatusOr<v1::SubmitStudyResponse> Submit(const std::string& source_name,
-                                                 const std::string& yaml);
+                                                 const std::string& yaml,
+                                                 const std::string& base_dir = "");
   absl::StatusOr<v1::ListStudiesResponse> List();
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
   absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);

@@ -102,7 +102,8 @@ json ToJson(const YAML::Node& node, const std::string& path, std::map<std::strin
 
 class StudyParser {
  public:
-  explicit StudyParser(const std::string& source_name) : source_(source_name) {}
+  StudyParser(const std::string& source_name, const std::string& base_dir)
+      : source_(source_name), base_dir_(base_dir) {}
 
   absl::StatusOr<StudySpec> Parse(const std::string& text) {
     YAML::Node root;
@@ -154,6 +155,7 @@ class StudyParser {
                std::to_string(kMaxGridPoints));
     }
     SetStudyShortContext(&base);
+    ResolveDataPaths(&base);
     absl::StatusOr<std::vector<CellSpec>> cells =
         ExpandGrid(base, axes_, [this](const model::FieldError& e, const GridPoint& p) {
           return Describe(e, p);
@@ -187,6 +189,19 @@ class StudyParser {
       consider((*base)["model"].value("window", json()));
     }
     if (smallest) eval["short_context"] = *smallest;
+  }
+
+  // Token files named relative to the study file resolve against its directory.
+  void ResolveDataPaths(json* base) const {
+    if (base_dir_.empty() || !base->contains("data") || !(*base)["data"].is_object()) return;
+    for (const char* key : {"path", "heldout_path"}) {
+      json& v = (*base)["data"][key];
+      if (v.is_string() && !v.get<std::string>().empty() && v.get<std::string>()[0] != '/') {
+        v = base_dir_ + "/" + v.get<std::string>();
+      } else if (v.is_null()) {
+        (*base)["data"].erase(key);
+      }
+    }
   }
 
   static bool IsSection(const std::string& key) {
@@ -297,6 +312,7 @@ class StudyParser {
   }
 
   std::string source_;
+  std::string base_dir_;
   std::map<std::string, int> key_lines_;  // dotted key path -> line of the key
   GridAxes axes_;
   std::array<std::vector<int>, kNumAxes> axis_lines_;  // line of each grid entry
@@ -305,8 +321,8 @@ class StudyParser {
 }  // namespace
 
 absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name,
-                                         const std::string& text) {
-  StudyParser parser(source_name);
+                                         const std::string& text, const std::string& base_dir) {
+  StudyParser parser(source_name, base_dir);
   try {
     return parser.Parse(text);
   } catch (const StudyError& e) {

@@ -30,11 +30,14 @@ struct StudySpec {
   std::vector<CellSpec> cells;  // deduplicated, in expansion order
 };
 
-// Parses and expands a study file. Pure: reads no files, writes nothing.
+// Parses and expands a study file. Pure: reads no files, writes nothing. Relative token-file
+// paths (data.path, data.heldout_path) are joined to `base_dir` when it is given, so cells name
+// the files wherever the workers run.
 // Errors: InvalidArgument with "SOURCE:LINE: KEY: problem", e.g.
 // "studies/x.yaml:12: train.lr: must be a number". For a problem that comes from a grid value
 // the line is that grid entry's and the key is the grid key (e.g. "grid.window").
 absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name,
-                                         const std::string& text);
+                                         const std::string& text,
+                                         const std::string& base_dir = "");
 
 }  // namespace onset::coordinator

@@ -47,7 +47,7 @@ grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext*,
                                            const onset::v1::SubmitStudyRequest* request,
                                            onset::v1::SubmitStudyResponse* response) {
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
-  absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml());
+  absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());
   NewStudy study{spec->name, spec->description, spec->source_name, spec->source_yaml,
                  std::move(spec->cells)};

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "model/vocab.h"
+
 namespace onset::model {
 namespace {
 
@@ -136,6 +138,13 @@ class SectionReader {
       xs.push_back(e.get<std::string>());
     }
     *out = std::move(xs);
+  }
+
+  // Whether `key` is present (and not null).
+  bool Has(const char* key) const {
+    if (!j_.is_object()) return false;
+    auto it = j_.find(key);
+    return it != j_.end() && !it->is_null();
   }
 
   // Call after every field was read: any key left over is unknown.
@@ -507,8 +516,45 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   d.Int("min_distance", &dc.min_distance, 1, 1 << 22);
   d.Int("max_distance", &dc.max_distance, 0, 1 << 22);
   d.Int64("seed", &dc.seed, 0, int64_t{1} << 53);
+  d.String("background", &dc.background);
+  d.String("path", &dc.path);
+  d.String("dtype", &dc.dtype);
+  d.Int("vocab_size", &dc.vocab_size, 1, (1 << 30));
+  d.String("heldout_path", &dc.heldout_path);
+  d.Double("heldout_fraction", &dc.heldout_fraction, 0.0, 0.5);
   d.RejectUnknown();
   if (!error && dc.kind != "synthetic") d.Fail("kind", "unknown data kind '" + dc.kind + "': expected synthetic");
+  if (!error && dc.background != kBackgroundMarkov && dc.background != kBackgroundFile) {
+    d.Fail("background", "unknown background '" + dc.background + "': expected markov or file");
+  }
+  if (!error && dc.background == kBackgroundMarkov) {
+    for (const char* key : {"path", "dtype", "vocab_size", "heldout_path", "heldout_fraction"}) {
+      if (d.Has(key)) {
+        d.Fail(key, "applies only to data.background: file");
+        break;
+      }
+    }
+  }
+  if (!error && dc.background == kBackgroundFile) {
+    if (dc.path.empty()) d.Fail("path", "is required with data.background: file");
+    if (dc.dtype != "uint16" && dc.dtype != "uint32") {
+      d.Fail("dtype", "unknown dtype '" + dc.dtype + "': expected uint16 or uint32");
+    }
+    if (dc.dtype == "uint16" && dc.vocab_size > 65536) {
+      d.Fail("vocab_size", "exceeds what uint16 tokens can hold (65536); use dtype uint32");
+    }
+    if (d.Has("markov_branching") || d.Has("zipf_exponent")) {
+      d.Fail(d.Has("markov_branching") ? "markov_branching" : "zipf_exponent",
+             "applies only to data.background: markov");
+    }
+    if (dc.heldout_path.empty() && dc.heldout_fraction <= 0) {
+      d.Fail("heldout_fraction", "must be above 0 when there is no data.heldout_path");
+    }
+    if (!dc.heldout_path.empty() && d.Has("heldout_fraction")) {
+      d.Fail("heldout_fraction", "is set together with data.heldout_path; choose one");
+    }
+  }
+  mc.vocab_size = PaddedVocabSize(dc.text_tokens());
   if (!error && dc.resolved_max_distance(mc.seq_len) < dc.min_distance) {
     d.Fail("max_distance", "must be at least data.min_distance");
   }
@@ -598,6 +644,21 @@ nlohmann::json CellConfig::ToJson() const {
                {"min_distance", data.min_distance},
                {"max_distance", data.resolved_max_distance(model.seq_len)},
                {"seed", data.seed}};
+  // File-background keys appear only for file backgrounds, so that every markov cell keeps the
+  // address it had before token files existed.
+  if (data.background == kBackgroundFile) {
+    j["data"]["background"] = data.background;
+    j["data"]["path"] = data.path;
+    j["data"]["dtype"] = data.dtype;
+    j["data"]["vocab_size"] = data.vocab_size;
+    if (data.heldout_path.empty()) {
+      j["data"]["heldout_fraction"] = data.heldout_fraction;
+    } else {
+      j["data"]["heldout_path"] = data.heldout_path;
+    }
+    j["data"].erase("markov_branching");
+    j["data"].erase("zipf_exponent");
+  }
   const bool log_spaced = eval.log_points > 0;
   j["eval"] = {{"every_tokens", log_spaced ? 0 : eval.resolved_every_tokens(train.tokens)},
                {"log_points", eval.log_points},

@@ -62,6 +62,9 @@ struct ModelConfig {
   std::string pos = kPosRope;
   int chunk_size = 64;        // chunk length of the L and D layers' chunkwise-parallel form
   int kv_heads = 0;           // key/value heads of F and S layers (GQA); 0 = heads
+  // Embedding rows, derived from the data's vocabulary (vocab.h) when the cell config is
+  // parsed; never written by hand and not part of the canonical form (data determines it).
+  int vocab_size = 264;
 
   int head_dim() const { return d_model / heads; }
   int resolved_mlp_hidden() const;
@@ -112,8 +115,24 @@ struct TrainConfig {
 // The built-in synthetic stream (SCIENCE.md, "Data that makes retrieval learnable"): a sparse
 // Markov-chain background over the 256 byte tokens with Zipf-like marginals, into which
 // key -> value records are inserted and later queried.
+// Backgrounds of the synthetic stream (background.h).
+inline constexpr const char* kBackgroundMarkov = "markov";
+inline constexpr const char* kBackgroundFile = "file";
+
 struct DataConfig {
   std::string kind = "synthetic";
+  // What fills the sequence around the records: "markov" (the built-in chain) or "file" (a
+  // token file). Records and queries are spliced into either; records_per_seq = 0 makes a
+  // file background plain language modelling on the file.
+  std::string background = kBackgroundMarkov;
+  // background "file" only: a flat uint16/uint32 token file (token_file.h), its vocabulary
+  // (ids must lie below vocab_size; the record markers get the ids after it), and the held-out
+  // text: heldout_path, or else the last heldout_fraction of path.
+  std::string path;
+  std::string dtype = "uint16";
+  int vocab_size = 256;
+  std::string heldout_path;
+  double heldout_fraction = 0.01;
   int markov_branching = 8;       // successors per background token
   double zipf_exponent = 1.1;     // marginal skew of the background
   double records_per_seq = 2.0;   // mean record/query pairs per training sequence
@@ -124,6 +143,8 @@ struct DataConfig {
   int64_t seed = 0;               // the background chain's seed (shared by all cells)
 
   int resolved_max_distance(int seq_len) const;
+  // The text vocabulary size: 256 bytes for markov, vocab_size for file.
+  int text_tokens() const { return background == kBackgroundFile ? vocab_size : 256; }
 };
 
 struct EvalConfig {

@@ -7,16 +7,10 @@
 namespace onset::model {
 namespace {
 
-std::vector<Token> RandomBytes(int n, Rng* rng) {
-  std::vector<Token> out(n);
-  for (Token& t : out) t = static_cast<Token>(rng->Below(kNumByteTokens));
-  return out;
-}
-
-std::vector<Token> Question(const std::vector<Token>& key) {
-  std::vector<Token> q = {kQry};
+std::vector<Token> Question(const Vocab& vocab, const std::vector<Token>& key) {
+  std::vector<Token> q = {vocab.qry()};
   q.insert(q.end(), key.begin(), key.end());
-  q.push_back(kAns);
+  q.push_back(vocab.ans());
   return q;
 }
 
@@ -34,7 +28,7 @@ NiahVariant ParseNiahVariant(const std::string& name) {
 
 int MinNiahTaskLength(const SyntheticData& data, NiahVariant variant) {
   const int k = data.key_len(), span = k + data.value_len() + 2, n = Records(variant);
-  // kBos, the needle, one background token, the question; with more records, enough free
+  // BOS, the needle, one background token, the question; with more records, enough free
   // room that the stretches beside the needle hold n - 1 records wherever the needle sits.
   return 1 + span + (n > 1 ? (n + 1) * span - 2 : 0) + 1 + (k + 2);
 }
@@ -50,7 +44,7 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
   NiahTask t;
   t.variant = variant;
   t.prompt.assign(length, 0);
-  t.prompt[0] = kBos;
+  t.prompt[0] = data.vocab().bos();
   std::vector<bool> taken(length, false);
   taken[0] = true;
   const int query_pos = length - k - 2;
@@ -63,8 +57,8 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
   while (static_cast<int>(keys.size()) < n) {
     std::vector<Token> key = variant == NiahVariant::kMultiValue && !keys.empty()
                                  ? keys[0]
-                                 : RandomBytes(k, rng);
-    std::vector<Token> value = RandomBytes(m, rng);
+                                 : data.RandomRecordTokens(k, rng);
+    std::vector<Token> value = data.RandomRecordTokens(m, rng);
     const bool dup_key = variant != NiahVariant::kMultiValue &&
                          std::find(keys.begin(), keys.end(), key) != keys.end();
     const bool dup_value = std::find(values.begin(), values.end(), value) != values.end();
@@ -75,9 +69,9 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
 
   auto place = [&](int pos, int r) {
     for (int i = 0; i < span; ++i) taken[pos + i] = true;
-    t.prompt[pos] = kKey;
+    t.prompt[pos] = data.vocab().key();
     std::copy(keys[r].begin(), keys[r].end(), t.prompt.begin() + pos + 1);
-    t.prompt[pos + k + 1] = kVal;
+    t.prompt[pos + k + 1] = data.vocab().val();
     std::copy(values[r].begin(), values[r].end(), t.prompt.begin() + pos + k + 2);
     RecordSpan s;
     s.record_pos = pos;
@@ -115,7 +109,7 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
       spans.push_back(place(seg_begin[side] + offsets[i] + i * span, r++));
     }
   }
-  std::vector<Token> first = Question(keys[0]);
+  std::vector<Token> first = Question(data.vocab(), keys[0]);
   std::copy(first.begin(), first.end(), t.prompt.begin() + query_pos);
   data.FillBackground(taken, &t.prompt, rng);
 
@@ -134,7 +128,7 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
     case NiahVariant::kMultiQuery:
       t.needles = spans;
       t.answers = values;
-      for (int r = 1; r < n; ++r) t.suffixes.push_back(Question(keys[r]));
+      for (int r = 1; r < n; ++r) t.suffixes.push_back(Question(data.vocab(), keys[r]));
       break;
   }
   return t;

@@ -12,59 +12,23 @@
 // directly iff distance < w. The smallest possible distance (query right after the record) is
 // k + m + 1; sampled distances are clamped into what fits the sequence.
 //
-// Everything is deterministic: a splitmix64 generator and hand-written samplers (std::
-// distributions differ between standard libraries), so the same seeds give the same tokens on
-// every machine.
+// The markers <K> <V> <Q> <A> and the sequence start are the vocabulary's specials (vocab.h);
+// keys and values are drawn uniformly from its record alphabet. What fills the rest is the
+// background (background.h): the Markov chain or a token file.
+//
+// Everything is deterministic (rng.h), so the same seeds give the same tokens on every machine.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "model/background.h"
 #include "model/cell_config.h"
+#include "model/rng.h"
 #include "model/vocab.h"
 
 namespace onset::model {
-
-// splitmix64: small, fast, and good enough for data generation.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next();
-  double Uniform();             // [0, 1)
-  int64_t Below(int64_t n);     // [0, n), n > 0
-  double Gaussian();            // standard normal
-  int Poisson(double mean);     // mean >= 0
-
- private:
-  uint64_t state_;
-};
-
-// Combines seeds and stream tags into a new seed (order matters).
-uint64_t MixSeed(uint64_t a, uint64_t b);
-
-// Stream tags: the same data.seed / train.seed never produce overlapping streams.
-inline constexpr uint64_t kChainStream = 0x636861696eULL;     // the background chain
-inline constexpr uint64_t kTrainStream = 0x747261696eULL;     // training sequences
-inline constexpr uint64_t kHeldoutStream = 0x68656c64ULL;     // held-out sequences
-inline constexpr uint64_t kNiahStream = 0x6e696168ULL;        // NIAH samples
-inline constexpr uint64_t kAblationStream = 0x61626c74ULL;    // random heads of the ablation
-
-// A fixed random sparse Markov chain over the byte tokens: each token has
-// data.markov_branching successors drawn (without replacement) from a Zipf(data.zipf_exponent)
-// distribution over a random ranking of the bytes, so the marginals are Zipf-like.
-class MarkovChain {
- public:
-  MarkovChain(int branching, double zipf_exponent, uint64_t seed);
-
-  Token Start(Rng* rng) const;              // a first token, drawn from the Zipf marginal
-  Token Next(Token prev, Rng* rng) const;   // prev must be a byte token
-  const std::vector<Token>& Successors(Token prev) const { return successors_[prev]; }
-
- private:
-  std::vector<double> start_cdf_;
-  std::vector<std::vector<Token>> successors_;  // [256][branching]
-  std::vector<std::vector<double>> cdf_;        // [256][branching], last entry 1
-};
 
 struct RecordSpan {
   int record_pos = 0;  // the <K> token
@@ -75,7 +39,7 @@ struct RecordSpan {
 };
 
 struct Sequence {
-  std::vector<Token> tokens;         // tokens[0] == kBos
+  std::vector<Token> tokens;         // tokens[0] is the vocabulary's BOS
   std::vector<RecordSpan> records;   // in placement order
 };
 
@@ -89,7 +53,10 @@ struct NiahSample {
 
 class SyntheticData {
  public:
-  explicit SyntheticData(const DataConfig& config, int seq_len);
+  // `background` null = the Markov chain of `config` (whatever data.background says: lengths
+  // and layouts do not depend on it).
+  SyntheticData(const DataConfig& config, int seq_len,
+                std::shared_ptr<const Background> background = nullptr);
 
   // A sequence of `length` tokens: kBos, then background with on average
   // data.records_per_seq records and queries (Poisson), placed without overlap.
@@ -100,13 +67,16 @@ class SyntheticData {
   NiahSample Niah(int length, double depth, Rng* rng) const;
   int MinNiahLength() const;
 
-  const MarkovChain& chain() const { return chain_; }
+  const Vocab& vocab() const { return vocab_; }
   int key_len() const { return config_.key_len; }
   int value_len() const { return config_.value_len; }
   int min_distance() const;  // the smallest distance any placement can have: k + m + 1
 
-  // Fills every position not marked in `taken` with the background chain (niah_tasks.cc
-  // builds its prompts with it too).
+  // `n` tokens drawn uniformly from the vocabulary's record alphabet: a key or a value.
+  std::vector<Token> RandomRecordTokens(int n, Rng* rng) const;
+
+  // Fills every position not marked in `taken` with the background (niah_tasks.cc builds its
+  // prompts with it too).
   void FillBackground(const std::vector<bool>& taken, std::vector<Token>* tokens, Rng* rng) const;
 
  private:
@@ -114,8 +84,9 @@ class SyntheticData {
                    const RecordSpan& span, std::vector<Token>* tokens) const;
 
   DataConfig config_;
+  Vocab vocab_;
   int max_distance_;
-  MarkovChain chain_;
+  std::shared_ptr<const Background> background_;
 };
 
 // Exact match of every value token; `predicted` may be longer than `answer`.

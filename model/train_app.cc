@@ -11,6 +11,7 @@
 
 #include "model/export_app.h"
 #include "model/metrics_writer.h"
+#include "model/prepare_app.h"
 #include "model/train_flags.h"
 #include "model/trainer.h"
 
@@ -20,6 +21,7 @@ int TrainMain(int argc, char** argv) {
   // A closed metrics pipe must surface as a write error (exit 1), not kill us silently.
   std::signal(SIGPIPE, SIG_IGN);
   if (IsExportCommand(argc, argv)) return ExportMain(argc, argv);
+  if (IsPrepareCommand(argc, argv)) return PrepareMain(argc, argv);
 
   TrainFlags flags;
   if (auto error = ParseTrainFlags(argc, argv, &flags)) {
@@ -61,6 +63,9 @@ int TrainMain(int argc, char** argv) {
     }
     TrainResult result = trainer.Run();
     return result.outcome == TrainOutcome::kDiverged ? kExitDiverged : kExitOk;
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "onset-train: %s: %s\n", flags.config_path.c_str(), e.what());
+    return kExitUsage;
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "onset-train: %s: %s\n", flags.config_path.c_str(),
                  e.what_without_backtrace());

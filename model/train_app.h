@@ -1,6 +1,6 @@
 // onset-train as a function: flags -> config -> device -> Trainer -> exit code. train_main.cc
 // only calls TrainMain. `onset-train export ...` and `onset-train dump-logits ...` go to
-// ExportMain (export_app.h).
+// ExportMain (export_app.h), `onset-train prepare ...` to PrepareMain (prepare_app.h).
 #pragma once
 
 namespace onset::model {

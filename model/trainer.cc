@@ -1,5 +1,6 @@
 #include "model/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -16,6 +17,21 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+Backgrounds OpenOrThrow(const CellConfig& config) {
+  const int train_len = config.model.seq_len + 1;
+  int heldout_len = config.eval.heldout_seqs > 0 ? train_len : 0;
+  if (config.eval.niah_samples > 0 && !config.eval.niah_depths.empty()) {
+    for (int length : config.eval.resolved_niah_lengths(config.model.seq_len)) {
+      heldout_len = std::max(heldout_len, length);
+    }
+  }
+  std::string error;
+  std::optional<Backgrounds> backgrounds =
+      OpenBackgrounds(config.data, train_len, heldout_len, &error);
+  if (!backgrounds) throw DataError(error);
+  return *std::move(backgrounds);
+}
+
 // The first multiple of `every` beyond `tokens`: where a cadence fires next.
 int64_t NextMultiple(int64_t tokens, int64_t every) { return (tokens / every + 1) * every; }
 
@@ -27,7 +43,9 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
       device_(device),
       bf16_(device.is_cuda()),
       sink_(sink),
-      data_(config.data, config.model.seq_len),
+      backgrounds_(OpenOrThrow(config)),
+      data_(config.data, config.model.seq_len, backgrounds_.train),
+      heldout_data_(config.data, config.model.seq_len, backgrounds_.heldout),
       train_stream_(&data_, MixSeed(static_cast<uint64_t>(config.train.seed), kTrainStream),
                     config.model.seq_len + 1),
       schedule_(LrSchedule::FromConfig(config.train)),
@@ -37,7 +55,7 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
   model_ = Transformer(config.model);
   model_->to(device_);
   optimizer_ = MakeAdamW(*model_, config.train);
-  evaluator_ = std::make_unique<Evaluator>(config, data_, device_);
+  evaluator_ = std::make_unique<Evaluator>(config, heldout_data_, device_);
   for (int64_t at : config.train.keep_checkpoints_at) {
     keep_tokens_.insert((at + tokens_per_step() - 1) / tokens_per_step() * tokens_per_step());
   }

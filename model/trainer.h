@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ namespace onset::model {
 
 enum class TrainOutcome { kDone, kDiverged };
 
+// The configured data cannot be used (a token file missing, damaged or too short): a problem
+// of the config, not of the run. what() reads "data.KEY: PATH: problem".
+class DataError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 struct TrainResult {
   TrainOutcome outcome = TrainOutcome::kDone;
   int64_t tokens = 0;               // tokens trained on in total, resumed ones included
@@ -47,7 +55,8 @@ class Trainer {
  public:
   // Seeds LibTorch's generator with train.seed before building the model. `sink` is not
   // owned and must outlive the trainer. Checkpoints are written into `checkpoint_dir`
-  // (created when needed); empty = no checkpoints. Not thread-safe.
+  // (created when needed); empty = no checkpoints. Not thread-safe. Throws DataError when the
+  // data's token files cannot be used (background.h).
   Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
           std::string checkpoint_dir = "");
 
@@ -79,7 +88,9 @@ class Trainer {
   at::Device device_;
   bool bf16_;
   MetricsSink* sink_;
-  SyntheticData data_;
+  Backgrounds backgrounds_;
+  SyntheticData data_;          // training sequences
+  SyntheticData heldout_data_;  // held-out sequences and NIAH prompts
   SequenceStream train_stream_;
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;

@@ -158,14 +158,14 @@ at::Tensor BlockImpl::Decode(const at::Tensor& x, const MixerContext& ctx, Layer
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
-  wte_ = register_module("wte", torch::nn::Embedding(kVocabSize, config.d_model));
+  wte_ = register_module("wte", torch::nn::Embedding(config.vocab_size, config.d_model));
   for (int i = 0; i < config.layers; ++i) {
     blocks_.push_back(register_module("h" + std::to_string(i), Block(config, i)));
   }
   norm_f_ = register_module("norm_f", RMSNorm(config.d_model));
   if (!config.tie_embeddings) {
     lm_head_ = register_module(
-        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(config.d_model, kVocabSize).bias(false)));
+        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(config.d_model, config.vocab_size).bias(false)));
   }
   InitWeights();
 }

@@ -1,9 +1,16 @@
-// The trainer's vocabulary: the 256 byte values, then a few special tokens.
+// The trainer's vocabulary: the text tokens, then five special tokens.
 //
-// Token ids 0..255 are bytes (the synthetic background and the record keys and values are
-// bytes too). The specials follow; the embedding table is padded to a multiple of 8 rows
-// so matrix shapes stay friendly to vectorised kernels. Padding rows are never produced by
-// the data and the model learns to give them negligible probability.
+// Text tokens are ids 0..text_tokens-1. With the built-in Markov background they are the 256
+// byte values; with a token-file background (data.background: file) they are the file's
+// vocabulary (data.vocab_size: 256 for files written by `onset-train prepare`, 50257 for GPT-2
+// tokenised files, 65 for a character-level one, ...). The specials follow the text tokens:
+//
+//   bos  start of every sequence    key  <K>: a record's key follows
+//   val  <V>: the value follows     qry  <Q>: a query's key follows    ans  <A>: the answer follows
+//
+// The embedding table is padded to a multiple of 8 rows so matrix shapes stay friendly to
+// vectorised kernels. Padding rows are never produced by the data and the model learns to give
+// them negligible probability. The constants below are the byte vocabulary's ids.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +20,42 @@ namespace onset::model {
 using Token = int32_t;
 
 inline constexpr Token kNumByteTokens = 256;
-inline constexpr Token kBos = 256;  // start of every sequence
-inline constexpr Token kKey = 257;  // <K>: a record's key follows
-inline constexpr Token kVal = 258;  // <V>: the record's value follows
-inline constexpr Token kQry = 259;  // <Q>: a query's key follows
-inline constexpr Token kAns = 260;  // <A>: the queried value follows
-inline constexpr Token kNumTokens = 261;
-inline constexpr Token kVocabSize = (kNumTokens + 7) / 8 * 8;  // 264
+inline constexpr int kNumSpecialTokens = 5;
 
-static_assert(kVocabSize % 8 == 0 && kVocabSize >= kNumTokens);
+constexpr int PaddedVocabSize(int text_tokens) {
+  return (text_tokens + kNumSpecialTokens + 7) / 8 * 8;
+}
+
+class Vocab {
+ public:
+  constexpr explicit Vocab(int text_tokens = kNumByteTokens) : text_tokens_(text_tokens) {}
+
+  constexpr int text_tokens() const { return text_tokens_; }
+  constexpr Token bos() const { return text_tokens_; }
+  constexpr Token key() const { return text_tokens_ + 1; }
+  constexpr Token val() const { return text_tokens_ + 2; }
+  constexpr Token qry() const { return text_tokens_ + 3; }
+  constexpr Token ans() const { return text_tokens_ + 4; }
+  constexpr int size() const { return PaddedVocabSize(text_tokens_); }  // embedding rows
+  constexpr bool IsText(Token t) const { return t >= 0 && t < text_tokens_; }
+  // Record keys and values are drawn from the first min(256, text_tokens) ids.
+  constexpr int record_alphabet() const {
+    return text_tokens_ < kNumByteTokens ? text_tokens_ : kNumByteTokens;
+  }
+
+ private:
+  int text_tokens_;
+};
+
+inline constexpr Vocab kByteVocab{};
+inline constexpr Token kBos = kByteVocab.bos();         // 256
+inline constexpr Token kKey = kByteVocab.key();         // 257
+inline constexpr Token kVal = kByteVocab.val();         // 258
+inline constexpr Token kQry = kByteVocab.qry();         // 259
+inline constexpr Token kAns = kByteVocab.ans();         // 260
+inline constexpr Token kVocabSize = kByteVocab.size();  // 264
+
+static_assert(kVocabSize == 264 && kAns == 260);
 
 inline constexpr bool IsByteToken(Token t) { return t >= 0 && t < kNumByteTokens; }
 

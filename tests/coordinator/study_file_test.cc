@@ -125,6 +125,23 @@ TEST(StudyFileTest, ShortContextIsTheStudysSmallestWindowForEveryCell) {
             8);
 }
 
+TEST(StudyFileTest, RelativeTokenFilesResolveAgainstTheStudyFilesDirectory) {
+  const std::string text =
+      "name: a\nmodel: {layers: 2, d_model: 32, heads: 2, seq_len: 64}\n"
+      "train: {batch_tokens: 512}\n"
+      "data: {background: file, path: corpus/train.bin, heldout_path: /abs/val.bin}\n";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("studies/a.yaml", text, "/home/me/studies");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  nlohmann::json config = nlohmann::json::parse(spec->cells[0].config_json);
+  EXPECT_EQ(config["data"]["path"], "/home/me/studies/corpus/train.bin");
+  EXPECT_EQ(config["data"]["heldout_path"], "/abs/val.bin");
+  EXPECT_EQ(config["model"].value("vocab_size", -1), -1);  // derived, never canonical
+  // Without a base directory the paths stay as written.
+  spec = ParseStudyFile("studies/a.yaml", text);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(nlohmann::json::parse(spec->cells[0].config_json)["data"]["path"], "corpus/train.bin");
+}
+
 TEST(StudyFileTest, ScalarAxesQuotedStringsAndDescription) {
   const char* yaml = R"yaml(name: s.1_x-y
 description: one cell

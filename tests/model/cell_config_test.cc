@@ -221,3 +221,65 @@ TEST(CellConfigTest, CanonicalJsonRoundTrips) {
 
 }  // namespace
 }  // namespace onset::model
+
+namespace onset::model {
+namespace {
+
+TEST(CellConfigDataTest, AFileBackgroundSetsTheVocabularyAndItsCanonicalKeys) {
+  CellConfig c = ParseOk({{"data", {{"background", "file"},
+                                    {"path", "/data/owt/train.bin"},
+                                    {"vocab_size", 50257},
+                                    {"heldout_path", "/data/owt/val.bin"}}}});
+  EXPECT_EQ(c.data.text_tokens(), 50257);
+  EXPECT_EQ(c.model.vocab_size, 50264);  // 50257 + 5 specials, padded to a multiple of 8
+  const json j = c.ToJson();
+  EXPECT_EQ(j["data"]["background"], "file");
+  EXPECT_EQ(j["data"]["path"], "/data/owt/train.bin");
+  EXPECT_EQ(j["data"]["dtype"], "uint16");
+  EXPECT_EQ(j["data"]["heldout_path"], "/data/owt/val.bin");
+  EXPECT_FALSE(j["data"].contains("heldout_fraction"));
+  EXPECT_FALSE(j["data"].contains("markov_branching"));  // meaningless for a file
+  // The canonical form parses back to itself.
+  EXPECT_EQ(ParseOk(j).CanonicalText(), c.CanonicalText());
+
+  CellConfig f = ParseOk({{"data", {{"background", "file"}, {"path", "t.bin"}}}});
+  EXPECT_EQ(f.model.vocab_size, 264);  // the byte vocabulary of `onset-train prepare`
+  EXPECT_EQ(f.ToJson()["data"]["heldout_fraction"], 0.01);
+  EXPECT_EQ(ParseOk(f.ToJson()).CanonicalText(), f.CanonicalText());
+}
+
+TEST(CellConfigDataTest, MarkovCellsKeepTheirCanonicalForm) {
+  // Token files added keys; a markov cell's canonical text (and so its address) is unchanged.
+  CellConfig c = ParseOk(json::object());
+  EXPECT_EQ(c.model.vocab_size, 264);
+  const json data = c.ToJson()["data"];
+  for (const char* key : {"background", "path", "dtype", "vocab_size", "heldout_path",
+                          "heldout_fraction"}) {
+    EXPECT_FALSE(data.contains(key)) << key;
+  }
+  EXPECT_EQ(ParseOk({{"data", {{"background", "markov"}}}}).CanonicalText(), c.CanonicalText());
+}
+
+TEST(CellConfigDataTest, FileBackgroundErrorsNameTheKey) {
+  EXPECT_EQ(ParseError({{"data", {{"background", "web"}}}}),
+            "data.background: unknown background 'web': expected markov or file");
+  EXPECT_EQ(ParseError({{"data", {{"path", "t.bin"}}}}),
+            "data.path: applies only to data.background: file");
+  EXPECT_EQ(ParseError({{"data", {{"background", "file"}}}}),
+            "data.path: is required with data.background: file");
+  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"}, {"dtype", "int8"}}}}),
+            "data.dtype: unknown dtype 'int8': expected uint16 or uint32");
+  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"}, {"vocab_size", 100000}}}}),
+            "data.vocab_size: exceeds what uint16 tokens can hold (65536); use dtype uint32");
+  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"}, {"zipf_exponent", 1.0}}}}),
+            "data.zipf_exponent: applies only to data.background: markov");
+  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"},
+                                  {"heldout_path", "v"}, {"heldout_fraction", 0.1}}}}),
+            "data.heldout_fraction: is set together with data.heldout_path; choose one");
+  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"},
+                                  {"heldout_fraction", 0.0}}}}),
+            "data.heldout_fraction: must be above 0 when there is no data.heldout_path");
+}
+
+}  // namespace
+}  // namespace onset::model

@@ -44,7 +44,8 @@ class TrainBinaryTest : public ::testing::Test {
       ::closedir(d);
     }
     ::rmdir(ckpt().c_str());
-    for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl"}) {
+    for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl", "text.txt",
+                          "text.bin"}) {
       ::unlink((dir_ + "/" + f).c_str());
     }
     ::rmdir(dir_.c_str());
@@ -131,6 +132,47 @@ TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
   EXPECT_EQ(checkpoint, 4);  // the same default cadence
   EXPECT_EQ(last_eval["tokens"], 4096);
   EXPECT_TRUE(last_eval["metrics"].contains("niah/acc_beyond_window"));
+}
+
+TEST_F(TrainBinaryTest, PreparedTextTrainsAndABadTokenFileExitsTwo) {
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
+  std::ofstream(dir_ + "/text.txt") << text;
+  RunResult p = Run("prepare --out " + dir_ + "/text.bin " + dir_ + "/text.txt");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find(std::to_string(text.size()) + " tokens (uint16, byte vocabulary)"),
+            std::string::npos) << p.out;
+
+  const std::string config = R"({
+    "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 32},
+    "train": {"tokens": 1024, "batch_tokens": 256, "micro_batch": 8},
+    "data": {"background": "file", "path": ")" + dir_ + R"(/text.bin", "vocab_size": VOCAB},
+    "eval": {"heldout_seqs": 2, "niah_lengths": [32], "niah_samples": 1}})";
+  auto with_vocab = [&](const std::string& v) {
+    std::string c = config;
+    c.replace(c.find("VOCAB"), 5, v);
+    return WriteConfig(c);
+  };
+  RunResult ok = Run("--config " + with_vocab("256") + " --device cpu --threads 1 --checkpoint-dir " + ckpt());
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("\"event\":\"done\""), std::string::npos) << ok.out;
+
+  // Letters are above id 100: the first token of the file is already out of the vocabulary.
+  const std::string path = with_vocab("100");
+  RunResult bad = Run("--config " + path + " --device cpu --checkpoint-dir " + ckpt() + "2");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find(path + ": data.path: " + dir_ + "/text.bin: token id 116 at token 0 "
+                         "(byte offset 0) is outside the vocabulary"),
+            std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty()) << bad.out;
+}
+
+TEST_F(TrainBinaryTest, DumpLogitsRefusesIdsPastTheConfigsVocabulary) {
+  const std::string path = WriteConfig(R"({"model": {"layers": 1, "d_model": 16, "heads": 2}})");
+  RunResult r = Run("dump-logits --config " + path + " --checkpoint " + ckpt() + " --tokens 1,264");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tokens: id 264 is not below the model's vocabulary size 264"),
+            std::string::npos) << r.err;
 }
 
 TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "tests/model/temp_dir.h"
+
 namespace onset::model {
 namespace {
 
@@ -93,6 +95,74 @@ TEST(TrainerTest, DivergenceStopsTheRun) {
   EXPECT_EQ(r.outcome, TrainOutcome::kDiverged);
   EXPECT_EQ(sink.events.back().event, "diverged");
   EXPECT_LT(r.tokens, 20'480);
+}
+
+// A "text" in a 300-token vocabulary: a fixed random walk with few successors per token,
+// learnable like the Markov background.
+std::vector<int64_t> WalkText(int n) {
+  std::vector<int64_t> ids(n);
+  Rng rng(42);
+  int64_t t = 0;
+  for (int i = 0; i < n; ++i) {
+    t = (t * 7 + 3 + 50 * rng.Below(3)) % 300;
+    ids[i] = t;
+  }
+  return ids;
+}
+
+CellConfig FileCell(const std::string& path, int64_t tokens) {
+  CellConfig c;
+  auto e = ParseCellConfig(
+      {{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "swa:1"},
+                  {"window", 8}}},
+       {"train", {{"tokens", tokens}, {"batch_tokens", 512}, {"micro_batch", 8}, {"lr", 1e-2}}},
+       {"data", {{"background", "file"}, {"path", path}, {"dtype", "uint32"},
+                 {"vocab_size", 300}, {"heldout_fraction", 0.1}}},
+       {"eval", {{"heldout_seqs", 4}, {"niah_lengths", {32, 64}}, {"niah_depths", {0.5}},
+                 {"niah_samples", 2}}}},
+      &c);
+  EXPECT_FALSE(e) << e->ToString();
+  return c;
+}
+
+TEST(TrainerTest, TrainsOnATokenFileWithItsOwnVocabulary) {
+  at::set_num_threads(1);
+  testutil::TempDir dir;
+  const std::string path = dir.WriteTokens<uint32_t>("walk.bin", WalkText(20'000));
+  MemorySink sink;
+  Trainer trainer(FileCell(path, 40'960), at::kCPU, &sink);
+  EXPECT_EQ(trainer.model()->config().vocab_size, 312);  // 300 + 5 specials, padded
+  TrainResult r = trainer.Run();
+  ASSERT_EQ(r.outcome, TrainOutcome::kDone);
+  EXPECT_NEAR(r.step_losses.front(), std::log(312.0), 0.3);
+  // It learns the walk (3 successors a token; the records' random keys and values stay
+  // unpredictable).
+  EXPECT_LT(r.step_losses.back(), 0.7 * r.step_losses.front());
+  const MetricsEvent* last_eval = nullptr;
+  for (const MetricsEvent& e : sink.events) {
+    if (e.event == "eval") last_eval = &e;
+  }
+  ASSERT_NE(last_eval, nullptr);
+  EXPECT_TRUE(last_eval->metrics.count("eval/heldout_loss"));
+  EXPECT_TRUE(last_eval->metrics.count("niah/acc@64"));
+}
+
+TEST(TrainerTest, AnUnusableTokenFileIsADataError) {
+  testutil::TempDir dir;
+  std::vector<int64_t> ids = WalkText(20'000);
+  ids[1234] = 300;  // one id past the vocabulary
+  const std::string path = dir.WriteTokens<uint32_t>("bad.bin", ids);
+  MemorySink sink;
+  try {
+    Trainer trainer(FileCell(path, 2048), at::kCPU, &sink);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "data.path: " + path +
+                  ": token id 300 at token 1234 (byte offset 4936) is outside the vocabulary: "
+                  "data.vocab_size is 300");
+  }
+  EXPECT_TRUE(sink.events.empty());
 }
 
 }  // namespace
