@@ -7,9 +7,14 @@
 #include <exception>
 
 #include <ATen/Parallel.h>
+#if __has_include(<ATen/cuda/CUDAContext.h>)
+#include <ATen/cuda/CUDAContext.h>
+#define ONSET_HAVE_ATEN_CUDA 1
+#endif
 #include <torch/cuda.h>
 
 #include "model/export_app.h"
+#include "model/flops.h"
 #include "model/metrics_writer.h"
 #include "model/prepare_app.h"
 #include "model/train_flags.h"
@@ -55,6 +60,16 @@ int TrainMain(int argc, char** argv) {
 
     JsonLinesSink sink(flags.metrics_fd);
     Trainer trainer(config, device, &sink, flags.checkpoint_dir);
+#ifdef ONSET_HAVE_ATEN_CUDA
+    if (device.is_cuda()) {
+      const std::string name = at::cuda::getCurrentDeviceProperties()->name;
+      if (std::optional<double> peak = PeakBf16Flops(name)) {
+        trainer.set_peak_flops(*peak);
+      } else {
+        std::fprintf(stderr, "onset-train: no published bf16 peak for %s: no MFU\n", name.c_str());
+      }
+    }
+#endif
     if (flags.resume) {
       if (auto error = trainer.Resume()) {
         std::fprintf(stderr, "onset-train: %s\n", error->c_str());

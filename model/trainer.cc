@@ -7,6 +7,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
+#include "model/flops.h"
 #include "model/optimizer.h"
 #include "model/precision.h"
 
@@ -54,6 +55,7 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = Transformer(config.model);
   model_->to(device_);
+  flops_per_token_ = TrainFlopsPerToken(config.model, model_->CountParams().non_embedding);
   optimizer_ = MakeAdamW(*model_, config.train);
   evaluator_ = std::make_unique<Evaluator>(config, heldout_data_, device_);
   for (int64_t at : config.train.keep_checkpoints_at) {
@@ -161,6 +163,7 @@ TrainResult Trainer::Finish(TrainResult result) {
   const double avg_tps = train_seconds_ > 0 ? tokens_ / train_seconds_ : 0.0;
   MetricsEvent done{"done", tokens_, std::nullopt,
                     {{"train/tokens_per_second", avg_tps}, {"train/seconds", train_seconds_}}};
+  AddMfu(avg_tps, &done.metrics);
   // A run resumed from its final checkpoint takes no step and has no loss of its own to add.
   if (!result.step_losses.empty()) done.metrics["train/loss"] = result.step_losses.back();
   sink_->Emit(done);
@@ -173,14 +176,21 @@ void Trainer::EmitTrain(double lr) {
   // train/loss is the mean over the steps since the previous train event.
   const double mean_loss = window_loss_sum_ / window_steps_;
   const double tps = window_seconds_ > 0 ? window_tokens_ / window_seconds_ : 0.0;
-  sink_->Emit({"train", tokens_, steps_,
-               {{"train/loss", mean_loss}, {"train/lr", lr}, {"train/tokens_per_second", tps}}});
+  MetricsEvent event{"train", tokens_, steps_,
+                     {{"train/loss", mean_loss}, {"train/lr", lr}, {"train/tokens_per_second", tps}}};
+  AddMfu(tps, &event.metrics);
+  sink_->Emit(event);
   std::fprintf(stderr, "step %6lld  tokens %10lld  loss %.4f  lr %.2e  %.0f tok/s\n",
                static_cast<long long>(steps_), static_cast<long long>(tokens_), mean_loss, lr, tps);
   window_seconds_ = 0;
   window_tokens_ = 0;
   window_loss_sum_ = 0;
   window_steps_ = 0;
+}
+
+void Trainer::AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const {
+  if (peak_flops_ <= 0 || tokens_per_second <= 0) return;
+  (*metrics)["train/mfu"] = tokens_per_second * flops_per_token_ / peak_flops_;
 }
 
 void Trainer::WriteCheckpoint() {

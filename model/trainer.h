@@ -70,6 +70,9 @@ class Trainer {
   // returns the outcome. Throws std::runtime_error when a checkpoint cannot be written.
   TrainResult Run();
 
+  // The devices' peak FLOP/s (flops.h); when set, train and done events carry train/mfu.
+  void set_peak_flops(double flops) { peak_flops_ = flops; }
+
   Transformer& model() { return model_; }
   int64_t tokens_per_step() const { return seqs_per_step_ * config_.model.seq_len; }
 
@@ -79,6 +82,7 @@ class Trainer {
   at::Tensor NextBatch(int64_t seqs);  // (seqs, seq_len + 1) int64 on device_
   void Evaluate();
   void EmitTrain(double lr);
+  void AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const;
   bool CheckpointDue() const;
   void WriteCheckpoint();
   TrainResult Finish(TrainResult result);
@@ -97,6 +101,8 @@ class Trainer {
   LrSchedule schedule_;
   std::unique_ptr<Evaluator> evaluator_;
   int64_t seqs_per_step_;
+  double flops_per_token_;   // TrainFlopsPerToken of the model
+  double peak_flops_ = 0;    // 0 = unknown: no MFU
   std::string checkpoint_dir_;
   std::set<int64_t> keep_tokens_;  // train.keep_checkpoints_at rounded up to step boundaries
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/flops.h"
 #include "tests/model/temp_dir.h"
 
 namespace onset::model {
@@ -123,6 +124,26 @@ CellConfig FileCell(const std::string& path, int64_t tokens) {
       &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
+}
+
+TEST(TrainerTest, MfuIsThroughputTimesModelFlopsOverThePeak) {
+  at::set_num_threads(1);
+  MemorySink sink;
+  const CellConfig config = TinyCell(2048);
+  Trainer trainer(config, at::kCPU, &sink);
+  trainer.set_peak_flops(1e9);
+  trainer.Run();
+  const double per_token =
+      TrainFlopsPerToken(config.model, trainer.model()->CountParams().non_embedding);
+  int with_mfu = 0;
+  for (const MetricsEvent& e : sink.events) {
+    if (e.event != "train" && e.event != "done") continue;
+    ASSERT_TRUE(e.metrics.count("train/mfu")) << e.event;
+    EXPECT_DOUBLE_EQ(e.metrics.at("train/mfu"),
+                     e.metrics.at("train/tokens_per_second") * per_token / 1e9);
+    ++with_mfu;
+  }
+  EXPECT_GE(with_mfu, 2);
 }
 
 TEST(TrainerTest, TrainsOnATokenFileWithItsOwnVocabulary) {
