@@ -448,6 +448,25 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
     m.Fail("pos", "unknown positional scheme '" + mc.pos + "': expected rope, nope-full or nope");
   }
   if (!error) {
+    // Schemes that place RoPE in the same layers are one model: full attention with nope-full
+    // is nope, a pattern without F layers with nope-full is rope, L/D-only patterns are rope.
+    // The first of rope, nope, nope-full that matches names the cell.
+    auto rope_layers = [&mc](const char* pos) {
+      ModelConfig probe = mc;
+      probe.pos = pos;
+      std::vector<bool> flags;
+      for (int i = 0; i < probe.layers; ++i) flags.push_back(probe.LayerUsesRope(i));
+      return flags;
+    };
+    const std::vector<bool> wanted = rope_layers(mc.pos.c_str());
+    for (const char* pos : {kPosRope, kPosNope, kPosNopeFull}) {
+      if (rope_layers(pos) == wanted) {
+        mc.pos = pos;
+        break;
+      }
+    }
+  }
+  if (!error) {
     if (mc.HasSliding()) {
       if (mc.window < 1) m.Fail("window", "is required (>= 1) for an arch with S layers");
     } else {

@@ -213,6 +213,21 @@ TEST(CellConfigTest, RopePerLayerFollowsPos) {
             "model.pos: unknown positional scheme 'alibi': expected rope, nope-full or nope");
 }
 
+TEST(CellConfigTest, SchemesThatPlaceRopeAlikeAreOneCell) {
+  auto pos = [](const std::string& arch, const std::string& p) {
+    return ParseOk({{"model", {{"arch", arch}, {"window", 8}, {"pos", p}}}}).model.pos;
+  };
+  EXPECT_EQ(pos("full", "nope-full"), "nope");  // every layer is F
+  EXPECT_EQ(pos("full", "rope"), "rope");
+  EXPECT_EQ(pos("swa:0", "nope-full"), "rope");  // no F layer
+  EXPECT_EQ(pos("swa:0", "nope"), "nope");
+  EXPECT_EQ(pos("gdn", "nope-full"), "nope");  // DDDF: only the F layer could take RoPE
+  EXPECT_EQ(pos("gdn", "rope"), "rope");
+  EXPECT_EQ(pos("gdn:0", "nope"), "rope");     // no attention layer: nothing to encode
+  EXPECT_EQ(pos("swa", "nope-full"), "nope-full");  // SSSF: all three differ
+  EXPECT_EQ(pos("swa", "nope"), "nope");
+}
+
 TEST(CellConfigTest, CanonicalJsonRoundTrips) {
   CellConfig a = ParseOk({{"model", {{"arch", "swa:1"}, {"window", 16}}}, {"train", {{"tokens", "1M"}}}});
   CellConfig b = ParseOk(a.ToJson());
