@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tests/coordinator/test_util.h"
@@ -170,14 +171,16 @@ TEST(StudyFileTest, QuotedNumberStaysAString) {
 }
 
 TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {
-  for (const char* file : {"studies/demo.yaml"}) {
+  const std::map<std::string, size_t> kCells = {{"studies/demo.yaml", 6},
+                                                {"studies/hybrid-design.yaml", 48}};
+  for (const auto& [file, cells] : kCells) {
     std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
     ASSERT_TRUE(in.good()) << file;
     std::stringstream text;
     text << in.rdbuf();
     absl::StatusOr<StudySpec> spec = ParseStudyFile(file, text.str());
     ASSERT_TRUE(spec.ok()) << spec.status();
-    EXPECT_FALSE(spec->cells.empty());
+    EXPECT_EQ(spec->cells.size(), cells) << file;
   }
 }
 
