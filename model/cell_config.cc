@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <regex>
 #include <set>
 
 #include "model/vocab.h"
@@ -218,7 +219,16 @@ bool ModelConfig::LayerUsesRope(int i) const {
   if (kind != kFullAttention && kind != kSlidingWindow) return false;
   if (pos == kPosNope) return false;
   if (pos == kPosNopeFull) return kind != kFullAttention;
-  return true;
+  if (pos == kPosRope) return true;
+  // Explicit "F:nope,S:rope": find this layer's type.
+  const std::string entry = std::string(1, kind) + ":";
+  const size_t at = pos.find(entry);
+  return at == std::string::npos || pos.compare(at + 2, 4, "nope") != 0;
+}
+
+bool IsExplicitPos(const std::string& pos) {
+  static const std::regex kExplicit("([FS]:(rope|nope))(,[FS]:(rope|nope))?");
+  return std::regex_match(pos, kExplicit) && !(pos.size() > 6 && pos[0] == pos[7]);
 }
 
 int64_t TrainConfig::resolved_warmup_tokens() const {
@@ -417,6 +427,7 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   m.String("full_position", &mc.full_position);
   m.Int("window", &mc.window, 0, 1 << 22);
   m.String("pos", &mc.pos);
+  m.Bool("logn_scaling", &mc.logn_scaling);
   m.Int("chunk_size", &mc.chunk_size, 1, 1 << 16);
   m.Int("kv_heads", &mc.kv_heads, 0, 1024);
   m.RejectUnknown();
@@ -444,8 +455,10 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
     m.Fail("pattern", "'" + written_pattern + "' disagrees with arch '" + mc.arch +
                           "' (resolved to '" + mc.pattern + "'); leave it out");
   }
-  if (!error && mc.pos != kPosRope && mc.pos != kPosNopeFull && mc.pos != kPosNope) {
-    m.Fail("pos", "unknown positional scheme '" + mc.pos + "': expected rope, nope-full or nope");
+  if (!error && mc.pos != kPosRope && mc.pos != kPosNopeFull && mc.pos != kPosNope &&
+      !IsExplicitPos(mc.pos)) {
+    m.Fail("pos", "unknown positional scheme '" + mc.pos +
+                      "': expected rope, nope-full, nope or a per-type form like F:nope,S:rope");
   }
   if (!error) {
     // Schemes that place RoPE in the same layers are one model: full attention with nope-full
@@ -459,12 +472,19 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
       return flags;
     };
     const std::vector<bool> wanted = rope_layers(mc.pos.c_str());
-    for (const char* pos : {kPosRope, kPosNope, kPosNopeFull}) {
+    for (const char* pos : {kPosRope, kPosNope, kPosNopeFull, "F:rope,S:nope"}) {
       if (rope_layers(pos) == wanted) {
         mc.pos = pos;
         break;
       }
     }
+    // Log-n scaling touches NoPE attention layers only.
+    bool any_nope = false;
+    for (int i = 0; i < mc.layers; ++i) {
+      const char kind = mc.pattern[i];
+      any_nope |= (kind == kFullAttention || kind == kSlidingWindow) && !mc.LayerUsesRope(i);
+    }
+    if (!any_nope) mc.logn_scaling = false;
   }
   if (!error) {
     if (mc.HasSliding()) {
@@ -635,6 +655,8 @@ nlohmann::json CellConfig::ToJson() const {
                 {"pos", model.pos},
                 {"chunk_size", model.chunk_size},
                 {"kv_heads", model.resolved_kv_heads()}};
+  // Written only when on, so that cells from before the option keep their addresses.
+  if (model.logn_scaling) j["model"]["logn_scaling"] = true;
   j["train"] = {{"tokens", train.tokens},
                 {"batch_tokens", train.batch_tokens},
                 {"micro_batch", train.micro_batch},

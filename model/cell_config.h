@@ -33,6 +33,10 @@ inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
 inline constexpr const char* kPosNopeFull = "nope-full"; // NoPE in F layers, RoPE elsewhere
 inline constexpr const char* kPosNope = "nope";          // no positional encoding anywhere
 
+// Whether `pos` is the explicit per-type form: "F:rope", "S:nope,F:rope", ... (each type at
+// most once).
+bool IsExplicitPos(const std::string& pos);
+
 struct ModelConfig {
   int layers = 4;
   int d_model = 128;
@@ -57,9 +61,15 @@ struct ModelConfig {
   // cannot change the pattern.
   std::string full_position = kFullLast;
   int window = 0;             // sliding window w: query i sees keys j with i - w < j <= i
-  // Positional scheme of the attention layers (F, S). L and D layers never use RoPE: their
-  // decay already orders the past.
+  // Positional scheme of the attention layers (F, S): rope, nope-full, nope, or the explicit
+  // per-type form "F:rope|nope,S:rope|nope" (a type left out takes RoPE). L and D layers never
+  // use RoPE: their decay already orders the past. Canonical form: the first of rope, nope,
+  // nope-full that places RoPE in the same layers, else "F:..,S:..".
   std::string pos = kPosRope;
+  // Log-n scaling in NoPE attention layers: the query at position p >= seq_len is multiplied
+  // by log(p + 1) / log(seq_len), keeping attention as sharp beyond the training length as
+  // within it. Changes nothing during training (positions < seq_len).
+  bool logn_scaling = false;
   int chunk_size = 64;        // chunk length of the L and D layers' chunkwise-parallel form
   int kv_heads = 0;           // key/value heads of F and S layers (GQA); 0 = heads
   // Embedding rows, derived from the data's vocabulary (vocab.h) when the cell config is

@@ -49,6 +49,9 @@ AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerCont
   }
   if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, H+G, D)
   at::Tensor q = qk.narrow(2, 0, H).transpose(1, 2);             // (B, H, T, D)
+  if (!use_rope_ && ctx.logn_scale.defined()) {
+    q = q * ctx.logn_scale.to(q.scalar_type()).view({1, 1, T, 1});  // (B, H, T, D)
+  }
   at::Tensor k = qk.narrow(2, H, G).transpose(1, 2);             // (B, G, T, D)
   return {q, k, v};
 }
@@ -190,11 +193,18 @@ at::Tensor TransformerImpl::Logits(at::Tensor x) {
   return logits.to(at::kFloat);                                             // (B, T, V)
 }
 
+at::Tensor TransformerImpl::LognScale(int64_t offset, int64_t T, const at::Device& device) const {
+  if (!config_.logn_scaling) return {};
+  at::Tensor p = at::arange(offset + 1, offset + T + 1, at::TensorOptions().dtype(at::kFloat));
+  at::Tensor scale = (p.log() / std::log(static_cast<double>(config_.seq_len))).clamp_min(1.0);
+  return scale.to(device);  // (T)
+}
+
 at::Tensor TransformerImpl::forward(const at::Tensor& tokens, int64_t position_offset) {
   const int64_t T = tokens.size(1);
   RopeTables rope = RopeTables::Make(position_offset, T, config_.head_dim(), config_.rope_base,
                                      tokens.device());  // (T, D/2) each
-  MixerContext ctx{&rope};
+  MixerContext ctx{&rope, LognScale(position_offset, T, tokens.device())};
   at::Tensor x = wte_(tokens);                    // (B, T, C)
   for (Block& block : blocks_) x = block(x, ctx);  // (B, T, C)
   return Logits(x);                               // (B, T, V)
@@ -209,7 +219,7 @@ at::Tensor TransformerImpl::Prefill(const at::Tensor& tokens, std::vector<LayerC
   }
   RopeTables rope = RopeTables::Make(0, tokens.size(1), config_.head_dim(), config_.rope_base,
                                      tokens.device());  // (T, D/2) each
-  MixerContext ctx{&rope};
+  MixerContext ctx{&rope, LognScale(0, tokens.size(1), tokens.device())};
   at::Tensor x = wte_(tokens);  // (B, T, C)
   for (size_t i = 0; i < blocks_.size(); ++i) {
     x = blocks_[i]->Decode(x, ctx, &(*caches)[i], /*step=*/false);  // (B, T, C)
@@ -222,7 +232,7 @@ at::Tensor TransformerImpl::Step(const at::Tensor& tokens, int64_t position,
   TORCH_CHECK(caches->size() == blocks_.size(), "Step before Prefill");
   RopeTables rope = RopeTables::Make(position, 1, config_.head_dim(), config_.rope_base,
                                      tokens.device());  // (1, D/2) each
-  MixerContext ctx{&rope};
+  MixerContext ctx{&rope, LognScale(position, 1, tokens.device())};
   at::Tensor x = wte_(tokens);  // (B, 1, C)
   for (size_t i = 0; i < blocks_.size(); ++i) {
     x = blocks_[i]->Decode(x, ctx, &(*caches)[i], /*step=*/true);  // (B, 1, C)

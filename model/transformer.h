@@ -40,6 +40,9 @@ TORCH_MODULE(RMSNorm);
 // What every mixer sees besides its input: the positions of the sequence.
 struct MixerContext {
   const RopeTables* rope = nullptr;  // tables for positions offset .. offset + T - 1
+  // model.logn_scaling: the query factor of NoPE attention layers per position, (T) float,
+  // max(1, log(p + 1) / log(seq_len)); undefined when off.
+  at::Tensor logn_scale;
 };
 
 // One layer's decoding state (model/decoding.h drives it). Which fields a layer uses depends on
@@ -161,7 +164,9 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   void InitWeights();
-  at::Tensor Logits(at::Tensor x);  // final norm and output projection: (B, T, C) -> (B, T, V)
+  at::Tensor Logits(at::Tensor x);
+  // MixerContext::logn_scale for positions offset .. offset + T - 1; undefined when off.
+  at::Tensor LognScale(int64_t offset, int64_t T, const at::Device& device) const;  // final norm and output projection: (B, T, C) -> (B, T, V)
 
   ModelConfig config_;
   torch::nn::Embedding wte_{nullptr};

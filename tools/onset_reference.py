@@ -73,10 +73,13 @@ def l2_normalize(x):
 
 
 def layer_uses_rope(model, i):
-    kind = model["pattern"][i]
-    if kind not in "FS" or model["pos"] == "nope":
+    """pos: rope, nope, nope-full, or the per-type form "F:rope,S:nope" (a type left out: RoPE)."""
+    kind, pos = model["pattern"][i], model["pos"]
+    if kind not in "FS" or pos == "nope":
         return False
-    return not (model["pos"] == "nope-full" and kind == "F")
+    if pos in ("rope", "nope-full"):
+        return not (pos == "nope-full" and kind == "F")
+    return dict(e.split(":") for e in pos.split(",")).get(kind, "rope") == "rope"
 
 
 def rope(x, base):
@@ -105,6 +108,11 @@ def attention(p, x, model, window, use_rope):
         k = rms_norm(k, p["qk_norm_weight"][1])                      # (B, T, G, D)
     if use_rope:
         q, k = rope(q, model["rope_base"]), rope(k, model["rope_base"])
+    elif model.get("logn_scaling"):
+        # Beyond the training length, NoPE queries sharpen by log(p + 1) / log(seq_len).
+        p1 = torch.arange(1, T + 1, dtype=torch.float32)
+        scale = (p1.log() / math.log(model["seq_len"])).clamp_min(1.0)
+        q = q * scale.to(q.dtype)[None, :, None, None]              # (B, T, H, D)
     k = k.repeat_interleave(H // G, dim=2)                           # (B, T, H, D)
     v = v.repeat_interleave(H // G, dim=2)                           # (B, T, H, D)
     scores = torch.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(D)    # (B, H, T, T)

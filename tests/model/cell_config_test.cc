@@ -210,7 +210,8 @@ TEST(CellConfigTest, RopePerLayerFollowsPos) {
   EXPECT_TRUE(c.model.LayerUsesRope(2));
   EXPECT_TRUE(c.model.LayerUsesRope(3));
   EXPECT_EQ(ParseError({{"model", {{"pos", "alibi"}}}}),
-            "model.pos: unknown positional scheme 'alibi': expected rope, nope-full or nope");
+            "model.pos: unknown positional scheme 'alibi': expected rope, nope-full, nope or a "
+            "per-type form like F:nope,S:rope");
 }
 
 TEST(CellConfigTest, SchemesThatPlaceRopeAlikeAreOneCell) {
@@ -226,6 +227,36 @@ TEST(CellConfigTest, SchemesThatPlaceRopeAlikeAreOneCell) {
   EXPECT_EQ(pos("gdn:0", "nope"), "rope");     // no attention layer: nothing to encode
   EXPECT_EQ(pos("swa", "nope-full"), "nope-full");  // SSSF: all three differ
   EXPECT_EQ(pos("swa", "nope"), "nope");
+}
+
+TEST(CellConfigTest, ExplicitPerTypePositionsAndLognScaling) {
+  CellConfig c = ParseOk({{"model", {{"arch", "swa"}, {"window", 8}, {"pos", "S:nope,F:rope"}}}});
+  EXPECT_EQ(c.model.pos, "F:rope,S:nope");  // the one scheme without a name, canonically ordered
+  EXPECT_FALSE(c.model.LayerUsesRope(0));
+  EXPECT_TRUE(c.model.LayerUsesRope(3));
+  // Named schemes win where they mean the same layers.
+  auto pos = [](const std::string& p) {
+    return ParseOk({{"model", {{"arch", "swa"}, {"window", 8}, {"pos", p}}}}).model.pos;
+  };
+  EXPECT_EQ(pos("F:nope,S:rope"), "nope-full");
+  EXPECT_EQ(pos("F:nope"), "nope-full");  // S left out: RoPE
+  EXPECT_EQ(pos("S:nope,F:nope"), "nope");
+  EXPECT_EQ(pos("S:rope"), "rope");
+  for (const char* bad : {"F:nope,F:rope", "F=nope", "L:nope", "F:alibi", "F:nope,"}) {
+    EXPECT_EQ(ParseError({{"model", {{"pos", bad}}}}).rfind("model.pos: unknown positional", 0),
+              0u)
+        << bad;
+  }
+
+  // Log-n scaling: kept where a NoPE attention layer exists, written only when on.
+  CellConfig on = ParseOk({{"model", {{"pos", "nope"}, {"logn_scaling", true}}}});
+  EXPECT_TRUE(on.model.logn_scaling);
+  EXPECT_EQ(on.ToJson()["model"]["logn_scaling"], true);
+  EXPECT_EQ(ParseOk(on.ToJson()).CanonicalText(), on.CanonicalText());
+  CellConfig moot = ParseOk({{"model", {{"pos", "rope"}, {"logn_scaling", true}}}});
+  EXPECT_FALSE(moot.model.logn_scaling);
+  EXPECT_EQ(moot.CanonicalText(), ParseOk(json::object()).CanonicalText());
+  EXPECT_FALSE(ParseOk(json::object()).ToJson()["model"].contains("logn_scaling"));
 }
 
 TEST(CellConfigTest, CanonicalJsonRoundTrips) {

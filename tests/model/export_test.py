@@ -33,7 +33,7 @@ TOKENS = [256, 257, 10, 20, 258, 30, 40, 50] + list(range(60, 76)) + [259, 10, 2
 BASE_MODEL = {"layers": 4, "d_model": 32, "heads": 4, "seq_len": 32, "chunk_size": 8}
 
 # name -> model overrides. Together they cover every mixer, RoPE and NoPE layers, window
-# masks, GQA, QK-norm on and off, and tied and separate output matrices.
+# masks, GQA, QK-norm on and off, tied and separate output matrices, and log-n scaling.
 KINDS = {
     "F": {"arch": "full"},
     "SSSF-w8": {"arch": "swa", "window": 8},
@@ -41,6 +41,9 @@ KINDS = {
     "DDDF": {"arch": "gdn"},
     "GQA-kv1": {"arch": "swa", "window": 8, "kv_heads": 1, "tie_embeddings": False},
     "nope-full": {"arch": "swa", "window": 8, "pos": "nope-full"},
+    # RoPE in F, NoPE in S, and log-n scaling: seq_len 16 puts the last 12 tokens beyond it.
+    "F-rope-S-nope-logn": {"arch": "swa", "window": 8, "pos": "F:rope,S:nope",
+                           "logn_scaling": True, "seq_len": 16},
 }
 
 

@@ -208,7 +208,7 @@ TEST(GqaTest, AttentionMixerEqualsPerHeadReference) {
     const int64_t B = 2, T = 11, H = 4, G = kv_heads, D = 8;
     at::Tensor x = at::randn({B, T, 32});
     RopeTables rope = RopeTables::Make(3, T, D, 10000.0, at::kCPU);
-    MixerContext ctx{&rope};
+    MixerContext ctx{&rope, {}};
     at::Tensor got = mixer.Forward(x, ctx);
 
     auto params = mixer.named_parameters();

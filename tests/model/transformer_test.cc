@@ -72,6 +72,30 @@ TEST(TransformerTest, NopeIgnoresPosition) {
   }
 }
 
+// Log-n scaling leaves positions below seq_len alone and sharpens NoPE queries beyond it,
+// the same way in a full forward and in cached decoding.
+TEST(TransformerTest, LognScalingActsOnlyBeyondTheTrainingLength) {
+  at::Tensor tokens = RandomTokens(1, 48, 4);  // seq_len 32: 16 positions beyond
+  torch::manual_seed(0);
+  ModelConfig plain_config = Tiny("full", "nope", 1);
+  Transformer plain(plain_config);
+  ModelConfig scaled_config = plain_config;
+  scaled_config.logn_scaling = true;
+  torch::manual_seed(0);  // the same weights: the option adds none
+  Transformer scaled(scaled_config);
+  at::Tensor a = plain(tokens), b = scaled(tokens);  // (1, 48, V)
+  EXPECT_TRUE(at::equal(a.narrow(1, 0, 32), b.narrow(1, 0, 32)));
+  EXPECT_GT((a.narrow(1, 32, 16) - b.narrow(1, 32, 16)).abs().max().item<float>(), 1e-4);
+  // Decoding position by position agrees with the full forward.
+  std::vector<LayerCache> caches;
+  at::Tensor prefill = scaled->Prefill(tokens.narrow(1, 0, 40), &caches);  // (1, 40, V)
+  EXPECT_TRUE(at::allclose(prefill, b.narrow(1, 0, 40), 1e-4, 1e-4));
+  for (int64_t p = 40; p < 48; ++p) {
+    at::Tensor step = scaled->Step(tokens.narrow(1, p, 1), p, &caches);  // (1, 1, V)
+    EXPECT_TRUE(at::allclose(step, b.narrow(1, p, 1), 1e-4, 1e-4)) << p;
+  }
+}
+
 // Two sliding-window layers with w = 4 see 2 * (4 - 1) = 6 positions back: changing token 0
 // moves outputs 0..6 and nothing after.
 TEST(TransformerTest, SlidingWindowLimitsTheReceptiveField) {
