@@ -20,6 +20,7 @@ namespace {
 c10::intrusive_ptr<c10d::Backend> MakeGloo(c10::intrusive_ptr<c10d::Store> store, int rank,
                                            int world_size, std::chrono::milliseconds timeout,
                                            const std::string& host) {
+#ifdef USE_C10D_GLOO  // defined by LibTorch's CMake config when it was built with Gloo
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
   if (!host.empty()) {
@@ -31,6 +32,10 @@ c10::intrusive_ptr<c10d::Backend> MakeGloo(c10::intrusive_ptr<c10d::Store> store
   }
   return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, world_size,
                                                      std::move(options));
+#else
+  (void)store, (void)rank, (void)world_size, (void)timeout, (void)host;
+  throw std::runtime_error("this LibTorch has no Gloo, so it cannot train on several CPU ranks");
+#endif
 }
 
 c10::intrusive_ptr<c10d::Backend> MakeNccl(c10::intrusive_ptr<c10d::Store> store, int rank,
