@@ -116,6 +116,16 @@ class Ranks {
     }
   }
 
+  // Kills and reaps every started rank (when not all of them could be started).
+  void KillAll() {
+    Signal(SIGKILL);
+    for (size_t r = 0; r < pids_.size(); ++r) {
+      if (running_[r]) ::waitpid(pids_[r], nullptr, 0);
+      running_[r] = false;
+    }
+    live_ = 0;
+  }
+
   // Waits for every started rank; returns the exit code (see dist_launch.h).
   int Supervise(std::chrono::milliseconds grace) {
     int exit_code = 0;
@@ -190,27 +200,25 @@ int LaunchLocalRanks(const LaunchOptions& options) {
   const std::string store = dir + "/store";
 
   g_signal = 0;
-  struct sigaction action {
-  }, previous[3];
+  struct sigaction action = {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
-  for (int i = 0; i < 3; ++i) ::sigaction(kForwarded[i], &action, &previous[i]);
+  constexpr int kSignals = sizeof kForwarded / sizeof kForwarded[0];
+  struct sigaction previous[kSignals];
+  for (int i = 0; i < kSignals; ++i) ::sigaction(kForwarded[i], &action, &previous[i]);
 
   Ranks ranks(options.nproc);
-  int exit_code = 0;
-  for (int r = 0; r < options.nproc; ++r) {
-    std::string error = ranks.Start(r, options, store);
-    if (!error.empty()) {
-      std::fprintf(stderr, "onset-train: rank %d: %s\n", r, error.c_str());
-      ranks.Signal(SIGKILL);
-      exit_code = 1;
-      break;
-    }
+  int exit_code = -1;
+  for (int r = 0; r < options.nproc && exit_code < 0; ++r) {
+    const std::string error = ranks.Start(r, options, store);
+    if (error.empty()) continue;
+    std::fprintf(stderr, "onset-train: rank %d: %s\n", r, error.c_str());
+    ranks.KillAll();
+    exit_code = 1;
   }
-  const int supervised = ranks.Supervise(options.grace);
-  if (exit_code == 0) exit_code = supervised;
+  if (exit_code < 0) exit_code = ranks.Supervise(options.grace);
 
-  for (int i = 0; i < 3; ++i) ::sigaction(kForwarded[i], &previous[i], nullptr);
+  for (int i = 0; i < kSignals; ++i) ::sigaction(kForwarded[i], &previous[i], nullptr);
   RemoveDir(dir);
   return exit_code;
 }
