@@ -42,6 +42,12 @@ class JsonLinesSink : public MetricsSink {
   int fd_;
 };
 
+// Drops every event (the ranks of a data-parallel run other than rank 0).
+class NullSink : public MetricsSink {
+ public:
+  void Emit(const MetricsEvent&) override {}
+};
+
 // Keeps events in memory (tests).
 class MemorySink : public MetricsSink {
  public:

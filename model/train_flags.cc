@@ -41,7 +41,7 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
     }
     auto [name, value, has_value] = SplitFlag(arg);
     if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads" &&
-        name != "--checkpoint-dir") {
+        name != "--checkpoint-dir" && name != "--nproc" && name != "--dist-timeout") {
       return "unknown argument '" + arg + "'";
     }
     if (!has_value) {
@@ -62,6 +62,15 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
     } else if (name == "--checkpoint-dir") {
       if (value.empty()) return "--checkpoint-dir: must name a directory";
       flags.checkpoint_dir = value;
+    } else if (name == "--nproc") {
+      auto n = ParseInt(value, 1, 1024);
+      if (!n) return "--nproc: must be an integer between 1 and 1024, got '" + value + "'";
+      flags.nproc = *n;
+    } else if (name == "--dist-timeout") {
+      auto n = ParseInt(value, 1, 7 * 24 * 3600);
+      if (!n) return "--dist-timeout: must be a number of seconds between 1 and 604800, got '" +
+                     value + "'";
+      flags.dist_timeout_s = *n;
     } else {
       auto n = ParseInt(value, 1, 1024);
       if (!n) return "--threads: must be an integer between 1 and 1024, got '" + value + "'";

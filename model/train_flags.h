@@ -2,7 +2,12 @@
 // build on a GPU node with nothing but LibTorch.
 //
 //   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
-//               [--checkpoint-dir DIR] [--resume]
+//               [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]
+//
+// --nproc N trains data-parallel on N ranks of this machine (N CUDA devices, or N CPU processes
+// sharing --threads); onset-train then supervises N copies of itself (dist_launch.h). The ranks
+// of a run launched otherwise (torchrun, srun) find their place in the environment
+// (dist_env.h). --dist-timeout bounds how long a rank waits for the others (docs/data-parallel.md).
 #pragma once
 
 #include <optional>
@@ -19,12 +24,14 @@ struct TrainFlags {
   std::optional<int> threads;      // overrides train.threads when given
   std::string checkpoint_dir = "checkpoints";  // relative to the working directory
   bool resume = false;             // continue from the newest valid checkpoint, if any
+  int nproc = 1;                   // ranks to start on this machine
+  int dist_timeout_s = 3600;       // rendezvous and collective timeout of a data-parallel run
   bool help = false;
 };
 
 inline constexpr const char* kTrainUsage =
     "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
-    "[--threads N] [--checkpoint-dir DIR] [--resume]";
+    "[--threads N] [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
 // One command-line argument split as "--name=value" (has_value) or a bare "--name" whose value,

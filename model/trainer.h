@@ -11,6 +11,15 @@
 // restores the newest valid one; the run then continues bit for bit as if it had never
 // stopped (on the same device and thread count), re-sending nothing it had already reported
 // except the start event.
+//
+// Data parallel (docs/data-parallel.md): given a Collective of N ranks, each rank runs its own
+// Trainer on the same config. A step's S sequences are split into N contiguous shares (rank r
+// takes sequences [S*r/N, S*(r+1)/N) of the step, so shares differ by at most one and may be
+// empty when S < N); each micro-batch's loss is still weighted by its size over S, so the sum of
+// the ranks' gradients, taken by an all-reduce before clipping, is the one-process step mean.
+// Every rank then takes the same optimizer step and keeps the same state. Rank 0 alone reports
+// metrics and progress, evaluates and writes checkpoints while the others wait at a barrier;
+// a checkpoint's data position is the global one, so a run may resume on another rank count.
 #pragma once
 
 #include <chrono>
@@ -27,6 +36,7 @@
 
 #include "model/cell_config.h"
 #include "model/checkpoint.h"
+#include "model/collective.h"
 #include "model/evaluator.h"
 #include "model/lr_schedule.h"
 #include "model/metrics_writer.h"
@@ -54,16 +64,21 @@ struct TrainResult {
 class Trainer {
  public:
   // Seeds LibTorch's generator with train.seed before building the model. `sink` is not
-  // owned and must outlive the trainer. Checkpoints are written into `checkpoint_dir`
-  // (created when needed); empty = no checkpoints. Not thread-safe. Throws DataError when the
-  // data's token files cannot be used (background.h).
+  // owned and must outlive the trainer; only rank 0 writes to it. Checkpoints are written into
+  // `checkpoint_dir` (created when needed); empty = no checkpoints. `collective` (not owned,
+  // outlives the trainer) connects the ranks of a data-parallel run; null = a single process.
+  // Not thread-safe; the constructor uses LibTorch's global generator, so ranks that are
+  // threads of one process must construct their trainers one at a time. Throws DataError when
+  // the data's token files cannot be used (background.h).
   Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
-          std::string checkpoint_dir = "");
+          std::string checkpoint_dir = "", Collective* collective = nullptr);
 
   // Restores the newest valid checkpoint in the checkpoint directory. Damaged ones are skipped
   // with a message on stderr; with none left the run starts fresh (also said on stderr).
   // Returns an error message, and restores nothing, when the newest intact checkpoint was
-  // written for a different config. Call before Run().
+  // written for a different config. Call before Run(). With several ranks, rank 0 chooses the
+  // checkpoint and every other rank loads that same file (so the directory must be one they
+  // can all read); if any rank fails, every rank returns an error.
   std::optional<std::string> Resume();
 
   // Trains from the current position to train.tokens (or until the loss is not finite) and
@@ -77,9 +92,17 @@ class Trainer {
   int64_t tokens_per_step() const { return seqs_per_step_ * config_.model.seq_len; }
 
  private:
+  bool lead() const { return collective_->rank() == 0; }
+  bool distributed() const { return collective_->world_size() > 1; }
   void EmitStart();
+  void BroadcastState();   // rank 0's parameters and buffers to every rank
   double Step(double lr);  // one timed optimizer step; returns the mean micro-batch loss
-  at::Tensor NextBatch(int64_t seqs);  // (seqs, seq_len + 1) int64 on device_
+  void SumOverRanks(const at::Tensor& loss_sum);  // gradients and loss, before clipping
+  at::Tensor NextBatch(int64_t seqs);             // (seqs, seq_len + 1) int64 on device_
+  // Loads one checkpoint; *chosen = its tokens, or -1 when none is left. See Resume().
+  std::optional<std::string> ResumeNewest(int64_t* chosen);
+  std::optional<std::string> ResumeFrom(const std::string& path);
+  void Restore(const TrainProgress& p);
   void Evaluate();
   void EmitTrain(double lr);
   void AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const;
@@ -91,7 +114,10 @@ class Trainer {
   CellConfig config_;
   at::Device device_;
   bool bf16_;
-  MetricsSink* sink_;
+  SingleProcess single_process_;
+  Collective* collective_;  // &single_process_ unless given
+  NullSink dropped_;
+  MetricsSink* sink_;  // &dropped_ on ranks other than 0
   Backgrounds backgrounds_;
   SyntheticData data_;          // training sequences
   SyntheticData heldout_data_;  // held-out sequences and NIAH prompts
@@ -99,7 +125,7 @@ class Trainer {
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   LrSchedule schedule_;
-  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<Evaluator> evaluator_;  // rank 0 only
   int64_t seqs_per_step_;
   double flops_per_token_;   // TrainFlopsPerToken of the model
   double peak_flops_ = 0;    // 0 = unknown: no MFU
@@ -109,6 +135,7 @@ class Trainer {
   // Position; a checkpoint holds these and the window below.
   int64_t tokens_ = 0;
   int64_t steps_ = 0;
+  int64_t next_sequence_ = 0;  // index of the next step's first sequence in train_stream_
   bool resumed_ = false;
 
   // Throughput bookkeeping (training time only, evaluation and checkpoints excluded).

@@ -172,7 +172,8 @@ TEST(StudyFileTest, QuotedNumberStaysAString) {
 
 TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {
   const std::map<std::string, size_t> kCells = {{"studies/demo.yaml", 6},
-                                                {"studies/hybrid-design.yaml", 48}};
+                                                {"studies/hybrid-design.yaml", 48},
+                                                {"studies/retrieval-cpu.yaml", 8}};
   for (const auto& [file, cells] : kCells) {
     std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
     ASSERT_TRUE(in.good()) << file;

@@ -3,18 +3,28 @@
 // Plain POSIX calls instead of std::filesystem: libtorch.so exports its own copies of some
 // std::filesystem symbols, and remove_all resolved to a broken one (segfault) in this binary.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+extern char** environ;
 
 namespace onset::model {
 namespace {
@@ -44,8 +54,8 @@ class TrainBinaryTest : public ::testing::Test {
       ::closedir(d);
     }
     ::rmdir(ckpt().c_str());
-    for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl", "text.txt",
-                          "text.bin"}) {
+    for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl", "out1.txt",
+                          "err1.txt", "rc0", "rc1", "text.txt", "text.bin"}) {
       ::unlink((dir_ + "/" + f).c_str());
     }
     ::rmdir(dir_.c_str());
@@ -59,9 +69,10 @@ class TrainBinaryTest : public ::testing::Test {
     return p;
   }
 
-  RunResult Run(const std::string& args) {
+  // Runs onset-train with `args`, after `env` (shell assignments, "A=1 B=2 ") when given.
+  RunResult Run(const std::string& args, const std::string& env = "") {
     const std::string out = dir_ + "/out.txt", err = dir_ + "/err.txt";
-    const std::string cmd = binary_ + " " + args + " >" + out + " 2>" + err;
+    const std::string cmd = env + binary_ + " " + args + " >" + out + " 2>" + err;
     int status = std::system(cmd.c_str());
     RunResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -73,6 +84,13 @@ class TrainBinaryTest : public ::testing::Test {
     r.out = slurp(out);
     r.err = slurp(err);
     return r;
+  }
+
+  void ClearCheckpoints() {
+    if (DIR* d = ::opendir(ckpt().c_str())) {
+      while (const dirent* e = ::readdir(d)) ::unlink((ckpt() + "/" + e->d_name).c_str());
+      ::closedir(d);
+    }
   }
 
   std::string binary_, dir_;
@@ -204,9 +222,11 @@ TEST_F(TrainBinaryTest, ResumesFromItsCheckpointsAndRefusesAnotherConfig) {
   RunResult fresh = Run("--config " + config("0.003") + flags + " --resume");
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
   EXPECT_NE(fresh.err.find("no valid checkpoint in " + ckpt() + ", starting fresh"),
-            std::string::npos) << fresh.err;
+            std::string::npos)
+      << fresh.err;
   EXPECT_NE(fresh.out.find(R"({"event":"checkpoint","tokens":128,"metrics":{"checkpoint/bytes":)"),
-            std::string::npos) << fresh.out;
+            std::string::npos)
+      << fresh.out;
   // Default retention: the newest two of 128, 256, 384, 512.
   struct stat st;
   EXPECT_NE(::stat((ckpt() + "/ckpt-000000000256.pt").c_str(), &st), 0);
@@ -224,8 +244,168 @@ TEST_F(TrainBinaryTest, ResumesFromItsCheckpointsAndRefusesAnotherConfig) {
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("ckpt-000000000512.pt: written for a different config (train.lr: "
                            "checkpoint has 0.003, config has 0.001)"),
-            std::string::npos) << other.err;
+            std::string::npos)
+      << other.err;
   EXPECT_TRUE(other.out.empty()) << other.out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::stringstream s;
+  s << std::ifstream(path).rdbuf();
+  return s.str();
+}
+
+std::vector<nlohmann::json> Events(const std::string& out) {
+  std::vector<nlohmann::json> events;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+// Data parallel: the same events as one process, at the same tokens, with the same losses to
+// float rounding (the ranks sum their shares' gradients in another order).
+void ExpectSameRun(const std::vector<nlohmann::json>& ranks,
+                   const std::vector<nlohmann::json>& one) {
+  ASSERT_EQ(ranks.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(ranks[i]["event"], one[i]["event"]) << i;
+    EXPECT_EQ(ranks[i]["tokens"], one[i]["tokens"]) << i;
+    for (const char* m : {"train/loss", "eval/heldout_loss"}) {
+      if (!one[i]["metrics"].contains(m)) continue;
+      const double a = ranks[i]["metrics"][m], b = one[i]["metrics"][m];
+      EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << one[i]["event"] << " " << m;
+    }
+  }
+}
+
+constexpr const char* kDataParallelCell = R"({
+    "model": {"layers": 2, "d_model": 32, "heads": 2, "seq_len": 32, "arch": "swa:1", "window": 8},
+    "train": {"tokens": 2048, "batch_tokens": 480, "micro_batch": 4, "log_every_steps": 1},
+    "eval": {"heldout_seqs": 2, "niah_lengths": [32], "niah_samples": 1}})";
+
+TEST_F(TrainBinaryTest, NprocTwoReportsWhatOneProcessReports) {
+  // 15 sequences a step: shares of 7 and 8; 5 steps (the last one past the budget).
+  const std::string path = WriteConfig(kDataParallelCell);
+  const std::string flags =
+      "--config " + path + " --device cpu --threads 2 --checkpoint-dir " + ckpt();
+  RunResult one = Run(flags);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ClearCheckpoints();
+  RunResult two = Run(flags + " --nproc 2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.err.find("started rank 1 of 2"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("data parallel over 2 ranks"), std::string::npos) << two.err;
+  ExpectSameRun(Events(two.out), Events(one.out));
+  EXPECT_EQ(Events(two.out).back()["event"], "done");
+  // Rank 0 wrote the checkpoints: a resumed single process continues from them.
+  RunResult resumed = Run(flags + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find(R"({"event":"resume","tokens":2400)"), std::string::npos)
+      << resumed.out;
+}
+
+TEST_F(TrainBinaryTest, TorchrunStyleRanksMeetOverTcp) {
+  // A free port: bind to 0, read it, let it go.
+  int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  ::close(sock);
+
+  const std::string path = WriteConfig(kDataParallelCell);
+  const std::string env =
+      "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port);
+  const std::string train =
+      binary_ + " --config " + path + " --device cpu --threads 2" + " --checkpoint-dir " + ckpt();
+  const std::string script = "(RANK=1 LOCAL_RANK=1 " + env + " " + train + " >" + dir_ +
+                             "/out1.txt 2>" + dir_ + "/err1.txt; echo $? >" + dir_ + "/rc1) & " +
+                             "RANK=0 LOCAL_RANK=0 " + env + " " + train + " >" + dir_ +
+                             "/out.txt 2>" + dir_ + "/err.txt; echo $? >" + dir_ + "/rc0; wait";
+  ASSERT_EQ(std::system(("sh -c '" + script + "'").c_str()), 0);
+  EXPECT_EQ(Slurp(dir_ + "/rc0"), "0\n") << Slurp(dir_ + "/err.txt");
+  EXPECT_EQ(Slurp(dir_ + "/rc1"), "0\n") << Slurp(dir_ + "/err1.txt");
+  EXPECT_TRUE(Slurp(dir_ + "/out1.txt").empty()) << "only rank 0 reports";
+  const std::vector<nlohmann::json> events = Events(Slurp(dir_ + "/out.txt"));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["event"], "done");
+  EXPECT_EQ(events.back()["tokens"], 2400);
+}
+
+TEST_F(TrainBinaryTest, ARankThatDiesFailsTheRunNamingIt) {
+  const std::string path = WriteConfig(R"({
+    "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
+    "train": {"tokens": 100000000, "batch_tokens": 128, "micro_batch": 8, "log_every_steps": 1},
+    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
+  const std::string out = dir_ + "/out.txt", err = dir_ + "/err.txt";
+  std::vector<std::string> args = {binary_, "--config",         path,  "--device",
+                                   "cpu",   "--threads",        "2",   "--nproc",
+                                   "2",     "--checkpoint-dir", ckpt()};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t launcher = -1;
+  ASSERT_EQ(posix_spawn(&launcher, binary_.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  // Once both ranks train, kill rank 1.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string text;
+  size_t at = std::string::npos;
+  while (std::chrono::steady_clock::now() < deadline) {
+    text = Slurp(err);
+    at = text.find("started rank 1 of 2 (pid ");
+    if (at != std::string::npos && Slurp(out).find(R"("event":"train")") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(at, std::string::npos) << text;
+  const int rank1 = std::atoi(text.c_str() + at + std::string("started rank 1 of 2 (pid ").size());
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+
+  int status = 0;
+  pid_t done = 0;
+  while (done == 0 && std::chrono::steady_clock::now() < deadline) {
+    done = ::waitpid(launcher, &status, WNOHANG);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (done == 0) ::kill(launcher, SIGKILL);
+  ASSERT_EQ(done, launcher) << "the launcher did not stop";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  text = Slurp(err);
+  EXPECT_NE(text.find("onset-train: rank 1 of 2 (pid " + std::to_string(rank1) +
+                      ") was killed by signal 9"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(TrainBinaryTest, BadDataParallelSetupsExitTwo) {
+  const std::string path = WriteConfig(kDataParallelCell);
+  RunResult r = Run("--config " + path + " --device cpu", "WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 ");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("MASTER_ADDR: must name rank 0's host"), std::string::npos) << r.err;
+  r = Run("--config " + path + " --device cpu --nproc 2",
+          "WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 ONSET_STORE_FILE=/nonexistent/store ");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--nproc 2: this process is already rank 0 of 2"), std::string::npos)
+      << r.err;
+  r = Run("--config " + path + " --nproc 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--nproc: must be an integer between 1 and 1024, got '0'"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ TEST(TrainFlagsTest, ParsesBothForms) {
   ASSERT_FALSE(Parse({"--resume", "--config=c.json", "--checkpoint-dir", "/tmp/ck"}, &f));
   EXPECT_TRUE(f.resume);
   EXPECT_EQ(f.checkpoint_dir, "/tmp/ck");
+  EXPECT_EQ(f.nproc, 1);
+  EXPECT_EQ(f.dist_timeout_s, 3600);
+  ASSERT_FALSE(Parse({"--config=c.json", "--nproc", "4", "--dist-timeout=600"}, &f));
+  EXPECT_EQ(f.nproc, 4);
+  EXPECT_EQ(f.dist_timeout_s, 600);
 }
 
 TEST(TrainFlagsTest, RejectsBadInput) {
@@ -41,6 +46,12 @@ TEST(TrainFlagsTest, RejectsBadInput) {
   EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f), "unknown argument '--verbose'");
   EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir="}, &f),
             "--checkpoint-dir: must name a directory");
+  EXPECT_EQ(Parse({"--config", "c", "--nproc", "0"}, &f),
+            "--nproc: must be an integer between 1 and 1024, got '0'");
+  EXPECT_EQ(Parse({"--config", "c", "--nproc=two"}, &f),
+            "--nproc: must be an integer between 1 and 1024, got 'two'");
+  EXPECT_EQ(Parse({"--config", "c", "--dist-timeout", "-5"}, &f),
+            "--dist-timeout: must be a number of seconds between 1 and 604800, got '-5'");
 }
 
 TEST(TrainFlagsTest, NiahLengthsMustHoldARecord) {
