@@ -155,7 +155,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerConfig& config) {
   if (absl::Status s = config.Validate(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
-      SqliteStore::Open(config.db_path, common::SystemClock());
+      SqliteStore::Open(config.db_path, common::SystemClock(), config.retry);
   if (!store.ok()) return store.status();
   auto server = std::make_unique<CoordinatorServerImpl>(config, std::move(*store));
   if (absl::Status s = server->Init(); !s.ok()) return s;

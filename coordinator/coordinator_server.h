@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/failure_policy.h"
 
 namespace onset::coordinator {
 
@@ -19,6 +20,7 @@ struct ServerConfig {
   // Embedded single-machine mode: no worker outlives the coordinator, so cells left `running`
   // by a previous process are requeued at once instead of waiting for their leases to expire.
   bool requeue_running_on_start = false;
+  RetryPolicy retry;  // per-cause failure policy (failure_policy.h)
 
   // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval".
   absl::Status Validate() const;

@@ -23,8 +23,12 @@ absl::Status LeaseManager::Recover(bool requeue_running) {
   const auto deadline = clock_->MonotonicNow() + ttl_;
   for (const RunningAttempt& a : running) {
     if (requeue_running) {
-      ONSET_RETURN_IF_ERROR(store_->RequeueAttempt(
-          a.lease_id, "coordinator restarted while the attempt was running"));
+      // Only the embedded mode asks for this: its workers stopped with the previous process,
+      // which is a hand-back, not a failure of the cell.
+      AttemptEnd end;
+      end.outcome = AttemptOutcome::kHandedBack;
+      end.reason = "coordinator restarted while the attempt was running";
+      ONSET_RETURN_IF_ERROR(store_->FinishAttempt(a.lease_id, end));
       spdlog::info("requeued cell {} of study {}: {} was running at restart", a.cell_id, a.study,
                    Describe(a.lease_id, a.cell_id, a.attempt));
     } else {
@@ -70,15 +74,17 @@ void LeaseManager::ForgetIfEnded(const std::string& lease_id, const absl::Status
   if (absl::IsFailedPrecondition(status)) leases_.erase(lease_id);
 }
 
-absl::Status LeaseManager::Heartbeat(const std::string& worker_id, const std::string& lease_id,
-                                     int64_t tokens_done, double tokens_per_second) {
+absl::StatusOr<LeaseStatus> LeaseManager::Heartbeat(const std::string& worker_id,
+                                                    const std::string& lease_id,
+                                                    int64_t tokens_done,
+                                                    double tokens_per_second) {
   std::lock_guard<std::mutex> lock(mu_);
   ONSET_ASSIGN_OR_RETURN(Lease * lease, Check(worker_id, lease_id));
-  absl::Status s = store_->RecordProgress(lease_id, tokens_done, tokens_per_second);
-  ForgetIfEnded(lease_id, s);
-  if (!s.ok()) return s;
+  absl::StatusOr<LeaseStatus> s = store_->RecordProgress(lease_id, tokens_done, tokens_per_second);
+  ForgetIfEnded(lease_id, s.status());
+  if (!s.ok()) return s.status();
   lease->deadline = clock_->MonotonicNow() + ttl_;
-  return absl::OkStatus();
+  return s;
 }
 
 absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,

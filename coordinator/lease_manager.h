@@ -39,9 +39,10 @@ class LeaseManager {
   // The following fail with FailedPrecondition when the lease is unknown, expired, or held by
   // another worker: the worker must stop that job.
 
-  // Renews the lease to now + ttl and records progress.
-  absl::Status Heartbeat(const std::string& worker_id, const std::string& lease_id,
-                         int64_t tokens_done, double tokens_per_second);
+  // Renews the lease to now + ttl and records progress. The status says whether the cell was
+  // cancelled meanwhile (the worker then stops the trainer and reports kCancelled).
+  absl::StatusOr<LeaseStatus> Heartbeat(const std::string& worker_id, const std::string& lease_id,
+                                        int64_t tokens_done, double tokens_per_second);
   // Stores the points (idempotent); returns how many were accepted.
   absl::StatusOr<int> ReportMetrics(const std::string& worker_id, const std::string& lease_id,
                                     const std::vector<MetricPoint>& points);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   onset::coordinator::ServerConfig config;
   int64_t lease_ttl_ms = config.lease_ttl.count();
   int64_t heartbeat_ms = config.heartbeat_interval.count();
+  int64_t retry_backoff_ms = config.retry.base_backoff.count();
   std::string address_file;
 
   CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
@@ -51,11 +52,20 @@ int main(int argc, char** argv) {
   app.add_flag("--requeue-running", config.requeue_running_on_start,
                "requeue cells left running by a previous process instead of waiting for their "
                "leases");
+  app.add_option("--max-failures", config.retry.max_failures,
+                 "crashes and lost workers a cell may suffer before it stays failed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--retry-backoff-ms", retry_backoff_ms,
+                 "wait before the first retry of a failed cell; doubles per failure, up to 30 min")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
   app.add_option("--address-file", address_file,
                  "write the bound host:port here once serving (for port 0)");
   CLI11_PARSE(app, argc, argv);
   config.lease_ttl = std::chrono::milliseconds(lease_ttl_ms);
   config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  config.retry.base_backoff = std::chrono::milliseconds(retry_backoff_ms);
 
   // Block the shutdown signals before any thread starts, so every thread inherits the mask and
   // only sigwait below receives them.

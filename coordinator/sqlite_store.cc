@@ -28,7 +28,7 @@ constexpr const char* kCellColumns = R"sql(
   COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
             FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
             ORDER BY a.attempt DESC LIMIT 1), ''),
-  c.tokens_per_second)sql";
+  c.tokens_per_second, c.failures, c.retry_at)sql";
 
 CellInfo ReadCell(const db::Statement& row) {
   CellInfo cell;
@@ -49,6 +49,8 @@ CellInfo ReadCell(const db::Statement& row) {
   cell.attempts = static_cast<int>(row.Int(7));
   cell.last_error = row.Text(8);
   cell.tokens_per_second = row.Double(9);
+  cell.failures = static_cast<int>(row.Int(10));
+  cell.retry_at_unix_ms = row.Int(11);
   return cell;
 }
 
@@ -72,10 +74,11 @@ absl::Status CreateParentDirectories(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
-                                                               const common::Clock& clock) {
+                                                               const common::Clock& clock,
+                                                               RetryPolicy policy) {
   ONSET_RETURN_IF_ERROR(CreateParentDirectories(path));
   ONSET_ASSIGN_OR_RETURN(std::unique_ptr<db::Connection> db, db::OpenDatabase(path));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), clock));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), clock, policy));
 }
 
 // ----- studies ---------------------------------------------------------------------------------
@@ -113,7 +116,35 @@ absl::StatusOr<StudyInfo> SqliteStore::LoadStudy(int64_t study_id) {
     info.cells_by_state[counts.Text(0)] = static_cast<int>(counts.Int(1));
     info.cells_total += static_cast<int>(counts.Int(1));
   }
+  info.alert = RepeatedFailureAlert(study_id);
   return info;
+}
+
+std::string SqliteStore::RepeatedFailureAlert(int64_t study_id) {
+  absl::StatusOr<db::Statement> stmt = db_->Prepare(
+      "SELECT a.failure_class, a.reason, c.hash FROM attempts a JOIN cells c ON c.id = a.cell_id "
+      "WHERE c.study_id = ? AND a.ended_at IS NOT NULL AND a.outcome IN ('failed', 'lost') "
+      "ORDER BY a.ended_at DESC, a.id DESC LIMIT ?");
+  if (!stmt.ok()) return "";
+  stmt->BindAll(study_id, kRepeatedFailures);
+  std::string first_class, first_reason;
+  std::set<std::string> cells;
+  int n = 0;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok() || !*row) break;
+    if (n == 0) {
+      first_class = stmt->Text(0);
+      first_reason = stmt->Text(1);
+    } else if (stmt->Text(0) != first_class || stmt->Text(1) != first_reason) {
+      return "";
+    }
+    cells.insert(stmt->Text(2));
+    ++n;
+  }
+  if (n < kRepeatedFailures) return "";
+  return std::to_string(n) + " attempts in a row (" + std::to_string(cells.size()) +
+         " cells) failed alike: " + (first_reason.empty() ? first_class : first_reason);
 }
 
 absl::StatusOr<std::vector<CellInfo>> SqliteStore::LoadCells(int64_t study_id) {
@@ -244,29 +275,34 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
                                          "' is not registered; register again");
   }
 
-  // The inner SELECT picks the first queued cell; `AND state = 'queued'` makes the claim a
-  // no-op should another connection have taken it in between.
+  // The first claimable cell: queued, or done waiting out its backoff. The write transaction
+  // (BEGIN IMMEDIATE) holds the database's write lock, so no one claims it in between.
   ONSET_ASSIGN_OR_RETURN(
-      db::Statement claim,
-      db_->Prepare("UPDATE cells SET state = 'running', updated_at = ?1 "
-                   "WHERE id = (SELECT id FROM cells WHERE state = 'queued' ORDER BY id LIMIT 1) "
-                   "AND state = 'queued' "
-                   "RETURNING id, hash, config_json, tokens_budget, "
-                   "(SELECT name FROM studies WHERE studies.id = cells.study_id)"));
-  claim.BindAll(now);
-  ONSET_ASSIGN_OR_RETURN(bool row, claim.Step());
+      db::Statement pick,
+      db_->Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh "
+                   "FROM cells c JOIN studies s ON s.id = c.study_id "
+                   "WHERE c.state = 'queued' OR (c.state = 'backoff' AND c.retry_at <= ?) "
+                   "ORDER BY c.id LIMIT 1"));
+  pick.BindAll(now);
+  ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
   if (!row) {
     ONSET_RETURN_IF_ERROR(tx.Commit());
     return std::optional<ClaimedJob>();
   }
-  const int64_t cell_row = claim.Int(0);
+  const int64_t cell_row = pick.Int(0);
   ClaimedJob job;
   job.worker_id = worker_id;
-  job.cell_id = claim.Text(1);
-  job.config_json = claim.Text(2);
-  job.tokens_budget = claim.Int(3);
-  job.study = claim.Text(4);
+  job.cell_id = pick.Text(1);
+  job.config_json = pick.Text(2);
+  job.tokens_budget = pick.Int(3);
+  job.study = pick.Text(4);
+  job.fresh = pick.Int(5) != 0;  // handed to this attempt only
   job.lease_id = common::RandomHex(kLeaseIdBytes);
+  ONSET_RETURN_IF_ERROR(pick.Run());
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement claim,
+      db_->Prepare("UPDATE cells SET state = 'running', updated_at = ?, fresh = 0 WHERE id = ?"));
+  claim.BindAll(now, cell_row);
   ONSET_RETURN_IF_ERROR(claim.Run());
 
   ONSET_ASSIGN_OR_RETURN(
@@ -285,20 +321,24 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
 
 absl::StatusOr<SqliteStore::OpenAttempt> SqliteStore::FindOpenAttempt(
     const std::string& lease_id) {
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db_->Prepare("SELECT id, cell_id, worker_id FROM attempts "
-                                      "WHERE lease_id = ? AND ended_at IS NULL"));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare("SELECT a.id, a.cell_id, a.worker_id, c.state, c.failures FROM attempts a "
+                   "JOIN cells c ON c.id = a.cell_id WHERE a.lease_id = ? AND a.ended_at IS NULL"));
   stmt.BindAll(lease_id);
   ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
     return absl::FailedPreconditionError("lease " + lease_id +
                                          " is unknown or its attempt has ended");
   }
-  return OpenAttempt{stmt.Int(0), stmt.Int(1), stmt.Text(2)};
+  return OpenAttempt{stmt.Int(0), stmt.Int(1), stmt.Text(2),
+                     CellStateFromName(stmt.Text(3)).value_or(CellState::kRunning),
+                     static_cast<int>(stmt.Int(4))};
 }
 
-absl::Status SqliteStore::RecordProgress(const std::string& lease_id, int64_t tokens_done,
-                                         double tokens_per_second) {
+absl::StatusOr<LeaseStatus> SqliteStore::RecordProgress(const std::string& lease_id,
+                                                        int64_t tokens_done,
+                                                        double tokens_per_second) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t now = clock_.WallUnixMs();
   ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
@@ -314,7 +354,8 @@ absl::Status SqliteStore::RecordProgress(const std::string& lease_id, int64_t to
                          db_->Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
   worker.BindAll(now, attempt.worker_id);
   ONSET_RETURN_IF_ERROR(worker.Run());
-  return tx.Commit();
+  ONSET_RETURN_IF_ERROR(tx.Commit());
+  return LeaseStatus{attempt.cell_state == CellState::kCancelled};
 }
 
 absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
@@ -355,30 +396,81 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
   return static_cast<int>(points.size());
 }
 
-absl::Status SqliteStore::EndAttempt(const std::string& lease_id, const char* outcome,
-                                     const AttemptEnd& end, CellState next_state) {
+absl::Status SqliteStore::EndAttempt(const std::string& lease_id, const AttemptEnd& end,
+                                     bool lost) {
   const int64_t now = clock_.WallUnixMs();
   ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
   ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
+
+  // The attempt's outcome and the cell's next state (failure_policy.h).
+  const char* outcome = "failed";
+  FailureClass failure = FailureClass::kNone;
+  CellState next = CellState::kFailed;
+  int failures = attempt.failures;
+  int64_t retry_at = 0;
+  std::string reason = end.reason;
+  if (lost) {
+    outcome = "lost";
+    failure = FailureClass::kLost;
+  } else {
+    switch (end.outcome) {
+      case AttemptOutcome::kSucceeded:
+        outcome = "succeeded";
+        next = CellState::kSucceeded;
+        break;
+      case AttemptOutcome::kDiverged:
+        outcome = "diverged";
+        next = CellState::kDiverged;
+        break;
+      case AttemptOutcome::kHandedBack:
+        outcome = "handed_back";
+        next = CellState::kQueued;
+        break;
+      case AttemptOutcome::kCancelled:
+        outcome = "cancelled";
+        next = CellState::kCancelled;
+        break;
+      case AttemptOutcome::kFailed:
+        failure = ClassifyFailure(end.exit_code, end.signal, end.stderr_tail);
+        reason = DescribeFailure(failure, end.exit_code, end.signal, end.reason);
+        break;
+    }
+  }
+  if (failure != FailureClass::kNone) {
+    failures += (failure == FailureClass::kCrash || failure == FailureClass::kLost) ? 1 : 0;
+    if (policy_.Retries(failure, failures)) {
+      next = CellState::kBackoff;
+      retry_at = now + policy_.Backoff(failures).count();
+    } else {
+      next = CellState::kFailed;
+    }
+  }
+  // A cancelled cell stays cancelled whatever its last attempt did, unless it finished.
+  if (attempt.cell_state == CellState::kCancelled && next != CellState::kSucceeded) {
+    next = CellState::kCancelled;
+    if (!lost && end.outcome != AttemptOutcome::kFailed) outcome = "cancelled";
+  }
+
   ONSET_ASSIGN_OR_RETURN(
       db::Statement update,
       db_->Prepare("UPDATE attempts SET ended_at = ?, outcome = ?, exit_code = ?, signal = ?, "
-                   "reason = ?, stderr_tail = ? WHERE id = ?"));
-  update.BindAll(now, outcome, end.exit_code, end.signal, Tail(end.reason, kMaxReasonBytes),
-                 Tail(end.stderr_tail, kMaxStderrTailBytes), attempt.id);
+                   "reason = ?, stderr_tail = ?, failure_class = ? WHERE id = ?"));
+  update.BindAll(now, outcome, end.exit_code, end.signal, Tail(reason, kMaxReasonBytes),
+                 Tail(end.stderr_tail, kMaxStderrTailBytes), FailureClassName(failure),
+                 attempt.id);
   ONSET_RETURN_IF_ERROR(update.Run());
-  ONSET_ASSIGN_OR_RETURN(db::Statement cell,
-                         db_->Prepare("UPDATE cells SET state = ?, updated_at = ? WHERE id = ?"));
-  cell.BindAll(CellStateName(next_state), now, attempt.cell_id);
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement cell,
+      db_->Prepare("UPDATE cells SET state = ?, updated_at = ?, failures = ?, retry_at = ? "
+                   "WHERE id = ?"));
+  cell.BindAll(CellStateName(next), now, failures, retry_at, attempt.cell_id);
   ONSET_RETURN_IF_ERROR(cell.Run());
   return tx.Commit();
 }
 
 absl::Status SqliteStore::FinishAttempt(const std::string& lease_id, const AttemptEnd& end) {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool ok = end.outcome == AttemptOutcome::kSucceeded;
-  return EndAttempt(lease_id, ok ? "succeeded" : "failed", end,
-                    ok ? CellState::kSucceeded : CellState::kFailed);
+  return EndAttempt(lease_id, end, /*lost=*/false);
 }
 
 absl::Status SqliteStore::RequeueAttempt(const std::string& lease_id,
@@ -386,7 +478,107 @@ absl::Status SqliteStore::RequeueAttempt(const std::string& lease_id,
   std::lock_guard<std::mutex> lock(mu_);
   AttemptEnd end;
   end.reason = reason;
-  return EndAttempt(lease_id, "lost", end, CellState::kQueued);
+  return EndAttempt(lease_id, end, /*lost=*/true);
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteStore::CellRows(
+    int64_t study_id, const std::vector<std::string>& cell_ids) {
+  std::vector<int64_t> rows;
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db_->Prepare("SELECT id FROM cells WHERE study_id = ? AND hash = ?"));
+  for (const std::string& id : cell_ids) {
+    stmt.Reset();
+    stmt.BindAll(study_id, id);
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return absl::NotFoundError("the study has no cell " + id);
+    rows.push_back(stmt.Int(0));
+  }
+  return rows;
+}
+
+absl::StatusOr<int> SqliteStore::CancelCells(const std::string& study,
+                                             const std::vector<std::string>& cell_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+  ONSET_ASSIGN_OR_RETURN(int64_t study_id, StudyId(study));
+  ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> rows, CellRows(study_id, cell_ids));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement cancel,
+      db_->Prepare("UPDATE cells SET state = 'cancelled', updated_at = ?1 WHERE study_id = ?2 "
+                   "AND state IN ('queued', 'backoff', 'running') AND (?3 = 0 OR id = ?4)"));
+  int cancelled = 0;
+  if (rows.empty()) {
+    cancel.BindAll(now, study_id, 0, 0);
+    ONSET_RETURN_IF_ERROR(cancel.Run());
+    cancelled = static_cast<int>(db_->Changes());
+  }
+  for (int64_t row : rows) {
+    cancel.Reset();
+    cancel.BindAll(now, study_id, 1, row);
+    ONSET_RETURN_IF_ERROR(cancel.Run());
+    cancelled += static_cast<int>(db_->Changes());
+  }
+  ONSET_RETURN_IF_ERROR(tx.Commit());
+  return cancelled;
+}
+
+absl::StatusOr<int> SqliteStore::RerunCells(const RerunRequest& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
+  ONSET_ASSIGN_OR_RETURN(int64_t study_id, StudyId(request.study));
+  ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> only, CellRows(study_id, request.cell_ids));
+  const std::set<int64_t> only_set(only.begin(), only.end());
+  std::set<std::string> states;
+  for (CellState s : request.states) states.insert(CellStateName(s));
+
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement select,
+      db_->Prepare("SELECT id, state, axes_json FROM cells WHERE study_id = ? AND state NOT IN "
+                   "('running', 'queued') ORDER BY id"));
+  select.BindAll(study_id);
+  std::vector<int64_t> chosen;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, select.Step());
+    if (!row) break;
+    if (!only_set.empty() && !only_set.count(select.Int(0))) continue;
+    if (!states.empty() && !states.count(select.Text(1))) continue;
+    const nlohmann::json axes =
+        nlohmann::json::parse(select.Text(2), nullptr, /*allow_exceptions=*/false);
+    bool match = true;
+    for (const auto& [key, value] : request.where) {
+      match = match && axes.is_object() && axes.contains(key) && axes[key].is_string() &&
+              axes[key].get<std::string>() == value;
+    }
+    if (match) chosen.push_back(select.Int(0));
+  }
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement requeue,
+      db_->Prepare("UPDATE cells SET state = 'queued', updated_at = ?, failures = 0, "
+                   "retry_at = 0, fresh = ? WHERE id = ?"));
+  ONSET_ASSIGN_OR_RETURN(db::Statement forget,
+                         db_->Prepare("DELETE FROM metrics WHERE cell_id = ?"));
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement reset,
+      db_->Prepare("UPDATE cells SET tokens_done = 0, tokens_per_second = 0, latest_loss = NULL "
+                   "WHERE id = ?"));
+  for (int64_t row : chosen) {
+    requeue.Reset();
+    requeue.BindAll(now, request.fresh ? 1 : 0, row);
+    ONSET_RETURN_IF_ERROR(requeue.Run());
+    if (request.fresh) {
+      // From scratch: the old curve would mix with the new one.
+      forget.Reset();
+      forget.BindAll(row);
+      ONSET_RETURN_IF_ERROR(forget.Run());
+      reset.Reset();
+      reset.BindAll(row);
+      ONSET_RETURN_IF_ERROR(reset.Run());
+    }
+  }
+  ONSET_RETURN_IF_ERROR(tx.Commit());
+  return static_cast<int>(chosen.size());
 }
 
 absl::StatusOr<std::vector<RunningAttempt>> SqliteStore::RunningAttempts() {

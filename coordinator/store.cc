@@ -12,13 +12,20 @@ const char* CellStateName(CellState state) {
       return "succeeded";
     case CellState::kFailed:
       return "failed";
+    case CellState::kDiverged:
+      return "diverged";
+    case CellState::kCancelled:
+      return "cancelled";
+    case CellState::kBackoff:
+      return "backoff";
   }
   return "queued";
 }
 
 std::optional<CellState> CellStateFromName(const std::string& name) {
   for (CellState s : {CellState::kQueued, CellState::kRunning, CellState::kSucceeded,
-                      CellState::kFailed}) {
+                      CellState::kFailed, CellState::kDiverged, CellState::kCancelled,
+                      CellState::kBackoff}) {
     if (name == CellStateName(s)) return s;
   }
   return std::nullopt;

@@ -14,12 +14,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/failure_policy.h"
 #include "coordinator/grid.h"
 
 namespace onset::coordinator {
 
-enum class CellState { kQueued, kRunning, kSucceeded, kFailed };
-// "queued", "running", "succeeded", "failed": the names stored and shown.
+// backoff: waiting out the delay before a retry (failure_policy.h); claimable from retry_at on.
+enum class CellState { kQueued, kRunning, kSucceeded, kFailed, kDiverged, kCancelled, kBackoff };
+// "queued", "running", "succeeded", "failed", "diverged", "cancelled", "backoff": the names
+// stored and shown.
 const char* CellStateName(CellState state);
 std::optional<CellState> CellStateFromName(const std::string& name);
 
@@ -31,7 +34,12 @@ struct StudyInfo {
   int64_t created_unix_ms = 0;
   int cells_total = 0;
   std::map<std::string, int> cells_by_state;  // CellStateName -> count; absent = 0
+  // Set when the latest kRepeatedFailures failed attempts of the study failed alike (same
+  // failure class and reason): "3 cells in a row failed: <reason>". Empty otherwise.
+  std::string alert;
 };
+
+inline constexpr int kRepeatedFailures = 3;
 
 struct CellInfo {
   std::string id;  // content hash
@@ -44,6 +52,8 @@ struct CellInfo {
   int attempts = 0;                   // attempts started
   std::string last_error;             // reason of the latest attempt if it did not succeed
   double tokens_per_second = 0;
+  int failures = 0;                   // counted failures since it was last queued by hand
+  int64_t retry_at_unix_ms = 0;       // state kBackoff: claimable from then on
 };
 
 struct NewStudy {
@@ -74,6 +84,7 @@ struct ClaimedJob {
   int attempt = 0;  // 1 for the first attempt
   std::string config_json;
   int64_t tokens_budget = 0;
+  bool fresh = false;  // start without the cell's checkpoints (a `rerun --fresh`)
 };
 
 struct WorkerRegistration {
@@ -88,7 +99,10 @@ struct MetricPoint {
   double value = 0;  // NaN is allowed (a diverged run) and reads back as NaN
 };
 
-enum class AttemptOutcome { kSucceeded, kFailed };
+// What the worker saw: kDiverged when the trainer reported a non-finite loss, kHandedBack when
+// the worker was asked to stop and the trainer checkpointed, kCancelled when the cell was
+// cancelled under it. The store classifies kFailed ones (failure_policy.h).
+enum class AttemptOutcome { kSucceeded, kFailed, kDiverged, kHandedBack, kCancelled };
 
 struct AttemptEnd {
   AttemptOutcome outcome = AttemptOutcome::kFailed;
@@ -105,6 +119,20 @@ struct RunningAttempt {
   std::string study;
   std::string cell_id;
   int attempt = 0;
+};
+
+// The answer to a heartbeat.
+struct LeaseStatus {
+  bool cancelled = false;  // the cell was cancelled: stop the trainer, report kCancelled
+};
+
+// Which cells `onset rerun` queues again.
+struct RerunRequest {
+  std::string study;
+  std::vector<CellState> states;             // cells in one of these states (not running)
+  std::map<std::string, std::string> where;  // and whose display axes have these values
+  std::vector<std::string> cell_ids;         // and, when given, only these cells
+  bool fresh = false;  // discard checkpoints and metrics: the next attempt starts from scratch
 };
 
 struct CellResult {
@@ -137,17 +165,29 @@ class Store {
 
   // The following take the lease of a running attempt; FailedPrecondition when the lease is
   // unknown or its attempt has ended.
-  virtual absl::Status RecordProgress(const std::string& lease_id, int64_t tokens_done,
-                                      double tokens_per_second) = 0;
+  virtual absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
+                                                     int64_t tokens_done,
+                                                     double tokens_per_second) = 0;
   // Upserts all points in one transaction: a point re-sent for the same (cell, name, tokens)
   // replaces the stored one. Returns the number of points written.
   virtual absl::StatusOr<int> AddMetrics(const std::string& lease_id,
                                          const std::vector<MetricPoint>& points) = 0;
-  // Ends the attempt; the cell becomes succeeded or failed.
+  // Ends the attempt; the cell's next state follows the failure policy (failure_policy.h).
   virtual absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) = 0;
-  // Ends the attempt as "lost" with `reason` and puts the cell back in the queue.
+  // Ends the attempt as "lost" with `reason` (its worker stopped heartbeating or is gone); the
+  // cell is retried under the policy, like a crash.
   virtual absl::Status RequeueAttempt(const std::string& lease_id,
                                       const std::string& reason) = 0;
+
+  // Cancels the given cells of `study` (all of them when `cell_ids` is empty) that have not
+  // ended: queued and backoff cells at once, running ones when their worker hears it at its
+  // next heartbeat. Returns the number of cells cancelled. NotFound for an unknown study or
+  // cell.
+  virtual absl::StatusOr<int> CancelCells(const std::string& study,
+                                          const std::vector<std::string>& cell_ids) = 0;
+  // Queues again the cells the request selects and resets their failure count. Returns their
+  // number. NotFound for an unknown study or cell.
+  virtual absl::StatusOr<int> RerunCells(const RerunRequest& request) = 0;
 
   // Attempts without an end, oldest first.
   virtual absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() = 0;

@@ -16,8 +16,35 @@ onset::v1::CellState ToProto(CellState s) {
       return onset::v1::CELL_STATE_SUCCEEDED;
     case CellState::kFailed:
       return onset::v1::CELL_STATE_FAILED;
+    case CellState::kDiverged:
+      return onset::v1::CELL_STATE_DIVERGED;
+    case CellState::kCancelled:
+      return onset::v1::CELL_STATE_CANCELLED;
+    case CellState::kBackoff:
+      return onset::v1::CELL_STATE_BACKOFF;
   }
   return onset::v1::CELL_STATE_UNSPECIFIED;
+}
+
+std::optional<CellState> FromProto(onset::v1::CellState s) {
+  switch (s) {
+    case onset::v1::CELL_STATE_QUEUED:
+      return CellState::kQueued;
+    case onset::v1::CELL_STATE_RUNNING:
+      return CellState::kRunning;
+    case onset::v1::CELL_STATE_SUCCEEDED:
+      return CellState::kSucceeded;
+    case onset::v1::CELL_STATE_FAILED:
+      return CellState::kFailed;
+    case onset::v1::CELL_STATE_DIVERGED:
+      return CellState::kDiverged;
+    case onset::v1::CELL_STATE_CANCELLED:
+      return CellState::kCancelled;
+    case onset::v1::CELL_STATE_BACKOFF:
+      return CellState::kBackoff;
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -28,6 +55,7 @@ void ToProto(const StudyInfo& in, onset::v1::Study* out) {
   out->set_created_unix_ms(in.created_unix_ms);
   out->set_cells_total(in.cells_total);
   for (const auto& [state, count] : in.cells_by_state) (*out->mutable_cells_by_state())[state] = count;
+  out->set_alert(in.alert);
 }
 
 void ToProto(const CellInfo& in, onset::v1::Cell* out) {
@@ -41,6 +69,8 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   out->set_attempts(in.attempts);
   out->set_last_error(in.last_error);
   out->set_tokens_per_second(in.tokens_per_second);
+  out->set_failures(in.failures);
+  out->set_retry_at_unix_ms(in.retry_at_unix_ms);
 }
 
 grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext*,
@@ -88,6 +118,42 @@ grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext*,
     ToProto(r.cell, out->mutable_cell());
     for (const auto& [name, value] : r.final_metrics) (*out->mutable_final_metrics())[name] = value;
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext*,
+                                           const onset::v1::CancelCellsRequest* request,
+                                           onset::v1::CancelCellsResponse* response) {
+  const std::vector<std::string> ids(request->cell_ids().begin(), request->cell_ids().end());
+  absl::StatusOr<int> n = store_->CancelCells(request->study(), ids);
+  if (!n.ok()) return common::ToGrpcStatus(n.status());
+  response->set_cancelled(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext*,
+                                          const onset::v1::RerunCellsRequest* request,
+                                          onset::v1::RerunCellsResponse* response) {
+  RerunRequest rerun;
+  rerun.study = request->study();
+  for (int s : request->states()) {
+    std::optional<CellState> state = FromProto(static_cast<onset::v1::CellState>(s));
+    if (!state || *state == CellState::kRunning || *state == CellState::kQueued) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "states: only ended or waiting cells can be rerun (failed, diverged, "
+                          "cancelled, succeeded, backoff)");
+    }
+    rerun.states.push_back(*state);
+  }
+  if (rerun.states.empty()) {
+    rerun.states = {CellState::kFailed, CellState::kDiverged, CellState::kCancelled};
+  }
+  rerun.where = {request->where().begin(), request->where().end()};
+  rerun.cell_ids = {request->cell_ids().begin(), request->cell_ids().end()};
+  rerun.fresh = request->fresh();
+  absl::StatusOr<int> n = store_->RerunCells(rerun);
+  if (!n.ok()) return common::ToGrpcStatus(n.status());
+  response->set_queued(*n);
   return grpc::Status::OK;
 }
 

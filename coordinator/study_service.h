@@ -23,6 +23,12 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   grpc::Status GetResults(grpc::ServerContext* context,
                           const onset::v1::GetResultsRequest* request,
                           onset::v1::GetResultsResponse* response) override;
+  grpc::Status CancelCells(grpc::ServerContext* context,
+                           const onset::v1::CancelCellsRequest* request,
+                           onset::v1::CancelCellsResponse* response) override;
+  grpc::Status RerunCells(grpc::ServerContext* context,
+                          const onset::v1::RerunCellsRequest* request,
+                          onset::v1::RerunCellsResponse* response) override;
 
  private:
   Store* const store_;

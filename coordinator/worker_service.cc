@@ -33,16 +33,19 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext*,
   out->set_attempt((*job)->attempt);
   out->set_config_json((*job)->config_json);
   out->set_tokens_budget((*job)->tokens_budget);
+  out->set_fresh((*job)->fresh);
   return grpc::Status::OK;
 }
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
                                           const onset::v1::HeartbeatRequest* request,
                                           onset::v1::HeartbeatResponse* response) {
-  absl::Status s = leases_->Heartbeat(request->worker_id(), request->lease_id(),
-                                      request->tokens_done(), request->tokens_per_second());
-  if (!s.ok()) return common::ToGrpcStatus(s);
+  absl::StatusOr<LeaseStatus> s = leases_->Heartbeat(
+      request->worker_id(), request->lease_id(), request->tokens_done(),
+      request->tokens_per_second());
+  if (!s.ok()) return common::ToGrpcStatus(s.status());
   response->set_lease_ttl_ms(leases_->ttl().count());
+  response->set_cancel(s->cancelled);
   return grpc::Status::OK;
 }
 
@@ -72,9 +75,19 @@ grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext*,
     case onset::v1::JOB_OUTCOME_FAILED:
       end.outcome = AttemptOutcome::kFailed;
       break;
+    case onset::v1::JOB_OUTCOME_DIVERGED:
+      end.outcome = AttemptOutcome::kDiverged;
+      break;
+    case onset::v1::JOB_OUTCOME_HANDED_BACK:
+      end.outcome = AttemptOutcome::kHandedBack;
+      break;
+    case onset::v1::JOB_OUTCOME_CANCELLED:
+      end.outcome = AttemptOutcome::kCancelled;
+      break;
     default:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "outcome: must be JOB_OUTCOME_SUCCEEDED or JOB_OUTCOME_FAILED");
+                          "outcome: must be one of JOB_OUTCOME_SUCCEEDED, _FAILED, _DIVERGED, "
+                          "_HANDED_BACK, _CANCELLED");
   }
   // proto3 cannot tell "exit code 0" from "no exit code": a signal death has no exit code.
   if (request->signal() == 0) end.exit_code = request->exit_code();

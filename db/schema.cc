@@ -41,6 +41,14 @@ absl::Status Migrate(Connection* db) {
   if (!current.ok()) return current.status();
   if (*current == latest) return absl::OkStatus();
 
+  // Migrations may rebuild tables that others reference, which SQLite allows only with foreign
+  // keys off (the pragma is a no-op inside a transaction, so it goes first); they are checked
+  // before the commit and switched back on however this returns.
+  if (absl::Status s = db->Exec("PRAGMA foreign_keys=OFF"); !s.ok()) return s;
+  struct ForeignKeysBackOn {
+    Connection* db;
+    ~ForeignKeysBackOn() { (void)db->Exec("PRAGMA foreign_keys=ON"); }
+  } back_on{db};
   absl::StatusOr<WriteTransaction> tx = WriteTransaction::Begin(db);
   if (!tx.ok()) return tx.status();
   // Re-read under the write lock: another process may have migrated meanwhile.
@@ -57,6 +65,16 @@ absl::Status Migrate(Connection* db) {
     if (absl::Status s = db->Exec(m.sql); !s.ok()) {
       return absl::Status(s.code(), "migration " + std::to_string(m.version) + "_" + m.name +
                                         ": " + std::string(s.message()));
+    }
+  }
+  {
+    absl::StatusOr<Statement> check = db->Prepare("PRAGMA foreign_key_check");
+    if (!check.ok()) return check.status();
+    absl::StatusOr<bool> violation = check->Step();
+    if (!violation.ok()) return violation.status();
+    if (*violation) {
+      return absl::InternalError("database " + db->path() + ": a migration left a row of table " +
+                                 check->Text(0) + " without its parent; nothing was changed");
     }
   }
   // PRAGMA takes no parameters; the value is an integer we produced.

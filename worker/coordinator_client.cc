@@ -11,6 +11,22 @@ namespace {
 
 namespace v1 = ::onset::v1;
 
+v1::JobOutcome ToProto(JobOutcome outcome) {
+  switch (outcome) {
+    case JobOutcome::kSucceeded:
+      return v1::JOB_OUTCOME_SUCCEEDED;
+    case JobOutcome::kFailed:
+      return v1::JOB_OUTCOME_FAILED;
+    case JobOutcome::kDiverged:
+      return v1::JOB_OUTCOME_DIVERGED;
+    case JobOutcome::kHandedBack:
+      return v1::JOB_OUTCOME_HANDED_BACK;
+    case JobOutcome::kCancelled:
+      return v1::JOB_OUTCOME_CANCELLED;
+  }
+  return v1::JOB_OUTCOME_FAILED;
+}
+
 class GrpcCoordinatorClient : public CoordinatorClient {
  public:
   GrpcCoordinatorClient(std::string address, std::chrono::milliseconds rpc_timeout)
@@ -60,11 +76,13 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     spec.attempt = job.attempt();
     spec.config_json = job.config_json();
     spec.tokens_budget = job.tokens_budget();
+    spec.fresh = job.fresh();
     return std::optional<JobSpec>(std::move(spec));
   }
 
-  absl::Status Heartbeat(const std::string& worker_id, const std::string& lease_id,
-                         const Progress& progress) override {
+  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+                                           const std::string& lease_id,
+                                           const Progress& progress) override {
     v1::HeartbeatRequest request;
     request.set_worker_id(worker_id);
     request.set_lease_id(lease_id);
@@ -73,7 +91,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     v1::HeartbeatResponse response;
     grpc::ClientContext context;
     SetDeadline(&context);
-    return Convert("Heartbeat", stub_->Heartbeat(&context, request, &response));
+    if (absl::Status s = Convert("Heartbeat", stub_->Heartbeat(&context, request, &response));
+        !s.ok()) {
+      return s;
+    }
+    return HeartbeatReply{response.cancel()};
   }
 
   absl::Status ReportMetrics(const std::string& worker_id, const std::string& lease_id,
@@ -98,7 +120,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     v1::FinishJobRequest request;
     request.set_worker_id(worker_id);
     request.set_lease_id(lease_id);
-    request.set_outcome(result.succeeded ? v1::JOB_OUTCOME_SUCCEEDED : v1::JOB_OUTCOME_FAILED);
+    request.set_outcome(ToProto(result.outcome));
     request.set_exit_code(result.exit_code);
     request.set_signal(result.signal);
     request.set_reason(result.reason);

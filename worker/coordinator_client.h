@@ -30,6 +30,21 @@ struct JobSpec {
   int attempt = 1;  // 1 for the first attempt of the cell
   std::string config_json;  // handed to the trainer verbatim
   int64_t tokens_budget = 0;
+  bool fresh = false;  // discard the cell's checkpoints before starting (a `rerun --fresh`)
+};
+
+// What the worker reports of an attempt; the coordinator applies its failure policy to kFailed.
+enum class JobOutcome {
+  kSucceeded,   // the trainer exited 0
+  kFailed,      // it exited non-zero (other than diverged), was killed, or could not start
+  kDiverged,    // it stopped on a non-finite loss (exit code 3): a result
+  kHandedBack,  // the worker was asked to stop; the trainer was told to checkpoint and exit
+  kCancelled,   // the coordinator said the cell was cancelled; the trainer was stopped
+};
+
+// The coordinator's answer to a heartbeat.
+struct HeartbeatReply {
+  bool cancel = false;  // the cell was cancelled: stop the trainer, report kCancelled
 };
 
 struct Progress {
@@ -38,7 +53,8 @@ struct Progress {
 };
 
 struct JobResult {
-  bool succeeded = false;
+  JobOutcome outcome = JobOutcome::kFailed;
+  bool succeeded() const { return outcome == JobOutcome::kSucceeded; }
   int exit_code = 0;        // the trainer's exit status when it exited
   int signal = 0;           // the signal that killed it, 0 if none
   std::string reason;       // one line, empty on success
@@ -57,8 +73,9 @@ class CoordinatorClient {
                                                 const std::string& version) = 0;
   // nullopt when nothing is queued.
   virtual absl::StatusOr<std::optional<JobSpec>> Lease(const std::string& worker_id) = 0;
-  virtual absl::Status Heartbeat(const std::string& worker_id, const std::string& lease_id,
-                                 const Progress& progress) = 0;
+  virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
+                                                   const std::string& lease_id,
+                                                   const Progress& progress) = 0;
   // Idempotent per (cell, metric, tokens) on the coordinator's side, so a batch may be re-sent.
   virtual absl::Status ReportMetrics(const std::string& worker_id, const std::string& lease_id,
                                      const std::vector<MetricPoint>& points) = 0;

@@ -86,15 +86,16 @@ JobRunOutcome JobRunner::Run() {
       spdlog::error("{}: could not report the outcome: {}", Context(),
                     outcome.finish_status.ToString());
     }
-    if (outcome.result.succeeded) {
-      spdlog::info("{}: succeeded", Context());
-    } else {
+    if (outcome.result.outcome == JobOutcome::kFailed) {
       spdlog::warn("{}: failed: {}", Context(), outcome.result.reason);
+    } else {
+      spdlog::info("{}: {}", Context(),
+                   outcome.result.succeeded() ? "succeeded" : outcome.result.reason);
     }
     return outcome;
   };
   auto fail_to_start = [&](const std::string& reason) {
-    outcome.result.succeeded = false;
+    outcome.result.outcome = JobOutcome::kFailed;
     outcome.result.reason = reason;
     return finish(JobEnd::kFailed);
   };
@@ -115,6 +116,15 @@ JobRunOutcome JobRunner::Run() {
   // machine (a requeue after a lost lease, or `onset run` resumed after an interrupt) continues
   // from the newest valid one instead of starting over.
   const fs::path checkpoint_dir = dir.parent_path() / "checkpoints";
+  if (job_.fresh) {
+    // `onset rerun --fresh`: this attempt starts from scratch.
+    fs::remove_all(checkpoint_dir, ec);
+    if (ec) {
+      return fail_to_start(absl::StrCat("cannot discard the checkpoints in ",
+                                        checkpoint_dir.string(), ": ", ec.message()));
+    }
+    spdlog::info("{}: starting fresh: discarded {}", Context(), checkpoint_dir.string());
+  }
 
   SpawnOptions options;
   options.program = config_.trainer_path;
@@ -145,6 +155,7 @@ JobRunOutcome JobRunner::Run() {
   MetricsParser parser(Context());
   std::vector<MetricPoint> pending;
   bool lease_lost = false;
+  bool cancelled = false;
 
   auto flush = [&]() {
     if (pending.empty()) return;
@@ -195,22 +206,26 @@ JobRunOutcome JobRunner::Run() {
       if (lease_lost) break;
     }
     if (now >= next_heartbeat) {
-      absl::Status s = client_->Heartbeat(
+      absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
           worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
-      if (IsLeaseLost(s)) {
+      if (IsLeaseLost(reply.status())) {
         lease_lost = true;
-        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
+        spdlog::warn("{}: lease lost: {}", Context(), reply.status().ToString());
         break;
       }
-      if (!s.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), s.ToString());
+      if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), reply.status().ToString());
+      if (reply.ok() && reply->cancel) {
+        cancelled = true;
+        break;
+      }
       next_heartbeat = now + config_.heartbeat_interval;
     }
   }
 
-  const bool stopped = !exited && !lease_lost;
+  const bool stopped = !exited && !lease_lost && !cancelled;
   if (!exited) {
-    spdlog::info("{}: terminating the trainer ({})", Context(),
-                 lease_lost ? "lease lost" : "worker stopping");
+    spdlog::info("{}: stopping the trainer ({})", Context(),
+                 lease_lost ? "lease lost" : cancelled ? "cell cancelled" : "worker stopping");
   }
   const ExitStatus status = exited ? process->Wait() : process->Terminate(config_.terminate_grace);
 
@@ -243,8 +258,13 @@ JobRunOutcome JobRunner::Run() {
     return outcome;
   }
 
+  if (cancelled) {
+    outcome.result.outcome = JobOutcome::kCancelled;
+    outcome.result.reason = "cancelled";
+    return finish(JobEnd::kCancelled);
+  }
   if (stopped) {
-    outcome.result.succeeded = false;
+    outcome.result.outcome = JobOutcome::kHandedBack;
     outcome.result.reason = "worker stopped";
     if (!config_.report_stopped) {
       outcome.end = JobEnd::kStopped;
@@ -253,13 +273,17 @@ JobRunOutcome JobRunner::Run() {
     }
     return finish(JobEnd::kStopped);
   }
-  outcome.result.succeeded = status.Succeeded();
-  if (status.Succeeded()) return finish(JobEnd::kSucceeded);
-  if ((status.Exited() && status.exit_code == kExitDiverged)) {
-    outcome.result.reason = "diverged";
-  } else {
-    outcome.result.reason = status.ToString();
+  if (status.Succeeded()) {
+    outcome.result.outcome = JobOutcome::kSucceeded;
+    return finish(JobEnd::kSucceeded);
   }
+  if (status.Exited() && status.exit_code == kExitDiverged) {
+    outcome.result.outcome = JobOutcome::kDiverged;
+    outcome.result.reason = "diverged: the training loss was not finite";
+    return finish(JobEnd::kDiverged);
+  }
+  outcome.result.outcome = JobOutcome::kFailed;
+  outcome.result.reason = status.ToString();
   return finish(JobEnd::kFailed);
 }
 

@@ -33,9 +33,12 @@ struct JobRunnerConfig {
 enum class JobEnd {
   kSucceeded,    // trainer exited 0, FinishJob(succeeded) sent
   kFailed,       // trainer failed (or could not start), FinishJob(failed) sent
+  kDiverged,     // trainer stopped on a non-finite loss, FinishJob(diverged) sent
   kLeaseLost,    // the coordinator no longer knows the lease; trainer terminated, no FinishJob
-  kStopped,      // Stop() was called; trainer terminated, FinishJob(failed, "worker stopped")
-                 // sent when report_stopped
+  kStopped,      // Stop() was called; the trainer was asked to checkpoint and exit (SIGTERM),
+                 // FinishJob(handed back) sent when report_stopped
+  kCancelled,    // the heartbeat said the cell was cancelled; trainer stopped likewise,
+                 // FinishJob(cancelled) sent
 };
 
 struct JobRunOutcome {
@@ -55,7 +58,8 @@ class JobRunner {
   // Blocks until the trainer has exited and the outcome has been reported.
   JobRunOutcome Run();
 
-  // Asks Run() to terminate the trainer and report the job failed with reason "worker stopped".
+  // Asks Run() to stop the trainer (SIGTERM: it checkpoints and exits) and hand the job back
+  // (reason "worker stopped"): the coordinator queues the cell again without counting a failure.
   void Stop();
 
   const JobSpec& job() const { return job_; }

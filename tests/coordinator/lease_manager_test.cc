@@ -54,14 +54,15 @@ TEST_F(LeaseManagerTest, AnUnrenewedLeaseExpiresAndItsCellIsRequeued) {
   EXPECT_EQ(leases_->ActiveLeases(), 0u);
 
   CellInfo cell = Cell(job.cell_id);
-  EXPECT_EQ(cell.state, CellState::kQueued);
+  EXPECT_EQ(cell.state, CellState::kBackoff);  // retried after the policy's backoff
   EXPECT_THAT(cell.last_error, HasSubstr("lease expired"));
 
-  absl::Status hb = leases_->Heartbeat(worker_, job.lease_id, 100, 1.0);
+  absl::Status hb = leases_->Heartbeat(worker_, job.lease_id, 100, 1.0).status();
   EXPECT_EQ(hb.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(leases_->FinishJob(worker_, job.lease_id, {}).code(),
             absl::StatusCode::kFailedPrecondition);
 
+  clock_.Advance(RetryPolicy().base_backoff);
   ClaimedJob again = Lease();
   EXPECT_EQ(again.cell_id, job.cell_id);
   EXPECT_EQ(again.attempt, 2);
@@ -84,16 +85,16 @@ TEST_F(LeaseManagerTest, AnExpiredLeaseIsRefusedEvenBeforeTheSweeperRuns) {
   absl::StatusOr<int> n = leases_->ReportMetrics(worker_, job.lease_id, {{"train/loss", 1, 2.0}});
   EXPECT_EQ(n.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(n.status().message()), HasSubstr(job.cell_id));
-  EXPECT_EQ(Cell(job.cell_id).state, CellState::kQueued);
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kBackoff);
   EXPECT_EQ(leases_->ExpireLeases(), 0);
 }
 
 TEST_F(LeaseManagerTest, UnknownLeaseAndForeignWorkerAreRefused) {
   ClaimedJob job = Lease();
-  EXPECT_EQ(leases_->Heartbeat(worker_, "nope", 0, 0).code(),
+  EXPECT_EQ(leases_->Heartbeat(worker_, "nope", 0, 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
   std::string other = *store_->RegisterWorker({"h2", 1, "v"});
-  EXPECT_EQ(leases_->Heartbeat(other, job.lease_id, 0, 0).code(),
+  EXPECT_EQ(leases_->Heartbeat(other, job.lease_id, 0, 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 0, 0).ok());
 }
@@ -122,7 +123,7 @@ TEST_F(LeaseManagerTest, RecoverGivesRunningAttemptsAFreshDeadline) {
   EXPECT_TRUE(restarted.Heartbeat(worker_, job.lease_id, 10, 1).ok());
   clock_.Advance(kTtl + milliseconds(1));
   EXPECT_EQ(restarted.ExpireLeases(), 1);
-  EXPECT_EQ(Cell(job.cell_id).state, CellState::kQueued);
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kBackoff);
 }
 
 TEST_F(LeaseManagerTest, RecoverCanRequeueAtOnce) {
@@ -133,7 +134,7 @@ TEST_F(LeaseManagerTest, RecoverCanRequeueAtOnce) {
   CellInfo cell = Cell(job.cell_id);
   EXPECT_EQ(cell.state, CellState::kQueued);
   EXPECT_THAT(cell.last_error, HasSubstr("restarted"));
-  EXPECT_EQ(restarted.Heartbeat(worker_, job.lease_id, 0, 0).code(),
+  EXPECT_EQ(restarted.Heartbeat(worker_, job.lease_id, 0, 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 

@@ -36,6 +36,50 @@ TEST(SchemaTest, MigrationsAreEmbeddedAndContiguous) {
   EXPECT_EQ(LatestSchemaVersion(), static_cast<int>(all.size()));
 }
 
+// A version-1 database with a study, a failed and a lost attempt and a metric keeps every row
+// through the rebuild of version 2, and the old attempts get their failure class.
+TEST(SchemaTest, VersionTwoKeepsTheRowsOfAVersionOneDatabase) {
+  TempDir dir;
+  const std::string path = dir.File("v1.db");
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec(Migrations()[0].sql).ok());
+    ASSERT_TRUE((*db)->Exec(R"sql(
+      PRAGMA user_version = 1;
+      INSERT INTO studies VALUES (1, 's', '', 's.yaml', 'name: s', 0);
+      INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, state,
+                         created_at, updated_at)
+        VALUES (1, 1, 'aaaa', '{}', '{}', 100, 'failed', 0, 0),
+               (2, 1, 'bbbb', '{}', '{}', 100, 'queued', 0, 0);
+      INSERT INTO workers VALUES ('w-1', 'h', 1, 'v', 0, 0);
+      INSERT INTO attempts (id, cell_id, attempt, worker_id, lease_id, started_at, ended_at,
+                            outcome, reason)
+        VALUES (1, 1, 1, 'w-1', 'l1', 0, 1, 'failed', 'exit code 1'),
+               (2, 2, 1, 'w-1', 'l2', 0, 1, 'lost', 'lease expired');
+      INSERT INTO metrics VALUES (1, 'train/loss', 10, 2.5, 1);
+    )sql").ok());
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+  absl::StatusOr<Statement> cells = (*db)->Prepare(
+      "SELECT c.hash, c.state, c.failures, a.failure_class, "
+      "(SELECT COUNT(*) FROM metrics m WHERE m.cell_id = c.id) FROM cells c "
+      "JOIN attempts a ON a.cell_id = c.id ORDER BY c.id");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_TRUE(*cells->Step());
+  EXPECT_EQ(cells->Text(0), "aaaa");
+  EXPECT_EQ(cells->Text(1), "failed");
+  EXPECT_EQ(cells->Int(2), 0);
+  EXPECT_EQ(cells->Text(3), "crash");
+  EXPECT_EQ(cells->Int(4), 1);
+  ASSERT_TRUE(*cells->Step());
+  EXPECT_EQ(cells->Text(3), "lost");
+  // Foreign keys are back on after the migration.
+  EXPECT_FALSE((*db)->Exec("INSERT INTO metrics VALUES (99, 'x', 1, 1.0, 1)").ok());
+}
+
 TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   TempDir dir;
   const std::string path = dir.File("onset.db");

@@ -129,12 +129,16 @@ TEST_F(SqliteStoreTest, FinishSucceededAndFailed) {
                   .ok());
   EXPECT_EQ(Cell(ok.cell_id).state, CellState::kSucceeded);
   EXPECT_EQ(Cell(ok.cell_id).last_error, "");
-  EXPECT_EQ(Cell(bad.cell_id).state, CellState::kFailed);
+  // A crash: retried after the policy's backoff (failure_policy.h), one failure counted.
+  EXPECT_EQ(Cell(bad.cell_id).state, CellState::kBackoff);
+  EXPECT_EQ(Cell(bad.cell_id).failures, 1);
+  EXPECT_EQ(Cell(bad.cell_id).retry_at_unix_ms,
+            clock_.WallUnixMs() + RetryPolicy().base_backoff.count());
   EXPECT_EQ(Cell(bad.cell_id).last_error, "killed by SIGKILL");
 
   // An ended lease cannot be used again.
   EXPECT_EQ(store_->FinishAttempt(ok.lease_id, {}).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store_->RecordProgress(ok.lease_id, 1, 1).code(),
+  EXPECT_EQ(store_->RecordProgress(ok.lease_id, 1, 1).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->AddMetrics(bad.lease_id, {{"train/loss", 1, 1.0}}).status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -150,8 +154,10 @@ TEST_F(SqliteStoreTest, RequeueMakesTheCellClaimableAsTheNextAttempt) {
   ClaimedJob first = Claim();
   ASSERT_TRUE(store_->RequeueAttempt(first.lease_id, "lease expired").ok());
   CellInfo cell = Cell(first.cell_id);
-  EXPECT_EQ(cell.state, CellState::kQueued);
+  EXPECT_EQ(cell.state, CellState::kBackoff);  // a lost worker counts like a crash
+  EXPECT_EQ(cell.failures, 1);
   EXPECT_EQ(cell.last_error, "lease expired");
+  clock_.Advance(RetryPolicy().base_backoff);
   ClaimedJob second = Claim();  // queue order: the requeued cell is first again
   EXPECT_EQ(second.cell_id, first.cell_id);
   EXPECT_EQ(second.attempt, 2);
@@ -249,6 +255,144 @@ TEST(SqliteStoreConcurrencyTest, ConcurrentClaimsNeverReturnTheSameCell) {
   EXPECT_EQ(errors, 0);
   EXPECT_EQ(claimed.size(), 60u);
   EXPECT_EQ(std::set<std::string>(claimed.begin(), claimed.end()).size(), claimed.size());
+}
+
+}  // namespace
+}  // namespace onset::coordinator
+
+namespace onset::coordinator {
+namespace {
+
+// The per-cause failure policy as the store applies it (failure_policy.h).
+class FailurePolicyStoreTest : public SqliteStoreTest {
+ protected:
+  void SetUp() override {
+    SqliteStoreTest::SetUp();
+    ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  }
+  static AttemptEnd Ended(AttemptOutcome outcome) {
+    AttemptEnd end;
+    end.outcome = outcome;
+    return end;
+  }
+  AttemptEnd Crash(const std::string& stderr_tail = "") {
+    return {AttemptOutcome::kFailed, 1, 0, "exit code 1", stderr_tail};
+  }
+};
+
+TEST_F(FailurePolicyStoreTest, CrashesRetryWithGrowingBackoffThenFail) {
+  ClaimedJob job = Claim();
+  const std::string cell = job.cell_id;
+  for (int failure = 1; failure <= 3; ++failure) {
+    ASSERT_TRUE(store_->FinishAttempt(job.lease_id, Crash()).ok());
+    CellInfo info = Cell(cell);
+    EXPECT_EQ(info.failures, failure);
+    if (failure == 3) {
+      EXPECT_EQ(info.state, CellState::kFailed);  // the limit
+      break;
+    }
+    EXPECT_EQ(info.state, CellState::kBackoff);
+    const auto wait = RetryPolicy().Backoff(failure);
+    EXPECT_EQ(info.retry_at_unix_ms, clock_.WallUnixMs() + wait.count());
+    // Not claimable before its time: the next queued cell comes first.
+    ClaimedJob other = Claim();
+    EXPECT_NE(other.cell_id, cell);
+    ASSERT_TRUE(store_->FinishAttempt(other.lease_id, Ended(AttemptOutcome::kSucceeded)).ok());
+    clock_.Advance(wait);
+    job = Claim();
+    ASSERT_EQ(job.cell_id, cell);
+    EXPECT_EQ(job.attempt, failure + 1);
+  }
+}
+
+TEST_F(FailurePolicyStoreTest, DivergedOomAndConfigAreNotRetried) {
+  ClaimedJob a = Claim(), b = Claim(), c = Claim();
+  ASSERT_TRUE(store_->FinishAttempt(a.lease_id, {AttemptOutcome::kDiverged, 3, 0, "diverged", ""})
+                  .ok());
+  ASSERT_TRUE(store_->FinishAttempt(b.lease_id, Crash("RuntimeError: CUDA out of memory.")).ok());
+  ASSERT_TRUE(
+      store_->FinishAttempt(c.lease_id, {AttemptOutcome::kFailed, 2, 0, "exit code 2", ""}).ok());
+  EXPECT_EQ(Cell(a.cell_id).state, CellState::kDiverged);
+  EXPECT_EQ(Cell(b.cell_id).state, CellState::kFailed);
+  EXPECT_EQ(Cell(b.cell_id).last_error, "out of memory: exit code 1");
+  EXPECT_EQ(Cell(c.cell_id).state, CellState::kFailed);
+  EXPECT_EQ(Cell(c.cell_id).last_error, "config or data refused by the trainer: exit code 2");
+}
+
+TEST_F(FailurePolicyStoreTest, AHandedBackAttemptIsRequeuedAtOnceAndNotCounted) {
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->FinishAttempt(job.lease_id, {AttemptOutcome::kHandedBack, 4, 0,
+                                                   "worker stopped", ""})
+                  .ok());
+  EXPECT_EQ(Cell(job.cell_id).state, CellState::kQueued);
+  EXPECT_EQ(Cell(job.cell_id).failures, 0);
+  ClaimedJob again = Claim();
+  EXPECT_EQ(again.cell_id, job.cell_id);
+  EXPECT_EQ(again.attempt, 2);
+}
+
+TEST_F(FailurePolicyStoreTest, RepeatedAlikeFailuresRaiseAnAlert) {
+  ClaimedJob a = Claim(), b = Claim(), c = Claim();
+  ASSERT_TRUE(store_->FinishAttempt(a.lease_id, Crash("std::bad_alloc")).ok());
+  ASSERT_TRUE(store_->FinishAttempt(b.lease_id, Crash("std::bad_alloc")).ok());
+  EXPECT_EQ(store_->GetStudy("small")->study.alert, "");  // two are not a pattern yet
+  ASSERT_TRUE(store_->FinishAttempt(c.lease_id, Crash("std::bad_alloc")).ok());
+  EXPECT_EQ(store_->GetStudy("small")->study.alert,
+            "3 attempts in a row (3 cells) failed alike: out of memory: exit code 1");
+  ClaimedJob d = Claim();
+  ASSERT_TRUE(store_->FinishAttempt(d.lease_id, Ended(AttemptOutcome::kSucceeded)).ok());
+  ClaimedJob e = Claim();
+  ASSERT_TRUE(store_->FinishAttempt(e.lease_id, Crash()).ok());
+  EXPECT_EQ(store_->GetStudy("small")->study.alert, "");  // the latest failure differs
+}
+
+TEST_F(FailurePolicyStoreTest, CancelStopsQueuedCellsAtOnceAndRunningOnesAtTheHeartbeat) {
+  ClaimedJob running = Claim();
+  ASSERT_EQ(*store_->CancelCells("small", {}), 6);
+  EXPECT_EQ(Cell(running.cell_id).state, CellState::kCancelled);
+  absl::StatusOr<LeaseStatus> hb = store_->RecordProgress(running.lease_id, 10, 1);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_TRUE(hb->cancelled);
+  ASSERT_TRUE(store_->FinishAttempt(running.lease_id, Ended(AttemptOutcome::kCancelled)).ok());
+  EXPECT_EQ(Cell(running.cell_id).state, CellState::kCancelled);
+  absl::StatusOr<std::optional<ClaimedJob>> none = store_->ClaimNextCell(worker_);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(*store_->CancelCells("small", {}), 0);  // nothing left to cancel
+  EXPECT_EQ(store_->CancelCells("small", {"0123456789abcdef"}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->CancelCells("nope", {}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(FailurePolicyStoreTest, RerunQueuesTheSelectedCellsAndFreshForgetsTheirMetrics) {
+  ClaimedJob a = Claim(), b = Claim();
+  ASSERT_TRUE(store_->AddMetrics(a.lease_id, {{"train/loss", 100, 3.0}}).ok());
+  ASSERT_TRUE(store_->FinishAttempt(a.lease_id, Crash("out of memory")).ok());
+  ASSERT_TRUE(store_->FinishAttempt(b.lease_id, Ended(AttemptOutcome::kDiverged)).ok());
+  const std::string arch_a = Cell(a.cell_id).axes.at("arch");
+
+  RerunRequest only_failed{"small", {CellState::kFailed}, {}, {}, false};
+  EXPECT_EQ(*store_->RerunCells(only_failed), 1);
+  EXPECT_EQ(Cell(a.cell_id).state, CellState::kQueued);
+  EXPECT_EQ(Cell(a.cell_id).failures, 0);
+  EXPECT_EQ(Cell(b.cell_id).state, CellState::kDiverged);
+  ClaimedJob again = Claim();
+  EXPECT_EQ(again.cell_id, a.cell_id);
+  EXPECT_FALSE(again.fresh);  // resumes from its checkpoint
+  ASSERT_TRUE(store_->FinishAttempt(again.lease_id, Crash("out of memory")).ok());
+
+  RerunRequest fresh{"small", {CellState::kFailed, CellState::kDiverged}, {{"arch", arch_a}}, {},
+                     true};
+  EXPECT_EQ(*store_->RerunCells(fresh), Cell(b.cell_id).axes.at("arch") == arch_a ? 2 : 1);
+  ClaimedJob from_scratch = Claim();
+  EXPECT_EQ(from_scratch.cell_id, a.cell_id);
+  EXPECT_TRUE(from_scratch.fresh);
+  absl::StatusOr<std::vector<CellResult>> results = store_->Results("small");
+  for (const CellResult& r : *results) {
+    if (r.cell.id == a.cell_id) {
+      EXPECT_TRUE(r.final_metrics.empty());  // forgotten
+    }
+  }
 }
 
 }  // namespace

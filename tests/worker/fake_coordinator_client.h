@@ -45,11 +45,13 @@ class FakeCoordinatorClient : public CoordinatorClient {
     return std::optional<JobSpec>(job);
   }
 
-  absl::Status Heartbeat(const std::string&, const std::string&, const Progress& p) override {
+  absl::StatusOr<HeartbeatReply> Heartbeat(const std::string&, const std::string&,
+                                           const Progress& p) override {
     std::lock_guard<std::mutex> lock(mu_);
     heartbeats.push_back(p);
     cv_.notify_all();
-    return heartbeat_status;
+    if (!heartbeat_status.ok()) return heartbeat_status;
+    return HeartbeatReply{cancel_cells};
   }
 
   absl::Status ReportMetrics(const std::string&, const std::string&,
@@ -85,6 +87,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::chrono::milliseconds heartbeat_interval{50};
   int register_failures = 0;
   absl::Status heartbeat_status;
+  bool cancel_cells = false;  // heartbeats answer "cancelled"
   absl::Status report_status;
   std::deque<JobSpec> jobs;
 

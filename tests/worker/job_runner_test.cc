@@ -76,7 +76,7 @@ TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
   EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
   ASSERT_EQ(client_.finished.size(), 1u);
   EXPECT_EQ(client_.finished[0].lease_id, "lease-1");
-  EXPECT_TRUE(client_.finished[0].result.succeeded);
+  EXPECT_TRUE(client_.finished[0].result.succeeded());
   EXPECT_EQ(client_.finished[0].result.exit_code, 0);
 
   std::vector<MetricPoint> points = AllPoints();
@@ -126,7 +126,7 @@ TEST_F(JobRunnerTest, FailureReportsExitCodeAndBoundedStderrTail) {
   EXPECT_EQ(outcome.end, JobEnd::kFailed);
   ASSERT_EQ(client_.finished.size(), 1u);
   const JobResult& result = client_.finished[0].result;
-  EXPECT_FALSE(result.succeeded);
+  EXPECT_FALSE(result.succeeded());
   EXPECT_EQ(result.reason, "exit code 1");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.stderr_tail, HasSubstr("stderr line 200"));
@@ -137,9 +137,10 @@ TEST_F(JobRunnerTest, FailureReportsExitCodeAndBoundedStderrTail) {
 
 TEST_F(JobRunnerTest, ExitThreeIsDiverged) {
   JobRunner runner(Config(), "w1", Job("diverged"), &client_, &launcher_);
-  runner.Run();
+  EXPECT_EQ(runner.Run().end, JobEnd::kDiverged);
   ASSERT_EQ(client_.finished.size(), 1u);
-  EXPECT_EQ(client_.finished[0].result.reason, "diverged");
+  EXPECT_EQ(client_.finished[0].result.outcome, JobOutcome::kDiverged);
+  EXPECT_EQ(client_.finished[0].result.reason, "diverged: the training loss was not finite");
   EXPECT_EQ(client_.finished[0].result.exit_code, 3);
   EXPECT_THAT(client_.finished[0].result.stderr_tail, HasSubstr("loss is NaN"));
 }
@@ -197,9 +198,32 @@ TEST_F(JobRunnerTest, StopReportsWorkerStopped) {
   runner.Stop();
   run.join();
   ASSERT_EQ(client_.finished.size(), 1u);
-  EXPECT_FALSE(client_.finished[0].result.succeeded);
+  EXPECT_FALSE(client_.finished[0].result.succeeded());
+  // Handed back: the coordinator requeues the cell without counting a failure.
+  EXPECT_EQ(client_.finished[0].result.outcome, JobOutcome::kHandedBack);
   EXPECT_EQ(client_.finished[0].result.reason, "worker stopped");
   EXPECT_EQ(client_.finished[0].result.signal, SIGTERM);
+}
+
+TEST_F(JobRunnerTest, ACancelledCellStopsTheTrainerAndSaysSo) {
+  client_.cancel_cells = true;
+  JobRunner runner(Config(), "w1", Job("hang"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kCancelled);  // returns because the trainer was stopped
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].result.outcome, JobOutcome::kCancelled);
+  EXPECT_EQ(client_.finished[0].result.signal, SIGTERM);
+}
+
+TEST_F(JobRunnerTest, AFreshJobDiscardsTheCellsCheckpoints) {
+  JobSpec job = Job("success");
+  const std::filesystem::path checkpoints =
+      std::filesystem::path(Config().work_dir) / job.cell_id / "checkpoints";
+  std::filesystem::create_directories(checkpoints);
+  std::ofstream(checkpoints / "ckpt-000000001000.pt") << "old";
+  job.fresh = true;
+  JobRunner runner(Config(), "w1", job, &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  EXPECT_FALSE(std::filesystem::exists(checkpoints / "ckpt-000000001000.pt"));
 }
 
 TEST_F(JobRunnerTest, HeartbeatsFollowTheInjectedClock) {

@@ -71,7 +71,7 @@ TEST_F(WorkerTest, RunsLeasedJobsAfterRetryingRegistration) {
 
   EXPECT_EQ(client_.register_calls, 3);
   int succeeded = 0;
-  for (const auto& f : client_.finished) succeeded += f.result.succeeded ? 1 : 0;
+  for (const auto& f : client_.finished) succeeded += f.result.succeeded() ? 1 : 0;
   EXPECT_EQ(succeeded, 2);
 }
 

@@ -1,0 +1,57 @@
+// What happens to a cell when an attempt ends: the per-cause failure policy.
+//
+//   succeeded            the cell succeeded.
+//   diverged             the loss was not finite: a scientific result, never retried.
+//   handed back          the worker was asked to stop (SIGTERM, e.g. preemption) and the trainer
+//                        checkpointed: queued again at once, not counted as a failure.
+//   cancelled            by `onset cancel`: the cell stays cancelled.
+//   failed, class crash  the trainer exited 1 or was killed by a signal: retried after a backoff
+//                        (base * 2^(n-1), capped) until max_failures counted failures.
+//   lost                 the worker stopped heartbeating (lease expired) or vanished in a
+//                        coordinator restart: retried like a crash.
+//   failed, class oom    the trainer ran out of memory (killed by the kernel's OOM killer, or its
+//                        stderr says so): failed at once, with "out of memory" in the reason;
+//                        the same config would run out again.
+//   failed, class config the trainer refused its config or data (exit 2): failed at once.
+//
+// Pure functions of their inputs (times are passed in), so the policy is tested apart from the
+// store.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace onset::coordinator {
+
+enum class FailureClass { kNone, kCrash, kLost, kOom, kConfig };
+// "", "crash", "lost", "oom", "config": the names stored in attempts.failure_class.
+const char* FailureClassName(FailureClass c);
+
+// onset-train's exit codes (model/train_app.h), as the coordinator reads them.
+inline constexpr int kTrainerExitConfig = 2;
+inline constexpr int kTrainerExitDiverged = 3;
+
+// The class of a failed attempt from what the worker saw: exit code (or the signal that killed
+// the trainer) and the tail of its stderr.
+FailureClass ClassifyFailure(std::optional<int> exit_code, int signal,
+                             const std::string& stderr_tail);
+
+struct RetryPolicy {
+  int max_failures = 3;  // counted failures before a cell stays failed
+  std::chrono::milliseconds base_backoff{30'000};
+  std::chrono::milliseconds max_backoff{30 * 60'000};
+
+  // Whether a failure of class `c` is retried when the cell has `failures` counted failures,
+  // this one included.
+  bool Retries(FailureClass c, int failures) const;
+  // The wait before retry number `failures` (>= 1): base * 2^(failures - 1), at most max.
+  std::chrono::milliseconds Backoff(int failures) const;
+};
+
+// A one-line reason for a failed attempt, e.g. "out of memory (killed by signal 9)".
+std::string DescribeFailure(FailureClass c, std::optional<int> exit_code, int signal,
+                            const std::string& reason);
+
+}  // namespace onset::coordinator
