@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/address.h"
+#include "cli/cell_commands.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "cli/study_client.h"
@@ -38,6 +39,25 @@ int main(int argc, char** argv) {
   status->add_option("STUDY", study, "study name");
   status->add_flag("--json", json, "print JSON");
 
+  std::vector<std::string> cells;
+  CLI::App* cancel = app.add_subcommand(
+      "cancel", "cancel cells that have not ended (every cell of the study when none is named)");
+  cancel->add_option("STUDY", study, "study name")->required();
+  cancel->add_option("CELL", cells, "cell ids");
+  cancel->add_flag("--json", json, "print JSON");
+  onset::cli::RerunOptions rerun_options;
+  CLI::App* rerun = app.add_subcommand(
+      "rerun", "queue ended cells again, resuming from their last checkpoint unless --fresh");
+  rerun->add_option("STUDY", rerun_options.study, "study name")->required();
+  rerun->add_option("CELL", rerun_options.cells, "only these cells");
+  rerun->add_option("--state", rerun_options.states,
+                    "comma-separated states to rerun (default failed,diverged,cancelled; also "
+                    "succeeded, backoff)");
+  rerun->add_option("--where", rerun_options.where,
+                    "only cells whose axes match, e.g. arch=swa,window=16");
+  rerun->add_flag("--fresh", rerun_options.fresh,
+                  "start from scratch: discard the cells' checkpoints and metrics");
+  rerun->add_flag("--json", rerun_options.json, "print JSON");
   CLI::App* results = app.add_subcommand("results", "final metrics of every cell of a study");
   results->add_option("STUDY", study, "study name")->required();
   results->add_flag("--json", json, "print JSON");
@@ -77,5 +97,9 @@ int main(int argc, char** argv) {
       coordinator, std::getenv("ONSET_COORDINATOR"), onset::cli::kDefaultDataDir));
   if (submit->parsed()) return onset::cli::SubmitCommand(client, file, json, std::cout, std::cerr);
   if (status->parsed()) return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr);
+  if (cancel->parsed()) {
+    return onset::cli::CancelCommand(client, study, cells, json, std::cout, std::cerr);
+  }
+  if (rerun->parsed()) return onset::cli::RerunCommand(client, rerun_options, std::cout, std::cerr);
   return onset::cli::ResultsCommand(client, study, json, std::cout, std::cerr);
 }

@@ -14,7 +14,8 @@ namespace onset::cli {
 namespace {
 
 constexpr size_t kErrorChars = 48;
-const char* const kStates[] = {"succeeded", "failed", "running", "queued"};
+const char* const kStates[] = {"succeeded", "failed", "diverged", "cancelled",
+                                "running",   "backoff", "queued"};
 
 std::string Axis(const v1::Cell& cell, const std::string& name) {
   auto it = cell.axes().find(name);
@@ -134,6 +135,12 @@ std::string StateName(v1::CellState state) {
       return "succeeded";
     case v1::CELL_STATE_FAILED:
       return "failed";
+    case v1::CELL_STATE_DIVERGED:
+      return "diverged";
+    case v1::CELL_STATE_CANCELLED:
+      return "cancelled";
+    case v1::CELL_STATE_BACKOFF:
+      return "backoff";
     default:
       return "unspecified";
   }
@@ -157,20 +164,26 @@ std::string StudySummary(const v1::Study& study) {
   std::string text = absl::StrCat(study.name(), ": ", study.cells_total(),
                                    study.cells_total() == 1 ? " cell" : " cells");
   if (!parts.empty()) absl::StrAppend(&text, ": ", absl::StrJoin(parts, ", "));
+  // A pattern of failures is the first thing to see, on its own line.
+  if (!study.alert().empty()) absl::StrAppend(&text, "\n!! ", study.alert());
   return text;
 }
 
 std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
   if (studies.studies().empty()) return "no studies\n";
-  Table table({"STUDY", "CELLS", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "SOURCE"});
-  for (size_t c = 1; c <= 5; ++c) table.AlignRight(c);
+  Table table({"STUDY", "CELLS", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED",
+               "CANCELLED", "SOURCE"});
+  for (size_t c = 1; c <= 7; ++c) table.AlignRight(c);
   for (const v1::Study& s : studies.studies()) {
     auto count = [&](const char* state) {
       auto it = s.cells_by_state().find(state);
       return std::to_string(it == s.cells_by_state().end() ? 0 : it->second);
     };
-    table.AddRow({s.name(), std::to_string(s.cells_total()), count("queued"), count("running"),
-                  count("succeeded"), count("failed"), s.source_name()});
+    // Cells waiting out a retry backoff are queued as far as this overview goes.
+    const std::string queued = std::to_string(std::stoi(count("queued")) + std::stoi(count("backoff")));
+    table.AddRow({s.name(), std::to_string(s.cells_total()), queued, count("running"),
+                  count("succeeded"), count("failed"), count("diverged"), count("cancelled"),
+                  s.source_name()});
   }
   return table.Render();
 }

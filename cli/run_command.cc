@@ -48,10 +48,18 @@ void KeepSubmitted(const std::set<std::string>& ids, v1::GetResultsResponse* res
   results->mutable_results()->Swap(&kept);
 }
 
+// Every cell has ended: succeeded, failed, diverged or cancelled (a cell in backoff will run
+// again).
 bool Finished(const v1::GetStudyResponse& study) {
   for (const v1::Cell& cell : study.cells()) {
-    if (cell.state() != v1::CELL_STATE_SUCCEEDED && cell.state() != v1::CELL_STATE_FAILED) {
-      return false;
+    switch (cell.state()) {
+      case v1::CELL_STATE_SUCCEEDED:
+      case v1::CELL_STATE_FAILED:
+      case v1::CELL_STATE_DIVERGED:
+      case v1::CELL_STATE_CANCELLED:
+        break;
+      default:
+        return false;
     }
   }
   return true;
@@ -188,13 +196,23 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
       KeepSubmitted(submitted_ids, &*results);
       out << (options.json ? ToJson(*results) : RenderResults(*results));
       std::vector<std::string> failed;
+      int diverged = 0;
       for (const v1::CellResult& r : results->results()) {
-        if (r.cell().state() != v1::CELL_STATE_SUCCEEDED) {
-          failed.push_back(absl::StrCat(r.cell().id(), " (", r.cell().last_error(), ")"));
+        // A diverged cell is a result (its loss was not finite), not a failure of the run.
+        diverged += r.cell().state() == v1::CELL_STATE_DIVERGED ? 1 : 0;
+        if (r.cell().state() != v1::CELL_STATE_SUCCEEDED &&
+            r.cell().state() != v1::CELL_STATE_DIVERGED) {
+          failed.push_back(absl::StrCat(r.cell().id(), " ", StateName(r.cell().state()), " (",
+                                        r.cell().last_error(), ")"));
         }
       }
+      if (diverged > 0) {
+        err << diverged << " of " << results->results_size()
+            << " cells diverged (the training loss stopped being finite)\n";
+      }
       if (!failed.empty()) {
-        err << failed.size() << " of " << results->results_size() << " cells failed:\n";
+        err << failed.size() << " of " << results->results_size()
+            << " cells did not finish:\n";
         for (const std::string& f : failed) err << "  " << f << "\n";
         code = 1;
       }

@@ -84,4 +84,37 @@ absl::StatusOr<v1::GetResultsResponse> StudyClient::Results(const std::string& s
   return response;
 }
 
+absl::StatusOr<v1::CancelCellsResponse> StudyClient::Cancel(
+    const std::string& study, const std::vector<std::string>& cells) {
+  v1::CancelCellsRequest request;
+  request.set_study(study);
+  for (const std::string& c : cells) request.add_cell_ids(c);
+  v1::CancelCellsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("CancelCells", stub_->CancelCells(&context, request, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::RerunCellsResponse> StudyClient::Rerun(
+    const std::string& study, const std::vector<v1::CellState>& states,
+    const std::map<std::string, std::string>& where, const std::vector<std::string>& cells,
+    bool fresh) {
+  v1::RerunCellsRequest request;
+  request.set_study(study);
+  for (v1::CellState s : states) request.add_states(s);
+  for (const auto& [k, v] : where) (*request.mutable_where())[k] = v;
+  for (const std::string& c : cells) request.add_cell_ids(c);
+  request.set_fresh(fresh);
+  v1::RerunCellsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("RerunCells", stub_->RerunCells(&context, request, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
 }  // namespace onset::cli

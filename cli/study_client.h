@@ -3,8 +3,10 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "onset/v1/onset.grpc.pb.h"
@@ -29,6 +31,12 @@ class StudyClient {
   absl::StatusOr<v1::ListStudiesResponse> List();
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
   absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);
+  absl::StatusOr<v1::CancelCellsResponse> Cancel(const std::string& study,
+                                                 const std::vector<std::string>& cells);
+  absl::StatusOr<v1::RerunCellsResponse> Rerun(const std::string& study,
+                                               const std::vector<v1::CellState>& states,
+                                               const std::map<std::string, std::string>& where,
+                                               const std::vector<std::string>& cells, bool fresh);
 
  private:
   absl::Status Convert(const char* rpc, const grpc::Status& status) const;

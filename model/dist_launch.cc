@@ -17,6 +17,8 @@
 #include <cstring>
 #include <thread>
 
+#include "model/train_app.h"
+
 extern char** environ;
 
 namespace onset::model {
@@ -130,6 +132,7 @@ class Ranks {
   int Supervise(std::chrono::milliseconds grace) {
     int exit_code = 0;
     int forwarded = 0;  // the signal passed on to the ranks
+    bool all_stopped_cleanly = true;  // every rank exited kExitStopped (checkpointed)
     bool stopping = false, terminated = false, killed = false;
     Clock::time_point term_at, kill_at;
     while (live_ > 0) {
@@ -151,6 +154,8 @@ class Ranks {
         --live_;
         reaped = true;
         const bool ok = got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        all_stopped_cleanly = all_stopped_cleanly && got > 0 && WIFEXITED(status) &&
+                              WEXITSTATUS(status) == kExitStopped;
         if (ok || stopping) continue;
         // The first failure; the others' that follow are its consequences.
         exit_code = got > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -173,9 +178,11 @@ class Ranks {
       std::this_thread::sleep_for(kPollInterval);
     }
     if (forwarded != 0) {
-      std::fprintf(stderr, "onset-train: stopped by signal %d (%s)\n", forwarded,
-                   strsignal(forwarded));
-      return 128 + forwarded;
+      std::fprintf(stderr, "onset-train: stopped by signal %d (%s)%s\n", forwarded,
+                   strsignal(forwarded),
+                   all_stopped_cleanly ? "; every rank checkpointed" : "");
+      // Ranks that checkpointed make a clean stop the worker can hand back.
+      return all_stopped_cleanly ? kExitStopped : 128 + forwarded;
     }
     return exit_code;
   }

@@ -15,8 +15,8 @@
 //     collective with the dead rank fails), then SIGTERM, and after another `grace` SIGKILL. It
 //     exits with that first rank's exit code, or 1 when it was killed, so 2 still means bad input
 //     and 3 divergence (every rank stops at the same step then).
-//   - SIGINT, SIGTERM or SIGHUP sent to it go to every rank; once they are gone it exits
-//     128 + the signal number.
+//   - SIGINT, SIGTERM or SIGHUP sent to it go to every rank; once they are gone it exits 4
+//     (kExitStopped) when every rank checkpointed and stopped cleanly, else 128 + the signal.
 //   - Each rank asks the kernel to kill it when the supervisor dies (FollowLauncher, Linux).
 #pragma once
 

@@ -26,6 +26,7 @@
 #include "model/flops.h"
 #include "model/metrics_writer.h"
 #include "model/prepare_app.h"
+#include "model/stop_request.h"
 #include "model/train_flags.h"
 #include "model/trainer.h"
 
@@ -131,6 +132,8 @@ int TrainMain(int argc, char** argv) {
       return LaunchLocalRanks(launch);
     }
 
+    // SIGTERM/SIGINT: checkpoint after the current step and exit kExitStopped.
+    InstallStopHandlers();
     // Each rank of a machine gets its own CUDA device; CPU ranks share its threads.
     const at::Device device = !cuda               ? at::Device(at::kCPU)
                               : env.distributed() ? at::Device(at::kCUDA, env.local_rank)
@@ -166,7 +169,15 @@ int TrainMain(int argc, char** argv) {
       }
     }
     TrainResult result = trainer.Run();
-    return result.outcome == TrainOutcome::kDiverged ? kExitDiverged : kExitOk;
+    switch (result.outcome) {
+      case TrainOutcome::kDiverged:
+        return kExitDiverged;
+      case TrainOutcome::kStopped:
+        return kExitStopped;
+      case TrainOutcome::kDone:
+        break;
+    }
+    return kExitOk;
   } catch (const DataError& e) {
     std::fprintf(stderr, "%s: %s: %s\n", me.c_str(), flags.config_path.c_str(), e.what());
     return kExitUsage;

@@ -10,6 +10,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntimeError = 1;  // anything that went wrong while running
 inline constexpr int kExitUsage = 2;         // bad flags, unreadable or invalid config
 inline constexpr int kExitDiverged = 3;      // a NaN or infinite training loss
+inline constexpr int kExitStopped = 4;       // asked to stop (SIGTERM/SIGINT): checkpointed
 
 int TrainMain(int argc, char** argv);
 

@@ -10,6 +10,7 @@
 #include "model/flops.h"
 #include "model/optimizer.h"
 #include "model/precision.h"
+#include "model/stop_request.h"
 
 namespace onset::model {
 namespace {
@@ -92,8 +93,33 @@ TrainResult Trainer::Run() {
     }
     // The other ranks wait here, and not in the next step's all-reduce, while rank 0 works.
     if ((eval_due || checkpoint_due) && distributed()) collective_->Barrier();
+    if (!last && StopAgreed()) return Stopped(std::move(result), checkpoint_due);
   }
   return Finish(std::move(result));
+}
+
+bool Trainer::StopAgreed() {
+  if (!distributed()) return StopRequested();
+  // Ranks receive the signal at different moments; they must stop after the same step.
+  at::Tensor flag = at::full({1}, StopRequested() ? 1.0f : 0.0f,
+                             at::TensorOptions().dtype(at::kFloat).device(device_));  // (1,)
+  collective_->AllReduceSum(flag);
+  return flag.item<float>() > 0;
+}
+
+TrainResult Trainer::Stopped(TrainResult result, bool checkpointed) {
+  if (!checkpointed && lead()) WriteCheckpoint();
+  if (distributed()) collective_->Barrier();
+  sink_->Emit({"stopped", tokens_, std::nullopt, {}});
+  if (lead()) {
+    std::fprintf(stderr, "onset-train: stopped on request at %lld tokens (step %lld); resume "
+                 "with --resume\n", static_cast<long long>(tokens_),
+                 static_cast<long long>(steps_));
+  }
+  result.outcome = TrainOutcome::kStopped;
+  result.tokens = tokens_;
+  result.steps = steps_;
+  return result;
 }
 
 at::Tensor Trainer::NextBatch(int64_t seqs) {

@@ -45,7 +45,8 @@
 
 namespace onset::model {
 
-enum class TrainOutcome { kDone, kDiverged };
+// kStopped: a stop was requested (stop_request.h); the run checkpointed and can resume.
+enum class TrainOutcome { kDone, kDiverged, kStopped };
 
 // The configured data cannot be used (a token file missing, damaged or too short): a problem
 // of the config, not of the run. what() reads "data.KEY: PATH: problem".
@@ -110,6 +111,9 @@ class Trainer {
   void WriteCheckpoint();
   TrainResult Finish(TrainResult result);
   TrainResult Diverged(TrainResult result, double loss, double lr);
+  // Whether any rank was asked to stop (one small all-reduce when distributed).
+  bool StopAgreed();
+  TrainResult Stopped(TrainResult result, bool checkpointed);
 
   CellConfig config_;
   at::Device device_;

@@ -57,10 +57,22 @@ TEST(RenderTest, StudyListCountsStates) {
   s->set_source_name("studies/demo.yaml");
   s->set_cells_total(6);
   (*s->mutable_cells_by_state())["succeeded"] = 4;
-  (*s->mutable_cells_by_state())["running"] = 2;
+  (*s->mutable_cells_by_state())["running"] = 1;
+  (*s->mutable_cells_by_state())["backoff"] = 1;  // shown as queued here
   EXPECT_EQ(RenderStudyList(list),
-            "STUDY  CELLS  QUEUED  RUNNING  SUCCEEDED  FAILED  SOURCE\n"
-            "demo       6       0        2          4       0  studies/demo.yaml\n");
+            "STUDY  CELLS  QUEUED  RUNNING  SUCCEEDED  FAILED  DIVERGED  CANCELLED  SOURCE\n"
+            "demo       6       1        1          4       0         0          0  "
+            "studies/demo.yaml\n");
+}
+
+TEST(RenderTest, AnAlertStandsOnItsOwnLine) {
+  v1::Study s;
+  s.set_name("demo");
+  s.set_cells_total(3);
+  (*s.mutable_cells_by_state())["failed"] = 3;
+  s.set_alert("3 attempts in a row (3 cells) failed alike: out of memory");
+  EXPECT_EQ(StudySummary(s),
+            "demo: 3 cells: 3 failed\n!! 3 attempts in a row (3 cells) failed alike: out of memory");
 }
 
 TEST(RenderTest, StudyShowsProgressLossAndError) {

@@ -166,6 +166,55 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   EXPECT_EQ(list.studies(0).cells_by_state().at("queued"), 5);
 }
 
+// Cancel reaches a running job through its heartbeat; rerun queues the cancelled cells again.
+TEST_F(ServerTest, CancelAndRerunOverTheWire) {
+  grpc::Status status;
+  Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const std::string worker = Register();
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(worker);
+  v1::LeaseJobResponse lease;
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+
+  v1::CancelCellsRequest cancel;
+  cancel.set_study("small");
+  cancel.add_cell_ids(lease.job().cell_id());
+  v1::CancelCellsResponse cancelled;
+  ASSERT_TRUE(studies_->CancelCells(Ctx().get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.cancelled(), 1);
+
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(worker);
+  hb.set_lease_id(lease.job().lease_id());
+  v1::HeartbeatResponse hb_resp;
+  ASSERT_TRUE(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).ok());
+  EXPECT_TRUE(hb_resp.cancel());
+  v1::FinishJobRequest finish;
+  finish.set_worker_id(worker);
+  finish.set_lease_id(lease.job().lease_id());
+  finish.set_outcome(v1::JOB_OUTCOME_CANCELLED);
+  finish.set_signal(15);
+  v1::FinishJobResponse finished;
+  ASSERT_TRUE(workers_->FinishJob(Ctx().get(), finish, &finished).ok());
+
+  v1::RerunCellsRequest rerun;
+  rerun.set_study("small");
+  rerun.add_states(v1::CELL_STATE_RUNNING);
+  v1::RerunCellsResponse queued;
+  EXPECT_EQ(studies_->RerunCells(Ctx().get(), rerun, &queued).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  rerun.clear_states();  // the default: failed, diverged, cancelled
+  ASSERT_TRUE(studies_->RerunCells(Ctx().get(), rerun, &queued).ok());
+  EXPECT_EQ(queued.queued(), 1);
+  v1::GetStudyRequest get;
+  get.set_name("small");
+  v1::GetStudyResponse study;
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &study).ok());
+  EXPECT_EQ(study.study().cells_by_state().at("queued"), 6);
+}
+
 TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   grpc::Status status;
   Submit("name: a\ntrain:\n  lr: fast\n", &status);

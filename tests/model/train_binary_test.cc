@@ -34,6 +34,16 @@ struct RunResult {
   std::string out, err;
 };
 
+// `s` with backslashes, double quotes and dollars escaped for a double-quoted sh argument.
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 class TrainBinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -191,6 +201,30 @@ TEST_F(TrainBinaryTest, DumpLogitsRefusesIdsPastTheConfigsVocabulary) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--tokens: id 264 is not below the model's vocabulary size 264"),
             std::string::npos) << r.err;
+}
+
+// SIGTERM (a worker handing its job back): checkpoint, a "stopped" event, exit code 4; then
+// --resume finishes the run.
+TEST_F(TrainBinaryTest, SigtermCheckpointsAndExitsFour) {
+  const std::string path = WriteConfig(R"({
+    "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
+    "train": {"tokens": 20000000, "batch_tokens": 128, "micro_batch": 8, "log_every_steps": 1},
+    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
+  const std::string out = dir_ + "/out.txt";
+  const std::string script =
+      binary_ + " --config " + path + " --device cpu --threads 1 --checkpoint-dir " + ckpt() +
+      " >" + out + " 2>" + dir_ + "/err.txt & pid=$!; "
+      "for i in $(seq 600); do grep -q '\"train\"' " + out + " 2>/dev/null && break; "
+      "sleep 0.05; done; kill -TERM $pid; wait $pid; echo $? >" + dir_ + "/rc0";
+  ASSERT_EQ(std::system(("sh -c \"" + Escape(script) + "\"").c_str()), 0);
+  std::ifstream rc(dir_ + "/rc0");
+  int code = -1;
+  rc >> code;
+  EXPECT_EQ(code, 4);
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  EXPECT_NE(text.str().find("\"event\":\"stopped\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"event\":\"checkpoint\""), std::string::npos) << text.str();
 }
 
 TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {

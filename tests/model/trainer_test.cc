@@ -14,6 +14,7 @@
 
 #include "model/c10d_collective.h"
 #include "model/flops.h"
+#include "model/stop_request.h"
 #include "tests/model/temp_dir.h"
 
 namespace onset::model {
@@ -119,6 +120,43 @@ TEST(TrainerTest, DivergenceStopsTheRun) {
   EXPECT_EQ(r.outcome, TrainOutcome::kDiverged);
   EXPECT_EQ(sink.events.back().event, "diverged");
   EXPECT_LT(r.tokens, 20'480);
+}
+
+// Asks the trainer to stop (as SIGTERM does) when the first train event goes out.
+class StopAtFirstTrainEvent : public MetricsSink {
+ public:
+  void Emit(const MetricsEvent& e) override {
+    events.push_back(e);
+    if (e.event == "train") RequestStop();
+  }
+  std::vector<MetricsEvent> events;
+};
+
+TEST(TrainerTest, AStopRequestCheckpointsAndTheResumedRunEndsAsIfUninterrupted) {
+  at::set_num_threads(1);
+  TempDir dir;
+  CellConfig c = TinyCell(8'192);
+  c.train.log_every_steps = 4;
+  MemorySink straight;
+  TrainResult whole = Trainer(c, at::kCPU, &straight).Run();
+
+  ClearStopRequest();
+  StopAtFirstTrainEvent stopping;
+  TrainResult first = Trainer(c, at::kCPU, &stopping, dir.path()).Run();
+  ClearStopRequest();
+  EXPECT_EQ(first.outcome, TrainOutcome::kStopped);
+  EXPECT_EQ(first.tokens, 4 * 512 * 1);  // stopped after the step that emitted the event
+  ASSERT_GE(stopping.events.size(), 2u);
+  EXPECT_EQ(stopping.events.back().event, "stopped");
+  EXPECT_EQ(stopping.events[stopping.events.size() - 2].event, "checkpoint");
+
+  MemorySink rest;
+  Trainer resumed(c, at::kCPU, &rest, dir.path());
+  ASSERT_EQ(resumed.Resume(), std::nullopt);
+  TrainResult second = resumed.Run();
+  EXPECT_EQ(second.outcome, TrainOutcome::kDone);
+  EXPECT_EQ(second.tokens, 8'192);
+  EXPECT_EQ(second.step_losses.back(), whole.step_losses.back());  // bit for bit on CPU
 }
 
 // A "text" in a 300-token vocabulary: a fixed random walk with few successors per token,
