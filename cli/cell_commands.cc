@@ -20,11 +20,12 @@ std::optional<std::map<std::string, std::string>> ParseWhere(const std::string& 
   return where;
 }
 
-std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text,
-                                                      std::string* error) {
+std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, std::string* error) {
   static const std::map<std::string, v1::CellState> kRerunnable = {
-      {"failed", v1::CELL_STATE_FAILED},       {"diverged", v1::CELL_STATE_DIVERGED},
-      {"cancelled", v1::CELL_STATE_CANCELLED}, {"succeeded", v1::CELL_STATE_SUCCEEDED},
+      {"failed", v1::CELL_STATE_FAILED},
+      {"diverged", v1::CELL_STATE_DIVERGED},
+      {"cancelled", v1::CELL_STATE_CANCELLED},
+      {"succeeded", v1::CELL_STATE_SUCCEEDED},
       {"backoff", v1::CELL_STATE_BACKOFF}};
   std::vector<v1::CellState> states;
   if (text.empty()) return states;

@@ -33,8 +33,7 @@ struct RerunOptions {
 std::optional<std::map<std::string, std::string>> ParseWhere(const std::string& text,
                                                              std::string* error);
 // "failed,diverged" -> the states; nullopt and *error naming an unknown one.
-std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text,
-                                                      std::string* error);
+std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, std::string* error);
 
 int CancelCommand(StudyClient& client, const std::string& study,
                   const std::vector<std::string>& cells, bool json, std::ostream& out,

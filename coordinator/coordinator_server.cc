@@ -42,7 +42,8 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         store_(std::move(store)),
         leases_(store_.get(), &common::SystemClock(), config.lease_ttl),
         study_service_(store_.get()),
-        worker_service_(store_.get(), &leases_, config.heartbeat_interval) {}
+        worker_service_(store_.get(), &leases_, config.heartbeat_interval,
+                        config.checkpoint_root) {}
 
   ~CoordinatorServerImpl() override { Shutdown(); }
 

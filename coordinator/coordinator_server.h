@@ -21,6 +21,9 @@ struct ServerConfig {
   // by a previous process are requeued at once instead of waiting for their leases to expire.
   bool requeue_running_on_start = false;
   RetryPolicy retry;  // per-cause failure policy (failure_policy.h)
+  // Shared directory for every cell's checkpoints (ROOT/STUDY/CELL), so a cell requeued after a
+  // lost worker resumes on another; empty = in each worker's work directory.
+  std::string checkpoint_root;
 
   // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval".
   absl::Status Validate() const;

@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
                  "wait before the first retry of a failed cell; doubles per failure, up to 30 min")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
+  app.add_option("--checkpoint-root", config.checkpoint_root,
+                 "directory all workers share (e.g. on NFS) for the cells' checkpoints, so a cell "
+                 "resumes on whichever worker takes it next; default: each worker's work dir");
   app.add_option("--address-file", address_file,
                  "write the bound host:port here once serving (for port 0)");
   CLI11_PARSE(app, argc, argv);

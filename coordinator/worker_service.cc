@@ -34,6 +34,9 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext*,
   out->set_config_json((*job)->config_json);
   out->set_tokens_budget((*job)->tokens_budget);
   out->set_fresh((*job)->fresh);
+  if (!checkpoint_root_.empty()) {
+    out->set_checkpoint_dir(checkpoint_root_ + "/" + (*job)->study + "/" + (*job)->cell_id);
+  }
   return grpc::Status::OK;
 }
 

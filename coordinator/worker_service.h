@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 
 #include "coordinator/lease_manager.h"
 #include "coordinator/store.h"
@@ -13,9 +14,15 @@ namespace onset::coordinator {
 // Thread-safe. `store` and `leases` must outlive the service.
 class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
  public:
+  // `checkpoint_root`: a directory every worker sees (a shared file system) under which each
+  // cell keeps its checkpoints (ROOT/STUDY/CELL), so a requeued cell resumes on any worker.
+  // Empty: each worker keeps them in its own work directory.
   WorkerServiceImpl(Store* store, LeaseManager* leases,
-                    std::chrono::milliseconds heartbeat_interval)
-      : store_(store), leases_(leases), heartbeat_interval_(heartbeat_interval) {}
+                    std::chrono::milliseconds heartbeat_interval, std::string checkpoint_root = "")
+      : store_(store),
+        leases_(leases),
+        heartbeat_interval_(heartbeat_interval),
+        checkpoint_root_(std::move(checkpoint_root)) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const onset::v1::RegisterWorkerRequest* request,
@@ -34,6 +41,7 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
   Store* const store_;
   LeaseManager* const leases_;
   const std::chrono::milliseconds heartbeat_interval_;
+  const std::string checkpoint_root_;
 };
 
 }  // namespace onset::coordinator

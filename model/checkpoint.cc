@@ -156,6 +156,7 @@ int64_t SaveCheckpoint(const std::string& dir, const CellConfig& config,
   archive.write("window_steps", c10::IValue(progress.window_steps));
   archive.write("window_tokens", c10::IValue(progress.window_tokens));
   archive.write("window_seconds", c10::IValue(progress.window_seconds));
+  archive.write("reported", c10::IValue(progress.reported));
   archive.write("rng_cpu", GeneratorState(at::detail::getDefaultCPUGenerator()));
   if (device.is_cuda()) archive.write("rng_cuda", GeneratorState(CudaGenerator(device)));
   torch::serialize::OutputArchive model_archive(archive.compilation_unit());
@@ -218,6 +219,7 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
     p.window_steps = read_int("window_steps");
     p.window_tokens = read_int("window_tokens");
     p.window_seconds = read_double("window_seconds");
+    if (archive.try_read("reported", v)) p.reported = v.toStringRef();
     archive.read("rng_cpu", rng_cpu);
     if (device.is_cuda()) archive.try_read("rng_cuda", rng_cuda);
   } catch (const c10::Error& e) {

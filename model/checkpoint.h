@@ -44,6 +44,10 @@ struct TrainProgress {
   int64_t window_steps = 0;
   int64_t window_tokens = 0;
   double window_seconds = 0;
+  // The train and eval events reported before this checkpoint, as JSON lines: a resumed run
+  // sends them again, so whoever collects the metrics has them all even if the attempt that
+  // first sent them died before they were delivered (re-sent points are idempotent upserts).
+  std::string reported;
 };
 
 // "ckpt-000000524288.pt": zero-padded so that names sort by tokens.

@@ -22,6 +22,9 @@ struct MetricsEvent {
   std::map<std::string, double> metrics;   // sorted by name
 
   std::string ToJsonLine() const;          // without the trailing newline
+  // The inverse of ToJsonLine (null metric values read back as NaN); nullopt for a line that
+  // is not one.
+  static std::optional<MetricsEvent> FromJsonLine(const std::string& line);
 };
 
 // Where events go. Implementations need not be thread-safe: the trainer emits from one thread.

@@ -214,7 +214,21 @@ void Trainer::EmitStart() {
   sink_->Emit({"start", 0, std::nullopt,
                {{"model/params", static_cast<double>(params.total)},
                 {"model/non_embedding_params", static_cast<double>(params.non_embedding)}}});
-  if (resumed_) sink_->Emit({"resume", tokens_, std::nullopt, {}});
+  if (resumed_) {
+    // Recorded as a metric too, so the database shows where each resumption started.
+    sink_->Emit({"resume", tokens_, std::nullopt,
+                 {{"train/resumed_at_tokens", static_cast<double>(tokens_)}}});
+    // What the stopped run had reported, once more: its last deliveries may have been lost.
+    size_t begin = 0;
+    while (begin < reported_.size()) {
+      size_t end = reported_.find('\n', begin);
+      if (end == std::string::npos) end = reported_.size();
+      if (auto e = MetricsEvent::FromJsonLine(reported_.substr(begin, end - begin))) {
+        sink_->Emit(*e);
+      }
+      begin = end + 1;
+    }
+  }
   if (!lead()) return;
   std::fprintf(stderr, "onset-train: %s %s window=%d pos=%s d_model=%d: %lld params (%lld non-embedding), "
                "%lld tokens/step, budget %lld tokens on %s\n",
@@ -265,6 +279,7 @@ void Trainer::EmitTrain(double lr) {
                      {{"train/loss", mean_loss}, {"train/lr", lr}, {"train/tokens_per_second", tps}}};
   AddMfu(tps, &event.metrics);
   sink_->Emit(event);
+  reported_ += event.ToJsonLine() + "\n";
   if (lead()) {
     std::fprintf(stderr, "step %6lld  tokens %10lld  loss %.4f  lr %.2e  %.0f tok/s\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_), mean_loss, lr,
@@ -286,9 +301,9 @@ void Trainer::AddMfu(double tokens_per_second, std::map<std::string, double>* me
 void Trainer::WriteCheckpoint() {
   if (checkpoint_dir_.empty()) return;
   const auto t0 = Clock::now();
-  const TrainProgress progress{tokens_,          steps_,           next_sequence_,
-                               train_seconds_,   window_loss_sum_, window_steps_,
-                               window_tokens_,   window_seconds_};
+  const TrainProgress progress{tokens_,        steps_,           next_sequence_,
+                               train_seconds_, window_loss_sum_, window_steps_,
+                               window_tokens_, window_seconds_,  reported_};
   const int64_t bytes =
       SaveCheckpoint(checkpoint_dir_, config_, progress, *model_, *optimizer_, device_);
   PruneCheckpoints(checkpoint_dir_, config_.train.keep_checkpoints, keep_tokens_);
@@ -375,6 +390,7 @@ void Trainer::Restore(const TrainProgress& p) {
   window_steps_ = static_cast<int>(p.window_steps);
   window_tokens_ = p.window_tokens;
   window_seconds_ = p.window_seconds;
+  reported_ = p.reported;
   resumed_ = true;
 }
 
@@ -383,7 +399,9 @@ void Trainer::Evaluate() {
   std::map<std::string, double> metrics =
       evaluator_->Run(model_, bf16_, /*final_eval=*/tokens_ >= config_.train.tokens);
   metrics["eval/seconds"] = Seconds(Clock::now() - t0);
-  sink_->Emit({"eval", tokens_, std::nullopt, metrics});
+  const MetricsEvent event{"eval", tokens_, std::nullopt, metrics};
+  sink_->Emit(event);
+  reported_ += event.ToJsonLine() + "\n";
   std::string line;
   for (const auto& [name, value] : metrics) {
     char buf[96];

@@ -9,8 +9,9 @@
 // Checkpoints (checkpoint.h) go into a directory given at construction, on the cadence of
 // train.checkpoint_every_tokens, at each of train.keep_checkpoints_at and at the end. Resume()
 // restores the newest valid one; the run then continues bit for bit as if it had never
-// stopped (on the same device and thread count), re-sending nothing it had already reported
-// except the start event.
+// stopped (on the same device and thread count). It reports "start", "resume", then once more
+// every train and eval event of the run before the checkpoint (idempotent for the coordinator:
+// this recovers points that an attempt which died took with it), then new events.
 //
 // Data parallel (docs/data-parallel.md): given a Collective of N ranks, each rank runs its own
 // Trainer on the same config. A step's S sequences are split into N contiguous shares (rank r
@@ -141,6 +142,7 @@ class Trainer {
   int64_t steps_ = 0;
   int64_t next_sequence_ = 0;  // index of the next step's first sequence in train_stream_
   bool resumed_ = false;
+  std::string reported_;  // TrainProgress::reported: train and eval events so far, JSON lines
 
   // Throughput bookkeeping (training time only, evaluation and checkpoints excluded).
   using Clock = std::chrono::steady_clock;

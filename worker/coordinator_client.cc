@@ -77,6 +77,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     spec.config_json = job.config_json();
     spec.tokens_budget = job.tokens_budget();
     spec.fresh = job.fresh();
+    spec.checkpoint_dir = job.checkpoint_dir();
     return std::optional<JobSpec>(std::move(spec));
   }
 

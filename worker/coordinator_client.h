@@ -31,6 +31,7 @@ struct JobSpec {
   std::string config_json;  // handed to the trainer verbatim
   int64_t tokens_budget = 0;
   bool fresh = false;  // discard the cell's checkpoints before starting (a `rerun --fresh`)
+  std::string checkpoint_dir;  // shared by all workers; empty = under the work directory
 };
 
 // What the worker reports of an attempt; the coordinator applies its failure policy to kFailed.

@@ -21,8 +21,11 @@ namespace fs = std::filesystem;
 // onset-train's exit status for a run that diverged: a result, reported as a failure for now.
 constexpr int kExitDiverged = 3;
 // FinishJob is the one call whose loss costs a whole attempt: transient failures are retried.
-constexpr int kFinishAttempts = 3;
-constexpr std::chrono::milliseconds kFinishRetryDelay{1'000};
+// Reporting the end of a job (its last metrics, then FinishJob) is retried while the
+// coordinator is unreachable, with a delay doubling from kRetryDelay to kMaxRetryDelay, for up
+// to JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points.
+constexpr std::chrono::milliseconds kRetryDelay{250};
+constexpr std::chrono::milliseconds kMaxRetryDelay{5'000};
 
 bool IsLeaseLost(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition;
@@ -76,11 +79,15 @@ JobRunOutcome JobRunner::Run() {
   // Sends FinishJob, retrying transient failures unless the worker is stopping.
   auto finish = [&](JobEnd end) {
     outcome.end = end;
-    const int attempts = end == JobEnd::kStopped ? 1 : kFinishAttempts;
-    for (int i = 0; i < attempts; ++i) {
-      if (i > 0) std::this_thread::sleep_for(kFinishRetryDelay * i);
+    const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
+    for (auto delay = kRetryDelay;; delay = std::min(delay * 2, kMaxRetryDelay)) {
       outcome.finish_status = client_->Finish(worker_id_, job_.lease_id, outcome.result);
-      if (!IsTransient(outcome.finish_status)) break;
+      // A stopping worker tries once: its coordinator may be stopping too.
+      if (!IsTransient(outcome.finish_status) || end == JobEnd::kStopped ||
+          std::chrono::steady_clock::now() + delay > give_up) {
+        break;
+      }
+      std::this_thread::sleep_for(delay);
     }
     if (!outcome.finish_status.ok()) {
       spdlog::error("{}: could not report the outcome: {}", Context(),
@@ -115,7 +122,9 @@ JobRunOutcome JobRunner::Run() {
   // Checkpoints belong to the cell, not the attempt: a later attempt of the same cell on this
   // machine (a requeue after a lost lease, or `onset run` resumed after an interrupt) continues
   // from the newest valid one instead of starting over.
-  const fs::path checkpoint_dir = dir.parent_path() / "checkpoints";
+  const fs::path checkpoint_dir = job_.checkpoint_dir.empty()
+                                      ? dir.parent_path() / "checkpoints"
+                                      : fs::path(job_.checkpoint_dir);
   if (job_.fresh) {
     // `onset rerun --fresh`: this attempt starts from scratch.
     fs::remove_all(checkpoint_dir, ec);
@@ -248,9 +257,23 @@ JobRunOutcome JobRunner::Run() {
   if (parser.malformed_lines() > 0) {
     spdlog::warn("{}: {} malformed metrics lines skipped", Context(), parser.malformed_lines());
   }
-  for (int i = 0; i < kFinishAttempts && !pending.empty() && !lease_lost; ++i) {
-    if (i > 0) std::this_thread::sleep_for(kFinishRetryDelay * i);
-    flush();
+  {
+    const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
+    for (auto delay = kRetryDelay; !pending.empty() && !lease_lost;
+         delay = std::min(delay * 2, kMaxRetryDelay)) {
+      flush();
+      if (pending.empty() || lease_lost) break;
+      if (stop_requested_ || std::chrono::steady_clock::now() + delay > give_up) {
+        // Finishing now would lose these points: leave the lease to expire instead, and the
+        // retry (resuming from the checkpoint) sends them again.
+        spdlog::error("{}: {} metric points could not be delivered; not reporting the end, the "
+                      "cell will be retried", Context(), pending.size());
+        outcome.end = JobEnd::kLeaseLost;
+        outcome.result.reason = "metrics undeliverable";
+        return outcome;
+      }
+      std::this_thread::sleep_for(delay);
+    }
   }
   if (lease_lost) {
     outcome.end = JobEnd::kLeaseLost;

@@ -22,6 +22,9 @@ struct JobRunnerConfig {
   std::chrono::milliseconds flush_interval{1'000};      // metric points wait at most this long
   size_t flush_points = 500;                            // or until this many are pending
   std::chrono::milliseconds terminate_grace{10'000};    // SIGTERM -> SIGKILL delay
+  // How long the end of a job (last metrics, FinishJob) is retried while the coordinator is
+  // unreachable (e.g. restarting).
+  std::chrono::milliseconds report_deadline{10 * 60'000};
   // Whether Stop() reports the job failed ("worker stopped"). Off in the embedded single-machine
   // mode, whose coordinator stops too and requeues running cells when it starts again.
   bool report_stopped = true;

@@ -157,6 +157,13 @@ TEST(TrainerTest, AStopRequestCheckpointsAndTheResumedRunEndsAsIfUninterrupted) 
   EXPECT_EQ(second.outcome, TrainOutcome::kDone);
   EXPECT_EQ(second.tokens, 8'192);
   EXPECT_EQ(second.step_losses.back(), whole.step_losses.back());  // bit for bit on CPU
+  // After "start" and "resume", the train event reported before the stop is sent again.
+  ASSERT_GE(rest.events.size(), 3u);
+  EXPECT_EQ(rest.events[1].event, "resume");
+  EXPECT_EQ(rest.events[1].metrics.at("train/resumed_at_tokens"), 2048);
+  EXPECT_EQ(rest.events[2].event, "train");
+  EXPECT_EQ(rest.events[2].tokens, 2048);
+  EXPECT_EQ(rest.events[2].metrics.at("train/loss"), stopping.events[1].metrics.at("train/loss"));
 }
 
 // A "text" in a 300-token vocabulary: a fixed random walk with few successors per token,

@@ -1,0 +1,344 @@
+// Fault injection on loopback with the real binaries: trainers, workers and the coordinator are
+// killed or stopped mid-study, and every study must still end with every cell succeeded and
+// every metric curve complete, without a point lost or duplicated. Skips when a binary is
+// missing from ONSET_BIN_DIR.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/study_client.h"
+#include "tests/integration/harness.h"
+
+namespace onset {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::Child;
+using testing::HaveBinaries;
+using testing::Start;
+using testing::WaitForFile;
+using worker::PosixProcessLauncher;
+
+constexpr auto kTimeout = std::chrono::minutes(4);
+
+// Four cells of 128 steps of 1024 tokens; a train point every 8 steps, a checkpoint every 16K
+// tokens: long enough (a few seconds each) to be hit mid-run.
+constexpr char kStudy[] = R"(name: faults
+model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 1024, micro_batch: 16, log_every_steps: 8, checkpoint_every_tokens: 16384,
+        keep_checkpoints: 2}
+eval: {every_tokens: 64K, heldout_seqs: 2, niah_lengths: [64], niah_depths: [0.5], niah_samples: 1}
+grid:
+  arch: [full, "swa:1"]
+  window: [16]
+  tokens: [131072]
+  seeds: 2
+)";
+constexpr int kCells = 4;
+constexpr int64_t kTokensPerStep = 1024;
+constexpr int kSteps = 128;
+constexpr int kLogEvery = 8;
+
+// A free loopback port, so that a restarted coordinator can come back at the same address.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The pids of onset-train processes whose command line mentions `needle`.
+std::vector<pid_t> TrainersMatching(const std::string& needle) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::stringstream cmdline;
+    cmdline << in.rdbuf();
+    const std::string text = cmdline.str();
+    if (text.find("onset-train") != std::string::npos && text.find(needle) != std::string::npos) {
+      pids.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+  }
+  return pids;
+}
+
+// The token counts at which `cell` was resumed from a checkpoint (the trainer's
+// train/resumed_at_tokens points).
+std::vector<int64_t> ResumedAt(const fs::path& db, const std::string& cell) {
+  std::vector<int64_t> out;
+  sqlite3* conn = nullptr;
+  sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_busy_timeout(conn, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(conn,
+                     "SELECT m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
+                     "WHERE c.hash = ? AND m.name = 'train/resumed_at_tokens' ORDER BY m.tokens",
+                     -1, &stmt, nullptr);
+  sqlite3_bind_text(stmt, 1, cell.c_str(), -1, SQLITE_TRANSIENT);
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    out.push_back(sqlite3_column_int64(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(conn);
+  return out;
+}
+
+struct AttemptRow {
+  std::string cell;
+  int attempt = 0;
+  std::string outcome, failure_class, stderr_tail;
+};
+
+std::vector<AttemptRow> Attempts(const fs::path& db) {
+  std::vector<AttemptRow> rows;
+  sqlite3* conn = nullptr;
+  sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_busy_timeout(conn, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(conn,
+                     "SELECT c.hash, a.attempt, COALESCE(a.outcome, ''), a.failure_class, "
+                     "a.stderr_tail FROM attempts a JOIN cells c ON c.id = a.cell_id "
+                     "ORDER BY a.id",
+                     -1, &stmt, nullptr);
+  auto text = [&](int col) {
+    const unsigned char* t = sqlite3_column_text(stmt, col);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  };
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    rows.push_back({text(0), sqlite3_column_int(stmt, 1), text(2), text(3), text(4)});
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(conn);
+  return rows;
+}
+
+// (cell) -> the sorted token counts of its train/loss points, each once by construction of the
+// table's key; the test compares them with the uninterrupted schedule.
+std::map<std::string, std::vector<int64_t>> LossTokens(const fs::path& db) {
+  std::map<std::string, std::vector<int64_t>> out;
+  sqlite3* conn = nullptr;
+  sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_busy_timeout(conn, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(conn,
+                     "SELECT c.hash, m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
+                     "WHERE m.name = 'train/loss' ORDER BY c.hash, m.tokens",
+                     -1, &stmt, nullptr);
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    out[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))].push_back(
+        sqlite3_column_int64(stmt, 1));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(conn);
+  return out;
+}
+
+class FaultInjectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string missing;
+    if (!HaveBinaries({"onsetd", "onset-worker", "onset-train"}, &missing)) {
+      GTEST_SKIP() << missing << " not built";
+    }
+    dir_ = fs::temp_directory_path() /
+           ("onset-faults-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    address_ = "127.0.0.1:" + std::to_string(FreePort());
+    client_ = std::make_unique<cli::StudyClient>(address_, std::chrono::seconds(5));
+    StartDaemon();
+  }
+  void TearDown() override {
+    for (Child& w : workers_) {
+      if (w.process) w.process->Terminate(std::chrono::seconds(10));
+    }
+    if (daemon_.process) daemon_.process->Terminate(std::chrono::seconds(10));
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  fs::path Db() const { return dir_ / "onset.db"; }
+
+  void StartDaemon() {
+    daemon_ = Start(launcher_, "onsetd",
+                    {"--db", Db().string(), "--listen", address_, "--lease-ttl-ms", "4000",
+                     "--heartbeat-interval-ms", "300", "--retry-backoff-ms", "200",
+                     "--checkpoint-root", (dir_ / "checkpoints").string()});
+    ASSERT_NE(daemon_.process, nullptr);
+    ASSERT_TRUE(WaitUntil([&] { return client_->List().ok(); })) << daemon_.process->StderrTail();
+  }
+
+  // Returns the index of the worker in workers_.
+  size_t StartWorker(const std::string& name) {
+    workers_.push_back(Start(launcher_, "onset-worker",
+                             {"--coordinator", address_, "--work-dir", (dir_ / name).string(),
+                              "--slots", "1", "--threads-per-job", "1"}));
+    EXPECT_NE(workers_.back().process, nullptr);
+    return workers_.size() - 1;
+  }
+
+  void Submit() {
+    absl::StatusOr<v1::SubmitStudyResponse> r = client_->Submit("faults.yaml", kStudy);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->cells_size(), kCells);
+  }
+
+  bool WaitUntil(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  // A running cell that has made `tokens` of progress (and so written a checkpoint).
+  std::optional<v1::Cell> RunningCellPast(int64_t tokens) {
+    absl::StatusOr<v1::GetStudyResponse> s = client_->Get("faults");
+    if (!s.ok()) return std::nullopt;
+    for (const v1::Cell& c : s->cells()) {
+      if (c.state() == v1::CELL_STATE_RUNNING && c.tokens_done() >= tokens) return c;
+    }
+    return std::nullopt;
+  }
+
+  // Every cell succeeded, with the uninterrupted run's train/loss points, each exactly once.
+  void ExpectCompleteAndContinuous() {
+    ASSERT_TRUE(WaitUntil([&] {
+      absl::StatusOr<v1::GetStudyResponse> s = client_->Get("faults");
+      return s.ok() && s->study().cells_by_state().count("succeeded") &&
+             s->study().cells_by_state().at("succeeded") == kCells;
+    })) << client_->Get("faults")->DebugString()
+        << "\ndaemon:\n" << daemon_.process->StderrTail();
+    std::vector<int64_t> expected;
+    for (int step = kLogEvery; step <= kSteps; step += kLogEvery) {
+      expected.push_back(step * kTokensPerStep);
+    }
+    std::map<std::string, std::vector<int64_t>> tokens = LossTokens(Db());
+    ASSERT_EQ(tokens.size(), static_cast<size_t>(kCells));
+    for (const auto& [cell, points] : tokens) EXPECT_EQ(points, expected) << cell;
+  }
+
+  fs::path dir_;
+  std::string address_;
+  PosixProcessLauncher launcher_;
+  Child daemon_;
+  std::vector<Child> workers_;
+  std::unique_ptr<cli::StudyClient> client_;
+};
+
+TEST_F(FaultInjectionTest, AKilledTrainerIsRetriedAndResumesFromItsCheckpoint) {
+  StartWorker("w1");
+  StartWorker("w2");
+  Submit();
+  std::optional<v1::Cell> victim;
+  ASSERT_TRUE(WaitUntil([&] { return (victim = RunningCellPast(40'000)).has_value(); }));
+  std::vector<pid_t> pids = TrainersMatching(victim->id());
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
+  ExpectCompleteAndContinuous();
+
+  int victim_attempts = 0;
+  for (const AttemptRow& a : Attempts(Db())) {
+    if (a.cell != victim->id()) {
+      EXPECT_EQ(a.attempt, 1) << a.cell;  // nobody else was retried
+      continue;
+    }
+    ++victim_attempts;
+    if (a.attempt == 1) {
+      EXPECT_EQ(a.outcome, "failed");
+      EXPECT_EQ(a.failure_class, "crash");
+    } else {
+      EXPECT_EQ(a.outcome, "succeeded");
+    }
+  }
+  EXPECT_EQ(victim_attempts, 2);
+  // Resumed from a checkpoint, not restarted.
+  const std::vector<int64_t> resumed = ResumedAt(Db(), victim->id());
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_GE(resumed[0], 16'384);
+}
+
+TEST_F(FaultInjectionTest, AKilledWorkersCellIsFinishedByAnother) {
+  const size_t first = StartWorker("w1");
+  Submit();
+  ASSERT_TRUE(WaitUntil([&] { return RunningCellPast(20'000).has_value(); }));
+  ASSERT_EQ(::kill(workers_[first].process->pid(), SIGKILL), 0);
+  workers_[first].process->Wait();
+  StartWorker("w2");  // another machine: a different work directory
+  ExpectCompleteAndContinuous();
+  int lost = 0;
+  for (const AttemptRow& a : Attempts(Db())) lost += a.outcome == "lost";
+  EXPECT_EQ(lost, 1);  // the lease expired once
+}
+
+TEST_F(FaultInjectionTest, ARestartedCoordinatorLosesNothing) {
+  StartWorker("w1");
+  StartWorker("w2");
+  Submit();
+  ASSERT_TRUE(WaitUntil([&] { return RunningCellPast(20'000).has_value(); }));
+  ASSERT_EQ(::kill(daemon_.process->pid(), SIGKILL), 0);
+  daemon_.process->Wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  StartDaemon();  // same database, same address: the workers carry on
+  ExpectCompleteAndContinuous();
+  for (const AttemptRow& a : Attempts(Db())) {
+    EXPECT_NE(a.outcome, "failed") << a.cell << " attempt " << a.attempt;
+  }
+}
+
+TEST_F(FaultInjectionTest, ASigtermedWorkerHandsItsCellBackWithoutAFailure) {
+  const size_t first = StartWorker("w1");
+  Submit();
+  std::optional<v1::Cell> cell;
+  ASSERT_TRUE(WaitUntil([&] { return (cell = RunningCellPast(20'000)).has_value(); }));
+  const worker::ExitStatus stopped =
+      workers_[first].process->Terminate(std::chrono::seconds(30));
+  EXPECT_TRUE(stopped.Succeeded()) << stopped.ToString() << "\n"
+                                   << workers_[first].process->StderrTail();
+  // Another machine finishes the study; the handed-back cell resumes from its checkpoint in the
+  // shared checkpoint root.
+  StartWorker("w2");
+  ExpectCompleteAndContinuous();
+  bool handed_back = false;
+  for (const AttemptRow& a : Attempts(Db())) {
+    EXPECT_NE(a.outcome, "failed") << a.cell;
+    EXPECT_NE(a.outcome, "lost") << a.cell;
+    if (a.cell == cell->id() && a.attempt == 1) {
+      handed_back = a.outcome == "handed_back";
+    }
+  }
+  EXPECT_TRUE(handed_back);
+  const std::vector<int64_t> resumed = ResumedAt(Db(), cell->id());  // from its checkpoint
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_GE(resumed[0], 16'384);
+  absl::StatusOr<v1::GetStudyResponse> s = client_->Get("faults");
+  for (const v1::Cell& c : s->cells()) EXPECT_EQ(c.failures(), 0) << c.id();
+}
+
+}  // namespace
+}  // namespace onset
