@@ -54,7 +54,8 @@ bool SameValue(const json& a, const json& b) {
 int64_t Grid::Size() const {
   int64_t n = 1;
   for (const GridAxis& axis : axes) {
-    const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(axis.values.size()));
+    const int64_t k = static_cast<int64_t>(axis.values.size());
+    if (k == 0) return 0;
     if (n > std::numeric_limits<int64_t>::max() / k) return std::numeric_limits<int64_t>::max();
     n *= k;
   }

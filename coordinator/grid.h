@@ -70,7 +70,8 @@ struct Grid {
   std::vector<ExcludeRule> exclude;
   std::vector<DependentField> depends;
 
-  // Points of the product before exclusion (no axes: one point); saturates at INT64_MAX.
+  // Points of the product before exclusion (no axes: one point; an empty axis: none);
+  // saturates at INT64_MAX.
   int64_t Size() const;
   // The axis and column that set `path`, if one does.
   std::optional<std::pair<int, int>> Find(const std::string& path) const;

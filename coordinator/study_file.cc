@@ -23,7 +23,7 @@ constexpr size_t kMaxNameLength = 64;
 constexpr int64_t kMaxSeedCount = 10'000;
 constexpr size_t kMaxAxes = 32;
 constexpr size_t kMaxAxisValues = 10'000;
-constexpr size_t kMaxExcludeRules = 1'000;
+constexpr size_t kMaxExcludeRules = 100;
 
 // Thrown inside the parser only, caught in ParseStudyFile: a located problem.
 struct StudyError {
@@ -363,8 +363,9 @@ class StudyParser {
         Fail(line, keys[k], "sets " + paths[k] + ", which " + *other + " sets too");
       }
       for (size_t j = 0; j < k; ++j) {
-        if (paths[j] == paths[k])
+        if (paths[j] == paths[k]) {
           Fail(line, keys[k], "sets " + paths[k] + ", as " + keys[j] + " does");
+        }
       }
       if (auto it = key_lines_.find(paths[k]); it != key_lines_.end()) {
         Fail(it->second, paths[k],

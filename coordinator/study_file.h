@@ -29,7 +29,7 @@
 // and some point must remain; a dependent field needs a value (listed or `default`) at every
 // point that remains. Cells are validated by model::ParseCellConfig (value ranges) and shown
 // with every field the grid varies besides the five named axes (CellSpec::axes).
-// Limits: 64 characters of name, 32 axes, 10,000 values per axis (and seeds), 1,000 exclude
+// Limits: 64 characters of name, 32 axes, 10,000 values per axis (and seeds), 100 exclude
 // rules, kMaxGridPoints points before exclusion.
 #pragma once
 

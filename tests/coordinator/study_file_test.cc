@@ -375,6 +375,13 @@ TEST(StudyFileTest, LimitsOnAxesAndValues) {
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(std::string(spec.status().message()),
               StartsWith("l.yaml:3: grid.train.seed: lists 10002 values; at most 10000"));
+
+  yaml = "name: rules\ngrid:\n  seeds: 200\nexclude:\n";
+  for (int i = 0; i < 101; ++i) yaml += "  - {seeds: " + std::to_string(i) + "}\n";
+  spec = ParseStudyFile("r.yaml", yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              StartsWith("r.yaml:4: exclude: lists 101 rules; at most 100 are allowed"));
 }
 
 TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {
