@@ -13,7 +13,9 @@ namespace onset::cli {
 
 int ReportError(const absl::Status& status, std::ostream& err) {
   err << status.message() << "\n";
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  const bool bad_input = status.code() == absl::StatusCode::kInvalidArgument ||
+                         status.code() == absl::StatusCode::kFailedPrecondition;
+  return bad_input ? 2 : 1;
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -43,17 +45,22 @@ std::string StudyBaseDir(const std::string& path) {
   return (ec ? dir : canonical).string();
 }
 
-int SubmitCommand(StudyClient& client, const std::string& file, bool json, std::ostream& out,
-                  std::ostream& err) {
+int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
+                  std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::string> text = ReadFile(file);
   if (!text.ok()) {
     err << text.status().message() << "\n";
     return 2;
   }
-  absl::StatusOr<v1::SubmitStudyResponse> response = client.Submit(file, *text, StudyBaseDir(file));
+  absl::StatusOr<v1::SubmitStudyResponse> response =
+      client.Submit(file, *text, StudyBaseDir(file), dry_run);
   if (!response.ok()) return ReportError(response.status(), err);
   if (json) {
     out << ToJson(*response);
+    return 0;
+  }
+  if (dry_run) {
+    out << RenderSubmitPreview(*response);
     return 0;
   }
   out << "study " << StudySummary(response->study()) << "\n"

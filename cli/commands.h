@@ -1,5 +1,6 @@
 // The CLI's subcommands that talk to a running coordinator. Each returns the process's exit code:
-// 0 success, 1 failure (unreachable coordinator, unknown study, ...), 2 bad input.
+// 0 success, 1 failure (unreachable coordinator, unknown study, ...), 2 bad input (a bad study
+// file, or one that would change the stored cells of its study).
 #pragma once
 
 #include <ostream>
@@ -11,9 +12,11 @@
 
 namespace onset::cli {
 
-// `onset submit FILE [--json]`.
-int SubmitCommand(StudyClient& client, const std::string& file, bool json, std::ostream& out,
-                  std::ostream& err);
+// `onset submit [--dry-run] FILE [--json]`. A dry run asks the coordinator what the submission
+// would do (it knows which cells exist and enforces the append-only rule) and prints every cell
+// as new or existing, writing nothing.
+int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
+                  std::ostream& out, std::ostream& err);
 // `onset status [STUDY] [--json]`; an empty `study` lists every study.
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                   std::ostream& err);
@@ -22,7 +25,8 @@ int ResultsCommand(StudyClient& client, const std::string& study, bool json, std
                    std::ostream& err);
 
 // Shared helpers for the subcommands.
-// Prints `status` for a person and returns its exit code (2 for InvalidArgument, else 1).
+// Prints `status` for a person and returns its exit code (2 for InvalidArgument and
+// FailedPrecondition, else 1).
 int ReportError(const absl::Status& status, std::ostream& err);
 // The message as indented JSON with the proto's field names, every field present.
 std::string ToJson(const google::protobuf::Message& message);

@@ -31,8 +31,11 @@ int main(int argc, char** argv) {
   std::string file;
   std::string study;
 
+  bool dry_run = false;
   CLI::App* submit = app.add_subcommand("submit", "submit a study file");
   submit->add_option("FILE", file, "study file (YAML)")->required();
+  submit->add_flag("--dry-run", dry_run,
+                   "print the cells the file gives, new or existing, and write nothing");
   submit->add_flag("--json", json, "print JSON");
 
   CLI::App* status = app.add_subcommand("status", "list studies, or the cells of one study");
@@ -95,7 +98,9 @@ int main(int argc, char** argv) {
 
   onset::cli::StudyClient client(onset::cli::ResolveCoordinatorAddress(
       coordinator, std::getenv("ONSET_COORDINATOR"), onset::cli::kDefaultDataDir));
-  if (submit->parsed()) return onset::cli::SubmitCommand(client, file, json, std::cout, std::cerr);
+  if (submit->parsed()) {
+    return onset::cli::SubmitCommand(client, file, dry_run, json, std::cout, std::cerr);
+  }
   if (status->parsed()) return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr);
   if (cancel->parsed()) {
     return onset::cli::CancelCommand(client, study, cells, json, std::cout, std::cerr);

@@ -22,12 +22,33 @@ std::string Axis(const v1::Cell& cell, const std::string& name) {
   return it == cell.axes().end() ? "-" : it->second;
 }
 
+constexpr const char* kNamedAxes[] = {"arch", "window", "pos", "tokens", "seed"};
+
 std::string TokensAxis(const v1::Cell& cell) {
   auto it = cell.axes().find("tokens");
   if (it == cell.axes().end()) return "-";
   char* end = nullptr;
   long long n = std::strtoll(it->second.c_str(), &end, 10);
   return end != nullptr && *end == '\0' ? FormatTokens(n) : it->second;
+}
+
+// The axis columns of a cell table: the named axes, then `extra`.
+std::vector<std::string> AxisHeaders(const std::vector<std::string>& extra) {
+  std::vector<std::string> headers = {"ARCH", "WINDOW", "POS", "TOKENS", "SEED"};
+  headers.insert(headers.end(), extra.begin(), extra.end());
+  return headers;
+}
+
+std::vector<std::string> AxisCells(const v1::Cell& cell, const std::vector<std::string>& extra) {
+  std::vector<std::string> row = {Axis(cell, "arch"), Axis(cell, "window"), Axis(cell, "pos"),
+                                  TokensAxis(cell), Axis(cell, "seed")};
+  for (const std::string& axis : extra) row.push_back(Axis(cell, axis));
+  return row;
+}
+
+template <typename T>
+void Append(std::vector<T>* to, const std::vector<T>& more) {
+  to->insert(to->end(), more.begin(), more.end());
 }
 
 // Sort key of a metric column; see ResultColumns.
@@ -188,26 +209,61 @@ std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
   return table.Render();
 }
 
+std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
+  std::set<std::string> extra;
+  for (const v1::Cell& cell : cells) {
+    for (const auto& [axis, value] : cell.axes()) {
+      if (std::find(std::begin(kNamedAxes), std::end(kNamedAxes), axis) == std::end(kNamedAxes)) {
+        extra.insert(axis);
+      }
+    }
+  }
+  return {extra.begin(), extra.end()};
+}
+
 std::string RenderStudy(const v1::GetStudyResponse& study) {
-  Table table({"CELL", "STATE", "ARCH", "WINDOW", "POS", "TOKENS", "SEED", "PROGRESS", "LOSS",
-               "TOK/S", "ATTEMPTS", "LAST ERROR"});
-  for (size_t c : {7, 8, 9, 10}) table.AlignRight(c);
+  const std::vector<std::string> extra = ExtraAxes(study.cells());
+  std::vector<std::string> headers = {"CELL", "STATE"};
+  Append(&headers, AxisHeaders(extra));
+  const size_t first_number = headers.size();
+  Append(&headers, {"PROGRESS", "LOSS", "TOK/S", "ATTEMPTS", "LAST ERROR"});
+  Table table(headers);
+  for (size_t c = first_number; c < first_number + 4; ++c) table.AlignRight(c);
   for (const v1::Cell& cell : study.cells()) {
-    std::string progress = absl::StrCat(FormatTokens(cell.tokens_done()), "/",
-                                        FormatTokens(cell.tokens_budget()));
+    std::string progress =
+        absl::StrCat(FormatTokens(cell.tokens_done()), "/", FormatTokens(cell.tokens_budget()));
     if (cell.tokens_budget() > 0) {
       int64_t percent = std::min<int64_t>(100, cell.tokens_done() * 100 / cell.tokens_budget());
       absl::StrAppend(&progress, " ", percent, "%");
     }
-    table.AddRow({cell.id(), StateName(cell.state()), Axis(cell, "arch"), Axis(cell, "window"),
-                  Axis(cell, "pos"), TokensAxis(cell), Axis(cell, "seed"), progress,
-                  cell.has_latest_loss() ? FormatValue(cell.latest_loss()) : "-",
-                  cell.tokens_per_second() > 0 ? FormatTokens(static_cast<int64_t>(
-                                                     cell.tokens_per_second()))
-                                               : "-",
+    std::vector<std::string> row = {cell.id(), StateName(cell.state())};
+    Append(&row, AxisCells(cell, extra));
+    Append(&row, {progress, cell.has_latest_loss() ? FormatValue(cell.latest_loss()) : "-",
+                  cell.tokens_per_second() > 0
+                      ? FormatTokens(static_cast<int64_t>(cell.tokens_per_second()))
+                      : "-",
                   std::to_string(cell.attempts()), Truncate(cell.last_error(), kErrorChars)});
+    table.AddRow(std::move(row));
   }
   return StudySummary(study.study()) + "\n" + table.Render();
+}
+
+std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview) {
+  const std::set<std::string> fresh(preview.new_cell_ids().begin(), preview.new_cell_ids().end());
+  const std::vector<std::string> extra = ExtraAxes(preview.cells());
+  std::vector<std::string> headers = {"CELL", "SUBMIT"};
+  Append(&headers, AxisHeaders(extra));
+  Table table(headers);
+  for (const v1::Cell& cell : preview.cells()) {
+    std::vector<std::string> row = {
+        cell.id(), fresh.count(cell.id()) ? "new" : "exists (" + StateName(cell.state()) + ")"};
+    Append(&row, AxisCells(cell, extra));
+    table.AddRow(std::move(row));
+  }
+  const int total = preview.cells_size();
+  return table.Render() + absl::StrCat(preview.study().name(), ": ", total,
+                                       total == 1 ? " cell, " : " cells, ", fresh.size(),
+                                       " new; dry run, nothing written\n");
 }
 
 std::vector<std::string> ResultColumns(const v1::GetResultsResponse& results) {
@@ -226,16 +282,21 @@ std::vector<std::string> ResultColumns(const v1::GetResultsResponse& results) {
 
 std::string RenderResults(const v1::GetResultsResponse& results) {
   const std::vector<std::string> metrics = ResultColumns(results);
-  std::vector<std::string> headers = {"CELL", "ARCH", "WINDOW", "POS", "TOKENS", "SEED", "STATE"};
+  google::protobuf::RepeatedPtrField<v1::Cell> cells;
+  for (const v1::CellResult& r : results.results()) *cells.Add() = r.cell();
+  const std::vector<std::string> extra = ExtraAxes(cells);
+  std::vector<std::string> headers = {"CELL"};
+  Append(&headers, AxisHeaders(extra));
+  headers.push_back("STATE");
   const size_t first_metric = headers.size();
-  headers.insert(headers.end(), metrics.begin(), metrics.end());
+  Append(&headers, metrics);
   Table table(headers);
   for (size_t c = first_metric; c < headers.size(); ++c) table.AlignRight(c);
   for (const v1::CellResult& r : results.results()) {
     const v1::Cell& cell = r.cell();
-    std::vector<std::string> row = {cell.id(),         Axis(cell, "arch"), Axis(cell, "window"),
-                                    Axis(cell, "pos"), TokensAxis(cell),   Axis(cell, "seed"),
-                                    StateName(cell.state())};
+    std::vector<std::string> row = {cell.id()};
+    Append(&row, AxisCells(cell, extra));
+    row.push_back(StateName(cell.state()));
     for (const std::string& m : metrics) {
       auto it = r.final_metrics().find(m);
       row.push_back(it == r.final_metrics().end() ? "-" : FormatValue(it->second));

@@ -35,12 +35,19 @@ std::string StateName(v1::CellState state);
 // `text` cut to `max_chars` with "..." at the end, newlines flattened.
 std::string Truncate(const std::string& text, size_t max_chars);
 
+// The display axes of `cells` besides arch, window, pos, tokens and seed (fields the study
+// varies, by dotted path, e.g. "train.lr"), sorted: extra columns of the cell tables.
+std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::Cell>& cells);
+
 // `onset status`: one row per study with its cell counts by state.
 std::string RenderStudyList(const v1::ListStudiesResponse& studies);
 // `onset status STUDY`: a summary line, then one row per cell.
 std::string RenderStudy(const v1::GetStudyResponse& study);
 // "demo: 4 cells: 1 succeeded, 1 running, 2 queued".
 std::string StudySummary(const v1::Study& study);
+// `onset submit --dry-run FILE`: one row per cell of the file, "new" or "exists (STATE)" and
+// its axes, then the counts.
+std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview);
 // `onset results STUDY`: one row per cell, its axes, state and final metrics as columns.
 std::string RenderResults(const v1::GetResultsResponse& results);
 // The metric columns of RenderResults, in display order: train/loss, eval/heldout_loss,

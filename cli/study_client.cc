@@ -28,6 +28,7 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
                                        status.error_message()));
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::FAILED_PRECONDITION:
       return common::FromGrpcStatus(status);
     default:
       return common::FromGrpcStatus(status, rpc, address_);
@@ -36,11 +37,13 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
 
 absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& source_name,
                                                             const std::string& yaml,
-                                                            const std::string& base_dir) {
+                                                            const std::string& base_dir,
+                                                            bool dry_run) {
   v1::SubmitStudyRequest request;
   request.set_source_name(source_name);
   request.set_yaml(yaml);
   request.set_base_dir(base_dir);
+  request.set_dry_run(dry_run);
   v1::SubmitStudyResponse response;
   grpc::ClientContext context;
   SetDeadline(&context);

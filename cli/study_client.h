@@ -15,8 +15,9 @@ namespace onset::cli {
 
 // Thread-safe. Errors keep gRPC's code; Unavailable and DeadlineExceeded read
 // "cannot reach the coordinator at ADDR: ...", others "RPC to ADDR: message" except
-// InvalidArgument and NotFound, which carry the coordinator's message verbatim (it already says
-// "file:line: key: problem" or which study is missing).
+// InvalidArgument, NotFound and FailedPrecondition, which carry the coordinator's message
+// verbatim (it already says "file:line: key: problem", which study is missing or which stored
+// cell a submission would change).
 class StudyClient {
  public:
   explicit StudyClient(std::string address,
@@ -25,9 +26,11 @@ class StudyClient {
   const std::string& address() const { return address_; }
 
   // `base_dir`: the absolute directory of the study file (relative data paths resolve there).
+  // `dry_run`: the coordinator checks and expands the file and writes nothing.
   absl::StatusOr<v1::SubmitStudyResponse> Submit(const std::string& source_name,
                                                  const std::string& yaml,
-                                                 const std::string& base_dir = "");
+                                                 const std::string& base_dir = "",
+                                                 bool dry_run = false);
   absl::StatusOr<v1::ListStudiesResponse> List();
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
   absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);

@@ -1,5 +1,6 @@
 #include "coordinator/grid.h"
 
+#include <algorithm>
 #include <limits>
 #include <unordered_set>
 
@@ -9,70 +10,133 @@
 namespace onset::coordinator {
 namespace {
 
-struct AxisInfo {
-  const char* grid_key;
-  const char* section;
-  const char* field;
-  const char* path;
-};
+using nlohmann::json;
 
-constexpr std::array<AxisInfo, kNumAxes> kAxisInfo = {{
-    {"seeds", "train", "seed", "train.seed"},
-    {"tokens", "train", "tokens", "train.tokens"},
-    {"arch", "model", "arch", "model.arch"},
-    {"window", "model", "window", "model.window"},
-    {"pos", "model", "pos", "model.pos"},
-}};
+// "model.arch" -> ("model", "arch").
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  const size_t dot = path.find('.');
+  if (dot == std::string::npos) return {path, ""};
+  return {path.substr(0, dot), path.substr(dot + 1)};
+}
 
-const AxisInfo& Info(Axis a) { return kAxisInfo[static_cast<int>(a)]; }
+void Place(json* cell, const std::string& path, const json& value) {
+  auto [section, key] = SplitPath(path);
+  json& s = (*cell)[section];
+  if (!s.is_object()) s = json::object();
+  s[key] = value;
+}
 
-}  // namespace
+std::string DisplayValue(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-const char* GridKey(Axis axis) { return Info(axis).grid_key; }
-const char* FieldPath(Axis axis) { return Info(axis).path; }
-
-std::optional<Axis> AxisForField(const std::string& path) {
-  for (Axis a : kAllAxes) {
-    if (path == Info(a).path) return a;
-  }
+std::optional<int64_t> AsTokenCount(const json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_string()) return model::ParseTokenCount(v.get<std::string>());
   return std::nullopt;
 }
 
-int64_t GridAxes::Size() const {
+}  // namespace
+
+const NamedAxis* FindNamedAxis(const std::string& key_or_path) {
+  for (const NamedAxis& a : kNamedAxes) {
+    if (key_or_path == a.key || key_or_path == a.path) return &a;
+  }
+  return nullptr;
+}
+
+bool SameValue(const json& a, const json& b) {
+  if (a == b) return true;
+  if (!a.is_string() && !b.is_string()) return false;
+  std::optional<int64_t> x = AsTokenCount(a);
+  std::optional<int64_t> y = AsTokenCount(b);
+  return x && y && *x == *y;
+}
+
+int64_t Grid::Size() const {
   int64_t n = 1;
-  for (const auto& v : values) {
-    int64_t k = v.empty() ? 1 : static_cast<int64_t>(v.size());
+  for (const GridAxis& axis : axes) {
+    const int64_t k = static_cast<int64_t>(axis.values.size());
+    if (k == 0) return 0;
     if (n > std::numeric_limits<int64_t>::max() / k) return std::numeric_limits<int64_t>::max();
     n *= k;
   }
   return n;
 }
 
-std::vector<GridPoint> CartesianProduct(const GridAxes& axes) {
+std::optional<std::pair<int, int>> Grid::Find(const std::string& path) const {
+  for (size_t a = 0; a < axes.size(); ++a) {
+    for (size_t k = 0; k < axes[a].paths.size(); ++k) {
+      if (axes[a].paths[k] == path) return std::make_pair(static_cast<int>(a), static_cast<int>(k));
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<GridPoint> CartesianProduct(const Grid& grid) {
   std::vector<GridPoint> points;
-  GridPoint p;
-  for (int i = 0; i < kNumAxes; ++i) p[i] = axes.values[i].empty() ? -1 : 0;
+  GridPoint p(grid.axes.size(), 0);
+  for (const GridAxis& axis : grid.axes) {
+    if (axis.values.empty()) return points;  // an empty axis leaves no point
+  }
   while (true) {
     points.push_back(p);
     // Odometer increment, innermost (last) axis fastest.
-    int i = kNumAxes - 1;
+    int i = static_cast<int>(p.size()) - 1;
     for (; i >= 0; --i) {
-      if (p[i] < 0) continue;
-      if (++p[i] < static_cast<int>(axes.values[i].size())) break;
+      if (++p[i] < static_cast<int>(grid.axes[i].values.size())) break;
       p[i] = 0;
     }
     if (i < 0) return points;
   }
 }
 
-nlohmann::json CellJson(const nlohmann::json& base, const GridAxes& axes, const GridPoint& p) {
-  nlohmann::json j = base.is_object() ? base : nlohmann::json::object();
-  for (Axis a : kAllAxes) {
-    int index = p[static_cast<int>(a)];
-    if (index < 0) continue;
-    nlohmann::json& section = j[Info(a).section];
-    if (!section.is_object()) section = nlohmann::json::object();
-    section[Info(a).field] = axes[a][index];
+const json* AxisValue(const Grid& grid, const GridPoint& p, const std::string& path) {
+  std::optional<std::pair<int, int>> at = grid.Find(path);
+  if (!at) return nullptr;
+  return &grid.axes[at->first].values[p[at->first]][at->second];
+}
+
+bool RuleMatches(const Grid& grid, size_t rule, const GridPoint& p) {
+  const ExcludeRule& r = grid.exclude[rule];
+  if (r.fields.empty()) return false;
+  for (const auto& [path, values] : r.fields) {
+    const json* v = AxisValue(grid, p, path);
+    if (!v || std::none_of(values.begin(), values.end(),
+                           [v](const json& x) { return SameValue(*v, x); })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int MatchingExcludeRule(const Grid& grid, const GridPoint& p) {
+  for (size_t r = 0; r < grid.exclude.size(); ++r) {
+    if (RuleMatches(grid, r, p)) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+std::optional<int> DependentChoice(const Grid& grid, size_t d, const GridPoint& p) {
+  const DependentField& dep = grid.depends[d];
+  if (const json* by = AxisValue(grid, p, dep.by)) {
+    for (size_t i = 0; i < dep.values.size(); ++i) {
+      if (SameValue(*by, dep.values[i].first)) return static_cast<int>(i);
+    }
+  }
+  if (dep.fallback) return -1;
+  return std::nullopt;
+}
+
+json CellJson(const json& base, const Grid& grid, const GridPoint& p) {
+  json j = base.is_object() ? base : json::object();
+  for (size_t a = 0; a < grid.axes.size(); ++a) {
+    const GridAxis& axis = grid.axes[a];
+    for (size_t k = 0; k < axis.paths.size(); ++k) Place(&j, axis.paths[k], axis.values[p[a]][k]);
+  }
+  for (size_t d = 0; d < grid.depends.size(); ++d) {
+    std::optional<int> choice = DependentChoice(grid, d, p);
+    if (!choice) continue;
+    const DependentField& dep = grid.depends[d];
+    Place(&j, dep.path, *choice < 0 ? *dep.fallback : dep.values[*choice].second);
   }
   return j;
 }
@@ -81,7 +145,7 @@ std::string CellId(const model::CellConfig& config) {
   return common::Sha256Hex(config.CanonicalText()).substr(0, 16);
 }
 
-CellSpec MakeCellSpec(const model::CellConfig& config) {
+CellSpec MakeCellSpec(const model::CellConfig& config, const std::vector<std::string>& extra_axes) {
   CellSpec cell;
   cell.config_json = config.CanonicalText();
   cell.id = common::Sha256Hex(cell.config_json).substr(0, 16);
@@ -93,26 +157,60 @@ CellSpec MakeCellSpec(const model::CellConfig& config) {
       {"tokens", std::to_string(config.train.tokens)},
       {"seed", std::to_string(config.train.seed)},
   };
+  const json canonical = extra_axes.empty() ? json() : config.ToJson();
+  for (const std::string& path : extra_axes) {
+    auto [section, key] = SplitPath(path);
+    const json* v = nullptr;
+    if (auto s = canonical.find(section); s != canonical.end() && s->is_object()) {
+      if (auto it = s->find(key); it != s->end()) v = &*it;
+    }
+    cell.axes[path] = v ? DisplayValue(*v) : "-";
+  }
   return cell;
 }
 
-absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const nlohmann::json& base,
-                                                 const GridAxes& axes,
-                                                 const ErrorDescriber& describe) {
-  if (axes.Size() > kMaxGridPoints) {
-    return absl::InvalidArgumentError("grid: " + std::to_string(axes.Size()) +
+absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& grid,
+                                                 const ErrorDescriber& describe,
+                                                 const CellAdjuster& adjust) {
+  if (grid.Size() > kMaxGridPoints) {
+    return absl::InvalidArgumentError("grid: " + std::to_string(grid.Size()) +
                                       " points exceed the limit of " +
                                       std::to_string(kMaxGridPoints));
   }
+  std::vector<std::string> extra;
+  auto show = [&extra](const std::string& path) {
+    if (!FindNamedAxis(path) && std::find(extra.begin(), extra.end(), path) == extra.end()) {
+      extra.push_back(path);
+    }
+  };
+  for (const GridAxis& axis : grid.axes) {
+    for (const std::string& path : axis.paths) show(path);
+  }
+  for (const DependentField& dep : grid.depends) show(dep.path);
+
+  auto fail = [&describe](const model::FieldError& e, const GridPoint& p) {
+    return absl::InvalidArgumentError(describe ? describe(e, p) : e.ToString());
+  };
   std::vector<CellSpec> cells;
   std::unordered_set<std::string> seen;
-  for (const GridPoint& p : CartesianProduct(axes)) {
-    model::CellConfig config;
-    if (std::optional<model::FieldError> e = model::ParseCellConfig(CellJson(base, axes, p),
-                                                                     &config)) {
-      return absl::InvalidArgumentError(describe ? describe(*e, p) : e->ToString());
+  for (const GridPoint& p : CartesianProduct(grid)) {
+    if (MatchingExcludeRule(grid, p) >= 0) continue;
+    for (size_t d = 0; d < grid.depends.size(); ++d) {
+      if (DependentChoice(grid, d, p)) continue;
+      const DependentField& dep = grid.depends[d];
+      const json* by = AxisValue(grid, p, dep.by);
+      return fail(
+          {dep.path, "has no value for " + dep.by + " = " + (by ? DisplayValue(*by) : "(unset)") +
+                         "; list it under values or give a default"},
+          p);
     }
-    CellSpec cell = MakeCellSpec(config);
+    json j = CellJson(base, grid, p);
+    if (adjust) adjust(&j);
+    model::CellConfig config;
+    if (std::optional<model::FieldError> e = model::ParseCellConfig(j, &config)) {
+      return fail(*e, p);
+    }
+    CellSpec cell = MakeCellSpec(config, extra);
     if (seen.insert(cell.id).second) cells.push_back(std::move(cell));
   }
   return cells;

@@ -10,6 +10,7 @@
 
 #include "common/random_id.h"
 #include "common/status_macros.h"
+#include "coordinator/append_only.h"
 #include "db/schema.h"
 
 namespace onset::coordinator {
@@ -162,48 +163,98 @@ absl::StatusOr<std::vector<CellInfo>> SqliteStore::LoadCells(int64_t study_id) {
   }
 }
 
+absl::StatusOr<std::vector<CellSpec>> SqliteStore::LoadCellSpecs(int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare("SELECT hash, axes_json, config_json, tokens_budget FROM cells "
+                   "WHERE study_id = ? ORDER BY id"));
+  stmt.BindAll(study_id);
+  std::vector<CellSpec> cells;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return cells;
+    CellSpec cell;
+    cell.id = stmt.Text(0);
+    nlohmann::json axes = nlohmann::json::parse(stmt.Text(1), nullptr, /*allow_exceptions=*/false);
+    if (axes.is_object()) {
+      for (const auto& [k, v] : axes.items()) {
+        if (v.is_string()) cell.axes[k] = v.get<std::string>();
+      }
+    }
+    cell.config_json = stmt.Text(2);
+    cell.tokens_budget = stmt.Int(3);
+    cells.push_back(std::move(cell));
+  }
+}
+
 absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
+  return AddOrPreviewStudy(study, /*write=*/true);
+}
+
+absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) {
+  return AddOrPreviewStudy(study, /*write=*/false);
+}
+
+absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& study, bool write) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t now = clock_.WallUnixMs();
   AddStudyResult result;
+  // A preview runs the same statements in the same transaction and rolls them back.
+  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
   int64_t study_id = 0;
-  {
-    ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-    absl::StatusOr<int64_t> existing = StudyId(study.name);
-    if (existing.ok()) {
-      study_id = *existing;
-      ONSET_ASSIGN_OR_RETURN(db::Statement update,
-                             db_->Prepare("UPDATE studies SET description = ?, source_name = ?, "
-                                          "source_yaml = ? WHERE id = ?"));
-      update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
-      ONSET_RETURN_IF_ERROR(update.Run());
-    } else if (absl::IsNotFound(existing.status())) {
-      ONSET_ASSIGN_OR_RETURN(
-          db::Statement insert,
-          db_->Prepare("INSERT INTO studies (name, description, source_name, source_yaml, "
-                       "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"));
-      insert.BindAll(study.name, study.description, study.source_name, study.source_yaml, now);
-      ONSET_ASSIGN_OR_RETURN(bool row, insert.Step());
-      if (!row) return absl::InternalError("INSERT INTO studies returned no id");
-      study_id = insert.Int(0);
-      ONSET_RETURN_IF_ERROR(insert.Run());
-    } else {
-      return existing.status();
-    }
-
+  std::unordered_map<std::string, std::string> stored_axes;  // hash -> axes_json
+  absl::StatusOr<int64_t> existing = StudyId(study.name);
+  if (existing.ok()) {
+    study_id = *existing;
+    ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, LoadCellSpecs(study_id));
+    ONSET_RETURN_IF_ERROR(CheckAppendOnly(stored, study.cells));
+    for (const CellSpec& cell : stored) stored_axes[cell.id] = nlohmann::json(cell.axes).dump();
+    ONSET_ASSIGN_OR_RETURN(db::Statement update,
+                           db_->Prepare("UPDATE studies SET description = ?, source_name = ?, "
+                                        "source_yaml = ? WHERE id = ?"));
+    update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
+    ONSET_RETURN_IF_ERROR(update.Run());
+  } else if (absl::IsNotFound(existing.status())) {
     ONSET_ASSIGN_OR_RETURN(
-        db::Statement insert_cell,
-        db_->Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
-                     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                     "ON CONFLICT (study_id, hash) DO NOTHING"));
-    for (const CellSpec& cell : study.cells) {
-      insert_cell.Reset();
-      insert_cell.BindAll(study_id, cell.id, nlohmann::json(cell.axes).dump(), cell.config_json,
-                          cell.tokens_budget, now, now);
-      ONSET_RETURN_IF_ERROR(insert_cell.Run());
-      result.cells_added += static_cast<int>(db_->Changes());
+        db::Statement insert,
+        db_->Prepare("INSERT INTO studies (name, description, source_name, source_yaml, "
+                     "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"));
+    insert.BindAll(study.name, study.description, study.source_name, study.source_yaml, now);
+    ONSET_ASSIGN_OR_RETURN(bool row, insert.Step());
+    if (!row) return absl::InternalError("INSERT INTO studies returned no id");
+    study_id = insert.Int(0);
+    ONSET_RETURN_IF_ERROR(insert.Run());
+  } else {
+    return existing.status();
+  }
+
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement insert_cell,
+      db_->Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
+                   "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                   "ON CONFLICT (study_id, hash) DO NOTHING"));
+  // A stored cell is shown with the display axes of the latest submission that names it
+  // (e.g. a field the study has since made an axis); its config never changes.
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement relabel_cell,
+      db_->Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
+  for (const CellSpec& cell : study.cells) {
+    const std::string axes_json = nlohmann::json(cell.axes).dump();
+    if (auto it = stored_axes.find(cell.id); it != stored_axes.end()) {
+      if (it->second == axes_json) continue;
+      relabel_cell.Reset();
+      relabel_cell.BindAll(axes_json, study_id, cell.id);
+      ONSET_RETURN_IF_ERROR(relabel_cell.Run());
+      continue;
     }
-    ONSET_RETURN_IF_ERROR(tx.Commit());
+    insert_cell.Reset();
+    insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
+                        now);
+    ONSET_RETURN_IF_ERROR(insert_cell.Run());
+    if (db_->Changes() > 0) {
+      ++result.cells_added;
+      result.new_cell_ids.push_back(cell.id);
+    }
   }
 
   ONSET_ASSIGN_OR_RETURN(result.study, LoadStudy(study_id));
@@ -214,6 +265,7 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
     auto it = by_id.find(cell.id);
     if (it != by_id.end()) result.cells.push_back(*it->second);
   }
+  if (write) ONSET_RETURN_IF_ERROR(tx.Commit());
   return result;
 }
 

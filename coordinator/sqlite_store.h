@@ -25,6 +25,7 @@ class SqliteStore final : public Store {
                                                            RetryPolicy policy = RetryPolicy());
 
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
+  absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
   absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name) override;
   absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
@@ -53,7 +54,11 @@ class SqliteStore final : public Store {
   SqliteStore(std::unique_ptr<db::Connection> db, const common::Clock& clock, RetryPolicy policy)
       : db_(std::move(db)), clock_(clock), policy_(policy) {}
 
+  // AddStudy, or with `write` false PreviewStudy.
+  absl::StatusOr<AddStudyResult> AddOrPreviewStudy(const NewStudy& study, bool write);
+
   // Helpers; the caller holds mu_.
+  absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(int64_t study_id);
   absl::StatusOr<int64_t> StudyId(const std::string& name);
   absl::StatusOr<StudyInfo> LoadStudy(int64_t study_id);
   absl::StatusOr<std::vector<CellInfo>> LoadCells(int64_t study_id);

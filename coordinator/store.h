@@ -66,8 +66,9 @@ struct NewStudy {
 
 struct AddStudyResult {
   StudyInfo study;
-  int cells_added = 0;           // cells that did not exist before
-  std::vector<CellInfo> cells;   // every cell of the submission, in its order
+  int cells_added = 0;                    // cells that did not exist before
+  std::vector<CellInfo> cells;            // every cell of the submission, in its order
+  std::vector<std::string> new_cell_ids;  // those that did not exist before, in its order
 };
 
 struct StudyDetail {
@@ -146,9 +147,14 @@ class Store {
 
   // Inserts the study (or finds it by name) and the cells it does not have yet, atomically.
   // The same file twice adds nothing; a changed file under the same name adds only its new
-  // cells (existing cells, also those no longer in the file, stay) and records the latest
-  // source.
+  // cells (existing cells, also those no longer in the file, stay), records the latest source
+  // and shows the existing cells it names with its display axes. Studies are append-only
+  // (append_only.h): FailedPrecondition, and nothing written, when a new cell would redefine
+  // the grid point of a stored one.
   virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
+  // What AddStudy would return, errors included, without writing anything. Cells not stored
+  // yet appear queued.
+  virtual absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) = 0;
   // Oldest first.
   virtual absl::StatusOr<std::vector<StudyInfo>> ListStudies() = 0;
   // NotFound for an unknown name.

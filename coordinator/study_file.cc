@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "common/did_you_mean.h"
 
 namespace onset::coordinator {
 namespace {
@@ -16,8 +18,12 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kSections[] = {"model", "train", "data", "eval"};
+// Limits that keep a mistyped file from asking for absurd work.
 constexpr size_t kMaxNameLength = 64;
 constexpr int64_t kMaxSeedCount = 10'000;
+constexpr size_t kMaxAxes = 32;
+constexpr size_t kMaxAxisValues = 10'000;
+constexpr size_t kMaxExcludeRules = 100;
 
 // Thrown inside the parser only, caught in ParseStudyFile: a located problem.
 struct StudyError {
@@ -100,6 +106,57 @@ json ToJson(const YAML::Node& node, const std::string& path, std::map<std::strin
   return nullptr;
 }
 
+// Where the values of one grid axis were written, for messages.
+struct AxisSource {
+  std::vector<std::string> keys;        // per column: "grid.arch", "grid.zip.model.heads", ...
+  std::vector<std::vector<int>> lines;  // [step][column]
+  int line = 1;                         // the axis' key
+};
+
+// Where a dependent field was written.
+struct DependentSource {
+  std::string key;  // "depends.train.lr"
+  int line = 1;
+  std::vector<int> value_lines;
+  int default_line = 1;
+};
+
+// A value as written and where.
+struct WrittenValue {
+  json value;
+  int line;
+};
+
+// "1 value", "3 values".
+std::string Values(size_t n) { return std::to_string(n) + (n == 1 ? " value" : " values"); }
+
+std::string DisplayValue(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// " (did you mean model.d_model?)" for a bare key in `grid` or `depends`: the closest named
+// axis (or zip, in the grid), else the field whose key it is or is close to, else what is
+// accepted.
+std::string SuggestField(const std::string& key, bool in_grid) {
+  std::vector<std::string> named;
+  for (const NamedAxis& a : kNamedAxes) named.push_back(a.key);
+  if (in_grid) named.push_back("zip");
+  if (std::optional<std::string> m = common::ClosestMatch(key, named)) {
+    return " (did you mean " + *m + "?)";
+  }
+  const std::vector<std::string>& fields = model::CellConfigFields();
+  std::vector<std::string> keys;
+  for (const std::string& f : fields) keys.push_back(f.substr(f.find('.') + 1));
+  std::optional<std::string> m;
+  if (std::find(keys.begin(), keys.end(), key) != keys.end()) m = key;
+  if (!m) m = common::ClosestMatch(key, keys);
+  if (m) {
+    const size_t i = std::find(keys.begin(), keys.end(), *m) - keys.begin();
+    return " (did you mean " + fields[i] + "?)";
+  }
+  return in_grid ? " (expected arch, window, pos, tokens, seeds, zip or a field path such as "
+                   "train.lr)"
+                 : " (expected a field path such as train.lr)";
+}
+
 class StudyParser {
  public:
   StudyParser(const std::string& source_name, const std::string& base_dir)
@@ -121,7 +178,7 @@ class StudyParser {
     StudySpec spec;
     spec.source_name = source_;
     spec.source_yaml = text;
-    std::optional<YAML::Node> grid_node;
+    std::map<std::string, YAML::Node> later;  // grid, depends, exclude: after the sections
     json base = json::object();
     bool has_name = false;
     for (const auto& kv : root) {
@@ -135,31 +192,38 @@ class StudyParser {
       } else if (key == "description") {
         if (!value.IsNull() && !value.IsScalar()) Fail(line, key, "must be a string");
         spec.description = value.IsNull() ? "" : value.Scalar();
-      } else if (key == "grid") {
-        grid_node = value;
+      } else if (key == "grid" || key == "depends" || key == "exclude") {
+        later[key] = value;
       } else if (IsSection(key)) {
         if (!value.IsNull() && !value.IsMap()) Fail(line, key, "must be a mapping");
         base[key] = value.IsNull() ? json::object() : ToJson(value, key, &key_lines_);
       } else {
-        Fail(line, key, "unknown key (expected name, description, model, train, data, eval, "
-                        "grid)");
+        static const std::vector<std::string> kKeys = {
+            "name", "description", "model", "train", "data", "eval", "grid", "exclude", "depends"};
+        const std::string near = common::DidYouMean(key, kKeys);
+        Fail(line, key,
+             "unknown key" + (near.empty() ? " (expected name, description, model, train, data, "
+                                             "eval, grid, exclude, depends)"
+                                           : near));
       }
     }
     if (!has_name) Fail(1, "name", "is required");
     base["study"] = spec.name;
-    if (grid_node) ParseGrid(*grid_node);
+    if (later.count("grid")) ParseGrid(later["grid"]);
+    if (later.count("depends")) ParseDepends(later["depends"]);
+    if (later.count("exclude")) ParseExclude(later["exclude"]);
 
-    if (axes_.Size() > kMaxGridPoints) {
+    if (grid_.Size() > kMaxGridPoints) {
       Fail(key_lines_["grid"], "grid",
-           "expands to " + std::to_string(axes_.Size()) + " cells, more than the limit of " +
+           "expands to " + std::to_string(grid_.Size()) + " points, more than the limit of " +
                std::to_string(kMaxGridPoints));
     }
+    CheckExclusion();
     SetStudyShortContext(&base);
-    ResolveDataPaths(&base);
-    absl::StatusOr<std::vector<CellSpec>> cells =
-        ExpandGrid(base, axes_, [this](const model::FieldError& e, const GridPoint& p) {
-          return Describe(e, p);
-        });
+    absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(
+        base, grid_,
+        [this](const model::FieldError& e, const GridPoint& p) { return Describe(e, p); },
+        [this](json* cell) { ResolveDataPaths(cell); });
     if (!cells.ok()) return cells.status();
     spec.cells = std::move(*cells);
     return spec;
@@ -172,6 +236,371 @@ class StudyParser {
   }
 
  private:
+  // ----- grid ---------------------------------------------------------------------------------
+
+  void ParseGrid(const YAML::Node& grid) {
+    const int grid_line = key_lines_["grid"];
+    if (grid.IsNull()) return;
+    if (!grid.IsMap()) {
+      Fail(grid_line, "grid",
+           "must be a mapping of axes (arch, window, pos, tokens, seeds, zip, or field paths "
+           "such as train.lr)");
+    }
+    CheckDuplicateKeys(grid, "grid");
+    for (const auto& kv : grid) {
+      const std::string key = kv.first.Scalar();
+      const int line = Line(kv.first);
+      if (key == "zip") {
+        ParseZip(kv.second, line);
+        continue;
+      }
+      const std::string path = FieldOfKey(key, line, "grid.");
+      std::vector<WrittenValue> values = ParseValues(key, kv.second, line, "grid." + key);
+      AddAxis({path}, {"grid." + key}, {values}, line);
+    }
+    // Seeds outermost, then budgets, then the rest in file order: every seed-0 cell is queued
+    // before any seed-1 cell, and smaller budgets (as listed) before larger ones.
+    auto rank = [this](size_t a) {
+      const std::vector<std::string>& paths = grid_.axes[a].paths;
+      if (std::count(paths.begin(), paths.end(), "train.seed")) return 0;
+      if (std::count(paths.begin(), paths.end(), "train.tokens")) return 1;
+      return 2;
+    };
+    std::vector<size_t> order(grid_.axes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return rank(a) < rank(b); });
+    std::vector<GridAxis> axes;
+    std::vector<AxisSource> sources;
+    for (size_t i : order) {
+      axes.push_back(std::move(grid_.axes[i]));
+      sources.push_back(std::move(axis_sources_[i]));
+    }
+    grid_.axes = std::move(axes);
+    axis_sources_ = std::move(sources);
+  }
+
+  // zip: one group {a: [...], b: [...]} or a list of them; a group's lists have equal lengths
+  // and make one axis whose steps set every field of the group.
+  void ParseZip(const YAML::Node& node, int line) {
+    if (node.IsMap()) return ParseZipGroup(node, line);
+    if (!node.IsSequence() || node.size() == 0) {
+      Fail(line, "grid.zip",
+           "must be a list of groups of axes that vary together, e.g. "
+           "- {model.d_model: [64, 128], model.heads: [2, 4]}");
+    }
+    for (const auto& group : node) {
+      if (!group.IsMap()) Fail(Line(group), "grid.zip", "each group must be a mapping of axes");
+      ParseZipGroup(group, Line(group));
+    }
+  }
+
+  void ParseZipGroup(const YAML::Node& group, int line) {
+    if (group.size() == 0) Fail(line, "grid.zip", "a group must name at least one axis");
+    CheckDuplicateKeys(group, "grid.zip");
+    std::vector<std::string> paths;
+    std::vector<std::string> keys;
+    std::vector<std::vector<WrittenValue>> columns;
+    for (const auto& kv : group) {
+      const std::string key = kv.first.Scalar();
+      const int key_line = Line(kv.first);
+      const std::string error_key = "grid.zip." + key;
+      paths.push_back(FieldOfKey(key, key_line, "grid.zip."));
+      keys.push_back(error_key);
+      columns.push_back(ParseValues(key, kv.second, key_line, error_key));
+      if (columns.back().size() != columns.front().size()) {
+        Fail(key_line, error_key,
+             "lists " + Values(columns.back().size()) + " but " + keys.front() + " lists " +
+                 Values(columns.front().size()) + "; axes in a zip group need equal lengths");
+      }
+    }
+    AddAxis(paths, keys, columns, line);
+  }
+
+  // The values of one axis: a list, a single value, or for `seeds` a count N (0..N-1).
+  std::vector<WrittenValue> ParseValues(const std::string& key, const YAML::Node& value, int line,
+                                        const std::string& error_key) {
+    std::vector<WrittenValue> values;
+    if (value.IsNull()) Fail(line, error_key, "must list at least one value");
+    if (key == "seeds" && value.IsScalar()) {
+      json n = ScalarToJson(value, error_key);
+      if (!n.is_number_integer()) {
+        Fail(Line(value), error_key, "must be a list of integers or a count N (meaning 0..N-1)");
+      }
+      if (n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxSeedCount) {
+        Fail(Line(value), error_key,
+             "a seed count must be between 1 and " + std::to_string(kMaxSeedCount));
+      }
+      for (int64_t s = 0; s < n.get<int64_t>(); ++s) values.push_back({s, Line(value)});
+      return values;
+    }
+    if (value.IsScalar()) return {{ScalarToJson(value, error_key), Line(value)}};
+    if (!value.IsSequence()) Fail(line, error_key, "must be a list or a single value");
+    if (value.size() == 0) Fail(line, error_key, "must list at least one value");
+    if (value.size() > kMaxAxisValues) {
+      Fail(line, error_key,
+           "lists " + std::to_string(value.size()) + " values; at most " +
+               std::to_string(kMaxAxisValues) + " are allowed");
+    }
+    for (const auto& e : value) {
+      if (!e.IsScalar()) {
+        Fail(Line(e), error_key, "entries must be single values, not lists or maps");
+      }
+      values.push_back({ScalarToJson(e, error_key), Line(e)});
+    }
+    return values;
+  }
+
+  void AddAxis(const std::vector<std::string>& paths, const std::vector<std::string>& keys,
+               const std::vector<std::vector<WrittenValue>>& columns, int line) {
+    if (grid_.axes.size() >= kMaxAxes) {
+      Fail(line, keys.front(),
+           "is one axis too many: a grid has at most " + std::to_string(kMaxAxes));
+    }
+    for (size_t k = 0; k < paths.size(); ++k) {
+      // The same field twice would silently fight; refuse.
+      if (std::optional<std::string> other = GridKeyOf(paths[k])) {
+        Fail(line, keys[k], "sets " + paths[k] + ", which " + *other + " sets too");
+      }
+      for (size_t j = 0; j < k; ++j) {
+        if (paths[j] == paths[k]) {
+          Fail(line, keys[k], "sets " + paths[k] + ", as " + keys[j] + " does");
+        }
+      }
+      if (auto it = key_lines_.find(paths[k]); it != key_lines_.end()) {
+        Fail(it->second, paths[k],
+             "is also set by " + keys[k] + " (line " + std::to_string(line) +
+                 "); set it in one place");
+      }
+    }
+    GridAxis axis;
+    AxisSource source;
+    axis.paths = paths;
+    source.keys = keys;
+    source.line = line;
+    for (size_t step = 0; step < columns.front().size(); ++step) {
+      std::vector<json> values;
+      std::vector<int> lines;
+      for (const std::vector<WrittenValue>& column : columns) {
+        values.push_back(column[step].value);
+        lines.push_back(column[step].line);
+      }
+      axis.values.push_back(std::move(values));
+      source.lines.push_back(std::move(lines));
+    }
+    grid_.axes.push_back(std::move(axis));
+    axis_sources_.push_back(std::move(source));
+  }
+
+  // The grid key ("grid.arch (line 7)") that sets `path`, if one does.
+  std::optional<std::string> GridKeyOf(const std::string& path) const {
+    std::optional<std::pair<int, int>> at = grid_.Find(path);
+    if (!at) return std::nullopt;
+    const AxisSource& source = axis_sources_[at->first];
+    return source.keys[at->second] + " (line " + std::to_string(source.line) + ")";
+  }
+
+  // The field a key names: a named axis ("arch") or a field path ("train.lr"). `prefix` makes
+  // the key of an error ("grid.").
+  std::string FieldOfKey(const std::string& key, int line, const std::string& prefix) const {
+    if (const NamedAxis* a = FindNamedAxis(key)) return a->path;
+    const bool in_grid = prefix.rfind("grid.", 0) == 0;
+    const std::vector<std::string>& fields = model::CellConfigFields();
+    if (key.find('.') == std::string::npos) {
+      Fail(line, prefix + key,
+           std::string(in_grid ? "unknown axis" : "unknown field") + SuggestField(key, in_grid));
+    }
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+      const std::string near = common::DidYouMean(key, fields);
+      Fail(line, prefix + key,
+           "unknown field" + (near.empty() ? " (fields are section.key as listed in "
+                                             "model/cell_config.h, e.g. train.lr)"
+                                           : near));
+    }
+    return key;
+  }
+
+  // The field a key of `exclude` or a `by` names; it must be set by an axis.
+  std::string AxisFieldOfKey(const std::string& key, int line, const std::string& error_key) const {
+    const NamedAxis* named = FindNamedAxis(key);
+    const std::string path = named ? named->path : key;
+    if (grid_.Find(path)) return path;
+    std::vector<std::string> written;
+    for (const AxisSource& s : axis_sources_) {
+      for (const std::string& k : s.keys) {
+        written.push_back(k.substr(k.rfind("grid.zip.", 0) == 0 ? 9 : 5));
+      }
+    }
+    Fail(line, error_key, key + " is not a grid axis" + common::DidYouMean(key, written));
+  }
+
+  // A value of the axis that sets `path`, as written at `node`, else an error naming the
+  // closest value.
+  json ValueOnAxis(const std::string& path, const std::string& key, const YAML::Node& node,
+                   const std::string& error_key) const {
+    if (!node.IsScalar()) Fail(Line(node), error_key, key + " values must be single values");
+    const json v = ScalarToJson(node, error_key);
+    const auto [a, k] = *grid_.Find(path);
+    std::vector<std::string> shown;
+    for (const std::vector<json>& step : grid_.axes[a].values) {
+      if (SameValue(step[k], v)) return v;
+      shown.push_back(DisplayValue(step[k]));
+    }
+    Fail(Line(node), error_key,
+         key + " '" + node.Scalar() + "' is not a value of " + axis_sources_[a].keys[k] +
+             common::DidYouMean(node.Scalar(), shown));
+  }
+
+  // ----- depends ------------------------------------------------------------------------------
+
+  // depends: {FIELD: {by: AXIS, values: {AXIS VALUE: FIELD VALUE, ...}, default: VALUE}}
+  void ParseDepends(const YAML::Node& node) {
+    const int depends_line = key_lines_["depends"];
+    if (node.IsNull()) return;
+    if (!node.IsMap()) {
+      Fail(depends_line, "depends",
+           "must be a mapping of fields to {by: AXIS, values: {...}, default: VALUE}");
+    }
+    CheckDuplicateKeys(node, "depends");
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      const int line = Line(kv.first);
+      const std::string error_key = "depends." + key;
+      const std::string path = FieldOfKey(key, line, "depends.");
+      if (std::optional<std::string> other = GridKeyOf(path)) {
+        Fail(line, error_key, "is also set by " + *other + "; set it in one place");
+      }
+      if (auto it = key_lines_.find(path); it != key_lines_.end()) {
+        Fail(it->second, path,
+             "is also set by " + error_key + " (line " + std::to_string(line) +
+                 "); set it in one place");
+      }
+      for (const DependentField& d : grid_.depends) {
+        if (d.path == path) Fail(line, error_key, "sets " + path + " a second time");
+      }
+      ParseDependent(path, kv.second, line, error_key);
+    }
+  }
+
+  void ParseDependent(const std::string& path, const YAML::Node& entry, int line,
+                      const std::string& error_key) {
+    if (!entry.IsMap()) {
+      Fail(line, error_key, "must be a mapping {by: AXIS, values: {...}, default: VALUE}");
+    }
+    CheckDuplicateKeys(entry, error_key);
+    static const std::vector<std::string> kKeys = {"by", "values", "default"};
+    for (const auto& kv : entry) {
+      const std::string k = kv.first.Scalar();
+      if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
+        const std::string near = common::DidYouMean(k, kKeys);
+        Fail(Line(kv.first), error_key + "." + k,
+             "unknown key" + (near.empty() ? " (expected by, values, default)" : near));
+      }
+    }
+    DependentField dep;
+    DependentSource source;
+    dep.path = path;
+    source.key = error_key;
+    source.line = line;
+    const YAML::Node by = entry["by"];
+    if (!by || by.IsNull()) Fail(line, error_key, "needs by: the grid axis it depends on");
+    if (!by.IsScalar()) Fail(Line(by), error_key + ".by", "must name one grid axis");
+    dep.by = AxisFieldOfKey(by.Scalar(), Line(by), error_key);
+    const YAML::Node values = entry["values"];
+    if (!values || !values.IsMap() || values.size() == 0) {
+      Fail(values ? Line(values) : line, error_key,
+           "needs values: a mapping from values of " + by.Scalar() + " to values of " + path);
+    }
+    CheckDuplicateKeys(values, error_key + ".values");
+    std::map<std::string, int> unused_lines;
+    for (const auto& kv : values) {
+      json when = ValueOnAxis(dep.by, by.Scalar(), kv.first, error_key);
+      for (const auto& [seen, value] : dep.values) {
+        if (SameValue(seen, when)) {
+          Fail(Line(kv.first), error_key,
+               by.Scalar() + " '" + kv.first.Scalar() + "' is listed twice");
+        }
+      }
+      dep.values.emplace_back(when, ToJson(kv.second, error_key, &unused_lines));
+      source.value_lines.push_back(Line(kv.second));
+    }
+    if (const YAML::Node fallback = entry["default"]) {
+      dep.fallback = ToJson(fallback, error_key, &unused_lines);
+      source.default_line = Line(fallback);
+    }
+    grid_.depends.push_back(std::move(dep));
+    depend_sources_.push_back(std::move(source));
+  }
+
+  // ----- exclude ------------------------------------------------------------------------------
+
+  // exclude: a list of rules {AXIS: VALUE or [VALUES], ...}; a rule drops the points where every
+  // axis it names has one of its values.
+  void ParseExclude(const YAML::Node& node) {
+    const int exclude_line = key_lines_["exclude"];
+    if (node.IsNull()) return;
+    if (!node.IsSequence()) {
+      Fail(exclude_line, "exclude", "must be a list of rules, e.g. - {arch: full, pos: nope}");
+    }
+    if (node.size() > kMaxExcludeRules) {
+      Fail(exclude_line, "exclude",
+           "lists " + std::to_string(node.size()) + " rules; at most " +
+               std::to_string(kMaxExcludeRules) + " are allowed");
+    }
+    for (const auto& rule_node : node) {
+      const int line = Line(rule_node);
+      if (!rule_node.IsMap() || rule_node.size() == 0) {
+        Fail(line, "exclude", "each rule must be a mapping of axes to values, e.g. {arch: full}");
+      }
+      CheckDuplicateKeys(rule_node, "exclude");
+      ExcludeRule rule;
+      for (const auto& kv : rule_node) {
+        const std::string key = kv.first.Scalar();
+        const std::string path = AxisFieldOfKey(key, Line(kv.first), "exclude");
+        for (const auto& [seen, unused] : rule.fields) {
+          if (seen == path) Fail(Line(kv.first), "exclude", "a rule names " + path + " twice");
+        }
+        std::vector<json> values;
+        if (kv.second.IsSequence()) {
+          if (kv.second.size() == 0) Fail(Line(kv.first), "exclude", key + " lists no value");
+          for (const auto& v : kv.second) values.push_back(ValueOnAxis(path, key, v, "exclude"));
+        } else {
+          values.push_back(ValueOnAxis(path, key, kv.second, "exclude"));
+        }
+        rule.fields.emplace_back(path, std::move(values));
+      }
+      grid_.exclude.push_back(std::move(rule));
+      exclude_lines_.push_back(line);
+    }
+  }
+
+  // Every rule must drop something (else it is a typo or a zip mismatch) and some point must
+  // remain.
+  void CheckExclusion() const {
+    if (grid_.exclude.empty()) return;
+    std::vector<int64_t> matched(grid_.exclude.size(), 0);
+    int64_t kept = 0;
+    for (const GridPoint& p : CartesianProduct(grid_)) {
+      bool dropped = false;
+      for (size_t r = 0; r < grid_.exclude.size(); ++r) {
+        if (RuleMatches(grid_, r, p)) {
+          ++matched[r];
+          dropped = true;
+        }
+      }
+      kept += dropped ? 0 : 1;
+    }
+    for (size_t r = 0; r < matched.size(); ++r) {
+      if (matched[r] == 0) {
+        Fail(exclude_lines_[r], "exclude",
+             "this rule matches no grid point (its values never occur together)");
+      }
+    }
+    if (kept == 0) Fail(key_lines_.at("exclude"), "exclude", "drops every grid point");
+  }
+
+  // ----- cells --------------------------------------------------------------------------------
+
   // Short-context loss is defined at the smallest window of the study (SCIENCE.md), the same
   // length for every cell, full-attention cells included. An explicit eval.short_context wins.
   void SetStudyShortContext(json* base) const {
@@ -184,7 +613,14 @@ class StudyParser {
         smallest = std::min(smallest.value_or(w.get<int64_t>()), w.get<int64_t>());
       }
     };
-    for (const json& w : axes_[Axis::kWindow]) consider(w);
+    if (std::optional<std::pair<int, int>> at = grid_.Find("model.window")) {
+      for (const std::vector<json>& step : grid_.axes[at->first].values) consider(step[at->second]);
+    }
+    for (const DependentField& d : grid_.depends) {
+      if (d.path != "model.window") continue;
+      for (const auto& [when, value] : d.values) consider(value);
+      if (d.fallback) consider(*d.fallback);
+    }
     if (base->contains("model") && (*base)["model"].is_object()) {
       consider((*base)["model"].value("window", json()));
     }
@@ -192,14 +628,14 @@ class StudyParser {
   }
 
   // Token files named relative to the study file resolve against its directory.
-  void ResolveDataPaths(json* base) const {
-    if (base_dir_.empty() || !base->contains("data") || !(*base)["data"].is_object()) return;
+  void ResolveDataPaths(json* cell) const {
+    if (base_dir_.empty() || !cell->contains("data") || !(*cell)["data"].is_object()) return;
     for (const char* key : {"path", "heldout_path"}) {
-      json& v = (*base)["data"][key];
+      json& v = (*cell)["data"][key];
       if (v.is_string() && !v.get<std::string>().empty() && v.get<std::string>()[0] != '/') {
         v = base_dir_ + "/" + v.get<std::string>();
       } else if (v.is_null()) {
-        (*base)["data"].erase(key);
+        (*cell)["data"].erase(key);
       }
     }
   }
@@ -212,97 +648,55 @@ class StudyParser {
   }
 
   static std::string ParseName(const YAML::Node& value, int line) {
-    if (!value.IsScalar() || value.Scalar().empty()) Fail(line, "name", "must be a non-empty string");
+    if (!value.IsScalar() || value.Scalar().empty())
+      Fail(line, "name", "must be a non-empty string");
     const std::string& name = value.Scalar();
     static const std::regex kName(R"([A-Za-z0-9_.-]+)");
     if (!std::regex_match(name, kName)) {
       Fail(line, "name", "'" + name + "' may use only letters, digits, '_', '.' and '-'");
     }
     if (name.size() > kMaxNameLength) {
-      Fail(line, "name", "is " + std::to_string(name.size()) + " characters long; at most " +
-                             std::to_string(kMaxNameLength) + " are allowed");
+      Fail(line, "name",
+           "is " + std::to_string(name.size()) + " characters long; at most " +
+               std::to_string(kMaxNameLength) + " are allowed");
     }
     return name;
   }
 
-  void ParseGrid(const YAML::Node& grid) {
-    const int grid_line = key_lines_["grid"];
-    if (grid.IsNull()) return;
-    if (!grid.IsMap()) Fail(grid_line, "grid", "must be a mapping of axes (arch, window, pos, "
-                                               "tokens, seeds)");
-    CheckDuplicateKeys(grid, "grid");
-    for (const auto& kv : grid) {
-      const std::string key = kv.first.Scalar();
-      const int line = Line(kv.first);
-      std::optional<Axis> axis;
-      for (Axis a : kAllAxes) {
-        if (key == GridKey(a)) axis = a;
-      }
-      if (!axis) {
-        Fail(line, "grid." + key, "unknown axis (expected arch, window, pos, tokens, seeds)");
-      }
-      ParseAxis(*axis, kv.second, line);
-    }
-  }
-
-  void ParseAxis(Axis axis, const YAML::Node& value, int line) {
-    const std::string key = std::string("grid.") + GridKey(axis);
-    // A grid axis and the same field in its section would silently fight; refuse.
-    if (auto it = key_lines_.find(FieldPath(axis)); it != key_lines_.end()) {
-      Fail(it->second, FieldPath(axis),
-           "is also set by " + key + " (line " + std::to_string(line) + "); set it in one place");
-    }
-    std::vector<json>& values = axes_[axis];
-    std::vector<int>& lines = axis_lines_[static_cast<int>(axis)];
-    if (value.IsNull()) Fail(line, key, "must list at least one value");
-    if (axis == Axis::kSeed && value.IsScalar()) {
-      json n = ScalarToJson(value, key);
-      if (!n.is_number_integer()) {
-        Fail(Line(value), key, "must be a list of integers or a count N (meaning 0..N-1)");
-      }
-      if (n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxSeedCount) {
-        Fail(Line(value), key, "a seed count must be between 1 and " +
-                                   std::to_string(kMaxSeedCount));
-      }
-      for (int64_t s = 0; s < n.get<int64_t>(); ++s) {
-        values.push_back(s);
-        lines.push_back(Line(value));
-      }
-      return;
-    }
-    if (value.IsScalar()) {
-      values.push_back(ScalarToJson(value, key));
-      lines.push_back(Line(value));
-      return;
-    }
-    if (!value.IsSequence()) Fail(line, key, "must be a list or a single value");
-    if (value.size() == 0) Fail(line, key, "must list at least one value");
-    for (const auto& e : value) {
-      if (!e.IsScalar()) Fail(Line(e), key, "entries must be single values, not lists or maps");
-      values.push_back(ScalarToJson(e, key));
-      lines.push_back(Line(e));
-    }
-  }
-
-  // Locates a cell-config error: the grid entry that set the field; else the key in the file;
-  // else, for fields the arch decides, the arch entry; else the section; else line 1.
+  // Locates a cell-config error: the grid entry or dependent value that set the field; else the
+  // key in the file; else, for fields the arch decides, the arch entry; else the section; else
+  // line 1.
   std::string Describe(const model::FieldError& e, const GridPoint& p) const {
     StudyError out{1, e.path, e.message};
-    if (std::optional<Axis> a = AxisForField(e.path); a && p[static_cast<int>(*a)] >= 0) {
-      const int index = p[static_cast<int>(*a)];
-      out.line = axis_lines_[static_cast<int>(*a)][index];
-      out.key = std::string("grid.") + GridKey(*a);
-      out.message += " (value " + axes_[*a][index].dump() + ")";
+    if (std::optional<std::pair<int, int>> at = grid_.Find(e.path)) {
+      const auto [a, k] = *at;
+      out.line = axis_sources_[a].lines[p[a]][k];
+      out.key = axis_sources_[a].keys[k];
+      out.message += " (value " + grid_.axes[a].values[p[a]][k].dump() + ")";
+      return Format(out);
+    }
+    for (size_t d = 0; d < grid_.depends.size(); ++d) {
+      const DependentField& dep = grid_.depends[d];
+      if (dep.path != e.path) continue;
+      const DependentSource& source = depend_sources_[d];
+      out.key = source.key;
+      out.line = source.line;
+      if (std::optional<int> choice = DependentChoice(grid_, d, p)) {
+        out.line = *choice < 0 ? source.default_line : source.value_lines[*choice];
+        const json& v = *choice < 0 ? *dep.fallback : dep.values[*choice].second;
+        out.message += " (value " + v.dump() + ")";
+      }
       return Format(out);
     }
     if (auto it = key_lines_.find(e.path); it != key_lines_.end()) {
       out.line = it->second;
       return Format(out);
     }
-    const int arch = p[static_cast<int>(Axis::kArch)];
-    if ((e.path == "model.window" || e.path == "model.pattern") && arch >= 0) {
-      out.line = axis_lines_[static_cast<int>(Axis::kArch)][arch];
-      out.message += " (for arch " + axes_[Axis::kArch][arch].dump() + ")";
+    const std::optional<std::pair<int, int>> arch = grid_.Find("model.arch");
+    if ((e.path == "model.window" || e.path == "model.pattern") && arch) {
+      const auto [a, k] = *arch;
+      out.line = axis_sources_[a].lines[p[a]][k];
+      out.message += " (for arch " + grid_.axes[a].values[p[a]][k].dump() + ")";
       if (e.path == "model.window") out.message += "; add a window axis to grid";
       return Format(out);
     }
@@ -314,14 +708,16 @@ class StudyParser {
   std::string source_;
   std::string base_dir_;
   std::map<std::string, int> key_lines_;  // dotted key path -> line of the key
-  GridAxes axes_;
-  std::array<std::vector<int>, kNumAxes> axis_lines_;  // line of each grid entry
+  Grid grid_;
+  std::vector<AxisSource> axis_sources_;         // parallel to grid_.axes
+  std::vector<DependentSource> depend_sources_;  // parallel to grid_.depends
+  std::vector<int> exclude_lines_;               // parallel to grid_.exclude
 };
 
 }  // namespace
 
-absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name,
-                                         const std::string& text, const std::string& base_dir) {
+absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name, const std::string& text,
+                                         const std::string& base_dir) {
   StudyParser parser(source_name, base_dir);
   try {
     return parser.Parse(text);

@@ -2,8 +2,8 @@
 //
 //   name: swa-window-sweep          # required, [A-Za-z0-9_.-], at most 64 characters
 //   description: Large-Window Laziness at small scale
-//   model: {layers: 4, d_model: 128} # cell config sections (model/cell_config.h)
-//   train: {lr: 3.0e-3}
+//   model: {layers: 4}               # cell config sections (model/cell_config.h): the base
+//   train: {batch_tokens: 8K}        # of every cell
 //   data: {}
 //   eval: {niah_samples: 8}
 //   grid:                            # each axis a list or a single value
@@ -12,6 +12,25 @@
 //     pos: [rope, nope-full]         # -> model.pos
 //     tokens: [250K, 1M]             # -> train.tokens
 //     seeds: 2                       # -> train.seed; an integer N means 0..N-1
+//     train.weight_decay: [0, 0.1]   # any cell-config field, by its dotted path
+//     zip:                           # axes that vary together, step by step (equal lengths):
+//       - {model.d_model: [64, 128], model.heads: [2, 4]}    # one axis of pairs
+//   exclude:                         # points to drop: a rule matches a point where every
+//     - {arch: full, pos: nope-full} # axis it names has (one of) its value(s)
+//     - {window: 128, tokens: [250K]}
+//   depends:                         # a field whose value follows another axis' value
+//     train.lr: {by: arch, values: {full: 3e-3, swa: 1e-3}, default: 2e-3}
+//
+// Axes expand seeds outermost, then tokens, then the rest in file order (a zip group counts as
+// one axis). Every grid, zip, exclude and depends key is a named axis (arch, window, pos,
+// tokens, seeds) or a field path (section.key); unknown ones are errors with the closest known
+// name. A field is set in one place only: a section, one axis, or one `depends` entry. Values
+// named by `exclude` and `depends` must be values of their axes; each rule must match a point
+// and some point must remain; a dependent field needs a value (listed or `default`) at every
+// point that remains. Cells are validated by model::ParseCellConfig (value ranges) and shown
+// with every field the grid varies besides the five named axes (CellSpec::axes).
+// Limits: 64 characters of name, 32 axes, 10,000 values per axis (and seeds), 100 exclude
+// rules, kMaxGridPoints points before exclusion.
 #pragma once
 
 #include <string>

@@ -81,11 +81,13 @@ grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext*,
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());
   NewStudy study{spec->name, spec->description, spec->source_name, spec->source_yaml,
                  std::move(spec->cells)};
-  absl::StatusOr<AddStudyResult> added = store_->AddStudy(study);
+  absl::StatusOr<AddStudyResult> added =
+      request->dry_run() ? store_->PreviewStudy(study) : store_->AddStudy(study);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
   ToProto(added->study, response->mutable_study());
   response->set_cells_added(added->cells_added);
   for (const CellInfo& cell : added->cells) ToProto(cell, response->add_cells());
+  for (const std::string& id : added->new_cell_ids) response->add_new_cell_ids(id);
   return grpc::Status::OK;
 }
 

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "common/did_you_mean.h"
 #include "model/vocab.h"
 
 namespace onset::model {
@@ -152,8 +153,16 @@ class SectionReader {
   void RejectUnknown() {
     if (!j_.is_object()) return;
     for (const auto& [key, value] : j_.items()) {
-      if (!seen_.count(key)) Fail(key, "unknown key");
+      if (seen_.count(key)) continue;
+      std::optional<std::string> near = common::ClosestMatch(key, {seen_.begin(), seen_.end()});
+      Fail(key, near ? "unknown key (did you mean " + prefix_ + "." + *near + "?)"
+                     : "unknown key");
     }
+  }
+
+  // The dotted paths of every key read so far.
+  void AppendFields(std::vector<std::string>* out) const {
+    for (const std::string& key : seen_) out->push_back(prefix_ + "." + key);
   }
 
   void Fail(const std::string& key, const std::string& message) {
@@ -400,7 +409,11 @@ std::optional<std::string> ResolvePattern(const std::string& arch, int layers,
   return std::nullopt;
 }
 
-std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
+namespace {
+
+// ParseCellConfig; `fields`, when given, receives the dotted path of every key the sections
+// read.
+std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std::string>* fields) {
   std::optional<FieldError> error;
   CellConfig c;
   if (!j.is_object()) return FieldError{"", "cell config must be a JSON object"};
@@ -431,6 +444,7 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   m.Int("chunk_size", &mc.chunk_size, 1, 1 << 16);
   m.Int("kv_heads", &mc.kv_heads, 0, 1024);
   m.RejectUnknown();
+  if (fields) m.AppendFields(fields);
   if (!error && mc.d_model % mc.heads != 0) m.Fail("heads", "must divide d_model");
   if (!error && mc.head_dim() % 2 != 0) m.Fail("heads", "d_model / heads must be even (RoPE)");
   if (!error && mc.heads % mc.resolved_kv_heads() != 0) {
@@ -516,6 +530,7 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   t.Int("keep_checkpoints", &tc.keep_checkpoints, 1, 1 << 20);
   t.TokensList("keep_checkpoints_at", &tc.keep_checkpoints_at, 1, tc.tokens);
   t.RejectUnknown();
+  if (fields) t.AppendFields(fields);
   if (!error && tc.batch_tokens < mc.seq_len) {
     t.Fail("batch_tokens", "must be at least model.seq_len = " + std::to_string(mc.seq_len));
   }
@@ -562,6 +577,7 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   d.String("heldout_path", &dc.heldout_path);
   d.Double("heldout_fraction", &dc.heldout_fraction, 0.0, 0.5);
   d.RejectUnknown();
+  if (fields) d.AppendFields(fields);
   if (!error && dc.kind != "synthetic") d.Fail("kind", "unknown data kind '" + dc.kind + "': expected synthetic");
   if (!error && dc.background != kBackgroundMarkov && dc.background != kBackgroundFile) {
     d.Fail("background", "unknown background '" + dc.background + "': expected markov or file");
@@ -615,6 +631,7 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
                {"single", "multi-key", "multi-value", "multi-query"});
   e.Int("ablation_heads", &ec.ablation_heads, 0, 1 << 16);
   e.RejectUnknown();
+  if (fields) e.AppendFields(fields);
   if (!error && ec.log_points > 0 && ec.every_tokens > 0) {
     e.Fail("log_points", "is set together with eval.every_tokens; choose one spacing");
   }
@@ -625,8 +642,9 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   // Top-level keys: the sections plus `study`.
   if (!error) {
     for (const auto& [key, value] : j.items()) {
-      if (key != "study" && key != "model" && key != "train" && key != "data" && key != "eval") {
-        error = FieldError{key, "unknown key"};
+      static const std::vector<std::string> kKeys = {"study", "model", "train", "data", "eval"};
+      if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+        error = FieldError{key, "unknown key" + common::DidYouMean(key, kKeys)};
         break;
       }
     }
@@ -634,6 +652,22 @@ std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   if (error) return error;
   *out = std::move(c);
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
+  return Parse(j, out, nullptr);
+}
+
+const std::vector<std::string>& CellConfigFields() {
+  static const std::vector<std::string>* const kFields = [] {
+    auto* fields = new std::vector<std::string>;
+    CellConfig unused;
+    Parse(json::object(), &unused, fields);
+    return fields;
+  }();
+  return *kFields;
 }
 
 nlohmann::json CellConfig::ToJson() const {

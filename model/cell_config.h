@@ -206,8 +206,13 @@ struct FieldError {
 };
 
 // Reads a cell config from JSON, fills defaults, resolves derived fields and validates.
-// Unknown keys are errors. Token counts accept integers or strings with a K/M/B suffix.
+// Unknown keys are errors ("train.lrr: unknown key (did you mean train.lr?)" when a known key
+// is close). Token counts accept integers or strings with a K/M/B suffix.
 std::optional<FieldError> ParseCellConfig(const nlohmann::json& j, CellConfig* out);
+
+// Every key ParseCellConfig reads in the four sections, by dotted path ("model.arch",
+// "train.lr", ...), section by section: the fields a study may vary.
+const std::vector<std::string>& CellConfigFields();
 
 // "250K" -> 250000, "1.5M" -> 1500000, "2B" -> 2000000000, "1000" -> 1000. Suffixes are
 // decimal (K = 1e3). Returns nullopt on anything else (negative, fractional tokens, junk).

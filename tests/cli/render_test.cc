@@ -136,6 +136,44 @@ TEST(RenderTest, ResultsTableHasAxesStateAndMetrics) {
             "bbbb  swa   64      rope  20K     0     failed              4         -\n");
 }
 
+TEST(RenderTest, FieldsTheStudyVariesGetColumnsAfterTheNamedAxes) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("lr");
+  v1::Cell a = MakeCell("aaaa", v1::CELL_STATE_QUEUED, "full");
+  (*a.mutable_axes())["train.lr"] = "0.001";
+  (*a.mutable_axes())["model.d_model"] = "128";
+  v1::Cell b = MakeCell("bbbb", v1::CELL_STATE_QUEUED, "swa");
+  (*b.mutable_axes())["train.lr"] = "0.003";
+  *study.add_cells() = a;
+  *study.add_cells() = b;
+  EXPECT_THAT(ExtraAxes(study.cells()), ElementsAre("model.d_model", "train.lr"));
+  const std::string text = RenderStudy(study);
+  EXPECT_THAT(text, HasSubstr("SEED  model.d_model  train.lr  PROGRESS"));
+  EXPECT_THAT(text, HasSubstr("0     128            0.001     0/20K 0%"));
+  EXPECT_THAT(text, HasSubstr("0     -              0.003     0/20K 0%"));
+
+  v1::GetResultsResponse results;
+  *results.add_results()->mutable_cell() = a;
+  EXPECT_EQ(RenderResults(results),
+            "CELL  ARCH  WINDOW  POS   TOKENS  SEED  model.d_model  train.lr  STATE\n"
+            "aaaa  full  -       rope  20K     0     128            0.001     queued\n");
+}
+
+TEST(RenderTest, SubmitPreviewMarksNewAndExistingCells) {
+  v1::SubmitStudyResponse preview;
+  preview.mutable_study()->set_name("demo");
+  *preview.add_cells() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
+  *preview.add_cells() = MakeCell("bbbb", v1::CELL_STATE_QUEUED, "swa");
+  (*preview.mutable_cells(1)->mutable_axes())["train.lr"] = "0.001";
+  preview.add_new_cell_ids("bbbb");
+  preview.set_cells_added(1);
+  EXPECT_EQ(RenderSubmitPreview(preview),
+            "CELL  SUBMIT              ARCH  WINDOW  POS   TOKENS  SEED  train.lr\n"
+            "aaaa  exists (succeeded)  full  -       rope  20K     0     -\n"
+            "bbbb  new                 swa   64      rope  20K     0     0.001\n"
+            "demo: 2 cells, 1 new; dry run, nothing written\n");
+}
+
 TEST(RenderTest, ProgressLineNamesRunningCells) {
   v1::GetStudyResponse study;
   study.mutable_study()->set_name("demo");

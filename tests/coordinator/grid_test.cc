@@ -14,14 +14,19 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 
-GridAxes FullGrid() {
-  GridAxes axes;
-  axes[Axis::kArch] = {"full", "swa"};
-  axes[Axis::kWindow] = {32, 64};
-  axes[Axis::kPos] = {"rope", "nope-full"};
-  axes[Axis::kTokens] = {"250K", 1'000'000};
-  axes[Axis::kSeed] = {0, 1, 2};
-  return axes;
+GridAxis Axis(const std::string& path, std::vector<json> values) {
+  GridAxis axis{{path}, {}};
+  for (json& v : values) axis.values.push_back({std::move(v)});
+  return axis;
+}
+
+// Seeds outermost, pos innermost, as a study file orders them.
+Grid FullGrid() {
+  Grid grid;
+  grid.axes = {Axis("train.seed", {0, 1, 2}), Axis("train.tokens", {"250K", 1'000'000}),
+               Axis("model.arch", {"full", "swa"}), Axis("model.window", {32, 64}),
+               Axis("model.pos", {"rope", "nope-full"})};
+  return grid;
 }
 
 json Base() {
@@ -31,9 +36,9 @@ json Base() {
 }
 
 TEST(GridTest, CartesianProductHasEveryPointOnceInStableOrder) {
-  GridAxes axes = FullGrid();
-  EXPECT_EQ(axes.Size(), 48);
-  std::vector<GridPoint> points = CartesianProduct(axes);
+  Grid grid = FullGrid();
+  EXPECT_EQ(grid.Size(), 48);
+  std::vector<GridPoint> points = CartesianProduct(grid);
   ASSERT_EQ(points.size(), 48u);
   EXPECT_EQ(std::set<GridPoint>(points.begin(), points.end()).size(), 48u);
   // Seed outermost, pos innermost.
@@ -43,14 +48,14 @@ TEST(GridTest, CartesianProductHasEveryPointOnceInStableOrder) {
   EXPECT_EQ(points[47], (GridPoint{2, 1, 1, 1, 1}));
 }
 
-TEST(GridTest, AbsentAxesAreNotVaried) {
-  GridAxes axes;
-  axes[Axis::kArch] = {"full", "swa"};
-  std::vector<GridPoint> points = CartesianProduct(axes);
+TEST(GridTest, NoAxesIsOnePoint) {
+  Grid grid;
+  grid.axes = {Axis("model.arch", {"full", "swa"})};
+  std::vector<GridPoint> points = CartesianProduct(grid);
   ASSERT_EQ(points.size(), 2u);
-  EXPECT_EQ(points[1], (GridPoint{-1, -1, 1, -1, -1}));
-  GridAxes empty;
-  EXPECT_EQ(CartesianProduct(empty).size(), 1u);
+  EXPECT_EQ(points[1], (GridPoint{1}));
+  EXPECT_EQ(CartesianProduct(Grid()).size(), 1u);
+  EXPECT_EQ(Grid().Size(), 1);
 }
 
 TEST(GridTest, WindowDoesNotMultiplyFullAttentionCells) {
@@ -76,18 +81,18 @@ TEST(GridTest, WindowDoesNotMultiplyFullAttentionCells) {
 }
 
 TEST(GridTest, AxesAreShownAsResolvedValues) {
-  GridAxes axes;
-  axes[Axis::kArch] = {"swa"};
-  axes[Axis::kWindow] = {16};
-  axes[Axis::kTokens] = {"250K"};
-  axes[Axis::kSeed] = {7};
-  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), axes);
+  Grid grid;
+  grid.axes = {Axis("train.seed", {7}), Axis("train.tokens", {"250K"}), Axis("model.arch", {"swa"}),
+               Axis("model.window", {16})};
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
   ASSERT_TRUE(cells.ok()) << cells.status();
   ASSERT_EQ(cells->size(), 1u);
   const CellSpec& c = cells->front();
-  EXPECT_EQ(c.axes, (std::map<std::string, std::string>{
-                        {"arch", "swa"}, {"window", "16"}, {"pos", "rope"},
-                        {"tokens", "250000"}, {"seed", "7"}}));
+  EXPECT_EQ(c.axes, (std::map<std::string, std::string>{{"arch", "swa"},
+                                                        {"window", "16"},
+                                                        {"pos", "rope"},
+                                                        {"tokens", "250000"},
+                                                        {"seed", "7"}}));
   EXPECT_EQ(c.tokens_budget, 250'000);
   model::CellConfig parsed;
   ASSERT_FALSE(model::ParseCellConfig(json::parse(c.config_json), &parsed).has_value());
@@ -135,16 +140,16 @@ name: k
 TEST(GridTest, DifferentStudiesGiveDifferentIds) {
   json other = Base();
   other["study"] = "other";
-  absl::StatusOr<std::vector<CellSpec>> a = ExpandGrid(Base(), GridAxes());
-  absl::StatusOr<std::vector<CellSpec>> b = ExpandGrid(other, GridAxes());
+  absl::StatusOr<std::vector<CellSpec>> a = ExpandGrid(Base(), Grid());
+  absl::StatusOr<std::vector<CellSpec>> b = ExpandGrid(other, Grid());
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->front().id, b->front().id);
 }
 
 TEST(GridTest, ReportsTheFirstBadCell) {
-  GridAxes axes;
-  axes[Axis::kArch] = {"full", "XYZ"};
-  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), axes);
+  Grid grid;
+  grid.axes = {Axis("model.arch", {"full", "XYZ"})};
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
   ASSERT_FALSE(cells.ok());
   EXPECT_EQ(cells.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(cells.status().message()),
@@ -152,13 +157,87 @@ TEST(GridTest, ReportsTheFirstBadCell) {
 }
 
 TEST(GridTest, RefusesAGridOverTheLimit) {
-  GridAxes axes;
+  Grid grid;
+  grid.axes = {Axis("train.seed", {}), Axis("model.window", {})};
   for (int i = 0; i < 400; ++i) {
-    axes[Axis::kSeed].push_back(i);
-    axes[Axis::kWindow].push_back(i + 1);
+    grid.axes[0].values.push_back({i});
+    grid.axes[1].values.push_back({i + 1});
   }
-  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), axes);
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
   EXPECT_EQ(cells.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GridTest, AnyFieldIsAnAxisAndIsShownByItsPath) {
+  Grid grid;
+  grid.axes = {Axis("model.arch", {"full"}), Axis("train.lr", {1e-3, 3e-3})};
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0].axes.at("train.lr"), "0.001");
+  EXPECT_EQ((*cells)[1].axes.at("train.lr"), "0.003");
+  EXPECT_EQ((*cells)[1].axes.at("arch"), "full");  // the five named axes are always there
+  EXPECT_EQ((*cells)[1].axes.at("seed"), "0");
+  EXPECT_EQ((*cells)[1].axes.size(), 6u);
+  EXPECT_EQ(json::parse((*cells)[0].config_json)["train"]["lr"], 1e-3);
+}
+
+TEST(GridTest, AZipAxisSetsItsFieldsTogether) {
+  Grid grid;
+  grid.axes = {GridAxis{{"model.d_model", "model.heads"}, {{32, 2}, {64, 4}}}};
+  EXPECT_EQ(grid.Size(), 2);
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[1].axes.at("model.d_model"), "64");
+  EXPECT_EQ((*cells)[1].axes.at("model.heads"), "4");
+}
+
+TEST(GridTest, ExcludedPointsMakeNoCell) {
+  Grid grid = FullGrid();
+  // Every full-attention cell with NoPE in F layers, and swa at window 64 with 250K tokens.
+  grid.exclude = {ExcludeRule{{{"model.arch", {"full"}}, {"model.pos", {"nope-full"}}}},
+                  ExcludeRule{{{"model.window", {64}}, {"train.tokens", {250'000}}}}};
+  GridPoint p = {0, 0, 0, 0, 1};  // seed 0, 250K, full, 32, nope-full
+  EXPECT_EQ(MatchingExcludeRule(grid, p), 0);
+  EXPECT_TRUE(RuleMatches(grid, 0, p));
+  EXPECT_FALSE(RuleMatches(grid, 1, p));
+  EXPECT_EQ(MatchingExcludeRule(grid, {0, 0, 1, 1, 0}), 1);  // "250K" is 250000
+  EXPECT_EQ(MatchingExcludeRule(grid, {0, 1, 1, 1, 0}), -1);
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  // Without rules 36 cells (see above); minus full x nope-full (6) and swa x 64 x 250K (6).
+  EXPECT_EQ(cells->size(), 24u);
+  for (const CellSpec& c : *cells) {
+    EXPECT_FALSE(c.axes.at("arch") == "full" && c.axes.at("pos") == "nope") << c.id;
+  }
+}
+
+TEST(GridTest, DependentFieldsFollowTheirAxis) {
+  Grid grid;
+  grid.axes = {Axis("model.arch", {"full", "swa", "lightning"}), Axis("model.window", {16})};
+  grid.depends = {DependentField{"train.lr", "model.arch", {{"full", 3e-3}, {"swa", 1e-3}}, 2e-3}};
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_EQ(cells->size(), 3u);
+  EXPECT_EQ((*cells)[0].axes.at("train.lr"), "0.003");
+  EXPECT_EQ((*cells)[1].axes.at("train.lr"), "0.001");
+  EXPECT_EQ((*cells)[2].axes.at("train.lr"), "0.002");  // the fallback
+
+  grid.depends[0].fallback.reset();
+  cells = ExpandGrid(Base(), grid);
+  ASSERT_FALSE(cells.ok());
+  EXPECT_THAT(std::string(cells.status().message()),
+              ::testing::StartsWith("train.lr: has no value for model.arch = lightning"));
+}
+
+TEST(GridTest, SameValueComparesNumbersAndTokenCounts) {
+  EXPECT_TRUE(SameValue(1e-3, 0.001));
+  EXPECT_TRUE(SameValue(64, 64.0));
+  EXPECT_TRUE(SameValue("1M", 1'000'000));
+  EXPECT_TRUE(SameValue("1M", "1000K"));
+  EXPECT_FALSE(SameValue("full", "swa"));
+  EXPECT_FALSE(SameValue(16, "x"));
+  EXPECT_FALSE(SameValue(true, 1));
 }
 
 }  // namespace

@@ -50,10 +50,12 @@ class ServerTest : public ::testing::Test {
     return ctx;
   }
 
-  v1::SubmitStudyResponse Submit(const std::string& yaml, grpc::Status* status) {
+  v1::SubmitStudyResponse Submit(const std::string& yaml, grpc::Status* status,
+                                 bool dry_run = false) {
     v1::SubmitStudyRequest req;
     req.set_source_name("studies/small.yaml");
     req.set_yaml(yaml);
+    req.set_dry_run(dry_run);
     v1::SubmitStudyResponse resp;
     *status = studies_->SubmitStudy(Ctx().get(), req, &resp);
     return resp;
@@ -254,6 +256,38 @@ TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   v1::FinishJobResponse finish_resp;
   EXPECT_EQ(workers_->FinishJob(Ctx().get(), finish, &finish_resp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);  // outcome unspecified
+}
+
+TEST_F(ServerTest, DryRunSaysWhatASubmissionWouldDoAndWritesNothing) {
+  grpc::Status status;
+  v1::SubmitStudyResponse preview = Submit(testing::kSmallStudy, &status, /*dry_run=*/true);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(preview.cells_size(), 6);
+  EXPECT_EQ(preview.cells_added(), 6);
+  EXPECT_EQ(preview.new_cell_ids_size(), 6);
+  v1::ListStudiesResponse list;
+  ASSERT_TRUE(studies_->ListStudies(Ctx().get(), v1::ListStudiesRequest(), &list).ok());
+  EXPECT_EQ(list.studies_size(), 0);
+
+  v1::SubmitStudyResponse submitted = Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(submitted.new_cell_ids_size(), 6);
+  std::string more = testing::kSmallStudy;
+  more.replace(more.find("seeds: 2"), 8, "seeds: 3");
+  preview = Submit(more, &status, /*dry_run=*/true);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(preview.cells_size(), 9);
+  EXPECT_EQ(preview.new_cell_ids_size(), 3);
+
+  // A file that changes what stored cells mean is refused, in a dry run as in a submission.
+  std::string changed = testing::kSmallStudy;
+  changed.replace(changed.find("batch_tokens: 512"), 17, "batch_tokens: 1024");
+  for (bool dry_run : {true, false}) {
+    Submit(changed, &status, dry_run);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr("exists with train.batch_tokens = 512; this file gives 1024"));
+  }
 }
 
 TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -21,8 +22,7 @@ using testing::TempDir;
 NewStudy Study(const std::string& yaml) {
   absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
   EXPECT_TRUE(spec.ok()) << spec.status();
-  return NewStudy{spec->name, spec->description, spec->source_name, spec->source_yaml,
-                  spec->cells};
+  return NewStudy{spec->name, spec->description, spec->source_name, spec->source_yaml, spec->cells};
 }
 
 class SqliteStoreTest : public ::testing::Test {
@@ -80,6 +80,67 @@ TEST_F(SqliteStoreTest, AddStudyIsIdempotentAndAddsOnlyNewCells) {
   EXPECT_EQ(studies->front().name, "small");
 }
 
+TEST_F(SqliteStoreTest, AStudyIsAppendOnly) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  // The same grid points with another learning rate: refused, and nothing written.
+  std::string changed = testing::kSmallStudy;
+  changed.replace(changed.find("batch_tokens: 512"), 17, "batch_tokens: 512\n  lr: 0.001");
+  absl::StatusOr<AddStudyResult> refused = store_->AddStudy(Study(changed));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("cell arch=full window=- pos=rope tokens=64000 seed=0 exists with "
+                        "train.lr = 0.003; this file gives 0.001: add train.lr as an axis"));
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(detail->study.cells_total, 6);
+  EXPECT_EQ(detail->study.source_yaml, testing::kSmallStudy);
+
+  // Made an axis, the learning rate adds cells; the stored ones (lr 0.003) stay and are shown
+  // with the new axis.
+  std::string axis = testing::kSmallStudy;
+  axis.replace(axis.find("seeds: 2"), 8, "seeds: 2\n  train.lr: [0.001, 0.003]");
+  absl::StatusOr<AddStudyResult> grown = store_->AddStudy(Study(axis));
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->cells_added, 6);
+  EXPECT_EQ(grown->new_cell_ids.size(), 6u);
+  EXPECT_EQ(grown->study.cells_total, 12);
+  for (const CellInfo& cell : grown->cells) EXPECT_EQ(cell.axes.count("train.lr"), 1u) << cell.id;
+}
+
+TEST_F(SqliteStoreTest, PreviewStudyWritesNothing) {
+  absl::StatusOr<AddStudyResult> preview = store_->PreviewStudy(Study(testing::kSmallStudy));
+  ASSERT_TRUE(preview.ok()) << preview.status();
+  EXPECT_EQ(preview->cells_added, 6);
+  EXPECT_EQ(preview->new_cell_ids.size(), 6u);
+  EXPECT_EQ(preview->cells.size(), 6u);
+  EXPECT_EQ(preview->study.name, "small");
+  EXPECT_EQ(store_->GetStudy("small").status().code(), absl::StatusCode::kNotFound);
+
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  std::string more = testing::kSmallStudy;
+  more.replace(more.find("seeds: 2"), 8, "seeds: 3");
+  preview = store_->PreviewStudy(Study(more));
+  ASSERT_TRUE(preview.ok()) << preview.status();
+  EXPECT_EQ(preview->cells_added, 3);
+  EXPECT_EQ(preview->cells.size(), 9u);
+  for (const std::string& id : preview->new_cell_ids) {
+    auto it = std::find_if(preview->cells.begin(), preview->cells.end(),
+                           [&](const CellInfo& c) { return c.id == id; });
+    ASSERT_NE(it, preview->cells.end());
+    EXPECT_EQ(it->axes.at("seed"), "2");
+  }
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(detail->study.cells_total, 6);
+  EXPECT_EQ(detail->study.source_yaml, testing::kSmallStudy);
+
+  // A refused submission is refused in preview too.
+  std::string changed = testing::kSmallStudy;
+  changed.replace(changed.find("layers: 4"), 9, "layers: 8");
+  EXPECT_EQ(store_->PreviewStudy(Study(changed)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(SqliteStoreTest, GetStudyOfAnUnknownNameIsNotFound) {
   EXPECT_EQ(store_->GetStudy("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->Results("nope").status().code(), absl::StatusCode::kNotFound);
@@ -124,8 +185,9 @@ TEST_F(SqliteStoreTest, FinishSucceededAndFailed) {
   ClaimedJob ok = Claim();
   ClaimedJob bad = Claim();
   ASSERT_TRUE(store_->FinishAttempt(ok.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "", ""}).ok());
-  ASSERT_TRUE(store_->FinishAttempt(bad.lease_id, {AttemptOutcome::kFailed, std::nullopt, 9,
-                                                   "killed by SIGKILL", "oom\n"})
+  ASSERT_TRUE(store_
+                  ->FinishAttempt(bad.lease_id, {AttemptOutcome::kFailed, std::nullopt, 9,
+                                                 "killed by SIGKILL", "oom\n"})
                   .ok());
   EXPECT_EQ(Cell(ok.cell_id).state, CellState::kSucceeded);
   EXPECT_EQ(Cell(ok.cell_id).last_error, "");
@@ -169,9 +231,8 @@ TEST_F(SqliteStoreTest, ProgressAndMetricsUpsertIdempotently) {
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
   ClaimedJob job = Claim();
   ASSERT_TRUE(store_->RecordProgress(job.lease_id, 4096, 1234.5).ok());
-  std::vector<MetricPoint> points = {{"train/loss", 1000, 5.0},
-                                     {"train/loss", 2000, 4.0},
-                                     {"eval/heldout_loss", 2000, 4.5}};
+  std::vector<MetricPoint> points = {
+      {"train/loss", 1000, 5.0}, {"train/loss", 2000, 4.0}, {"eval/heldout_loss", 2000, 4.5}};
   ASSERT_EQ(*store_->AddMetrics(job.lease_id, points), 3);
   ASSERT_EQ(*store_->AddMetrics(job.lease_id, points), 3);  // re-sent: no duplicates
   // A re-sent point with a new value replaces the old one.
@@ -189,8 +250,8 @@ TEST_F(SqliteStoreTest, ProgressAndMetricsUpsertIdempotently) {
   ASSERT_EQ(results->size(), 6u);
   const CellResult& r = results->front();
   EXPECT_EQ(r.cell.id, job.cell_id);
-  EXPECT_EQ(r.final_metrics, (std::map<std::string, double>{{"train/loss", 3.5},
-                                                            {"eval/heldout_loss", 4.5}}));
+  EXPECT_EQ(r.final_metrics,
+            (std::map<std::string, double>{{"train/loss", 3.5}, {"eval/heldout_loss", 4.5}}));
   EXPECT_TRUE((*results)[1].final_metrics.empty());
 }
 

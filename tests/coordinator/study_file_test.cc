@@ -28,7 +28,9 @@ struct BadFile {
 const BadFile kBadFiles[] = {
     {"unknown top-level key", "name: a\nfoo: 1\n", "s.yaml:2: foo: unknown key"},
     {"unknown key in a section", "name: a\ntrain:\n  lrr: 0.1\n",
-     "s.yaml:3: train.lrr: unknown key"},
+     "s.yaml:3: train.lrr: unknown key (did you mean train.lr?)"},
+    {"misspelt top-level key", "name: a\ngird: {}\n",
+     "s.yaml:2: gird: unknown key (did you mean grid?)"},
     {"bad type", "name: a\ntrain:\n  batch_tokens: 512\n  lr: fast\n",
      "s.yaml:4: train.lr: must be a number"},
     {"bad arch in the grid", "name: a\n" MODEL "grid:\n  arch:\n    - full\n    - XYZ\n",
@@ -49,10 +51,88 @@ const BadFile kBadFiles[] = {
      "s.yaml:7: grid.tokens: must be a token count"},
     {"non-mapping section", "name: a\nmodel: 3\n", "s.yaml:2: model: must be a mapping"},
     {"non-mapping section (list)", "name: a\neval:\n  - 1\n", "s.yaml:2: eval: must be a mapping"},
-    {"unknown grid axis", "name: a\ngrid:\n  lr: [0.1]\n", "s.yaml:3: grid.lr: unknown axis"},
+    {"a field's bare name as an axis", "name: a\ngrid:\n  lr: [0.1]\n",
+     "s.yaml:3: grid.lr: unknown axis (did you mean train.lr?)"},
+    {"misspelt named axis", "name: a\ngrid:\n  windw: [16]\n",
+     "s.yaml:3: grid.windw: unknown axis (did you mean window?)"},
+    {"unknown grid axis", "name: a\ngrid:\n  xyzzy: [1]\n",
+     "s.yaml:3: grid.xyzzy: unknown axis (expected arch, window, pos, tokens, seeds, zip"},
+    {"misspelt field path", "name: a\ngrid:\n  train.lrr: [0.1]\n",
+     "s.yaml:3: grid.train.lrr: unknown field (did you mean train.lr?)"},
+    {"misspelt section in a path", "name: a\ngrid:\n  trian.lr: [0.1]\n",
+     "s.yaml:3: grid.trian.lr: unknown field (did you mean train.lr?)"},
+    {"unknown field path", "name: a\ngrid:\n  model.xyzzy: [1]\n",
+     "s.yaml:3: grid.model.xyzzy: unknown field (fields are section.key"},
+    {"field path out of range", "name: a\n" MODEL "grid:\n  train.lr: [0.1, 20]\n",
+     "s.yaml:5: grid.train.lr: must be between 0.0 and 10.0 (value 20)"},
+    {"field path axis also in its section",
+     "name: a\ntrain:\n  lr: 0.1\ngrid:\n  train.lr: [0.2]\n",
+     "s.yaml:3: train.lr: is also set by grid.train.lr (line 5)"},
+    {"named axis also by its path", "name: a\ngrid:\n  arch: [full]\n  model.arch: [swa]\n",
+     "s.yaml:4: grid.model.arch: sets model.arch, which grid.arch (line 3) sets too"},
+    {"grid over the limit",
+     "name: a\ngrid:\n  seeds: 10000\n  window: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\n",
+     "s.yaml:2: grid: expands to 110000 points, more than the limit of 100000"},
+    {"zip lengths differ",
+     "name: a\ngrid:\n  zip:\n    - {model.d_model: [32, 64], model.heads: [2]}\n",
+     "s.yaml:4: grid.zip.model.heads: lists 1 value but grid.zip.model.d_model lists 2 values"},
+    {"zip not a list of groups", "name: a\ngrid:\n  zip: 3\n",
+     "s.yaml:3: grid.zip: must be a list"},
+    {"zipped field also an axis",
+     "name: a\ngrid:\n  model.heads: [2]\n  zip:\n    - {model.d_model: [32], model.heads: [2]}\n",
+     "s.yaml:5: grid.zip.model.heads: sets model.heads, which grid.model.heads (line 3) sets too"},
+    {"exclude names a value not on its axis",
+     "name: a\n" MODEL "grid:\n  arch: [full, swa]\n  window: 16\nexclude:\n  - {arch: ful}\n",
+     "s.yaml:8: exclude: arch 'ful' is not a value of grid.arch (did you mean full?)"},
+    {"exclude names a field that is not an axis",
+     "name: a\n" MODEL "grid:\n  arch: [full, swa]\n  window: 16\nexclude:\n  - {pos: rope}\n",
+     "s.yaml:8: exclude: pos is not a grid axis"},
+    {"exclude misspells an axis",
+     "name: a\n" MODEL "grid:\n  arch: [full, swa]\n  window: 16\nexclude:\n  - {arhc: full}\n",
+     "s.yaml:8: exclude: arhc is not a grid axis (did you mean arch?)"},
+    {"exclude rule that matches nothing",
+     "name: a\n" MODEL "grid:\n  zip:\n    - {train.beta1: [0.8, 0.9], train.beta2: [0.9, 0.99]}\n"
+     "exclude:\n  - {train.beta1: 0.8, train.beta2: 0.99}\n",
+     "s.yaml:8: exclude: this rule matches no grid point"},
+    {"exclude drops everything", "name: a\ngrid:\n  arch: [full]\nexclude:\n  - {arch: full}\n",
+     "s.yaml:4: exclude: drops every grid point"},
+    {"exclude not a list", "name: a\ngrid:\n  arch: [full]\nexclude: {arch: full}\n",
+     "s.yaml:4: exclude: must be a list of rules"},
+    {"depends on a value not on the axis",
+     "name: a\n" MODEL "grid:\n  arch: [full, swa]\n  window: 16\n"
+     "depends:\n  train.lr: {by: arch, values: {ful: 1e-3}, default: 2e-3}\n",
+     "s.yaml:8: depends.train.lr: arch 'ful' is not a value of grid.arch (did you mean full?)"},
+    {"dependent field also an axis",
+     "name: a\ngrid:\n  train.lr: [0.1]\ndepends:\n  train.lr: {by: train.lr, values: {0.1: "
+     "0.2}}\n",
+     "s.yaml:5: depends.train.lr: is also set by grid.train.lr (line 3)"},
+    {"dependent field also in its section",
+     "name: a\ntrain: {lr: 0.1}\ngrid:\n  arch: [full]\ndepends:\n  train.lr: {by: arch, values: "
+     "{full: 0.2}}\n",
+     "s.yaml:2: train.lr: is also set by depends.train.lr (line 6)"},
+    {"dependent field without a value for a point",
+     "name: a\n" MODEL "grid:\n  arch: [full, swa]\n  window: 16\n"
+     "depends:\n  train.lr: {by: arch, values: {full: 1e-3}}\n",
+     "s.yaml:8: depends.train.lr: has no value for model.arch = swa"},
+    {"dependent value out of range",
+     "name: a\n" MODEL "grid:\n  arch: [full, swa]\n  window: 16\n"
+     "depends:\n  train.lr:\n    by: arch\n    values: {full: 1e-3, swa: fast}\n",
+     "s.yaml:10: depends.train.lr: must be a number (value \"fast\")"},
+    {"misspelt key in a dependent",
+     "name: a\ngrid:\n  arch: [full]\ndepends:\n  train.lr: {by: arch, valeus: {full: 1}}\n",
+     "s.yaml:5: depends.train.lr.valeus: unknown key (did you mean values?)"},
+    {"dependent on a field that is not an axis",
+     "name: a\ngrid:\n  arch: [full]\ndepends:\n  train.lr: {by: pos, values: {rope: 1}}\n",
+     "s.yaml:5: depends.train.lr: pos is not a grid axis"},
+    {"dependent without by",
+     "name: a\ngrid:\n  arch: [full]\ndepends:\n  train.lr: {values: {full: 1}}\n",
+     "s.yaml:5: depends.train.lr: needs by: the grid axis"},
+    {"misspelt dependent field",
+     "name: a\ngrid:\n  arch: [full]\ndepends:\n  train.lrr: {by: arch, values: {full: 1}}\n",
+     "s.yaml:5: depends.train.lrr: unknown field (did you mean train.lr?)"},
     {"grid not a mapping", "name: a\ngrid: [full]\n", "s.yaml:2: grid: must be a mapping"},
     {"grid axis set twice", "name: a\nmodel:\n  window: 16\ngrid:\n  window: [16, 32]\n",
-     "s.yaml:3: model.window: is also set by grid.window (line 5)"},
+     "s.yaml:3: model.window: is also set by grid.window (line 5); set it in one place"},
     {"empty axis", "name: a\ngrid:\n  arch: []\n", "s.yaml:3: grid.arch: must list at least"},
     {"nested grid entry", "name: a\ngrid:\n  arch:\n    - [full]\n",
      "s.yaml:4: grid.arch: entries must be single values"},
@@ -122,8 +202,7 @@ TEST(StudyFileTest, ShortContextIsTheStudysSmallestWindowForEveryCell) {
   absl::StatusOr<StudySpec> explicit_spec =
       ParseStudyFile("s.yaml", text + "eval: {short_context: 8}\n");
   ASSERT_TRUE(explicit_spec.ok()) << explicit_spec.status();
-  EXPECT_EQ(nlohmann::json::parse(explicit_spec->cells[0].config_json)["eval"]["short_context"],
-            8);
+  EXPECT_EQ(nlohmann::json::parse(explicit_spec->cells[0].config_json)["eval"]["short_context"], 8);
 }
 
 TEST(StudyFileTest, RelativeTokenFilesResolveAgainstTheStudyFilesDirectory) {
@@ -167,7 +246,142 @@ TEST(StudyFileTest, QuotedNumberStaysAString) {
   const char* yaml = "name: q\ntrain:\n  lr: \"0.1\"\n";
   absl::StatusOr<StudySpec> spec = ParseStudyFile("q.yaml", yaml);
   ASSERT_FALSE(spec.ok());
-  EXPECT_THAT(std::string(spec.status().message()), StartsWith("q.yaml:3: train.lr: must be a number"));
+  EXPECT_THAT(std::string(spec.status().message()),
+              StartsWith("q.yaml:3: train.lr: must be a number"));
+}
+
+// A study that uses every form of the grid.
+constexpr const char* kDesignStudy = R"yaml(name: design
+model: {layers: 4, seq_len: 64}
+train: {batch_tokens: 512, tokens: 64K}
+grid:
+  arch: [full, swa]
+  window: [16, 32]
+  pos: [rope, nope]
+  zip:
+    - {model.d_model: [32, 64], model.heads: [2, 4]}
+  train.weight_decay: [0.0, 0.1]
+  seeds: 2
+exclude:
+  - {arch: full, pos: nope}
+  - {window: 32, model.d_model: 32}
+depends:
+  train.lr: {by: arch, values: {full: 3e-3, swa: 1e-3}, default: 2e-3}
+)yaml";
+
+TEST(StudyFileTest, AnyFieldZipExcludeAndDepends) {
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("d.yaml", kDesignStudy);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  // Per seed and weight decay: full (window ignored): rope only, 2 widths = 2 cells; swa: 2
+  // windows x 2 pos x 2 widths = 8, minus window 32 at width 32 (2) = 6. 8 x 2 x 2 = 32.
+  ASSERT_EQ(spec->cells.size(), 32u);
+  for (const CellSpec& c : spec->cells) {
+    nlohmann::json config = nlohmann::json::parse(c.config_json);
+    const std::string arch = c.axes.at("arch");
+    EXPECT_FALSE(arch == "full" && c.axes.at("pos") == "nope") << c.id;
+    EXPECT_FALSE(c.axes.at("window") == "32" && c.axes.at("model.d_model") == "32") << c.id;
+    EXPECT_EQ(config["model"]["heads"], config["model"]["d_model"] == 32 ? 2 : 4) << c.id;
+    EXPECT_EQ(config["train"]["lr"], arch == "full" ? 3e-3 : 1e-3) << c.id;
+    // Every varied field is a display axis, besides the five named ones.
+    for (const char* axis : {"arch", "window", "pos", "tokens", "seed", "model.d_model",
+                             "model.heads", "train.weight_decay", "train.lr"}) {
+      EXPECT_EQ(c.axes.count(axis), 1u) << axis;
+    }
+    EXPECT_EQ(c.axes.size(), 9u);
+  }
+  EXPECT_EQ(spec->cells.front().axes.at("train.lr"), "0.003");
+}
+
+TEST(StudyFileTest, SeedsOutermostThenTokensThenTheRestInFileOrder) {
+  const char* yaml = R"yaml(name: order
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 512}
+grid:
+  train.lr: [1e-3, 2e-3]
+  seeds: 2
+  arch: [full, "swa:1"]
+  window: 16
+  tokens: [64K, 128K]
+)yaml";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("o.yaml", yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->cells.size(), 16u);
+  std::vector<std::string> first_four;
+  for (int i = 0; i < 4; ++i) {
+    const CellSpec& c = spec->cells[i];
+    first_four.push_back(c.axes.at("seed") + " " + c.axes.at("tokens") + " " +
+                         c.axes.at("train.lr") + " " + c.axes.at("arch"));
+  }
+  EXPECT_EQ(first_four, (std::vector<std::string>{"0 64000 0.001 full", "0 64000 0.001 swa:1",
+                                                  "0 64000 0.002 full", "0 64000 0.002 swa:1"}));
+  EXPECT_EQ(spec->cells[4].axes.at("tokens"), "128000");
+  EXPECT_EQ(spec->cells[8].axes.at("seed"), "1");
+}
+
+TEST(StudyFileTest, SeedsZipWithTheDataSeedAndAxesMayBeNamedByPath) {
+  const char* yaml = R"yaml(name: zs
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 512}
+grid:
+  model.arch: [full]
+  zip: {seeds: 3, data.seed: [10, 11, 12]}
+)yaml";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("z.yaml", yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->cells.size(), 3u);
+  EXPECT_EQ(spec->cells[2].axes.at("seed"), "2");
+  EXPECT_EQ(spec->cells[2].axes.at("data.seed"), "12");
+  EXPECT_EQ(spec->cells[2].axes.count("model.arch"), 0u);  // shown as arch
+}
+
+TEST(StudyFileTest, DependentWindowsAndListValues) {
+  const char* yaml = R"yaml(name: dw
+model: {layers: 4, d_model: 32, heads: 2}
+train: {batch_tokens: 512}
+grid:
+  arch: [full, swa]
+  model.seq_len: [64, 128]
+depends:
+  window: {by: model.seq_len, values: {64: 16, 128: 32}}
+  eval.niah_lengths: {by: model.seq_len, values: {64: [32, 64], 128: [64, 128]}}
+)yaml";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("w.yaml", yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->cells.size(), 4u);
+  for (const CellSpec& c : spec->cells) {
+    nlohmann::json config = nlohmann::json::parse(c.config_json);
+    const int seq_len = config["model"]["seq_len"];
+    if (c.axes.at("arch") == "swa") {
+      EXPECT_EQ(config["model"]["window"], seq_len / 4);
+    }
+    EXPECT_EQ(config["eval"]["niah_lengths"], (std::vector<int>{seq_len / 2, seq_len}));
+    EXPECT_EQ(config["eval"]["short_context"], 16);  // the smallest window of the study
+  }
+}
+
+TEST(StudyFileTest, LimitsOnAxesAndValues) {
+  std::string yaml = "name: many\ngrid:\n";
+  const std::vector<std::string>& fields = model::CellConfigFields();
+  for (size_t i = 0; i < 33; ++i) yaml += "  " + fields[i] + ": [1]\n";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("m.yaml", yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("is one axis too many: a grid has at most 32"));
+
+  yaml = "name: long\ngrid:\n  train.seed: [";
+  for (int i = 0; i <= 10'000; ++i) yaml += std::to_string(i) + ", ";
+  yaml += "0]\n";
+  spec = ParseStudyFile("l.yaml", yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              StartsWith("l.yaml:3: grid.train.seed: lists 10002 values; at most 10000"));
+
+  yaml = "name: rules\ngrid:\n  seeds: 200\nexclude:\n";
+  for (int i = 0; i < 101; ++i) yaml += "  - {seeds: " + std::to_string(i) + "}\n";
+  spec = ParseStudyFile("r.yaml", yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              StartsWith("r.yaml:4: exclude: lists 101 rules; at most 100 are allowed"));
 }
 
 TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {

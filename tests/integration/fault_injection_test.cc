@@ -69,8 +69,9 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-// The pids of onset-train processes whose command line mentions `needle`.
-std::vector<pid_t> TrainersMatching(const std::string& needle) {
+// The pids of onset-train processes whose command line mentions both `dir` (tests running in
+// parallel train the same cells) and `needle`.
+std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& needle) {
   std::vector<pid_t> pids;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
@@ -79,7 +80,8 @@ std::vector<pid_t> TrainersMatching(const std::string& needle) {
     std::stringstream cmdline;
     cmdline << in.rdbuf();
     const std::string text = cmdline.str();
-    if (text.find("onset-train") != std::string::npos && text.find(needle) != std::string::npos) {
+    if (text.find("onset-train") != std::string::npos && text.find(dir) != std::string::npos &&
+        text.find(needle) != std::string::npos) {
       pids.push_back(static_cast<pid_t>(std::stoi(name)));
     }
   }
@@ -257,7 +259,7 @@ TEST_F(FaultInjectionTest, AKilledTrainerIsRetriedAndResumesFromItsCheckpoint) {
   Submit();
   std::optional<v1::Cell> victim;
   ASSERT_TRUE(WaitUntil([&] { return (victim = RunningCellPast(40'000)).has_value(); }));
-  std::vector<pid_t> pids = TrainersMatching(victim->id());
+  std::vector<pid_t> pids = TrainersMatching(dir_.string(), victim->id());
   ASSERT_EQ(pids.size(), 1u);
   ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
   ExpectCompleteAndContinuous();

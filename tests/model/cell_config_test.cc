@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace onset::model {
 namespace {
 
@@ -35,9 +37,27 @@ TEST(CellConfigTest, DefaultsFillAnEmptyObject) {
   EXPECT_EQ(c.eval.resolved_niah_lengths(256), (std::vector<int>{128, 256, 512}));
 }
 
-TEST(CellConfigTest, UnknownKeysNameTheirPath) {
-  EXPECT_EQ(ParseError({{"train", {{"lrr", 1.0}}}}), "train.lrr: unknown key");
-  EXPECT_EQ(ParseError({{"modle", json::object()}}), "modle: unknown key");
+TEST(CellConfigTest, UnknownKeysNameTheirPathAndTheClosestKnownKey) {
+  EXPECT_EQ(ParseError({{"train", {{"lrr", 1.0}}}}),
+            "train.lrr: unknown key (did you mean train.lr?)");
+  EXPECT_EQ(ParseError({{"modle", json::object()}}), "modle: unknown key (did you mean model?)");
+  EXPECT_EQ(ParseError({{"eval", {{"xyzzy", 1}}}}), "eval.xyzzy: unknown key");
+}
+
+TEST(CellConfigTest, FieldsListsEveryKeyTheSectionsRead) {
+  const std::vector<std::string>& fields = CellConfigFields();
+  for (const char* path :
+       {"model.arch", "model.window", "model.d_model", "train.lr", "train.seed", "train.tokens",
+        "data.seed", "data.path", "eval.niah_lengths", "eval.short_context"}) {
+    EXPECT_NE(std::find(fields.begin(), fields.end(), path), fields.end()) << path;
+  }
+  EXPECT_EQ(std::find(fields.begin(), fields.end(), "model.vocab_size"), fields.end());
+  // Every listed field is accepted where it is listed.
+  for (const std::string& path : fields) {
+    const size_t dot = path.find('.');
+    json j = {{path.substr(0, dot), {{path.substr(dot + 1), nullptr}}}};
+    EXPECT_EQ(ParseError(j), "no error") << path;
+  }
 }
 
 TEST(CellConfigTest, WrongTypesNameTheirPath) {
@@ -73,8 +93,8 @@ TEST(CellConfigTest, ShortContextDefaultsToTheWindowOrAQuarterOfTheContext) {
   EXPECT_EQ(swa.eval.resolved_short_context(swa.model), 64);
   CellConfig full = ParseOk({{"model", {{"arch", "full"}, {"seq_len", 256}}}});
   EXPECT_EQ(full.eval.resolved_short_context(full.model), 64);
-  CellConfig set = ParseOk({{"model", {{"arch", "full"}, {"seq_len", 256}}},
-                            {"eval", {{"short_context", 16}}}});
+  CellConfig set =
+      ParseOk({{"model", {{"arch", "full"}, {"seq_len", 256}}}, {"eval", {{"short_context", 16}}}});
   EXPECT_EQ(set.ToJson()["eval"]["short_context"], 16);
 }
 
@@ -82,8 +102,8 @@ TEST(CellConfigTest, NiahVariantsAndAblationHeads) {
   CellConfig d = ParseOk(json::object());
   EXPECT_EQ(d.eval.niah_variants, (std::vector<std::string>{"single"}));
   EXPECT_EQ(d.eval.ablation_heads, 0);
-  CellConfig set = ParseOk(
-      {{"eval", {{"niah_variants", {"multi-key", "multi-query"}}, {"ablation_heads", 4}}}});
+  CellConfig set =
+      ParseOk({{"eval", {{"niah_variants", {"multi-key", "multi-query"}}, {"ablation_heads", 4}}}});
   EXPECT_EQ(set.ToJson()["eval"]["niah_variants"], json({"multi-key", "multi-query"}));
   EXPECT_EQ(set.ToJson()["eval"]["ablation_heads"], 4);
   EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi"}}}}}),
@@ -99,8 +119,8 @@ TEST(CellConfigTest, EvalPointsAreEvenlyOrLogSpaced) {
   EXPECT_EQ(even.eval.NextEvalAfter(900'000, 1'000'000), 1'000'000);  // the budget, not 1.2M
 
   // 5 points from 10K to 1M: 10K, 31.6K, 100K, 316K, 1M.
-  CellConfig log = ParseOk({{"train", {{"tokens", "1M"}}},
-                            {"eval", {{"log_points", 5}, {"log_start", "10K"}}}});
+  CellConfig log =
+      ParseOk({{"train", {{"tokens", "1M"}}}, {"eval", {{"log_points", 5}, {"log_start", "10K"}}}});
   EXPECT_EQ(log.eval.NextEvalAfter(0, 1'000'000), 10'000);
   EXPECT_EQ(log.eval.NextEvalAfter(10'000, 1'000'000), 31'623);
   EXPECT_EQ(log.eval.NextEvalAfter(99'999, 1'000'000), 100'000);
@@ -224,7 +244,7 @@ TEST(CellConfigTest, SchemesThatPlaceRopeAlikeAreOneCell) {
   EXPECT_EQ(pos("swa:0", "nope"), "nope");
   EXPECT_EQ(pos("gdn", "nope-full"), "nope");  // DDDF: only the F layer could take RoPE
   EXPECT_EQ(pos("gdn", "rope"), "rope");
-  EXPECT_EQ(pos("gdn:0", "nope"), "rope");     // no attention layer: nothing to encode
+  EXPECT_EQ(pos("gdn:0", "nope"), "rope");          // no attention layer: nothing to encode
   EXPECT_EQ(pos("swa", "nope-full"), "nope-full");  // SSSF: all three differ
   EXPECT_EQ(pos("swa", "nope"), "nope");
 }
@@ -243,8 +263,7 @@ TEST(CellConfigTest, ExplicitPerTypePositionsAndLognScaling) {
   EXPECT_EQ(pos("S:nope,F:nope"), "nope");
   EXPECT_EQ(pos("S:rope"), "rope");
   for (const char* bad : {"F:nope,F:rope", "F=nope", "L:nope", "F:alibi", "F:nope,"}) {
-    EXPECT_EQ(ParseError({{"model", {{"pos", bad}}}}).rfind("model.pos: unknown positional", 0),
-              0u)
+    EXPECT_EQ(ParseError({{"model", {{"pos", bad}}}}).rfind("model.pos: unknown positional", 0), 0u)
         << bad;
   }
 
@@ -260,7 +279,8 @@ TEST(CellConfigTest, ExplicitPerTypePositionsAndLognScaling) {
 }
 
 TEST(CellConfigTest, CanonicalJsonRoundTrips) {
-  CellConfig a = ParseOk({{"model", {{"arch", "swa:1"}, {"window", 16}}}, {"train", {{"tokens", "1M"}}}});
+  CellConfig a =
+      ParseOk({{"model", {{"arch", "swa:1"}, {"window", 16}}}, {"train", {{"tokens", "1M"}}}});
   CellConfig b = ParseOk(a.ToJson());
   EXPECT_EQ(a.CanonicalText(), b.CanonicalText());
 }
@@ -272,10 +292,11 @@ namespace onset::model {
 namespace {
 
 TEST(CellConfigDataTest, AFileBackgroundSetsTheVocabularyAndItsCanonicalKeys) {
-  CellConfig c = ParseOk({{"data", {{"background", "file"},
-                                    {"path", "/data/owt/train.bin"},
-                                    {"vocab_size", 50257},
-                                    {"heldout_path", "/data/owt/val.bin"}}}});
+  CellConfig c = ParseOk({{"data",
+                           {{"background", "file"},
+                            {"path", "/data/owt/train.bin"},
+                            {"vocab_size", 50257},
+                            {"heldout_path", "/data/owt/val.bin"}}}});
   EXPECT_EQ(c.data.text_tokens(), 50257);
   EXPECT_EQ(c.model.vocab_size, 50264);  // 50257 + 5 specials, padded to a multiple of 8
   const json j = c.ToJson();
@@ -299,8 +320,8 @@ TEST(CellConfigDataTest, MarkovCellsKeepTheirCanonicalForm) {
   CellConfig c = ParseOk(json::object());
   EXPECT_EQ(c.model.vocab_size, 264);
   const json data = c.ToJson()["data"];
-  for (const char* key : {"background", "path", "dtype", "vocab_size", "heldout_path",
-                          "heldout_fraction"}) {
+  for (const char* key :
+       {"background", "path", "dtype", "vocab_size", "heldout_path", "heldout_fraction"}) {
     EXPECT_FALSE(data.contains(key)) << key;
   }
   EXPECT_EQ(ParseOk({{"data", {{"background", "markov"}}}}).CanonicalText(), c.CanonicalText());
@@ -319,12 +340,15 @@ TEST(CellConfigDataTest, FileBackgroundErrorsNameTheKey) {
             "data.vocab_size: exceeds what uint16 tokens can hold (65536); use dtype uint32");
   EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"}, {"zipf_exponent", 1.0}}}}),
             "data.zipf_exponent: applies only to data.background: markov");
-  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"},
-                                  {"heldout_path", "v"}, {"heldout_fraction", 0.1}}}}),
+  EXPECT_EQ(ParseError({{"data",
+                         {{"background", "file"},
+                          {"path", "t"},
+                          {"heldout_path", "v"},
+                          {"heldout_fraction", 0.1}}}}),
             "data.heldout_fraction: is set together with data.heldout_path; choose one");
-  EXPECT_EQ(ParseError({{"data", {{"background", "file"}, {"path", "t"},
-                                  {"heldout_fraction", 0.0}}}}),
-            "data.heldout_fraction: must be above 0 when there is no data.heldout_path");
+  EXPECT_EQ(
+      ParseError({{"data", {{"background", "file"}, {"path", "t"}, {"heldout_fraction", 0.0}}}}),
+      "data.heldout_fraction: must be above 0 when there is no data.heldout_path");
 }
 
 }  // namespace

@@ -269,7 +269,9 @@ TEST_F(TrainBinaryTest, ResumesFromItsCheckpointsAndRefusesAnotherConfig) {
 
   RunResult resumed = Run("--config " + config("0.003") + flags + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find(R"({"event":"resume","tokens":384,"metrics":{}})"), std::string::npos)
+  EXPECT_NE(resumed.out.find(
+                R"({"event":"resume","tokens":384,"metrics":{"train/resumed_at_tokens":384.0}})"),
+            std::string::npos)
       << resumed.out;
   EXPECT_EQ(resumed.out.find(R"("event":"train","tokens":256)"), std::string::npos) << resumed.out;
   EXPECT_NE(resumed.out.find(R"({"event":"done","tokens":512)"), std::string::npos) << resumed.out;
