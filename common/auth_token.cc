@@ -1,0 +1,192 @@
+#include "common/auth_token.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/random_id.h"
+#include "common/sha256.h"
+
+namespace onset::common {
+namespace {
+
+// A token file holds one short line; anything longer is not a token file.
+constexpr size_t kMaxTokenFileBytes = 4096;
+
+std::string Errno(int err) { return std::strerror(err); }
+
+// Closes a descriptor on every return path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string Octal(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+std::string FirstLineTrimmed(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  const char* space = " \t\r\v\f";
+  size_t begin = line.find_first_not_of(space);
+  if (begin == std::string::npos) return "";
+  size_t end = line.find_last_not_of(space);
+  return line.substr(begin, end - begin + 1);
+}
+
+absl::Status WriteAll(int fd, const std::string& text, const std::string& path) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::UnavailableError("cannot write " + path + ": " + Errno(errno));
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) return absl::UnavailableError("cannot sync " + path + ": " + Errno(errno));
+  return absl::OkStatus();
+}
+
+// Writes a new token to `path` unless the file exists: the token goes to a private temporary
+// file first, which is then hard-linked to `path`; link() fails when `path` exists, so a
+// reader never sees a partial file and the first of two racing creators wins.
+absl::Status CreateTokenFile(const std::string& path) {
+  const std::string tmp = path + ".tmp-" + RandomHex(8);
+  Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (fd.get() < 0) {
+    return absl::UnavailableError("cannot create token file " + tmp + ": " + Errno(errno));
+  }
+  absl::Status written = fchmod(fd.get(), 0600) == 0
+                             ? WriteAll(fd.get(), RandomHex(kTokenBytes) + "\n", tmp)
+                             : absl::UnavailableError("cannot chmod " + tmp + ": " + Errno(errno));
+  int link_errno = 0;
+  if (written.ok() && link(tmp.c_str(), path.c_str()) != 0) link_errno = errno;
+  unlink(tmp.c_str());
+  if (!written.ok()) return written;
+  if (link_errno != 0 && link_errno != EEXIST) {
+    return absl::UnavailableError("cannot create token file " + path + ": " + Errno(link_errno));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateToken(std::string_view token) {
+  if (token.empty()) return absl::InvalidArgumentError("the token is empty");
+  for (char c : token) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(
+          "the token may hold only visible ASCII characters (no spaces)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError("token file " + path + " does not exist");
+    return absl::PermissionDeniedError("cannot read token file " + path + ": " + Errno(err));
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) {
+    return absl::PermissionDeniedError("cannot stat token file " + path + ": " + Errno(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::PermissionDeniedError("token file " + path + " is not a regular file");
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return absl::PermissionDeniedError("token file " + path + " is accessible by group or others" +
+                                       " (mode " + Octal(st.st_mode) + "): run chmod 600 " +
+                                       path);
+  }
+  std::string text(kMaxTokenFileBytes, '\0');
+  size_t size = 0;
+  while (size < text.size()) {
+    ssize_t n = read(fd.get(), text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return absl::PermissionDeniedError("cannot read token file " + path + ": " + Errno(errno));
+    }
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  text.resize(size);
+  std::string token = FirstLineTrimmed(text);
+  if (absl::Status s = ValidateToken(token); !s.ok()) {
+    return absl::InvalidArgumentError("token file " + path + ": " + std::string(s.message()));
+  }
+  return token;
+}
+
+absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
+  absl::StatusOr<std::string> token = ReadTokenFile(path);
+  if (absl::IsNotFound(token.status())) {
+    if (absl::Status s = CreateTokenFile(path); !s.ok()) return s;
+    token = ReadTokenFile(path);
+  }
+  if (!token.ok()) return token.status();
+  if (token->size() < kMinTokenLength) {
+    return absl::FailedPreconditionError(
+        "the token in " + path + " is too short (" + std::to_string(token->size()) +
+        " characters, at least " + std::to_string(kMinTokenLength) +
+        "): remove the file to have a new one made");
+  }
+  return token;
+}
+
+bool TokensEqual(std::string_view a, std::string_view b) {
+  // Digests have one length, so the comparison leaks neither the position of the first
+  // difference nor the length of the expected token.
+  const std::string da = Sha256Hex(a);
+  const std::string db = Sha256Hex(b);
+  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
+}
+
+TokenSources TokenSources::FromEnvironment(std::string flag_file, std::string default_file) {
+  auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  return TokenSources{std::move(flag_file), env("ONSET_TOKEN"), env("ONSET_TOKEN_FILE"),
+                      std::move(default_file)};
+}
+
+absl::StatusOr<std::string> ResolveClientToken(const TokenSources& sources) {
+  if (!sources.flag_file.empty()) return ReadTokenFile(sources.flag_file);
+  if (!sources.env_token.empty()) {
+    if (absl::Status s = ValidateToken(sources.env_token); !s.ok()) {
+      return absl::InvalidArgumentError("ONSET_TOKEN: " + std::string(s.message()));
+    }
+    return sources.env_token;
+  }
+  if (!sources.env_token_file.empty()) return ReadTokenFile(sources.env_token_file);
+  if (!sources.default_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(sources.default_file);
+    if (!absl::IsNotFound(token.status())) return token;
+  }
+  return absl::NotFoundError(
+      std::string("no token: pass --token-file FILE or set ONSET_TOKEN (onsetd keeps its token "
+                  "in ") +
+      kTokenFileName + " next to its database)");
+}
+
+}  // namespace onset::common

@@ -1,0 +1,120 @@
+#include "common/grpc_auth.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/client_interceptor.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <strings.h>
+#include <utility>
+#include <vector>
+
+#include "common/grpc_keepalive.h"
+
+namespace onset::common {
+namespace {
+
+constexpr char kAuthorizationKey[] = "authorization";
+constexpr char kBearerPrefix[] = "Bearer ";
+
+// Adds the authorization header to every call of the channel it is installed on.
+class BearerTokenInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerTokenInterceptor(const std::string* header) : header_(header) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace(kAuthorizationKey, *header_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string* const header_;  // owned by the factory, which outlives its interceptors
+};
+
+class BearerTokenInterceptorFactory final
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerTokenInterceptorFactory(const std::string& token)
+      : header_(kBearerPrefix + token) {}
+
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerTokenInterceptor(&header_);
+  }
+
+ private:
+  const std::string header_;
+};
+
+}  // namespace
+
+grpc::Status BearerTokenChecker::Check(const grpc::ServerContext& context) const {
+  const auto& metadata = context.client_metadata();
+  auto [begin, end] = metadata.equal_range(kAuthorizationKey);
+  const char* problem = nullptr;
+  if (begin == end) {
+    problem = "no token";
+  } else if (std::next(begin) != end) {
+    problem = "more than one authorization header";
+  } else {
+    const grpc::string_ref value = begin->second;
+    const size_t prefix = sizeof(kBearerPrefix) - 1;
+    if (value.size() <= prefix || strncasecmp(value.data(), kBearerPrefix, prefix) != 0) {
+      problem = "not a bearer token";
+    } else if (!TokensEqual(std::string_view(value.data() + prefix, value.size() - prefix),
+                            token_)) {
+      problem = "wrong token";
+    }
+  }
+  if (problem == nullptr) return grpc::Status::OK;
+  spdlog::warn("refused a call from {}: {}", context.peer(), problem);
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, kUnauthenticatedMessage);
+}
+
+std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(
+    const std::optional<TlsKeyPair>& tls) {
+  if (!tls) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({tls->private_key_pem, tls->cert_chain_pem});
+  return grpc::SslServerCredentials(options);
+}
+
+absl::StatusOr<ClientSecurity> LoadClientSecurity(const TokenSources& token,
+                                                  const std::string& tls_ca_file) {
+  ClientSecurity security;
+  absl::StatusOr<std::string> resolved = ResolveClientToken(token);
+  if (!resolved.ok()) return resolved.status();
+  security.token = std::move(*resolved);
+  std::string ca_file = tls_ca_file;
+  if (const char* env = std::getenv("ONSET_TLS_CA"); ca_file.empty() && env != nullptr) {
+    ca_file = env;
+  }
+  if (!ca_file.empty()) {
+    absl::StatusOr<std::string> roots = ReadTlsRootCertificates(ca_file);
+    if (!roots.ok()) return roots.status();
+    security.tls_roots_pem = std::move(*roots);
+  }
+  return security;
+}
+
+std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address,
+                                                const ClientSecurity& security) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (security.tls_roots_pem.empty()) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = security.tls_roots_pem;
+    credentials = grpc::SslCredentials(options);
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<BearerTokenInterceptorFactory>(security.token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, ClientChannelArguments(), std::move(interceptors));
+}
+
+}  // namespace onset::common

@@ -1,0 +1,64 @@
+// Bearer tokens and TLS on gRPC: the coordinator's check of each call's "authorization" header,
+// and client channels that put the token on every call. Tokens themselves (files, comparison)
+// live in common/auth_token.h, PEM files in common/tls_files.h.
+//
+// The check runs at the top of every handler because gRPC 1.51 offers no earlier place that
+// works without TLS: a server interceptor cannot fail a call before its handler runs, and an
+// AuthMetadataProcessor cannot be set on insecure server credentials. The coordinator's tests call
+// every method of every service without a token, so a handler that forgets the check fails them.
+#pragma once
+
+#include <grpcpp/channel.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/auth_token.h"
+#include "common/tls_files.h"
+
+namespace onset::common {
+
+// What a call without the right token gets, with status UNAUTHENTICATED. The same for a missing
+// and a wrong token, so that a caller learns nothing about the token.
+inline constexpr char kUnauthenticatedMessage[] =
+    "missing or wrong token: pass --token-file or set ONSET_TOKEN";
+
+// Thread-safe.
+class BearerTokenChecker {
+ public:
+  explicit BearerTokenChecker(std::string token) : token_(std::move(token)) {}
+
+  // OK when the call carries exactly one "authorization: Bearer <token>" header with this token
+  // (compared in constant time); UNAUTHENTICATED with kUnauthenticatedMessage otherwise.
+  grpc::Status Check(const grpc::ServerContext& context) const;
+
+ private:
+  const std::string token_;
+};
+
+// Credentials for the coordinator's port: TLS with `tls` (no client certificates), or plaintext.
+std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(
+    const std::optional<TlsKeyPair>& tls);
+
+// How a client reaches the coordinator.
+struct ClientSecurity {
+  std::string token;          // sent on every call as "authorization: Bearer <token>"
+  std::string tls_roots_pem;  // not empty: TLS, trusting these certificates; empty: plaintext
+};
+
+// A client's security from its flags and environment: the token from `token` (see
+// ResolveClientToken); TLS when `tls_ca_file`, or else ONSET_TLS_CA, names a CA file.
+absl::StatusOr<ClientSecurity> LoadClientSecurity(const TokenSources& token,
+                                                  const std::string& tls_ca_file);
+
+// A channel to `address` ("host:port") on which every call carries the token, with onset's
+// keepalive settings. With TLS the certificate must name the host of `address`.
+std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address,
+                                                const ClientSecurity& security);
+
+}  // namespace onset::common
