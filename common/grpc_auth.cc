@@ -4,9 +4,8 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/client_interceptor.h>
 #include <spdlog/spdlog.h>
-
-#include <cstdlib>
 #include <strings.h>
+
 #include <utility>
 #include <vector>
 
@@ -83,24 +82,6 @@ std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(
   return grpc::SslServerCredentials(options);
 }
 
-absl::StatusOr<ClientSecurity> LoadClientSecurity(const TokenSources& token,
-                                                  const std::string& tls_ca_file) {
-  ClientSecurity security;
-  absl::StatusOr<std::string> resolved = ResolveClientToken(token);
-  if (!resolved.ok()) return resolved.status();
-  security.token = std::move(*resolved);
-  std::string ca_file = tls_ca_file;
-  if (const char* env = std::getenv("ONSET_TLS_CA"); ca_file.empty() && env != nullptr) {
-    ca_file = env;
-  }
-  if (!ca_file.empty()) {
-    absl::StatusOr<std::string> roots = ReadTlsRootCertificates(ca_file);
-    if (!roots.ok()) return roots.status();
-    security.tls_roots_pem = std::move(*roots);
-  }
-  return security;
-}
-
 std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address,
                                                 const ClientSecurity& security) {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
@@ -112,7 +93,9 @@ std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address,
     credentials = grpc::SslCredentials(options);
   }
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<BearerTokenInterceptorFactory>(security.token));
+  if (!security.token.empty()) {
+    interceptors.push_back(std::make_unique<BearerTokenInterceptorFactory>(security.token));
+  }
   return grpc::experimental::CreateCustomChannelWithInterceptors(
       address, credentials, ClientChannelArguments(), std::move(interceptors));
 }

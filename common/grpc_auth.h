@@ -1,6 +1,7 @@
 // Bearer tokens and TLS on gRPC: the coordinator's check of each call's "authorization" header,
 // and client channels that put the token on every call. Tokens themselves (files, comparison)
-// live in common/auth_token.h, PEM files in common/tls_files.h.
+// live in common/auth_token.h, PEM files in common/tls_files.h, a client's settings in
+// common/client_security.h.
 //
 // The check runs at the top of every handler because gRPC 1.51 offers no earlier place that
 // works without TLS: a server interceptor cannot fail a call before its handler runs, and an
@@ -17,8 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "absl/status/statusor.h"
-#include "common/auth_token.h"
+#include "common/client_security.h"
 #include "common/tls_files.h"
 
 namespace onset::common {
@@ -45,19 +45,9 @@ class BearerTokenChecker {
 std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(
     const std::optional<TlsKeyPair>& tls);
 
-// How a client reaches the coordinator.
-struct ClientSecurity {
-  std::string token;          // sent on every call as "authorization: Bearer <token>"
-  std::string tls_roots_pem;  // not empty: TLS, trusting these certificates; empty: plaintext
-};
-
-// A client's security from its flags and environment: the token from `token` (see
-// ResolveClientToken); TLS when `tls_ca_file`, or else ONSET_TLS_CA, names a CA file.
-absl::StatusOr<ClientSecurity> LoadClientSecurity(const TokenSources& token,
-                                                  const std::string& tls_ca_file);
-
-// A channel to `address` ("host:port") on which every call carries the token, with onset's
-// keepalive settings. With TLS the certificate must name the host of `address`.
+// A channel to `address` ("host:port") on which every call carries the token (none when it is
+// empty), with onset's keepalive settings. With TLS the certificate must name the host of
+// `address`.
 std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address,
                                                 const ClientSecurity& security);
 
