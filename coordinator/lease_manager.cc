@@ -58,8 +58,11 @@ absl::StatusOr<LeaseManager::Lease*> LeaseManager::Check(const std::string& work
   Lease& lease = it->second;
   const std::string what = Describe(lease_id, lease.cell_id, lease.attempt);
   if (lease.worker_id != worker_id) {
-    return absl::FailedPreconditionError(what + " is held by worker " + lease.worker_id +
-                                         ", not " + worker_id + "; stop the job");
+    // The holder's id stays in the log: with the lease id it would let the caller act as the
+    // holder.
+    spdlog::warn("{} is held by worker {}; refused a call from worker {}", what, lease.worker_id,
+                 worker_id);
+    return absl::FailedPreconditionError(what + " is held by another worker; stop the job");
   }
   if (clock_->MonotonicNow() > lease.deadline) {
     // Expire now rather than waiting for the sweeper, so the answer is final.
@@ -108,9 +111,9 @@ absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::st
 
 absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& lease) {
   const std::string what = Describe(lease_id, lease.cell_id, lease.attempt);
+  // The reason is shown to every client, so it names no worker (the log below does).
   absl::Status s = store_->RequeueAttempt(
-      lease_id, "lease expired: no heartbeat from worker " + lease.worker_id + " for " +
-                    std::to_string(ttl_.count()) + " ms");
+      lease_id, "lease expired: no heartbeat for " + std::to_string(ttl_.count()) + " ms");
   if (s.ok()) {
     spdlog::warn("{} of study {} expired (worker {}); cell requeued", what, lease.study,
                  lease.worker_id);

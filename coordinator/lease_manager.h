@@ -36,8 +36,11 @@ class LeaseManager {
   // FailedPrecondition for an unregistered worker.
   absl::StatusOr<std::optional<ClaimedJob>> LeaseJob(const std::string& worker_id);
 
-  // The following fail with FailedPrecondition when the lease is unknown, expired, or held by
-  // another worker: the worker must stop that job.
+  // The following act only for the worker holding the lease, while the lease is the current one
+  // of its cell: they fail with FailedPrecondition, and write nothing, when the lease is unknown,
+  // expired, ended, or held by another worker; the worker must stop that job. Worker ids and
+  // lease ids are random and only ever told to the worker they belong to, so together they are
+  // that worker's proof of holding the lease.
 
   // Renews the lease to now + ttl and records progress. The status says whether the cell was
   // cancelled meanwhile (the worker then stops the trainer and reports kCancelled).

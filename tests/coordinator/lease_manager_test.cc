@@ -99,6 +99,61 @@ TEST_F(LeaseManagerTest, UnknownLeaseAndForeignWorkerAreRefused) {
   EXPECT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 0, 0).ok());
 }
 
+TEST_F(LeaseManagerTest, AnotherWorkerCannotActOnALeaseAndWritesNothing) {
+  ClaimedJob job = Lease();
+  const std::string other = *store_->RegisterWorker({"h2", 1, "v"});
+  const AttemptEnd done{AttemptOutcome::kSucceeded, 0, 0, "", ""};
+
+  absl::Status hb = leases_->Heartbeat(other, job.lease_id, 32'000, 9.0).status();
+  EXPECT_EQ(hb.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(hb.message(), HasSubstr("held by another worker"));
+  EXPECT_THAT(hb.message(), ::testing::Not(HasSubstr(worker_)));  // the holder stays secret
+  EXPECT_EQ(leases_->ReportMetrics(other, job.lease_id, {{"train/loss", 1000, 1.5}})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(leases_->FinishJob(other, job.lease_id, done).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  CellInfo cell = Cell(job.cell_id);
+  EXPECT_EQ(cell.state, CellState::kRunning);
+  EXPECT_EQ(cell.tokens_done, 0);
+  EXPECT_FALSE(cell.latest_loss.has_value());
+  EXPECT_TRUE((*store_->Results("small"))[0].final_metrics.empty());
+  // The holder's lease is untouched.
+  EXPECT_EQ(leases_->ActiveLeases(), 1u);
+  EXPECT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 100, 1.0).ok());
+}
+
+TEST_F(LeaseManagerTest, AStaleLeaseOfARequeuedCellWritesNothing) {
+  ClaimedJob first = Lease();
+  clock_.Advance(kTtl + milliseconds(1));
+  ASSERT_EQ(leases_->ExpireLeases(), 1);
+  clock_.Advance(RetryPolicy().base_backoff);
+  ClaimedJob second = Lease();  // the same cell, attempt 2, a new lease
+  ASSERT_EQ(second.cell_id, first.cell_id);
+  ASSERT_NE(second.lease_id, first.lease_id);
+  const AttemptEnd done{AttemptOutcome::kSucceeded, 0, 0, "", ""};
+
+  // The old lease, even from the worker that held it, is refused.
+  EXPECT_EQ(leases_->Heartbeat(worker_, first.lease_id, 64'000, 9.0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(leases_->ReportMetrics(worker_, first.lease_id, {{"train/loss", 1000, 1.5}})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(leases_->FinishJob(worker_, first.lease_id, done).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  CellInfo cell = Cell(first.cell_id);
+  EXPECT_EQ(cell.state, CellState::kRunning);
+  EXPECT_EQ(cell.attempts, 2);
+  EXPECT_EQ(cell.tokens_done, 0);
+  EXPECT_TRUE((*store_->Results("small"))[0].final_metrics.empty());
+  EXPECT_TRUE(leases_->FinishJob(worker_, second.lease_id, done).ok());
+  EXPECT_EQ(Cell(first.cell_id).state, CellState::kSucceeded);
+}
+
 TEST_F(LeaseManagerTest, FinishReleasesTheLease) {
   ClaimedJob job = Lease();
   ASSERT_EQ(*leases_->ReportMetrics(worker_, job.lease_id, {{"train/loss", 64000, 1.5}}), 1);
