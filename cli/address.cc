@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/auth_token.h"
+
 namespace onset::cli {
 
 std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
@@ -16,6 +18,15 @@ std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
     if (!line.empty()) return line;
   }
   return kDefaultAddress;
+}
+
+std::string DefaultTokenFile(const std::string& flag, const char* env,
+                             const std::string& data_dir) {
+  const std::filesystem::path dir(data_dir);
+  if (!flag.empty() || (env != nullptr && *env != '\0')) return "";
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / kAddressFileName, ec)) return "";
+  return (dir / common::kTokenFileName).string();
 }
 
 }  // namespace onset::cli

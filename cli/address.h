@@ -1,4 +1,4 @@
-// Where the CLI finds the coordinator.
+// Where the CLI finds the coordinator, and the token of an `onset run` coordinator.
 #pragma once
 
 #include <string>
@@ -15,5 +15,12 @@ inline constexpr char kDefaultDataDir[] = "onset-data";
 // empty; kDefaultAddress.
 std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
                                       const std::string& data_dir);
+
+// The token file to fall back on: <data_dir>/onsetd.token when the address comes from
+// <data_dir>/coordinator.addr (no flag, no env, the file exists), so that `onset status` next to
+// a running `onset run` needs no set-up; empty otherwise, so that this token is never sent to a
+// coordinator named some other way.
+std::string DefaultTokenFile(const std::string& flag, const char* env,
+                             const std::string& data_dir);
 
 }  // namespace onset::cli

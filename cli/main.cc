@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "cli/study_client.h"
+#include "common/client_security.h"
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("onset"));
@@ -27,6 +28,13 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", coordinator,
                  "coordinator host:port (else $ONSET_COORDINATOR, else the address of a running "
                  "`onset run` in ./onset-data, else 127.0.0.1:7070)");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding the coordinator's token (else $ONSET_TOKEN, else the file named by "
+                 "$ONSET_TOKEN_FILE, else that of a running `onset run` in ./onset-data)");
+  std::string tls_ca;
+  app.add_option("--tls-ca", tls_ca,
+                 "connect with TLS, trusting the PEM certificates in this file (env ONSET_TLS_CA)");
   bool json = false;
   std::string file;
   std::string study;
@@ -96,8 +104,17 @@ int main(int argc, char** argv) {
     return onset::cli::RunCommand(run_options, interrupted, std::cout, std::cerr);
   }
 
-  onset::cli::StudyClient client(onset::cli::ResolveCoordinatorAddress(
-      coordinator, std::getenv("ONSET_COORDINATOR"), onset::cli::kDefaultDataDir));
+  const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
+  absl::StatusOr<onset::common::ClientSecurity> security = onset::common::LoadClientSecurity(
+      onset::common::TokenSources::FromEnvironment(
+          token_file, onset::cli::DefaultTokenFile(coordinator, env_coordinator,
+                                                   onset::cli::kDefaultDataDir)),
+      tls_ca, /*require_token=*/false);
+  if (!security.ok()) return onset::cli::ReportError(security.status(), std::cerr);
+  onset::cli::StudyClient client(
+      onset::cli::ResolveCoordinatorAddress(coordinator, env_coordinator,
+                                            onset::cli::kDefaultDataDir),
+      *security);
   if (submit->parsed()) {
     return onset::cli::SubmitCommand(client, file, dry_run, json, std::cout, std::cerr);
   }

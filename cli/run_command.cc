@@ -14,6 +14,8 @@
 #include "cli/commands.h"
 #include "cli/render.h"
 #include "cli/study_client.h"
+#include "common/auth_token.h"
+#include "common/client_security.h"
 #include "coordinator/coordinator_server.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"
@@ -101,8 +103,19 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
     return 1;
   }
 
+  // The token is made on the first run and kept, so that `onset status` in another terminal finds
+  // it next to the address file.
+  const std::string token_file = (fs::path(options.data_dir) / common::kTokenFileName).string();
+  absl::StatusOr<std::string> token = common::LoadOrCreateTokenFile(token_file);
+  if (!token.ok()) {
+    err << token.status().message() << "\n";
+    return 1;
+  }
+  const common::ClientSecurity security{*token, ""};
+
   coordinator::ServerConfig server_config;
   server_config.db_path = (fs::path(options.data_dir) / "onset.db").string();
+  server_config.token = *token;
   server_config.listen = "127.0.0.1:0";
   server_config.lease_ttl = std::chrono::seconds(30);
   server_config.heartbeat_interval = std::chrono::seconds(1);
@@ -122,7 +135,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
     fs::rename(tmp, address_file.path, ec);
   }
 
-  StudyClient client(address);
+  StudyClient client(address, security);
   absl::StatusOr<v1::SubmitStudyResponse> submitted = client.Submit(options.file, *text, StudyBaseDir(options.file));
   if (!submitted.ok()) {
     int code = ReportError(submitted.status(), err);
@@ -154,7 +167,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
     config.poll_interval = std::chrono::milliseconds(250);
     config.host = absl::StrCat("onset-run-", i);
     config.report_stopped = false;  // requeued by the coordinator on the next run
-    clients.push_back(worker::NewGrpcCoordinatorClient(address));
+    clients.push_back(worker::NewGrpcCoordinatorClient(address, security));
     workers.push_back(std::make_unique<worker::Worker>(config, clients.back().get(), &launcher));
     threads.emplace_back([w = workers.back().get()] { (void)w->Run(); });
   }

@@ -10,7 +10,7 @@ namespace onset::cli {
 
 struct RunOptions {
   std::string file;                 // the study file
-  std::string data_dir = "onset-data";  // onset.db, coordinator.addr and work/ live here
+  std::string data_dir = "onset-data";  // onset.db, onsetd.token, coordinator.addr, work/
   int workers = 0;                  // 0: one per two cores, at least 1 (2 on a 2-core machine)
   bool json = false;                // print the final results as JSON
   std::string trainer_path;         // empty: onset-train next to this executable

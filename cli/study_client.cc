@@ -3,16 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_keepalive.h"
+#include "common/grpc_auth.h"
 #include "common/grpc_status.h"
 
 namespace onset::cli {
 
-StudyClient::StudyClient(std::string address, std::chrono::milliseconds timeout)
+StudyClient::StudyClient(std::string address, const common::ClientSecurity& security,
+                         std::chrono::milliseconds timeout)
     : address_(std::move(address)),
       timeout_(timeout),
-      stub_(v1::StudyService::NewStub(grpc::CreateCustomChannel(
-          address_, grpc::InsecureChannelCredentials(), common::ClientChannelArguments()))) {}
+      stub_(v1::StudyService::NewStub(common::NewClientChannel(address_, security))) {}
 
 void StudyClient::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + timeout_);

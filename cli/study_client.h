@@ -9,19 +9,21 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/client_security.h"
 #include "onset/v1/onset.grpc.pb.h"
 
 namespace onset::cli {
 
-// Thread-safe. Errors keep gRPC's code; Unavailable and DeadlineExceeded read
+// Thread-safe. Every call carries the token of `security` (over TLS when it has certificates).
+// Errors keep gRPC's code; Unavailable and DeadlineExceeded read
 // "cannot reach the coordinator at ADDR: ...", others "RPC to ADDR: message" except
 // InvalidArgument, NotFound and FailedPrecondition, which carry the coordinator's message
 // verbatim (it already says "file:line: key: problem", which study is missing or which stored
 // cell a submission would change).
 class StudyClient {
  public:
-  explicit StudyClient(std::string address,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  StudyClient(std::string address, const common::ClientSecurity& security,
+              std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   const std::string& address() const { return address_; }
 

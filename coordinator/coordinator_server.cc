@@ -8,27 +8,22 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "common/auth_token.h"
 #include "common/clock.h"
+#include "common/grpc_auth.h"
 #include "common/grpc_keepalive.h"
+#include "common/tls_files.h"
 #include "coordinator/lease_manager.h"
+#include "coordinator/listen_address.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_service.h"
 #include "coordinator/worker_service.h"
 
 namespace onset::coordinator {
 namespace {
-
-// "host:port" -> host (brackets kept for IPv6, "[::1]"). Empty on a malformed address.
-std::string HostOf(const std::string& listen) {
-  size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) return "";
-  for (size_t i = colon + 1; i < listen.size(); ++i) {
-    if (listen[i] < '0' || listen[i] > '9') return "";
-  }
-  return listen.substr(0, colon);
-}
 
 // How often the sweeper looks for expired leases: a tenth of the TTL, within [10 ms, 1 s].
 std::chrono::milliseconds SweepPeriod(std::chrono::milliseconds ttl) {
@@ -41,17 +36,18 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       : config_(config),
         store_(std::move(store)),
         leases_(store_.get(), &common::SystemClock(), config.lease_ttl),
-        study_service_(store_.get()),
-        worker_service_(store_.get(), &leases_, config.heartbeat_interval,
+        auth_(config.token),
+        study_service_(store_.get(), &auth_),
+        worker_service_(store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root) {}
 
   ~CoordinatorServerImpl() override { Shutdown(); }
 
-  absl::Status Init() {
+  absl::Status Init(const std::optional<common::TlsKeyPair>& tls) {
     if (absl::Status s = leases_.Recover(config_.requeue_running_on_start); !s.ok()) return s;
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort(config_.listen, common::NewServerCredentials(tls), &port);
     common::ApplyServerKeepalive(&builder);
     // gRPC sets SO_REUSEPORT by default: a second coordinator on the same port would bind
     // and silently share the traffic (and the workers) with the first.
@@ -71,6 +67,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   }
 
   const std::string& address() const override { return address_; }
+  bool tls() const override { return !config_.tls_cert_file.empty(); }
 
   void Shutdown() override {
     std::unique_lock<std::mutex> lock(mu_);
@@ -118,6 +115,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   const ServerConfig config_;
   std::unique_ptr<SqliteStore> store_;
   LeaseManager leases_;
+  const common::BearerTokenChecker auth_;
   StudyServiceImpl study_service_;
   WorkerServiceImpl worker_service_;
   std::unique_ptr<grpc::Server> server_;
@@ -139,6 +137,25 @@ absl::Status ServerConfig::Validate() const {
                                       "' must be host:port, e.g. 127.0.0.1:7070 (port 0 picks "
                                       "a free port)");
   }
+  if (absl::Status s = common::ValidateToken(token); !s.ok()) {
+    return absl::InvalidArgumentError("token: " + std::string(s.message()));
+  }
+  if (token.size() < common::kMinTokenLength) {
+    return absl::InvalidArgumentError("token: must have at least " +
+                                      std::to_string(common::kMinTokenLength) + " characters");
+  }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return absl::InvalidArgumentError(tls_cert_file.empty()
+                                          ? "tls_cert_file: must be given with tls_key_file"
+                                          : "tls_key_file: must be given with tls_cert_file");
+  }
+  if (tls_cert_file.empty() && !allow_insecure_remote && !IsLoopbackHost(HostOf(listen))) {
+    return absl::InvalidArgumentError(
+        "listen: " + listen +
+        " is reachable from other machines and TLS is off, so the token would cross the network "
+        "in clear text: serve TLS (--tls-cert, --tls-key) or allow it (--insecure) on a network "
+        "you trust");
+  }
   if (lease_ttl.count() <= 0) return absl::InvalidArgumentError("lease_ttl: must be positive");
   if (heartbeat_interval.count() <= 0) {
     return absl::InvalidArgumentError("heartbeat_interval: must be positive");
@@ -155,13 +172,20 @@ absl::Status ServerConfig::Validate() const {
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerConfig& config) {
   if (absl::Status s = config.Validate(); !s.ok()) return s;
+  std::optional<common::TlsKeyPair> tls;
+  if (!config.tls_cert_file.empty()) {
+    absl::StatusOr<common::TlsKeyPair> pair =
+        common::ReadTlsKeyPair(config.tls_cert_file, config.tls_key_file);
+    if (!pair.ok()) return pair.status();
+    tls = std::move(*pair);
+  }
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
       SqliteStore::Open(config.db_path, common::SystemClock(), config.retry);
   if (!store.ok()) return store.status();
   auto server = std::make_unique<CoordinatorServerImpl>(config, std::move(*store));
-  if (absl::Status s = server->Init(); !s.ok()) return s;
-  spdlog::info("coordinator serving {} (database {}, lease ttl {} ms)", server->address(),
-               config.db_path, config.lease_ttl.count());
+  if (absl::Status s = server->Init(tls); !s.ok()) return s;
+  spdlog::info("coordinator serving {} ({}, database {}, lease ttl {} ms)", server->address(),
+               tls ? "TLS" : "plaintext", config.db_path, config.lease_ttl.count());
   return std::unique_ptr<CoordinatorServer>(std::move(server));
 }
 

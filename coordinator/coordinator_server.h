@@ -1,5 +1,7 @@
 // The coordinator as an object: store, scheduler and both gRPC services on one port.
 // onsetd's main wires flags into ServerConfig and runs one; `onset run` embeds one in-process.
+// Every call must carry the bearer token (common/grpc_auth.h); TLS is optional, and a port
+// reachable from other machines is refused without it unless insecure serving is asked for.
 #pragma once
 
 #include <chrono>
@@ -15,6 +17,12 @@ namespace onset::coordinator {
 struct ServerConfig {
   std::string db_path;                          // SQLite file, created (with parents) if missing
   std::string listen = "127.0.0.1:7070";        // host:port; port 0 picks a free port
+  std::string token;  // every call must carry it; see common/auth_token.h for files
+  // PEM files; both set: TLS (read at Start), both empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Serve a host other than loopback without TLS, the token crossing the network in clear text.
+  bool allow_insecure_remote = false;
   std::chrono::milliseconds lease_ttl{30'000};  // a lease not renewed for this long expires
   std::chrono::milliseconds heartbeat_interval{5'000};  // advertised to workers
   // Embedded single-machine mode: no worker outlives the coordinator, so cells left `running`
@@ -25,21 +33,25 @@ struct ServerConfig {
   // lost worker resumes on another; empty = in each worker's work directory.
   std::string checkpoint_root;
 
-  // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval".
+  // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval". Reads no files.
   absl::Status Validate() const;
 };
 
 class CoordinatorServer {
  public:
   // Opens (and migrates) the database, binds the port and starts serving.
-  // Errors: InvalidArgument for a bad config, Unavailable when the port cannot be bound,
-  // Internal/FailedPrecondition for database problems (message names the file).
+  // Errors: InvalidArgument for a bad config or TLS file, NotFound for a missing TLS file,
+  // Unavailable when the port cannot be bound, Internal/FailedPrecondition for database problems
+  // (message names the file).
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const ServerConfig& config);
 
   virtual ~CoordinatorServer() = default;
 
   // The address actually bound, "127.0.0.1:PORT" (the real port when 0 was asked for).
   virtual const std::string& address() const = 0;
+
+  // Whether the port serves TLS.
+  virtual bool tls() const = 0;
 
   // Stops accepting calls, lets in-flight calls finish, stops the lease sweeper and closes the
   // database. Idempotent; thread-safe; also run by the destructor of the implementation.

@@ -1,5 +1,6 @@
-// onsetd: the coordinator daemon. Parses flags, starts a CoordinatorServer, waits for SIGINT or
-// SIGTERM, shuts down cleanly.
+// onsetd: the coordinator daemon. Parses flags, loads (or on first start creates) the token
+// every client must present, starts a CoordinatorServer, waits for SIGINT or SIGTERM, shuts down
+// cleanly.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <pthread.h>
 
+#include "common/auth_token.h"
 #include "coordinator/coordinator_server.h"
 
 namespace {
@@ -28,6 +30,11 @@ bool WriteFileAtomically(const std::string& path, const std::string& text) {
   return !ec;
 }
 
+// The token file's default: next to the database, in the coordinator's data directory.
+std::string DefaultTokenFile(const std::string& db_path) {
+  return (std::filesystem::path(db_path).parent_path() / onset::common::kTokenFileName).string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,12 +45,23 @@ int main(int argc, char** argv) {
   int64_t heartbeat_ms = config.heartbeat_interval.count();
   int64_t retry_backoff_ms = config.retry.base_backoff.count();
   std::string address_file;
+  std::string token_file;
 
   CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
   app.add_option("--db", config.db_path, "SQLite database file (created if missing)")
       ->required();
-  app.add_option("--listen", config.listen, "host:port to serve on; port 0 picks a free port")
+  app.add_option("--listen", config.listen,
+                 "host:port to serve on; port 0 picks a free port. A host other than loopback "
+                 "needs --tls-cert/--tls-key or --insecure")
       ->capture_default_str();
+  app.add_option("--token-file", token_file,
+                 "the token clients must present, created (mode 0600) if missing "
+                 "[default: onsetd.token next to --db]");
+  app.add_option("--tls-cert", config.tls_cert_file, "serve TLS with this PEM certificate chain");
+  app.add_option("--tls-key", config.tls_key_file, "the PEM private key of --tls-cert");
+  app.add_flag("--insecure", config.allow_insecure_remote,
+               "allow a --listen host other than loopback without TLS (the token crosses the "
+               "network in clear text: only on a network you trust)");
   app.add_option("--lease-ttl-ms", lease_ttl_ms,
                  "a lease not renewed by a heartbeat for this long expires")
       ->capture_default_str();
@@ -69,6 +87,7 @@ int main(int argc, char** argv) {
   config.lease_ttl = std::chrono::milliseconds(lease_ttl_ms);
   config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   config.retry.base_backoff = std::chrono::milliseconds(retry_backoff_ms);
+  if (token_file.empty()) token_file = DefaultTokenFile(config.db_path);
 
   // Block the shutdown signals before any thread starts, so every thread inherits the mask and
   // only sigwait below receives them.
@@ -78,12 +97,24 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  std::error_code ec;
+  const std::filesystem::path token_dir = std::filesystem::path(token_file).parent_path();
+  if (!token_dir.empty()) std::filesystem::create_directories(token_dir, ec);
+  absl::StatusOr<std::string> token = onset::common::LoadOrCreateTokenFile(token_file);
+  if (!token.ok()) {
+    spdlog::error("cannot start: {}", std::string(token.status().message()));
+    return 1;
+  }
+  config.token = std::move(*token);
+
   auto server = onset::coordinator::CoordinatorServer::Start(config);
   if (!server.ok()) {
     spdlog::error("cannot start: {}", server.status().ToString());
     return 1;
   }
-  spdlog::info("onsetd listening on {}", (*server)->address());
+  spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or "
+               "ONSET_TOKEN)",
+               (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file);
   if (!address_file.empty() && !WriteFileAtomically(address_file, (*server)->address())) {
     spdlog::error("cannot write --address-file {}", address_file);
     (*server)->Shutdown();

@@ -73,9 +73,10 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   out->set_retry_at_unix_ms(in.retry_at_unix_ms);
 }
 
-grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext*,
+grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext* context,
                                            const onset::v1::SubmitStudyRequest* request,
                                            onset::v1::SubmitStudyResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());
@@ -91,18 +92,20 @@ grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext*,
+grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
                                            const onset::v1::ListStudiesRequest*,
                                            onset::v1::ListStudiesResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
   if (!studies.ok()) return common::ToGrpcStatus(studies.status());
   for (const StudyInfo& s : *studies) ToProto(s, response->add_studies());
   return grpc::Status::OK;
 }
 
-grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext*,
+grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
                                         const onset::v1::GetStudyRequest* request,
                                         onset::v1::GetStudyResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   absl::StatusOr<StudyDetail> detail = store_->GetStudy(request->name());
   if (!detail.ok()) return common::ToGrpcStatus(detail.status());
   ToProto(detail->study, response->mutable_study());
@@ -110,9 +113,10 @@ grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext*,
+grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext* context,
                                           const onset::v1::GetResultsRequest* request,
                                           onset::v1::GetResultsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   absl::StatusOr<std::vector<CellResult>> results = store_->Results(request->study());
   if (!results.ok()) return common::ToGrpcStatus(results.status());
   for (const CellResult& r : *results) {
@@ -123,9 +127,10 @@ grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext*,
+grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
                                            const onset::v1::CancelCellsRequest* request,
                                            onset::v1::CancelCellsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   const std::vector<std::string> ids(request->cell_ids().begin(), request->cell_ids().end());
   absl::StatusOr<int> n = store_->CancelCells(request->study(), ids);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
@@ -133,9 +138,10 @@ grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext*,
+grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
                                           const onset::v1::RerunCellsRequest* request,
                                           onset::v1::RerunCellsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   RerunRequest rerun;
   rerun.study = request->study();
   for (int s : request->states()) {

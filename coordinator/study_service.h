@@ -2,15 +2,18 @@
 // study_file (parsing, expansion) and Store.
 #pragma once
 
+#include "common/grpc_auth.h"
 #include "coordinator/store.h"
 #include "onset/v1/onset.grpc.pb.h"
 
 namespace onset::coordinator {
 
-// Thread-safe (stateless besides the store). `store` must outlive the service.
+// Thread-safe (stateless besides the store). `store` and `auth` must outlive the service; every
+// call is refused with UNAUTHENTICATED unless `auth` accepts it.
 class StudyServiceImpl final : public onset::v1::StudyService::Service {
  public:
-  explicit StudyServiceImpl(Store* store) : store_(store) {}
+  StudyServiceImpl(Store* store, const common::BearerTokenChecker* auth)
+      : store_(store), auth_(auth) {}
 
   grpc::Status SubmitStudy(grpc::ServerContext* context,
                            const onset::v1::SubmitStudyRequest* request,
@@ -32,6 +35,7 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
 
  private:
   Store* const store_;
+  const common::BearerTokenChecker* const auth_;
 };
 
 // Domain -> proto, shared with tests.

@@ -4,9 +4,10 @@
 
 namespace onset::coordinator {
 
-grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const onset::v1::RegisterWorkerRequest* request,
                                                onset::v1::RegisterWorkerResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   if (request->slots() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "slots: must not be negative");
   }
@@ -20,9 +21,10 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
                                          const onset::v1::LeaseJobRequest* request,
                                          onset::v1::LeaseJobResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(request->worker_id());
   if (!job.ok()) return common::ToGrpcStatus(job.status());
   if (!*job) return grpc::Status::OK;
@@ -40,9 +42,10 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const onset::v1::HeartbeatRequest* request,
                                           onset::v1::HeartbeatResponse* response) {
+  if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
   absl::StatusOr<LeaseStatus> s = leases_->Heartbeat(
       request->worker_id(), request->lease_id(), request->tokens_done(),
       request->tokens_per_second());
@@ -52,9 +55,10 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
                                               const onset::v1::ReportMetricsRequest* request,
                                               onset::v1::ReportMetricsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   std::vector<MetricPoint> points;
   points.reserve(request->points_size());
   for (const onset::v1::MetricPoint& p : request->points()) {
@@ -67,9 +71,10 @@ grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext* context,
                                           const onset::v1::FinishJobRequest* request,
                                           onset::v1::FinishJobResponse*) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   AttemptEnd end;
   switch (request->outcome()) {
     case onset::v1::JOB_OUTCOME_SUCCEEDED:

@@ -5,23 +5,28 @@
 #include <chrono>
 #include <string>
 
+#include "common/grpc_auth.h"
 #include "coordinator/lease_manager.h"
 #include "coordinator/store.h"
 #include "onset/v1/onset.grpc.pb.h"
 
 namespace onset::coordinator {
 
-// Thread-safe. `store` and `leases` must outlive the service.
+// Thread-safe. `store`, `leases` and `auth` must outlive the service; every call is refused with
+// UNAUTHENTICATED unless `auth` accepts it. Calls about a job are accepted only from the worker
+// holding its current lease (LeaseManager checks the pair of worker id and lease id).
 class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
  public:
   // `checkpoint_root`: a directory every worker sees (a shared file system) under which each
   // cell keeps its checkpoints (ROOT/STUDY/CELL), so a requeued cell resumes on any worker.
   // Empty: each worker keeps them in its own work directory.
   WorkerServiceImpl(Store* store, LeaseManager* leases,
-                    std::chrono::milliseconds heartbeat_interval, std::string checkpoint_root = "")
+                    std::chrono::milliseconds heartbeat_interval,
+                    const common::BearerTokenChecker* auth, std::string checkpoint_root = "")
       : store_(store),
         leases_(leases),
         heartbeat_interval_(heartbeat_interval),
+        auth_(auth),
         checkpoint_root_(std::move(checkpoint_root)) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
@@ -41,6 +46,7 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
   Store* const store_;
   LeaseManager* const leases_;
   const std::chrono::milliseconds heartbeat_interval_;
+  const common::BearerTokenChecker* const auth_;
   const std::string checkpoint_root_;
 };
 

@@ -1,7 +1,7 @@
 // gRPC glue for CoordinatorClient: proto <-> worker types and grpc::Status -> absl::Status.
 #include <grpcpp/grpcpp.h>
 
-#include "common/grpc_keepalive.h"
+#include "common/grpc_auth.h"
 #include "common/grpc_status.h"
 #include "onset/v1/onset.grpc.pb.h"
 #include "worker/coordinator_client.h"
@@ -29,12 +29,11 @@ v1::JobOutcome ToProto(JobOutcome outcome) {
 
 class GrpcCoordinatorClient : public CoordinatorClient {
  public:
-  GrpcCoordinatorClient(std::string address, std::chrono::milliseconds rpc_timeout)
+  GrpcCoordinatorClient(std::string address, const common::ClientSecurity& security,
+                        std::chrono::milliseconds rpc_timeout)
       : address_(std::move(address)),
         rpc_timeout_(rpc_timeout),
-        stub_(v1::WorkerService::NewStub(
-            grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(),
-                                      common::ClientChannelArguments()))) {}
+        stub_(v1::WorkerService::NewStub(common::NewClientChannel(address_, security))) {}
 
   absl::StatusOr<Registration> Register(const std::string& host, int slots,
                                         const std::string& version) override {
@@ -149,8 +148,9 @@ class GrpcCoordinatorClient : public CoordinatorClient {
 }  // namespace
 
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(const std::string& address,
+                                                            const common::ClientSecurity& security,
                                                             std::chrono::milliseconds rpc_timeout) {
-  return std::make_unique<GrpcCoordinatorClient>(address, rpc_timeout);
+  return std::make_unique<GrpcCoordinatorClient>(address, security, rpc_timeout);
 }
 
 }  // namespace onset::worker

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/client_security.h"
 #include "worker/metrics_parser.h"
 
 namespace onset::worker {
@@ -65,7 +66,8 @@ struct JobResult {
 // Thread-safe: job runners call it concurrently.
 // Errors: FailedPrecondition means the lease (or the worker id) is unknown or expired - the job
 // must stop; Unavailable / DeadlineExceeded mean the coordinator could not be reached and the
-// call may be retried. Messages name the RPC and the coordinator's address.
+// call may be retried; Unauthenticated means the coordinator refuses the token. Messages name
+// the RPC and the coordinator's address.
 class CoordinatorClient {
  public:
   virtual ~CoordinatorClient() = default;
@@ -84,9 +86,10 @@ class CoordinatorClient {
                               const JobResult& result) = 0;
 };
 
-// Creates a client over an insecure channel to `address` ("host:port"). Every call carries the
-// deadline `rpc_timeout`.
+// Creates a client of the coordinator at `address` ("host:port"): every call carries the token
+// of `security` and the deadline `rpc_timeout`, over TLS when `security` has certificates.
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
-    const std::string& address, std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
+    const std::string& address, const common::ClientSecurity& security,
+    std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
 
 }  // namespace onset::worker

@@ -15,6 +15,11 @@ namespace {
 constexpr char kVersion[] = "0.1.0";
 constexpr std::chrono::milliseconds kInitialBackoff{500};
 
+// The coordinator refuses the token: no retry can succeed.
+bool IsRefused(const absl::Status& status) {
+  return absl::IsUnauthenticated(status) || absl::IsPermissionDenied(status);
+}
+
 std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
@@ -86,6 +91,10 @@ bool Worker::Register() {
                    config_.coordinator, worker_id_, config_.slots, heartbeat_interval_.count());
       return true;
     }
+    if (IsRefused(r.status())) {
+      refused_ = r.status();
+      return false;
+    }
     spdlog::warn("registration failed, retrying in {} ms: {}", backoff.count(),
                  r.status().ToString());
     if (!WaitFor(backoff)) return false;
@@ -132,7 +141,7 @@ void Worker::ReapFinished() {
 
 absl::Status Worker::Run() {
   if (absl::Status s = config_.Validate(); !s.ok()) return s;
-  if (!Register()) return absl::OkStatus();
+  if (!Register()) return refused_;
 
   std::chrono::milliseconds backoff = kInitialBackoff;
   while (true) {
@@ -154,6 +163,10 @@ absl::Status Worker::Run() {
       }
       if (!WaitFor(config_.poll_interval)) break;
       continue;
+    }
+    if (IsRefused(lease.status())) {
+      refused_ = lease.status();
+      break;
     }
     const absl::StatusCode code = lease.status().code();
     if (code == absl::StatusCode::kFailedPrecondition || code == absl::StatusCode::kNotFound) {
@@ -180,7 +193,7 @@ absl::Status Worker::Run() {
   }
   for (Slot& slot : all) slot.thread.join();
   spdlog::info("worker stopped");
-  return absl::OkStatus();
+  return refused_;
 }
 
 }  // namespace onset::worker

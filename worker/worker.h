@@ -46,7 +46,8 @@ class Worker {
   // Blocks until Stop(). Registration and leasing are retried with backoff while the coordinator
   // is unreachable. On Stop(), running trainers are terminated and their jobs reported failed
   // with reason "worker stopped" (unless !report_stopped). Returns InvalidArgument for a bad
-  // config, OK otherwise.
+  // config; the coordinator's Unauthenticated or PermissionDenied when it refuses this worker's
+  // token (retrying cannot help; running jobs are stopped as on Stop()); OK otherwise.
   absl::Status Run();
 
   // Thread-safe and idempotent.
@@ -74,6 +75,7 @@ class Worker {
   const common::Clock& clock_;
 
   std::string worker_id_;  // owned by the Run() thread
+  absl::Status refused_;   // the coordinator's refusal of the token; owned by the Run() thread
   std::chrono::milliseconds heartbeat_interval_{5'000};
 
   mutable std::mutex mu_;

@@ -11,6 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/client_security.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"
 #include "worker/worker.h"
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   config.coordinator = DefaultCoordinator();
   config.trainer_path = DefaultTrainer();
   int threads = 1;
+  std::string token_file;
+  std::string tls_ca;
   CLI::App app{"onset-worker: runs onset-train for jobs leased from the coordinator"};
   app.add_option("--coordinator", config.coordinator,
                  "coordinator host:port (env ONSET_COORDINATOR)")
@@ -48,6 +51,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--slots", config.slots, "jobs run at once")->capture_default_str();
   app.add_option("--threads-per-job", threads, "CPU threads per trainer")->capture_default_str();
+  app.add_option("--token-file", token_file,
+                 "file holding the coordinator's token (else $ONSET_TOKEN, else the file named "
+                 "by $ONSET_TOKEN_FILE)");
+  app.add_option("--tls-ca", tls_ca,
+                 "connect with TLS, trusting the PEM certificates in this file (env ONSET_TLS_CA)");
   CLI11_PARSE(app, argc, argv);
   config.threads_per_job = threads;
 
@@ -63,9 +71,16 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<onset::common::ClientSecurity> security = onset::common::LoadClientSecurity(
+      onset::common::TokenSources::FromEnvironment(token_file, ""), tls_ca);
+  if (!security.ok()) {
+    spdlog::error("{}", std::string(security.status().message()));
+    return 2;
+  }
+
   onset::worker::PosixProcessLauncher launcher;
   std::unique_ptr<onset::worker::CoordinatorClient> client =
-      onset::worker::NewGrpcCoordinatorClient(config.coordinator);
+      onset::worker::NewGrpcCoordinatorClient(config.coordinator, *security);
   onset::worker::Worker worker(config, client.get(), &launcher);
 
   std::thread signal_watcher([&worker, signals] {

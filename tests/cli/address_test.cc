@@ -45,5 +45,14 @@ TEST_F(AddressTest, DefaultLast) {
   EXPECT_EQ(ResolveCoordinatorAddress("", nullptr, dir_.string()), "127.0.0.1:7070");
 }
 
+TEST_F(AddressTest, TheTokenOfAnOnsetRunGoesOnlyToItsAddress) {
+  EXPECT_EQ(DefaultTokenFile("", nullptr, dir_.string()), "");  // no onset run
+  WriteAddressFile("127.0.0.1:5555\n");
+  EXPECT_EQ(DefaultTokenFile("", nullptr, dir_.string()), (dir_ / "onsetd.token").string());
+  EXPECT_EQ(DefaultTokenFile("", "", dir_.string()), (dir_ / "onsetd.token").string());
+  EXPECT_EQ(DefaultTokenFile("host:1", nullptr, dir_.string()), "");
+  EXPECT_EQ(DefaultTokenFile("", "env:2", dir_.string()), "");
+}
+
 }  // namespace
 }  // namespace onset::cli

@@ -2,12 +2,17 @@
 #include "coordinator/coordinator_server.h"
 
 #include <gmock/gmock.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
+#include <google/protobuf/descriptor.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
-#include "common/grpc_keepalive.h"
+#include <fstream>
+#include <future>
+
+#include "common/grpc_auth.h"
+#include "db/sqlite.h"
 #include "onset/v1/onset.grpc.pb.h"
+#include "tests/common/self_signed.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -16,6 +21,48 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 namespace v1 = ::onset::v1;
+
+constexpr char kToken[] = "0123456789abcdef0123456789abcdef-test-token";
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& address, const std::string& token,
+                                       const std::string& tls_roots = "") {
+  return common::NewClientChannel(address, common::ClientSecurity{token, tls_roots});
+}
+
+std::chrono::system_clock::time_point Deadline() {
+  return std::chrono::system_clock::now() + std::chrono::seconds(10);
+}
+
+// Calls `method` ("/package.Service/Method") with an empty request, whatever its type.
+grpc::Status CallWithEmptyRequest(const std::shared_ptr<grpc::Channel>& channel,
+                                  const std::string& method) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(Deadline());
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+// "/onset.v1.StudyService/SubmitStudy", ... for every method of both services.
+std::vector<std::string> EveryMethod() {
+  std::vector<std::string> methods;
+  for (const char* service : {v1::StudyService::service_full_name(),
+                              v1::WorkerService::service_full_name()}) {
+    const google::protobuf::ServiceDescriptor* descriptor =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
+    EXPECT_NE(descriptor, nullptr) << service;
+    if (descriptor == nullptr) continue;
+    for (int i = 0; i < descriptor->method_count(); ++i) {
+      methods.push_back("/" + std::string(service) + "/" + descriptor->method(i)->name());
+    }
+  }
+  return methods;
+}
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -31,14 +78,14 @@ class ServerTest : public ::testing::Test {
     config.lease_ttl = std::chrono::milliseconds(60'000);
     config.heartbeat_interval = std::chrono::milliseconds(1'000);
     config.requeue_running_on_start = requeue_running;
+    config.token = kToken;
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     ASSERT_THAT(server_->address(), StartsWith("127.0.0.1:"));
     ASSERT_NE(server_->address(), "127.0.0.1:0");
-    auto channel = grpc::CreateCustomChannel(server_->address(),
-                                             grpc::InsecureChannelCredentials(),
-                                             common::ClientChannelArguments());
+    EXPECT_FALSE(server_->tls());
+    auto channel = Channel(server_->address(), kToken);
     studies_ = v1::StudyService::NewStub(channel);
     workers_ = v1::WorkerService::NewStub(channel);
   }
@@ -46,7 +93,7 @@ class ServerTest : public ::testing::Test {
   // A context with a deadline, so a hung server fails the test instead of blocking it.
   std::unique_ptr<grpc::ClientContext> Ctx() {
     auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx->set_deadline(Deadline());
     return ctx;
   }
 
@@ -290,6 +337,98 @@ TEST_F(ServerTest, DryRunSaysWhatASubmissionWouldDoAndWritesNothing) {
   }
 }
 
+TEST_F(ServerTest, EveryMethodOfEveryServiceNeedsTheToken) {
+  const std::vector<std::string> methods = EveryMethod();
+  ASSERT_EQ(methods.size(), 11u);
+  const std::string& address = server_->address();
+  for (const auto& [what, channel] :
+       {std::pair{"no token", Channel(address, "")},
+        std::pair{"a wrong token", Channel(address, std::string(kToken) + "x")},
+        std::pair{"a prefix of the token", Channel(address, std::string(kToken).substr(0, 8))}}) {
+    for (const std::string& method : methods) {
+      grpc::Status status = CallWithEmptyRequest(channel, method);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << method << ", " << what;
+      EXPECT_EQ(status.error_message(), common::kUnauthenticatedMessage) << method;
+    }
+  }
+  // A token that is not a bearer token.
+  {
+    auto plain = Channel(address, "");
+    v1::ListStudiesResponse list;
+    auto ctx = Ctx();
+    ctx->AddMetadata("authorization", std::string("Basic ") + kToken);
+    EXPECT_EQ(v1::StudyService::NewStub(plain)->ListStudies(ctx.get(), {}, &list).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // Nothing was written: no worker registered, no study.
+  absl::StatusOr<std::unique_ptr<db::Connection>> db =
+      db::Connection::Open(dir_.File("db/onset.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<db::Statement> count = (*db)->Prepare("SELECT COUNT(*) FROM workers");
+  ASSERT_TRUE(count.ok() && *count->Step());
+  EXPECT_EQ(count->Int(0), 0);
+
+  // With the token every method gets past the check (to answer OK or about the empty request).
+  auto channel = Channel(address, kToken);
+  for (const std::string& method : methods) {
+    EXPECT_NE(CallWithEmptyRequest(channel, method).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED)
+        << method;
+  }
+}
+
+TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
+  grpc::Status status;
+  Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok());
+  const std::string holder = Register();
+  const std::string other = Register();
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(holder);
+  v1::LeaseJobResponse lease;
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+  const std::string& lease_id = lease.job().lease_id();
+
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(other);
+  hb.set_lease_id(lease_id);
+  hb.set_tokens_done(9'000);
+  v1::HeartbeatResponse hb_resp;
+  grpc::Status refused = workers_->Heartbeat(Ctx().get(), hb, &hb_resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), ::testing::Not(HasSubstr(holder)));
+  v1::ReportMetricsRequest report;
+  report.set_worker_id(other);
+  report.set_lease_id(lease_id);
+  v1::MetricPoint* point = report.add_points();
+  point->set_name("train/loss");
+  point->set_tokens(9'000);
+  point->set_value(1.0);
+  v1::ReportMetricsResponse report_resp;
+  EXPECT_EQ(workers_->ReportMetrics(Ctx().get(), report, &report_resp).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::FinishJobRequest finish;
+  finish.set_worker_id(other);
+  finish.set_lease_id(lease_id);
+  finish.set_outcome(v1::JOB_OUTCOME_SUCCEEDED);
+  v1::FinishJobResponse finish_resp;
+  EXPECT_EQ(workers_->FinishJob(Ctx().get(), finish, &finish_resp).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  v1::GetStudyRequest get;
+  get.set_name("small");
+  v1::GetStudyResponse got;
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &got).ok());
+  EXPECT_EQ(got.cells(0).state(), v1::CELL_STATE_RUNNING);
+  EXPECT_EQ(got.cells(0).tokens_done(), 0);
+  EXPECT_FALSE(got.cells(0).has_latest_loss());
+
+  // The holder still can.
+  finish.set_worker_id(holder);
+  EXPECT_TRUE(workers_->FinishJob(Ctx().get(), finish, &finish_resp).ok());
+}
+
 TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {
   grpc::Status status;
   Submit(testing::kSmallStudy, &status);
@@ -322,14 +461,110 @@ TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {
 TEST(ServerConfigTest, ValidateNamesTheBadField) {
   ServerConfig config;
   config.db_path = "x.db";
+  config.token = kToken;
   EXPECT_TRUE(config.Validate().ok());
   config.lease_ttl = config.heartbeat_interval;
   EXPECT_THAT(std::string(config.Validate().message()), StartsWith("lease_ttl:"));
   config = ServerConfig();
+  config.token = kToken;
   EXPECT_THAT(std::string(config.Validate().message()), StartsWith("db_path:"));
   config.db_path = "x.db";
   config.listen = "7070";
   EXPECT_THAT(std::string(config.Validate().message()), StartsWith("listen:"));
+}
+
+TEST(ServerConfigTest, ATokenIsRequired) {
+  ServerConfig config;
+  config.db_path = "x.db";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("token:"));
+  config.token = "short";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("token:"));
+  config.token = std::string(kToken) + " with spaces";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("token:"));
+}
+
+TEST(ServerConfigTest, OtherMachinesAreServedOnlyWithTlsOrWhenAllowed) {
+  ServerConfig config;
+  config.db_path = "x.db";
+  config.token = kToken;
+  for (const char* local : {"127.0.0.1:7070", "localhost:7070", "127.1.2.3:0", "[::1]:7070"}) {
+    config.listen = local;
+    EXPECT_TRUE(config.Validate().ok()) << local;
+  }
+  for (const char* remote : {"0.0.0.0:7070", "[::]:7070", "10.0.0.5:7070", "node1:7070"}) {
+    config.listen = remote;
+    EXPECT_THAT(std::string(config.Validate().message()),
+                ::testing::AllOf(StartsWith("listen:"), HasSubstr("--tls-cert"),
+                                 HasSubstr("--insecure")))
+        << remote;
+  }
+  config.allow_insecure_remote = true;
+  EXPECT_TRUE(config.Validate().ok());
+  config.allow_insecure_remote = false;
+  config.tls_cert_file = "cert.pem";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("tls_key_file:"));
+  config.tls_key_file = "key.pem";
+  EXPECT_TRUE(config.Validate().ok());  // files are read by Start
+  config.tls_cert_file.clear();
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("tls_cert_file:"));
+}
+
+// A coordinator serving TLS with a self-signed certificate.
+class TlsServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tls_ = onset::testutil::MakeSelfSigned();
+    ASSERT_FALSE(tls_.cert_pem.empty());
+    std::ofstream(dir_.File("cert.pem")) << tls_.cert_pem;
+    std::ofstream(dir_.File("key.pem")) << tls_.key_pem;
+    config_.db_path = dir_.File("onset.db");
+    config_.listen = "127.0.0.1:0";
+    config_.token = kToken;
+    config_.tls_cert_file = dir_.File("cert.pem");
+    config_.tls_key_file = dir_.File("key.pem");
+  }
+
+  grpc::Status List(const std::shared_ptr<grpc::Channel>& channel) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ListStudiesResponse response;
+    return v1::StudyService::NewStub(channel)->ListStudies(&context, {}, &response);
+  }
+
+  testing::TempDir dir_;
+  onset::testutil::SelfSigned tls_;
+  ServerConfig config_;
+};
+
+TEST_F(TlsServerTest, AcceptsClientsThatTrustItsCertificateOnly) {
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_TRUE((*server)->tls());
+  const std::string address = (*server)->address();
+
+  grpc::Status trusted = List(Channel(address, kToken, tls_.cert_pem));
+  EXPECT_TRUE(trusted.ok()) << trusted.error_message();
+  // TLS still needs the token.
+  EXPECT_EQ(List(Channel(address, "", tls_.cert_pem)).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // A plaintext client, or one trusting another certificate, gets no connection.
+  EXPECT_EQ(List(Channel(address, kToken)).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(List(Channel(address, kToken, onset::testutil::MakeSelfSigned().cert_pem)).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // A TLS server also serves other machines without --insecure.
+  (*server)->Shutdown();
+  config_.listen = "0.0.0.0:0";
+  EXPECT_TRUE(config_.Validate().ok());
+}
+
+TEST_F(TlsServerTest, ABadCertificateOrKeyFailsTheStartNamingTheFile) {
+  std::ofstream(dir_.File("other-key.pem")) << onset::testutil::MakeSelfSigned().key_pem;
+  config_.tls_key_file = dir_.File("other-key.pem");
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config_);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr(config_.tls_key_file));
+  config_.tls_cert_file = dir_.File("missing.pem");
+  EXPECT_EQ(CoordinatorServer::Start(config_).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ServerStartTest, ABusyPortIsUnavailable) {
@@ -337,6 +572,7 @@ TEST(ServerStartTest, ABusyPortIsUnavailable) {
   ServerConfig config;
   config.db_path = dir.File("a.db");
   config.listen = "127.0.0.1:0";
+  config.token = kToken;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(config);
   ASSERT_TRUE(first.ok()) << first.status();
   config.db_path = dir.File("b.db");

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/study_client.h"
+#include "common/auth_token.h"
 #include "tests/integration/harness.h"
 
 namespace onset {
@@ -81,19 +82,37 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
   ASSERT_NE(daemon.process, nullptr);
   const std::string address = WaitForFile(dir_ / "addr");
   ASSERT_FALSE(address.empty()) << "onsetd wrote no address:\n" << daemon.process->StderrTail();
+  // onsetd made its token next to the database.
+  const std::string token_file = (dir_ / common::kTokenFileName).string();
+  absl::StatusOr<std::string> token = common::ReadTokenFile(token_file);
+  ASSERT_TRUE(token.ok()) << token.status();
+
+  // Without the token, or with a wrong one, nothing gets in.
+  Child anonymous = Start(launcher_, "onset", {"--coordinator", address, "status"});
+  EXPECT_EQ(anonymous.process->Wait().exit_code, 1);
+  EXPECT_THAT(anonymous.process->StderrTail(), HasSubstr("missing or wrong token"));
+  const fs::path wrong_token_file = dir_ / "wrong.token";
+  std::ofstream(wrong_token_file) << std::string(64, 'f') << "\n";
+  fs::permissions(wrong_token_file, fs::perms::owner_read | fs::perms::owner_write);
+  Child intruder = Start(launcher_, "onset-worker",
+                         {"--coordinator", address, "--work-dir", (dir_ / "intruder").string(),
+                          "--token-file", wrong_token_file.string()});
+  ASSERT_TRUE(intruder.process->WaitFor(std::chrono::seconds(30)));
+  EXPECT_EQ(intruder.process->Wait().exit_code, 1);
+  EXPECT_THAT(intruder.process->StderrTail(), HasSubstr("missing or wrong token"));
 
   Child worker = Start(launcher_, "onset-worker",
                        {"--coordinator", address, "--work-dir", (dir_ / "work").string(),
-                        "--slots", "2", "--threads-per-job", "1"});
+                        "--slots", "2", "--threads-per-job", "1", "--token-file", token_file});
   ASSERT_NE(worker.process, nullptr);
 
-  Child submit = Start(launcher_, "onset", {"--coordinator", address, "submit",
-                                            study_file_.string()});
+  Child submit = Start(launcher_, "onset", {"--coordinator", address, "--token-file", token_file,
+                                            "submit", study_file_.string()});
   ASSERT_NE(submit.process, nullptr);
   ASSERT_TRUE(submit.process->Wait().Succeeded()) << submit.process->StderrTail();
   EXPECT_THAT(submit.Out(), HasSubstr("2 cells, 2 new"));
 
-  cli::StudyClient client(address);
+  cli::StudyClient client(address, common::ClientSecurity{*token, ""});
   auto deadline = std::chrono::steady_clock::now() + kOverallTimeout;
   int succeeded = 0;
   v1::GetStudyResponse last;
@@ -115,10 +134,12 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
                           << worker.process->StderrTail();
 
   // The CLI reads the same state back.
-  Child status = Start(launcher_, "onset", {"--coordinator", address, "status", "tiny"});
+  Child status = Start(launcher_, "onset",
+                       {"--coordinator", address, "--token-file", token_file, "status", "tiny"});
   ASSERT_TRUE(status.process->Wait().Succeeded()) << status.process->StderrTail();
   EXPECT_THAT(status.Out(), HasSubstr("tiny: 2 cells: 2 succeeded"));
-  Child results = Start(launcher_, "onset", {"--coordinator", address, "results", "tiny"});
+  Child results = Start(launcher_, "onset",
+                        {"--coordinator", address, "--token-file", token_file, "results", "tiny"});
   ASSERT_TRUE(results.process->Wait().Succeeded()) << results.process->StderrTail();
   EXPECT_THAT(results.Out(), HasSubstr("train/loss"));
 
@@ -151,6 +172,9 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
   EXPECT_THAT(first.Out(), HasSubstr("train/loss"));
   EXPECT_THAT(first.process->StderrTail(), HasSubstr("2 cells, 2 new"));
   EXPECT_FALSE(fs::exists(data / "coordinator.addr"));
+  // The run made its token, private to its user, and keeps it for the next run.
+  EXPECT_EQ(fs::status(data / common::kTokenFileName).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write);
 
   Child second = Start(launcher_, "onset",
                        {"run", study_file_.string(), "--data-dir", data.string(), "--workers", "2"});
@@ -181,6 +205,37 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
   EXPECT_THAT(third.process->StderrTail(), HasSubstr("1 cells, 1 new"));
   EXPECT_THAT(third.Out(), HasSubstr("full"));
   EXPECT_THAT(third.Out(), ::testing::Not(HasSubstr("swa")));
+}
+
+TEST_F(EndToEndTest, StatusFindsARunningOnsetRunWithoutSetUp) {
+  std::string missing;
+  if (!HaveBinaries({"onset", "onset-train"}, &missing)) {
+    GTEST_SKIP() << missing << " not built";
+  }
+  // Long enough to be still running when `onset status` asks.
+  std::string slow = kTinyStudy;
+  slow.replace(slow.find("tokens: [20K]"), 13, "tokens: [50M]");
+  std::ofstream(study_file_) << slow;
+  Child run = Start(launcher_, "onset", {"run", study_file_.string(), "--workers", "1"},
+                    dir_.string());
+  ASSERT_NE(run.process, nullptr);
+  ASSERT_FALSE(WaitForFile(dir_ / "onset-data" / "coordinator.addr").empty())
+      << run.process->StderrTail();
+
+  // From the same directory: the address and the token come from ./onset-data.
+  Child status = Start(launcher_, "onset", {"status", "tiny"}, dir_.string());
+  ASSERT_TRUE(status.process->Wait().Succeeded()) << status.process->StderrTail();
+  EXPECT_THAT(status.Out(), HasSubstr("tiny: 2 cells"));
+
+  // A coordinator named explicitly is never sent ./onset-data's token.
+  const std::string address = WaitForFile(dir_ / "onset-data" / "coordinator.addr");
+  Child named = Start(launcher_, "onset", {"--coordinator", address, "status"}, dir_.string());
+  EXPECT_EQ(named.process->Wait().exit_code, 1);
+  EXPECT_THAT(named.process->StderrTail(), HasSubstr("missing or wrong token"));
+
+  EXPECT_EQ(run.process->Terminate(std::chrono::seconds(30)).exit_code, 1)
+      << run.process->StderrTail();
+  EXPECT_THAT(run.process->StderrTail(), HasSubstr("interrupted"));
 }
 
 }  // namespace

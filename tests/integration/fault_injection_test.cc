@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/study_client.h"
+#include "common/auth_token.h"
 #include "tests/integration/harness.h"
 
 namespace onset {
@@ -172,7 +173,12 @@ class FaultInjectionTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     address_ = "127.0.0.1:" + std::to_string(FreePort());
-    client_ = std::make_unique<cli::StudyClient>(address_, std::chrono::seconds(5));
+    // Made before onsetd's first start, which then finds and keeps it (also across restarts).
+    token_file_ = (dir_ / common::kTokenFileName).string();
+    absl::StatusOr<std::string> token = common::LoadOrCreateTokenFile(token_file_);
+    ASSERT_TRUE(token.ok()) << token.status();
+    client_ = std::make_unique<cli::StudyClient>(address_, common::ClientSecurity{*token, ""},
+                                                 std::chrono::seconds(5));
     StartDaemon();
   }
   void TearDown() override {
@@ -198,7 +204,8 @@ class FaultInjectionTest : public ::testing::Test {
   size_t StartWorker(const std::string& name) {
     workers_.push_back(Start(launcher_, "onset-worker",
                              {"--coordinator", address_, "--work-dir", (dir_ / name).string(),
-                              "--slots", "1", "--threads-per-job", "1"}));
+                              "--slots", "1", "--threads-per-job", "1", "--token-file",
+                              token_file_}));
     EXPECT_NE(workers_.back().process, nullptr);
     return workers_.size() - 1;
   }
@@ -247,6 +254,7 @@ class FaultInjectionTest : public ::testing::Test {
 
   fs::path dir_;
   std::string address_;
+  std::string token_file_;
   PosixProcessLauncher launcher_;
   Child daemon_;
   std::vector<Child> workers_;

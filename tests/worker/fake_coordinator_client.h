@@ -29,6 +29,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
       --register_failures;
       return absl::UnavailableError("RegisterWorker to fake: connection refused");
     }
+    if (!register_status.ok()) return register_status;
     Registration r;
     r.worker_id = "w1";
     r.heartbeat_interval = heartbeat_interval;
@@ -39,6 +40,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
     std::lock_guard<std::mutex> lock(mu_);
     ++lease_calls;
     cv_.notify_all();
+    if (!lease_status.ok()) return lease_status;
     if (jobs.empty()) return std::optional<JobSpec>();
     JobSpec job = jobs.front();
     jobs.pop_front();
@@ -86,6 +88,8 @@ class FakeCoordinatorClient : public CoordinatorClient {
   // Configuration and records; touch them under Locked() once the code under test runs.
   std::chrono::milliseconds heartbeat_interval{50};
   int register_failures = 0;
+  absl::Status register_status;  // after the failures
+  absl::Status lease_status;
   absl::Status heartbeat_status;
   bool cancel_cells = false;  // heartbeats answer "cancelled"
   absl::Status report_status;

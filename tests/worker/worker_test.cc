@@ -96,5 +96,30 @@ TEST_F(WorkerTest, KeepsAtMostSlotsJobsRunning) {
   }
 }
 
+TEST_F(WorkerTest, ARefusedTokenAtRegistrationEndsTheRunAtOnce) {
+  client_.register_status = absl::UnauthenticatedError("RegisterWorker to fake: missing token");
+  Worker worker(config_, &client_, &launcher_);
+  absl::Status s = worker.Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("missing token"));
+  EXPECT_EQ(client_.register_calls, 1);
+}
+
+TEST_F(WorkerTest, ARefusedTokenWhileLeasingStopsTheRunningJobs) {
+  client_.jobs = {Job("a", "hang")};
+  Worker worker(config_, &client_, &launcher_);
+  absl::Status result;
+  std::thread run([&] { result = worker.Run(); });
+  ASSERT_TRUE(client_.WaitUntil([&] { return client_.jobs.empty(); }));
+  client_.Locked([&] {
+    client_.lease_status = absl::PermissionDeniedError("LeaseJob to fake: token revoked");
+    return 0;
+  });
+  run.join();
+  EXPECT_EQ(result.code(), absl::StatusCode::kPermissionDenied);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].result.reason, "worker stopped");
+}
+
 }  // namespace
 }  // namespace onset::worker
