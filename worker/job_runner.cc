@@ -20,6 +20,8 @@ namespace fs = std::filesystem;
 
 // onset-train's exit status for a run that diverged: a result, reported as a failure for now.
 constexpr int kExitDiverged = 3;
+// onset-train's exit status after a SIGTERM or SIGINT made it checkpoint and stop.
+constexpr int kExitStopped = 4;
 // FinishJob is the one call whose loss costs a whole attempt: transient failures are retried.
 // Reporting the end of a job (its last metrics, then FinishJob) is retried while the
 // coordinator is unreachable, with a delay doubling from kRetryDelay to kMaxRetryDelay, for up
@@ -286,9 +288,13 @@ JobRunOutcome JobRunner::Run() {
     outcome.result.reason = "cancelled";
     return finish(JobEnd::kCancelled);
   }
-  if (stopped) {
+  // Stopped by this worker, or by someone else after which the trainer checkpointed: a cluster's
+  // scheduler signals every process of a job it preempts, the trainer often first. Either way the
+  // cell is handed back, not failed.
+  const bool stopped_by_others = status.Exited() && status.exit_code == kExitStopped;
+  if (stopped || stopped_by_others) {
     outcome.result.outcome = JobOutcome::kHandedBack;
-    outcome.result.reason = "worker stopped";
+    outcome.result.reason = stopped ? "worker stopped" : "trainer stopped by a signal";
     if (!config_.report_stopped) {
       outcome.end = JobEnd::kStopped;
       spdlog::info("{}: stopped; left to the coordinator to requeue", Context());

@@ -39,7 +39,8 @@ enum class JobEnd {
   kDiverged,     // trainer stopped on a non-finite loss, FinishJob(diverged) sent
   kLeaseLost,    // the coordinator no longer knows the lease; trainer terminated, no FinishJob
   kStopped,      // Stop() was called; the trainer was asked to checkpoint and exit (SIGTERM),
-                 // FinishJob(handed back) sent when report_stopped
+                 // or another's signal made it do so (exit 4); FinishJob(handed back) sent when
+                 // report_stopped
   kCancelled,    // the heartbeat said the cell was cancelled; trainer stopped likewise,
                  // FinishJob(cancelled) sent
 };

@@ -205,6 +205,16 @@ TEST_F(JobRunnerTest, StopReportsWorkerStopped) {
   EXPECT_EQ(client_.finished[0].result.signal, SIGTERM);
 }
 
+TEST_F(JobRunnerTest, ATrainerStoppedByAnotherSignalHandsTheCellBack) {
+  // A cluster's scheduler signals the trainer itself; it checkpoints and exits 4.
+  JobRunner runner(Config(), "w1", Job("stopped"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kStopped);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].result.outcome, JobOutcome::kHandedBack);
+  EXPECT_EQ(client_.finished[0].result.reason, "trainer stopped by a signal");
+  EXPECT_EQ(client_.finished[0].result.exit_code, 4);
+}
+
 TEST_F(JobRunnerTest, ACancelledCellStopsTheTrainerAndSaysSo) {
   client_.cancel_cells = true;
   JobRunner runner(Config(), "w1", Job("hang"), &client_, &launcher_);

@@ -44,6 +44,10 @@ case "$mode" in
     echo '{"event":"diverged","tokens":300,"metrics":{"train/loss":null}}'
     echo "loss is NaN" >&2
     exit 3 ;;
+  stopped)
+    echo '{"event":"train","tokens":100,"metrics":{"train/loss":3.5}}'
+    echo "stopping: checkpointed at 100 tokens" >&2
+    exit 4 ;;
   signal)
     echo "about to die" >&2
     kill -9 $$ ;;
