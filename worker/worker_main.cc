@@ -83,13 +83,21 @@ int main(int argc, char** argv) {
       onset::worker::NewGrpcCoordinatorClient(config.coordinator, *security);
   onset::worker::Worker worker(config, client.get(), &launcher);
 
+  // The first signal stops cleanly: trainers checkpoint and the cells are handed back. A later
+  // SIGINT (Ctrl-C again) exits at once; a later SIGTERM does not, because batch systems deliver
+  // it more than once (Slurm signals every process of a job, and a job script forwards it too)
+  // and escalate with SIGKILL themselves.
   std::thread signal_watcher([&worker, signals] {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info("signal {}: stopping (terminating running trainers)", sig);
     worker.Stop();
-    sigwait(&signals, &sig);
-    spdlog::warn("second signal {}: exiting at once", sig);
+    while (true) {
+      sigwait(&signals, &sig);
+      if (sig == SIGINT) break;
+      spdlog::info("SIGTERM again: still stopping (SIGINT exits at once)");
+    }
+    spdlog::warn("SIGINT while stopping: exiting at once");
     _exit(130);
   });
   signal_watcher.detach();
