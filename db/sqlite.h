@@ -2,6 +2,9 @@
 // statements with positional binding, and a BEGIN IMMEDIATE transaction guard. Every failure is
 // an absl::Status whose message names the database file.
 //
+// SQL text is written in the source, never built from values: every value, above all one that
+// came over the network (study names, cell ids, lease ids, metric names), is bound to a `?`.
+//
 // Thread-safety: a Connection and its Statements belong to one thread at a time; callers that
 // share one serialise access (e.g. with a mutex).
 #pragma once
@@ -93,7 +96,7 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Runs one or more statements that take no parameters.
+  // Runs one or more statements that take no parameters (pragmas, migrations, transactions).
   absl::Status Exec(std::string_view sql);
   absl::StatusOr<Statement> Prepare(std::string_view sql);
 
