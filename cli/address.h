@@ -20,7 +20,6 @@ std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
 // <data_dir>/coordinator.addr (no flag, no env, the file exists), so that `onset status` next to
 // a running `onset run` needs no set-up; empty otherwise, so that this token is never sent to a
 // coordinator named some other way.
-std::string DefaultTokenFile(const std::string& flag, const char* env,
-                             const std::string& data_dir);
+std::string DefaultTokenFile(const std::string& flag, const char* env, const std::string& data_dir);
 
 }  // namespace onset::cli

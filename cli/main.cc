@@ -107,14 +107,13 @@ int main(int argc, char** argv) {
   const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
   absl::StatusOr<onset::common::ClientSecurity> security = onset::common::LoadClientSecurity(
       onset::common::TokenSources::FromEnvironment(
-          token_file, onset::cli::DefaultTokenFile(coordinator, env_coordinator,
-                                                   onset::cli::kDefaultDataDir)),
+          token_file,
+          onset::cli::DefaultTokenFile(coordinator, env_coordinator, onset::cli::kDefaultDataDir)),
       tls_ca, /*require_token=*/false);
   if (!security.ok()) return onset::cli::ReportError(security.status(), std::cerr);
-  onset::cli::StudyClient client(
-      onset::cli::ResolveCoordinatorAddress(coordinator, env_coordinator,
-                                            onset::cli::kDefaultDataDir),
-      *security);
+  onset::cli::StudyClient client(onset::cli::ResolveCoordinatorAddress(coordinator, env_coordinator,
+                                                                       onset::cli::kDefaultDataDir),
+                                 *security);
   if (submit->parsed()) {
     return onset::cli::SubmitCommand(client, file, dry_run, json, std::cout, std::cerr);
   }

@@ -1,10 +1,9 @@
 #include "common/auth_token.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <openssl/crypto.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -115,8 +114,7 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     return absl::PermissionDeniedError("token file " + path + " is accessible by group or others" +
-                                       " (mode " + Octal(st.st_mode) + "): run chmod 600 " +
-                                       path);
+                                       " (mode " + Octal(st.st_mode) + "): run chmod 600 " + path);
   }
   std::string text(kMaxTokenFileBytes, '\0');
   size_t size = 0;
@@ -145,10 +143,10 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
   }
   if (!token.ok()) return token.status();
   if (token->size() < kMinTokenLength) {
-    return absl::FailedPreconditionError(
-        "the token in " + path + " is too short (" + std::to_string(token->size()) +
-        " characters, at least " + std::to_string(kMinTokenLength) +
-        "): remove the file to have a new one made");
+    return absl::FailedPreconditionError("the token in " + path + " is too short (" +
+                                         std::to_string(token->size()) + " characters, at least " +
+                                         std::to_string(kMinTokenLength) +
+                                         "): remove the file to have a new one made");
   }
   return token;
 }

@@ -42,8 +42,7 @@ class BearerTokenChecker {
 };
 
 // Credentials for the coordinator's port: TLS with `tls` (no client certificates), or plaintext.
-std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(
-    const std::optional<TlsKeyPair>& tls);
+std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(const std::optional<TlsKeyPair>& tls);
 
 // A channel to `address` ("host:port") on which every call carries the token (none when it is
 // empty), with onset's keepalive settings. With TLS the certificate must name the host of

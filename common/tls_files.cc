@@ -60,12 +60,11 @@ absl::StatusOr<TlsKeyPair> ReadTlsKeyPair(const std::string& cert_file,
   if (!key.ok()) return key.status();
   Certificate x509 = FirstCertificate(*cert);
   if (!x509) {
-    return absl::InvalidArgumentError("TLS certificate " + cert_file +
-                                      " holds no PEM certificate");
+    return absl::InvalidArgumentError("TLS certificate " + cert_file + " holds no PEM certificate");
   }
   Bio key_bio = MemoryBio(*key);
-  PrivateKey pkey(
-      key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr) : nullptr);
+  PrivateKey pkey(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr)
+                          : nullptr);
   ERR_clear_error();
   if (!pkey) {
     return absl::InvalidArgumentError("TLS key " + key_file +

@@ -112,9 +112,9 @@ int main(int argc, char** argv) {
     spdlog::error("cannot start: {}", server.status().ToString());
     return 1;
   }
-  spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or "
-               "ONSET_TOKEN)",
-               (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file);
+  spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or {})",
+               (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file,
+               "ONSET_TOKEN");
   if (!address_file.empty() && !WriteFileAtomically(address_file, (*server)->address())) {
     spdlog::error("cannot write --address-file {}", address_file);
     (*server)->Shutdown();

@@ -45,8 +45,7 @@ TEST(TlsFilesTest, NamesTheBadFile) {
   EXPECT_EQ(ReadTlsKeyPair(dir.File("none"), other_key).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(ReadTlsRootCertificates(junk).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ReadTlsRootCertificates(dir.File("none")).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadTlsRootCertificates(dir.File("none")).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

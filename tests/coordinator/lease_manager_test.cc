@@ -108,10 +108,9 @@ TEST_F(LeaseManagerTest, AnotherWorkerCannotActOnALeaseAndWritesNothing) {
   EXPECT_EQ(hb.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(hb.message(), HasSubstr("held by another worker"));
   EXPECT_THAT(hb.message(), ::testing::Not(HasSubstr(worker_)));  // the holder stays secret
-  EXPECT_EQ(leases_->ReportMetrics(other, job.lease_id, {{"train/loss", 1000, 1.5}})
-                .status()
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      leases_->ReportMetrics(other, job.lease_id, {{"train/loss", 1000, 1.5}}).status().code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(leases_->FinishJob(other, job.lease_id, done).code(),
             absl::StatusCode::kFailedPrecondition);
 
@@ -138,10 +137,9 @@ TEST_F(LeaseManagerTest, AStaleLeaseOfARequeuedCellWritesNothing) {
   // The old lease, even from the worker that held it, is refused.
   EXPECT_EQ(leases_->Heartbeat(worker_, first.lease_id, 64'000, 9.0).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(leases_->ReportMetrics(worker_, first.lease_id, {{"train/loss", 1000, 1.5}})
-                .status()
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      leases_->ReportMetrics(worker_, first.lease_id, {{"train/loss", 1000, 1.5}}).status().code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(leases_->FinishJob(worker_, first.lease_id, done).code(),
             absl::StatusCode::kFailedPrecondition);
 

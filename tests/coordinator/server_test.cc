@@ -51,8 +51,8 @@ grpc::Status CallWithEmptyRequest(const std::shared_ptr<grpc::Channel>& channel,
 // "/onset.v1.StudyService/SubmitStudy", ... for every method of both services.
 std::vector<std::string> EveryMethod() {
   std::vector<std::string> methods;
-  for (const char* service : {v1::StudyService::service_full_name(),
-                              v1::WorkerService::service_full_name()}) {
+  for (const char* service :
+       {v1::StudyService::service_full_name(), v1::WorkerService::service_full_name()}) {
     const google::protobuf::ServiceDescriptor* descriptor =
         google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
     EXPECT_NE(descriptor, nullptr) << service;
@@ -371,8 +371,7 @@ TEST_F(ServerTest, EveryMethodOfEveryServiceNeedsTheToken) {
   // With the token every method gets past the check (to answer OK or about the empty request).
   auto channel = Channel(address, kToken);
   for (const std::string& method : methods) {
-    EXPECT_NE(CallWithEmptyRequest(channel, method).error_code(),
-              grpc::StatusCode::UNAUTHENTICATED)
+    EXPECT_NE(CallWithEmptyRequest(channel, method).error_code(), grpc::StatusCode::UNAUTHENTICATED)
         << method;
   }
 }
@@ -493,9 +492,9 @@ TEST(ServerConfigTest, OtherMachinesAreServedOnlyWithTlsOrWhenAllowed) {
   }
   for (const char* remote : {"0.0.0.0:7070", "[::]:7070", "10.0.0.5:7070", "node1:7070"}) {
     config.listen = remote;
-    EXPECT_THAT(std::string(config.Validate().message()),
-                ::testing::AllOf(StartsWith("listen:"), HasSubstr("--tls-cert"),
-                                 HasSubstr("--insecure")))
+    EXPECT_THAT(
+        std::string(config.Validate().message()),
+        ::testing::AllOf(StartsWith("listen:"), HasSubstr("--tls-cert"), HasSubstr("--insecure")))
         << remote;
   }
   config.allow_insecure_remote = true;

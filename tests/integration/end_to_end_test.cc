@@ -102,12 +102,13 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
   EXPECT_THAT(intruder.process->StderrTail(), HasSubstr("missing or wrong token"));
 
   Child worker = Start(launcher_, "onset-worker",
-                       {"--coordinator", address, "--work-dir", (dir_ / "work").string(),
-                        "--slots", "2", "--threads-per-job", "1", "--token-file", token_file});
+                       {"--coordinator", address, "--work-dir", (dir_ / "work").string(), "--slots",
+                        "2", "--threads-per-job", "1", "--token-file", token_file});
   ASSERT_NE(worker.process, nullptr);
 
-  Child submit = Start(launcher_, "onset", {"--coordinator", address, "--token-file", token_file,
-                                            "submit", study_file_.string()});
+  Child submit =
+      Start(launcher_, "onset",
+            {"--coordinator", address, "--token-file", token_file, "submit", study_file_.string()});
   ASSERT_NE(submit.process, nullptr);
   ASSERT_TRUE(submit.process->Wait().Succeeded()) << submit.process->StderrTail();
   EXPECT_THAT(submit.Out(), HasSubstr("2 cells, 2 new"));
@@ -216,8 +217,8 @@ TEST_F(EndToEndTest, StatusFindsARunningOnsetRunWithoutSetUp) {
   std::string slow = kTinyStudy;
   slow.replace(slow.find("tokens: [20K]"), 13, "tokens: [50M]");
   std::ofstream(study_file_) << slow;
-  Child run = Start(launcher_, "onset", {"run", study_file_.string(), "--workers", "1"},
-                    dir_.string());
+  Child run =
+      Start(launcher_, "onset", {"run", study_file_.string(), "--workers", "1"}, dir_.string());
   ASSERT_NE(run.process, nullptr);
   ASSERT_FALSE(WaitForFile(dir_ / "onset-data" / "coordinator.addr").empty())
       << run.process->StderrTail();
