@@ -127,6 +127,12 @@ JobRunOutcome JobRunner::Run() {
   const fs::path checkpoint_dir = job_.checkpoint_dir.empty()
                                       ? dir.parent_path() / "checkpoints"
                                       : fs::path(job_.checkpoint_dir);
+  if (job_.fresh && checkpoint_dir.filename() != job_.cell_id &&
+      checkpoint_dir.filename() != "checkpoints") {
+    // The coordinator names the directory; delete only what is recognisably a cell's.
+    return fail_to_start("refusing to discard " + checkpoint_dir.string() +
+                         ": not a checkpoint directory of cell " + job_.cell_id);
+  }
   if (job_.fresh) {
     // `onset rerun --fresh`: this attempt starts from scratch.
     fs::remove_all(checkpoint_dir, ec);
