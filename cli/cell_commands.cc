@@ -1,7 +1,10 @@
 #include "cli/cell_commands.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/render.h"
 
 namespace onset::cli {
 
@@ -40,6 +43,42 @@ std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, s
     states.push_back(it->second);
   }
   return states;
+}
+
+std::optional<std::vector<v1::CellState>> ParseAnyStates(const std::string& text,
+                                                         std::string* error) {
+  std::vector<v1::CellState> states;
+  if (text.empty()) return states;
+  for (absl::string_view name : absl::StrSplit(text, ',')) {
+    v1::CellState state = v1::CELL_STATE_UNSPECIFIED;
+    for (int s = v1::CellState_MIN; s <= v1::CellState_MAX; ++s) {
+      if (v1::CellState_IsValid(s) && StateName(static_cast<v1::CellState>(s)) == name) {
+        state = static_cast<v1::CellState>(s);
+      }
+    }
+    if (state == v1::CELL_STATE_UNSPECIFIED) {
+      *error = "--state: unknown state '" + std::string(name) +
+               "' (queued, running, backoff, succeeded, failed, diverged, cancelled)";
+      return std::nullopt;
+    }
+    states.push_back(state);
+  }
+  return states;
+}
+
+void FilterCells(const std::vector<v1::CellState>& states,
+                 const std::map<std::string, std::string>& where, v1::GetStudyResponse* study) {
+  google::protobuf::RepeatedPtrField<v1::Cell> kept;
+  for (v1::Cell& cell : *study->mutable_cells()) {
+    bool keep =
+        states.empty() || std::find(states.begin(), states.end(), cell.state()) != states.end();
+    for (const auto& [axis, value] : where) {
+      auto it = cell.axes().find(axis);
+      keep = keep && it != cell.axes().end() && it->second == value;
+    }
+    if (keep) *kept.Add() = std::move(cell);
+  }
+  study->mutable_cells()->Swap(&kept);
 }
 
 int CancelCommand(StudyClient& client, const std::string& study,

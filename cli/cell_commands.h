@@ -35,6 +35,16 @@ std::optional<std::map<std::string, std::string>> ParseWhere(const std::string& 
 // "failed,diverged" -> the states; nullopt and *error naming an unknown one.
 std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, std::string* error);
 
+// "failed,running" -> the states, any state allowed (status filters); nullopt and *error
+// naming an unknown one.
+std::optional<std::vector<v1::CellState>> ParseAnyStates(const std::string& text,
+                                                         std::string* error);
+
+// Keeps the cells whose state is in `states` (empty = any) and whose display axes match
+// `where`; the study summary is left as it is (it counts every cell).
+void FilterCells(const std::vector<v1::CellState>& states,
+                 const std::map<std::string, std::string>& where, v1::GetStudyResponse* study);
+
 int CancelCommand(StudyClient& client, const std::string& study,
                   const std::vector<std::string>& cells, bool json, std::ostream& out,
                   std::ostream& err);

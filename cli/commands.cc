@@ -7,6 +7,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "cli/cell_commands.h"
 #include "cli/render.h"
 
 namespace onset::cli {
@@ -70,7 +71,18 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 }
 
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
-                  std::ostream& err) {
+                  std::ostream& err, const std::string& states, const std::string& where) {
+  std::string error;
+  std::optional<std::vector<v1::CellState>> state_filter = ParseAnyStates(states, &error);
+  std::optional<std::map<std::string, std::string>> where_filter = ParseWhere(where, &error);
+  if (!state_filter || !where_filter) {
+    err << error << "\n";
+    return 2;
+  }
+  if (study.empty() && (!state_filter->empty() || !where_filter->empty())) {
+    err << "--state and --where filter the cells of one study: name it\n";
+    return 2;
+  }
   if (study.empty()) {
     absl::StatusOr<v1::ListStudiesResponse> list = client.List();
     if (!list.ok()) return ReportError(list.status(), err);
@@ -79,6 +91,7 @@ int StatusCommand(StudyClient& client, const std::string& study, bool json, std:
   }
   absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
   if (!got.ok()) return ReportError(got.status(), err);
+  FilterCells(*state_filter, *where_filter, &*got);
   out << (json ? ToJson(*got) : RenderStudy(*got));
   return 0;
 }

@@ -18,8 +18,11 @@ namespace onset::cli {
 int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
                   std::ostream& out, std::ostream& err);
 // `onset status [STUDY] [--json]`; an empty `study` lists every study.
+// `states` and `where` (comma-separated, as `--state` and `--where` take them) filter the cells
+// of one study; the summary above the table still counts them all.
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
-                  std::ostream& err);
+                  std::ostream& err, const std::string& states = "",
+                  const std::string& where = "");
 // `onset results STUDY [--json]`.
 int ResultsCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                    std::ostream& err);

@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
 
   CLI::App* status = app.add_subcommand("status", "list studies, or the cells of one study");
   status->add_option("STUDY", study, "study name");
+  std::string status_states, status_where;
+  status->add_option("--state", status_states,
+                     "only cells in these states, e.g. failed,backoff");
+  status->add_option("--where", status_where, "only cells whose axes match, e.g. arch=swa,window=16");
   status->add_flag("--json", json, "print JSON");
 
   std::vector<std::string> cells;
@@ -117,7 +121,10 @@ int main(int argc, char** argv) {
   if (submit->parsed()) {
     return onset::cli::SubmitCommand(client, file, dry_run, json, std::cout, std::cerr);
   }
-  if (status->parsed()) return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr);
+  if (status->parsed()) {
+    return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr, status_states,
+                                     status_where);
+  }
   if (cancel->parsed()) {
     return onset::cli::CancelCommand(client, study, cells, json, std::cout, std::cerr);
   }

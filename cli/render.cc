@@ -221,6 +221,56 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
   return {extra.begin(), extra.end()};
 }
 
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600));
+  }
+  return buf;
+}
+
+std::string StudyProgress(const v1::GetStudyResponse& study) {
+  int64_t done = 0, total = 0;
+  double throughput = 0;
+  for (const v1::Cell& cell : study.cells()) {
+    total += cell.tokens_budget();
+    switch (cell.state()) {
+      case v1::CELL_STATE_SUCCEEDED:
+      case v1::CELL_STATE_FAILED:
+      case v1::CELL_STATE_DIVERGED:
+      case v1::CELL_STATE_CANCELLED:
+        done += cell.tokens_budget();  // nothing left to train
+        break;
+      case v1::CELL_STATE_RUNNING:
+        throughput += cell.tokens_per_second();
+        [[fallthrough]];
+      default:
+        done += std::min(cell.tokens_done(), cell.tokens_budget());
+    }
+  }
+  if (total == 0) return "";
+  std::string line = absl::StrCat("tokens ", FormatTokens(done), "/", FormatTokens(total), " (",
+                                  done * 100 / total, "%)");
+  if (throughput > 0) {
+    absl::StrAppend(&line, ", ", FormatTokens(static_cast<int64_t>(throughput)), " tok/s");
+    if (done < total) {
+      absl::StrAppend(&line, ", ETA ",
+                      FormatDuration(static_cast<double>(total - done) / throughput));
+    }
+  }
+  return line;
+}
+
 std::string RenderStudy(const v1::GetStudyResponse& study) {
   const std::vector<std::string> extra = ExtraAxes(study.cells());
   std::vector<std::string> headers = {"CELL", "STATE"};
@@ -245,7 +295,9 @@ std::string RenderStudy(const v1::GetStudyResponse& study) {
                   std::to_string(cell.attempts()), Truncate(cell.last_error(), kErrorChars)});
     table.AddRow(std::move(row));
   }
-  return StudySummary(study.study()) + "\n" + table.Render();
+  const std::string progress = StudyProgress(study);
+  return StudySummary(study.study()) + "\n" + (progress.empty() ? "" : progress + "\n") +
+         table.Render();
 }
 
 std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview) {

@@ -43,6 +43,12 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
 std::string RenderStudyList(const v1::ListStudiesResponse& studies);
 // `onset status STUDY`: a summary line, then one row per cell.
 std::string RenderStudy(const v1::GetStudyResponse& study);
+// "tokens 3.2M/8M (40%), 52.1K tok/s, ETA 1m32s": tokens done over the cells' budgets (ended
+// cells count as done), the running cells' summed throughput, and the time the remaining
+// tokens take at it. Empty for a study without cells.
+std::string StudyProgress(const v1::GetStudyResponse& study);
+// "45s", "1m32s", "2h05m", "3d04h".
+std::string FormatDuration(double seconds);
 // "demo: 4 cells: 1 succeeded, 1 running, 2 queued".
 std::string StudySummary(const v1::Study& study);
 // `onset submit --dry-run FILE`: one row per cell of the file, "new" or "exists (STATE)" and

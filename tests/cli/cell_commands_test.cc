@@ -34,3 +34,29 @@ TEST(CellCommandsTest, ParsesRerunnableStates) {
 
 }  // namespace
 }  // namespace onset::cli
+
+namespace onset::cli {
+namespace {
+
+TEST(CellCommandsTest, FiltersCellsByStateAndAxes) {
+  v1::GetStudyResponse study;
+  auto add = [&](const std::string& id, v1::CellState state, const std::string& arch) {
+    v1::Cell* c = study.add_cells();
+    c->set_id(id);
+    c->set_state(state);
+    (*c->mutable_axes())["arch"] = arch;
+  };
+  add("a", v1::CELL_STATE_FAILED, "swa");
+  add("b", v1::CELL_STATE_FAILED, "full");
+  add("c", v1::CELL_STATE_SUCCEEDED, "swa");
+  std::string error;
+  FilterCells(*ParseAnyStates("failed", &error), *ParseWhere("arch=swa", &error), &study);
+  ASSERT_EQ(study.cells_size(), 1);
+  EXPECT_EQ(study.cells(0).id(), "a");
+  EXPECT_FALSE(ParseAnyStates("done", &error));
+  EXPECT_NE(error.find("unknown state 'done'"), std::string::npos);
+  EXPECT_EQ(ParseAnyStates("backoff,running", &error)->size(), 2u);
+}
+
+}  // namespace
+}  // namespace onset::cli

@@ -189,4 +189,28 @@ TEST(RenderTest, ProgressLineNamesRunningCells) {
 }
 
 }  // namespace
+namespace {
+
+TEST(RenderTest, StudyProgressSumsTokensThroughputAndEta) {
+  v1::GetStudyResponse study;
+  auto add = [&](v1::CellState state, int64_t done, double tps) {
+    v1::Cell* c = study.add_cells();
+    c->set_state(state);
+    c->set_tokens_budget(1'000'000);
+    c->set_tokens_done(done);
+    c->set_tokens_per_second(tps);
+  };
+  add(v1::CELL_STATE_SUCCEEDED, 1'000'000, 0);
+  add(v1::CELL_STATE_RUNNING, 400'000, 5'000);
+  add(v1::CELL_STATE_QUEUED, 0, 0);
+  add(v1::CELL_STATE_FAILED, 200'000, 0);  // ended: nothing left to train
+  // Done 1M + 0.4M + 0 + 1M = 2.4M of 4M; 1.6M left at 5K tok/s = 320 s.
+  EXPECT_EQ(StudyProgress(study), "tokens 2.4M/4M (60%), 5K tok/s, ETA 5m20s");
+  EXPECT_EQ(FormatDuration(45), "45s");
+  EXPECT_EQ(FormatDuration(7500), "2h05m");
+  EXPECT_EQ(FormatDuration(2 * 86400 + 3600), "2d01h");
+  EXPECT_EQ(StudyProgress(v1::GetStudyResponse()), "");
+}
+
+}  // namespace
 }  // namespace onset::cli
