@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -93,6 +94,16 @@ int StatusCommand(StudyClient& client, const std::string& study, bool json, std:
   if (!got.ok()) return ReportError(got.status(), err);
   FilterCells(*state_filter, *where_filter, &*got);
   out << (json ? ToJson(*got) : RenderStudy(*got));
+  return 0;
+}
+
+int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<v1::ListWorkersResponse> workers = client.Workers();
+  if (!workers.ok()) return ReportError(workers.status(), err);
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  out << (json ? ToJson(*workers) : RenderWorkers(*workers, now));
   return 0;
 }
 

@@ -24,6 +24,9 @@ int StatusCommand(StudyClient& client, const std::string& study, bool json, std:
                   std::ostream& err, const std::string& states = "",
                   const std::string& where = "");
 // `onset results STUDY [--json]`.
+// `onset workers`: registered workers, their jobs and heartbeat age.
+int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err);
+
 int ResultsCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                    std::ostream& err);
 

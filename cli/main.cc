@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   rerun->add_flag("--fresh", rerun_options.fresh,
                   "start from scratch: discard the cells' checkpoints and metrics");
   rerun->add_flag("--json", rerun_options.json, "print JSON");
+  CLI::App* workers = app.add_subcommand(
+      "workers", "registered workers: host, slots, running jobs, time since last heard from");
+  workers->add_flag("--json", json, "print JSON");
   CLI::App* results = app.add_subcommand("results", "final metrics of every cell of a study");
   results->add_option("STUDY", study, "study name")->required();
   results->add_flag("--json", json, "print JSON");
@@ -125,6 +128,7 @@ int main(int argc, char** argv) {
     return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr, status_states,
                                      status_where);
   }
+  if (workers->parsed()) return onset::cli::WorkersCommand(client, json, std::cout, std::cerr);
   if (cancel->parsed()) {
     return onset::cli::CancelCommand(client, study, cells, json, std::cout, std::cerr);
   }

@@ -190,6 +190,24 @@ std::string StudySummary(const v1::Study& study) {
   return text;
 }
 
+std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms) {
+  if (workers.workers().empty()) return "no workers\n";
+  Table table({"WORKER", "HOST", "SLOTS", "JOBS", "LAST SEEN", "VERSION"});
+  table.AlignRight(2);
+  table.AlignRight(4);
+  for (const v1::Worker& w : workers.workers()) {
+    std::vector<std::string> jobs;
+    for (const v1::Worker::Job& j : w.jobs()) {
+      jobs.push_back(absl::StrCat(j.study(), "/", j.cell_id(), "#", j.attempt()));
+    }
+    const double age = std::max<int64_t>(0, now_unix_ms - w.last_seen_unix_ms()) / 1000.0;
+    table.AddRow({w.id(), w.host(), std::to_string(w.slots()),
+                  jobs.empty() ? "-" : absl::StrJoin(jobs, " "), FormatDuration(age) + " ago",
+                  w.version()});
+  }
+  return table.Render();
+}
+
 std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
   if (studies.studies().empty()) return "no studies\n";
   Table table({"STUDY", "CELLS", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED",

@@ -41,6 +41,9 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
 
 // `onset status`: one row per study with its cell counts by state.
 std::string RenderStudyList(const v1::ListStudiesResponse& studies);
+// One row per worker: id, host, slots, its jobs (study/cell), and how long ago it was last heard
+// from at `now_unix_ms`.
+std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);
 // `onset status STUDY`: a summary line, then one row per cell.
 std::string RenderStudy(const v1::GetStudyResponse& study);
 // "tokens 3.2M/8M (40%), 52.1K tok/s, ETA 1m32s": tokens done over the cells' budgets (ended

@@ -63,6 +63,16 @@ absl::StatusOr<v1::ListStudiesResponse> StudyClient::List() {
   return response;
 }
 
+absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers() {
+  v1::ListWorkersResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("ListWorkers", stub_->ListWorkers(&context, {}, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
 absl::StatusOr<v1::GetStudyResponse> StudyClient::Get(const std::string& name) {
   v1::GetStudyRequest request;
   request.set_name(name);

@@ -34,6 +34,7 @@ class StudyClient {
                                                  const std::string& base_dir = "",
                                                  bool dry_run = false);
   absl::StatusOr<v1::ListStudiesResponse> List();
+  absl::StatusOr<v1::ListWorkersResponse> Workers();
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
   absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);
   absl::StatusOr<v1::CancelCellsResponse> Cancel(const std::string& study,

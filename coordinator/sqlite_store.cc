@@ -312,6 +312,38 @@ absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration
   return id;
 }
 
+absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db_->Prepare("SELECT id, host, slots, version, registered_at, last_seen_at FROM workers "
+                   "ORDER BY last_seen_at DESC, id"));
+  std::vector<WorkerInfo> workers;
+  std::unordered_map<std::string, size_t> index;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    index[stmt.Text(0)] = workers.size();
+    workers.push_back(WorkerInfo{stmt.Text(0), stmt.Text(1), static_cast<int>(stmt.Int(2)),
+                                 stmt.Text(3), stmt.Int(4), stmt.Int(5), {}});
+  }
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement running,
+      db_->Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
+                   "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
+                   "WHERE a.ended_at IS NULL ORDER BY a.id"));
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, running.Step());
+    if (!row) break;
+    auto it = index.find(running.Text(1));
+    if (it == index.end()) continue;
+    // The lease id proves who holds a job: it never leaves the coordinator in a listing.
+    workers[it->second].running.push_back(RunningAttempt{
+        "", running.Text(1), running.Text(2), running.Text(3), static_cast<int>(running.Int(4))});
+  }
+  return workers;
+}
+
 absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
     const std::string& worker_id) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -29,6 +29,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name) override;
   absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
+  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(const std::string& worker_id) override;
   absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id, int64_t tokens_done,
                                              double tokens_per_second) override;

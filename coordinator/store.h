@@ -136,6 +136,17 @@ struct RerunRequest {
   bool fresh = false;  // discard checkpoints and metrics: the next attempt starts from scratch
 };
 
+// A registered worker and the attempts it is running.
+struct WorkerInfo {
+  std::string id;
+  std::string host;
+  int slots = 1;
+  std::string version;
+  int64_t registered_unix_ms = 0;
+  int64_t last_seen_unix_ms = 0;  // its latest lease request or heartbeat
+  std::vector<RunningAttempt> running;
+};
+
 struct CellResult {
   CellInfo cell;
   std::map<std::string, double> final_metrics;  // name -> value at its largest tokens count
@@ -162,6 +173,8 @@ class Store {
 
   // Registers a worker; returns its new id.
   virtual absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) = 0;
+  // Every registered worker, the most recently seen first, with its running attempts.
+  virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
 
   // Atomically moves the first queued cell (queue order) to running and opens an attempt under
   // a fresh random lease id. nullopt when nothing is queued. FailedPrecondition for a worker id

@@ -102,6 +102,30 @@ grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
+                                           const onset::v1::ListWorkersRequest*,
+                                           onset::v1::ListWorkersResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
+  if (!workers.ok()) return common::ToGrpcStatus(workers.status());
+  for (const WorkerInfo& w : *workers) {
+    onset::v1::Worker* out = response->add_workers();
+    out->set_id(w.id);
+    out->set_host(w.host);
+    out->set_slots(w.slots);
+    out->set_version(w.version);
+    out->set_registered_unix_ms(w.registered_unix_ms);
+    out->set_last_seen_unix_ms(w.last_seen_unix_ms);
+    for (const RunningAttempt& a : w.running) {
+      onset::v1::Worker::Job* job = out->add_jobs();
+      job->set_study(a.study);
+      job->set_cell_id(a.cell_id);
+      job->set_attempt(a.attempt);
+    }
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
                                         const onset::v1::GetStudyRequest* request,
                                         onset::v1::GetStudyResponse* response) {

@@ -21,6 +21,9 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   grpc::Status ListStudies(grpc::ServerContext* context,
                            const onset::v1::ListStudiesRequest* request,
                            onset::v1::ListStudiesResponse* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context,
+                           const onset::v1::ListWorkersRequest* request,
+                           onset::v1::ListWorkersResponse* response) override;
   grpc::Status GetStudy(grpc::ServerContext* context, const onset::v1::GetStudyRequest* request,
                         onset::v1::GetStudyResponse* response) override;
   grpc::Status GetResults(grpc::ServerContext* context,

@@ -213,4 +213,25 @@ TEST(RenderTest, StudyProgressSumsTokensThroughputAndEta) {
 }
 
 }  // namespace
+namespace {
+
+TEST(RenderTest, WorkersShowJobsAndHeartbeatAge) {
+  v1::ListWorkersResponse list;
+  v1::Worker* w = list.add_workers();
+  w->set_id("w-1");
+  w->set_host("gpu-07");
+  w->set_slots(8);
+  w->set_version("0.1");
+  w->set_last_seen_unix_ms(1'000'000);
+  v1::Worker::Job* j = w->add_jobs();
+  j->set_study("demo");
+  j->set_cell_id("abcd");
+  j->set_attempt(2);
+  EXPECT_EQ(RenderWorkers(list, 1'004'000),
+            "WORKER  HOST    SLOTS  JOBS         LAST SEEN  VERSION\n"
+            "w-1     gpu-07      8  demo/abcd#2     4s ago  0.1\n");
+  EXPECT_EQ(RenderWorkers(v1::ListWorkersResponse(), 0), "no workers\n");
+}
+
+}  // namespace
 }  // namespace onset::cli

@@ -458,3 +458,30 @@ TEST_F(FailurePolicyStoreTest, RerunQueuesTheSelectedCellsAndFreshForgetsTheirMe
 
 }  // namespace
 }  // namespace onset::coordinator
+
+namespace onset::coordinator {
+namespace {
+
+TEST_F(SqliteStoreTest, ListWorkersShowsTheirRunningJobsMostRecentFirst) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  clock_.Advance(std::chrono::seconds(5));
+  absl::StatusOr<std::string> idle = store_->RegisterWorker({"host-b", 1, "0.2"});
+  ASSERT_TRUE(idle.ok());
+  clock_.Advance(std::chrono::seconds(5));
+  ClaimedJob job = Claim();  // worker_ is seen now
+  absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_EQ(workers->size(), 2u);
+  EXPECT_EQ((*workers)[0].id, worker_);
+  EXPECT_EQ((*workers)[0].host, "host-a");
+  EXPECT_EQ((*workers)[0].last_seen_unix_ms, clock_.WallUnixMs());
+  ASSERT_EQ((*workers)[0].running.size(), 1u);
+  EXPECT_EQ((*workers)[0].running[0].cell_id, job.cell_id);
+  EXPECT_EQ((*workers)[0].running[0].study, "small");
+  EXPECT_EQ((*workers)[0].running[0].lease_id, "");  // never listed
+  EXPECT_EQ((*workers)[1].id, *idle);
+  EXPECT_TRUE((*workers)[1].running.empty());
+}
+
+}  // namespace
+}  // namespace onset::coordinator
