@@ -1,0 +1,152 @@
+// Load on the coordinator: N simulated workers on loopback lease C cells, report their metrics in
+// batches with heartbeats, and finish them, through the real gRPC server and SQLite store (on
+// disk, WAL). Prints the ingest rate and the latency of each RPC. No trainer runs.
+//
+//   onset-coordinator-bench [--workers 16] [--cells 256] [--batches 20] [--points 50]
+//                           [--dir DIR]
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/study_client.h"
+#include "coordinator/coordinator_server.h"
+#include "worker/coordinator_client.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Latencies {
+  std::mutex mu;
+  std::vector<double> ms;
+  void Add(Clock::duration d) {
+    std::lock_guard<std::mutex> lock(mu);
+    ms.push_back(std::chrono::duration<double, std::milli>(d).count());
+  }
+  std::string Summary() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (ms.empty()) return "-";
+    std::sort(ms.begin(), ms.end());
+    auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "n=%zu p50=%.2f ms p99=%.2f ms max=%.2f ms", ms.size(), at(0.5),
+                  at(0.99), ms.back());
+    return buf;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int workers = 16, cells = 256, batches = 20, points = 50;
+  std::string dir;
+  CLI::App app{"onset-coordinator-bench: metric ingest and RPC latency of onsetd on loopback"};
+  app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 1024));
+  app.add_option("--cells", cells, "cells in the study")->check(CLI::Range(1, 100000));
+  app.add_option("--batches", batches, "metric batches per cell")->check(CLI::Range(1, 100000));
+  app.add_option("--points", points, "points per batch")->check(CLI::Range(1, 100000));
+  app.add_option("--dir", dir, "directory for the database (default: a fresh temporary one)");
+  CLI11_PARSE(app, argc, argv);
+  if (dir.empty()) {
+    std::string tmpl = std::filesystem::temp_directory_path() / "onset-bench-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) return 1;
+    dir = tmpl;
+  }
+
+  onset::coordinator::ServerConfig config;
+  config.db_path = dir + "/onset.db";
+  config.listen = "127.0.0.1:0";
+  config.token = "bench-token-0123456789abcdef0123456789abcdef";
+  auto server = onset::coordinator::CoordinatorServer::Start(config);
+  if (!server.ok()) {
+    std::fprintf(stderr, "cannot start the coordinator: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  const std::string address = (*server)->address();
+  onset::common::ClientSecurity security{config.token, ""};
+
+  // One cell per seed of a tiny config.
+  std::string yaml =
+      "name: bench\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: 16}\n"
+      "train: {tokens: 1M, batch_tokens: 512}\ngrid:\n  seeds: [";
+  for (int i = 0; i < cells; ++i) yaml += (i ? ", " : "") + std::to_string(i);
+  yaml += "]\n";
+  onset::cli::StudyClient study_client(address, security);
+  if (auto s = study_client.Submit("bench.yaml", yaml); !s.ok()) {
+    std::fprintf(stderr, "submit: %s\n", s.status().ToString().c_str());
+    return 1;
+  }
+
+  Latencies lease, report, heartbeat, finish;
+  std::atomic<int64_t> ingested{0};
+  std::atomic<int> errors{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      auto client = onset::worker::NewGrpcCoordinatorClient(address, security);
+      auto reg = client->Register("bench-" + std::to_string(w), 1, "bench");
+      if (!reg.ok()) {
+        ++errors;
+        return;
+      }
+      while (true) {
+        auto start = Clock::now();
+        auto job = client->Lease(reg->worker_id);
+        lease.Add(Clock::now() - start);
+        if (!job.ok()) {
+          ++errors;
+          return;
+        }
+        if (!*job) return;
+        for (int b = 0; b < batches; ++b) {
+          std::vector<onset::worker::MetricPoint> batch;
+          for (int p = 0; p < points; ++p) {
+            batch.push_back({"bench/m" + std::to_string(p % 10),
+                             int64_t{b} * points + p, 1.0 / (1 + p)});
+          }
+          start = Clock::now();
+          if (!client->ReportMetrics(reg->worker_id, (*job)->lease_id, batch).ok()) ++errors;
+          report.Add(Clock::now() - start);
+          ingested += points;
+          start = Clock::now();
+          if (!client->Heartbeat(reg->worker_id, (*job)->lease_id, {int64_t{b} * points, 1.0})
+                   .ok()) {
+            ++errors;
+          }
+          heartbeat.Add(Clock::now() - start);
+        }
+        onset::worker::JobResult result;
+        result.outcome = onset::worker::JobOutcome::kSucceeded;
+        start = Clock::now();
+        if (!client->Finish(reg->worker_id, (*job)->lease_id, result).ok()) ++errors;
+        finish.Add(Clock::now() - start);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  (*server)->Shutdown();
+
+  std::printf("cells %d, workers %d, %d batches x %d points per cell: %lld points in %.2f s\n",
+              cells, workers, batches, points, static_cast<long long>(ingested.load()), seconds);
+  std::printf("ingest        %.0f points/s, %.0f batches/s\n", ingested.load() / seconds,
+              ingested.load() / seconds / points);
+  std::printf("LeaseJob      %s\n", lease.Summary().c_str());
+  std::printf("ReportMetrics %s\n", report.Summary().c_str());
+  std::printf("Heartbeat     %s\n", heartbeat.Summary().c_str());
+  std::printf("FinishJob     %s\n", finish.Summary().c_str());
+  std::printf("errors        %d\n", errors.load());
+  std::filesystem::remove_all(dir);
+  return errors.load() == 0 ? 0 : 1;
+}
