@@ -2,6 +2,8 @@
 // killed or stopped mid-study, and every study must still end with every cell succeeded and
 // every metric curve complete, without a point lost or duplicated. Skips when a binary is
 // missing from ONSET_BIN_DIR.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -19,9 +21,6 @@
 #include <thread>
 #include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "cli/study_client.h"
 #include "common/auth_token.h"
 #include "tests/integration/harness.h"
@@ -30,8 +29,8 @@ namespace onset {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using testing::Child;
+using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using testing::Start;
 using testing::WaitForFile;
@@ -93,20 +92,11 @@ std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& n
 // train/resumed_at_tokens points).
 std::vector<int64_t> ResumedAt(const fs::path& db, const std::string& cell) {
   std::vector<int64_t> out;
-  sqlite3* conn = nullptr;
-  sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_busy_timeout(conn, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(conn,
-                     "SELECT m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
-                     "WHERE c.hash = ? AND m.name = 'train/resumed_at_tokens' ORDER BY m.tokens",
-                     -1, &stmt, nullptr);
-  sqlite3_bind_text(stmt, 1, cell.c_str(), -1, SQLITE_TRANSIENT);
-  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
-    out.push_back(sqlite3_column_int64(stmt, 0));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(conn);
+  testing::ForEachRow(db,
+                      "SELECT m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
+                      "WHERE c.hash = ? AND m.name = 'train/resumed_at_tokens' ORDER BY m.tokens",
+                      {cell},
+                      [&](sqlite3_stmt* row) { out.push_back(sqlite3_column_int64(row, 0)); });
   return out;
 }
 
@@ -118,24 +108,15 @@ struct AttemptRow {
 
 std::vector<AttemptRow> Attempts(const fs::path& db) {
   std::vector<AttemptRow> rows;
-  sqlite3* conn = nullptr;
-  sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_busy_timeout(conn, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(conn,
-                     "SELECT c.hash, a.attempt, COALESCE(a.outcome, ''), a.failure_class, "
-                     "a.stderr_tail FROM attempts a JOIN cells c ON c.id = a.cell_id "
-                     "ORDER BY a.id",
-                     -1, &stmt, nullptr);
-  auto text = [&](int col) {
-    const unsigned char* t = sqlite3_column_text(stmt, col);
-    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
-  };
-  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
-    rows.push_back({text(0), sqlite3_column_int(stmt, 1), text(2), text(3), text(4)});
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(conn);
+  testing::ForEachRow(
+      db,
+      "SELECT c.hash, a.attempt, COALESCE(a.outcome, ''), a.failure_class, "
+      "a.stderr_tail FROM attempts a JOIN cells c ON c.id = a.cell_id "
+      "ORDER BY a.id",
+      {}, [&](sqlite3_stmt* row) {
+        rows.push_back({testing::Text(row, 0), sqlite3_column_int(row, 1), testing::Text(row, 2),
+                        testing::Text(row, 3), testing::Text(row, 4)});
+      });
   return rows;
 }
 
@@ -143,20 +124,12 @@ std::vector<AttemptRow> Attempts(const fs::path& db) {
 // table's key; the test compares them with the uninterrupted schedule.
 std::map<std::string, std::vector<int64_t>> LossTokens(const fs::path& db) {
   std::map<std::string, std::vector<int64_t>> out;
-  sqlite3* conn = nullptr;
-  sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_busy_timeout(conn, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(conn,
-                     "SELECT c.hash, m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
-                     "WHERE m.name = 'train/loss' ORDER BY c.hash, m.tokens",
-                     -1, &stmt, nullptr);
-  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
-    out[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))].push_back(
-        sqlite3_column_int64(stmt, 1));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(conn);
+  testing::ForEachRow(db,
+                      "SELECT c.hash, m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
+                      "WHERE m.name = 'train/loss' ORDER BY c.hash, m.tokens",
+                      {}, [&](sqlite3_stmt* row) {
+                        out[testing::Text(row, 0)].push_back(sqlite3_column_int64(row, 1));
+                      });
   return out;
 }
 
@@ -242,7 +215,8 @@ class FaultInjectionTest : public ::testing::Test {
       return s.ok() && s->study().cells_by_state().count("succeeded") &&
              s->study().cells_by_state().at("succeeded") == kCells;
     })) << client_->Get("faults")->DebugString()
-        << "\ndaemon:\n" << daemon_.process->StderrTail();
+        << "\ndaemon:\n"
+        << daemon_.process->StderrTail();
     std::vector<int64_t> expected;
     for (int step = kLogEvery; step <= kSteps; step += kLogEvery) {
       expected.push_back(step * kTokensPerStep);
@@ -326,8 +300,7 @@ TEST_F(FaultInjectionTest, ASigtermedWorkerHandsItsCellBackWithoutAFailure) {
   Submit();
   std::optional<v1::Cell> cell;
   ASSERT_TRUE(WaitUntil([&] { return (cell = RunningCellPast(20'000)).has_value(); }));
-  const worker::ExitStatus stopped =
-      workers_[first].process->Terminate(std::chrono::seconds(30));
+  const worker::ExitStatus stopped = workers_[first].process->Terminate(std::chrono::seconds(30));
   EXPECT_TRUE(stopped.Succeeded()) << stopped.ToString() << "\n"
                                    << workers_[first].process->StderrTail();
   // Another machine finishes the study; the handed-back cell resumes from its checkpoint in the

@@ -2,20 +2,20 @@
 // their stdout collected, and reading the coordinator's database directly.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "worker/process_launcher.h"
 
@@ -54,7 +54,7 @@ struct Child {
 };
 
 inline Child Start(PosixProcessLauncher& launcher, const std::string& binary,
-            std::vector<std::string> args, const std::string& working_dir = "") {
+                   std::vector<std::string> args, const std::string& working_dir = "") {
   Child child;
   SpawnOptions options;
   options.program = (fs::path(BinDir()) / binary).string();
@@ -83,31 +83,45 @@ inline std::string WaitForFile(const fs::path& path) {
   return "";
 }
 
-// (cell hash) -> number of distinct token counts with a value of `metric`.
-inline std::map<std::string, int> PointsPerCell(const fs::path& db, const std::string& metric) {
-  std::map<std::string, int> counts;
+// Runs `sql` read-only on the database at `db` with `binds` as its text parameters and calls
+// `row` for every result row. A database or query error fails the test.
+inline void ForEachRow(const fs::path& db, const std::string& sql,
+                       const std::vector<std::string>& binds,
+                       const std::function<void(sqlite3_stmt*)>& row) {
   sqlite3* conn = nullptr;
   if (sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     ADD_FAILURE() << "cannot open " << db << ": " << sqlite3_errmsg(conn);
     sqlite3_close(conn);
-    return counts;
+    return;
   }
   sqlite3_busy_timeout(conn, 5000);
   sqlite3_stmt* stmt = nullptr;
-  const char* sql =
-      "SELECT c.hash, COUNT(DISTINCT m.tokens) FROM metrics m JOIN cells c ON c.id = m.cell_id "
-      "WHERE m.name = ? AND m.value IS NOT NULL GROUP BY c.hash";
-  if (sqlite3_prepare_v2(conn, sql, -1, &stmt, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << "query: " << sqlite3_errmsg(conn);
+  if (sqlite3_prepare_v2(conn, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "query: " << sqlite3_errmsg(conn) << ": " << sql;
   } else {
-    sqlite3_bind_text(stmt, 1, metric.c_str(), -1, SQLITE_TRANSIENT);
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      counts[reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))] =
-          sqlite3_column_int(stmt, 1);
+    for (size_t i = 0; i < binds.size(); ++i) {
+      sqlite3_bind_text(stmt, static_cast<int>(i) + 1, binds[i].c_str(), -1, SQLITE_TRANSIENT);
     }
+    while (sqlite3_step(stmt) == SQLITE_ROW) row(stmt);
   }
   sqlite3_finalize(stmt);
   sqlite3_close(conn);
+}
+
+// Column `col` of the current row as text ("" for NULL).
+inline std::string Text(sqlite3_stmt* stmt, int col) {
+  const unsigned char* t = sqlite3_column_text(stmt, col);
+  return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+}
+
+// (cell hash) -> number of distinct token counts with a value of `metric`.
+inline std::map<std::string, int> PointsPerCell(const fs::path& db, const std::string& metric) {
+  std::map<std::string, int> counts;
+  ForEachRow(db,
+             "SELECT c.hash, COUNT(DISTINCT m.tokens) FROM metrics m JOIN cells c ON "
+             "c.id = m.cell_id WHERE m.name = ? AND m.value IS NOT NULL GROUP BY c.hash",
+             {metric},
+             [&](sqlite3_stmt* row) { counts[Text(row, 0)] = sqlite3_column_int(row, 1); });
   return counts;
 }
 
