@@ -1,16 +1,18 @@
 #include "coordinator/sqlite_store.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "coordinator/append_only.h"
+#include "coordinator/sqlite_rows.h"
 #include "db/schema.h"
 
 namespace onset::coordinator {
@@ -22,393 +24,24 @@ constexpr int kWorkerIdBytes = 8;
 constexpr size_t kMaxReasonBytes = 4 * 1024;
 constexpr size_t kMaxStderrTailBytes = 64 * 1024;
 
-// The columns CellInfo is read from, in order; `c` is cells, `s` is studies.
-constexpr const char* kCellColumns = R"sql(
-  c.hash, s.name, c.axes_json, c.state, c.tokens_done, c.tokens_budget, c.latest_loss,
-  (SELECT COUNT(*) FROM attempts a WHERE a.cell_id = c.id),
-  COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
-            FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
-            ORDER BY a.attempt DESC LIMIT 1), ''),
-  c.tokens_per_second, c.failures, c.retry_at)sql";
-
-CellInfo ReadCell(const db::Statement& row) {
-  CellInfo cell;
-  cell.id = row.Text(0);
-  cell.study = row.Text(1);
-  // axes_json is written by AddStudy from a string map; anything else is a corrupted row,
-  // which we show as no axes rather than failing the whole listing.
-  nlohmann::json axes = nlohmann::json::parse(row.Text(2), nullptr, /*allow_exceptions=*/false);
-  if (axes.is_object()) {
-    for (const auto& [k, v] : axes.items()) {
-      if (v.is_string()) cell.axes[k] = v.get<std::string>();
-    }
-  }
-  cell.state = CellStateFromName(row.Text(3)).value_or(CellState::kQueued);
-  cell.tokens_done = row.Int(4);
-  cell.tokens_budget = row.Int(5);
-  if (!row.IsNull(6)) cell.latest_loss = row.Double(6);
-  cell.attempts = static_cast<int>(row.Int(7));
-  cell.last_error = row.Text(8);
-  cell.tokens_per_second = row.Double(9);
-  cell.failures = static_cast<int>(row.Int(10));
-  cell.retry_at_unix_ms = row.Int(11);
-  return cell;
-}
-
 std::string Tail(const std::string& s, size_t max) {
   return s.size() <= max ? s : s.substr(s.size() - max);
 }
 
-absl::Status CreateParentDirectories(const std::string& path) {
-  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return absl::OkStatus();
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty()) return absl::OkStatus();
-  std::error_code ec;
-  std::filesystem::create_directories(parent, ec);
-  if (ec) {
-    return absl::UnavailableError("cannot create directory " + parent.string() +
-                                  " for database " + path + ": " + ec.message());
-  }
-  return absl::OkStatus();
-}
+// The running attempt a lease names.
+struct OpenAttempt {
+  int64_t id;
+  int64_t cell_id;
+  std::string worker_id;
+  CellState cell_state;
+  int failures;  // the cell's counted failures so far
+};
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
-                                                               const common::Clock& clock,
-                                                               RetryPolicy policy) {
-  ONSET_RETURN_IF_ERROR(CreateParentDirectories(path));
-  ONSET_ASSIGN_OR_RETURN(std::unique_ptr<db::Connection> db, db::OpenDatabase(path));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), clock, policy));
-}
-
-// ----- studies ---------------------------------------------------------------------------------
-
-absl::StatusOr<int64_t> SqliteStore::StudyId(const std::string& name) {
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db_->Prepare("SELECT id FROM studies WHERE name = ?"));
-  stmt.BindAll(name);
-  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return absl::NotFoundError("no study named '" + name + "'");
-  return stmt.Int(0);
-}
-
-absl::StatusOr<StudyInfo> SqliteStore::LoadStudy(int64_t study_id) {
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db_->Prepare("SELECT name, description, source_name, source_yaml, "
-                                      "created_at FROM studies WHERE id = ?"));
-  stmt.BindAll(study_id);
-  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return absl::NotFoundError("no study with id " + std::to_string(study_id));
-  StudyInfo info;
-  info.name = stmt.Text(0);
-  info.description = stmt.Text(1);
-  info.source_name = stmt.Text(2);
-  info.source_yaml = stmt.Text(3);
-  info.created_unix_ms = stmt.Int(4);
-
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement counts,
-      db_->Prepare("SELECT state, COUNT(*) FROM cells WHERE study_id = ? GROUP BY state"));
-  counts.BindAll(study_id);
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool more, counts.Step());
-    if (!more) break;
-    info.cells_by_state[counts.Text(0)] = static_cast<int>(counts.Int(1));
-    info.cells_total += static_cast<int>(counts.Int(1));
-  }
-  info.alert = RepeatedFailureAlert(study_id);
-  return info;
-}
-
-std::string SqliteStore::RepeatedFailureAlert(int64_t study_id) {
-  absl::StatusOr<db::Statement> stmt = db_->Prepare(
-      "SELECT a.failure_class, a.reason, c.hash FROM attempts a JOIN cells c ON c.id = a.cell_id "
-      "WHERE c.study_id = ? AND a.ended_at IS NOT NULL AND a.outcome IN ('failed', 'lost') "
-      "ORDER BY a.ended_at DESC, a.id DESC LIMIT ?");
-  if (!stmt.ok()) return "";
-  stmt->BindAll(study_id, kRepeatedFailures);
-  std::string first_class, first_reason;
-  std::set<std::string> cells;
-  int n = 0;
-  while (true) {
-    absl::StatusOr<bool> row = stmt->Step();
-    if (!row.ok() || !*row) break;
-    if (n == 0) {
-      first_class = stmt->Text(0);
-      first_reason = stmt->Text(1);
-    } else if (stmt->Text(0) != first_class || stmt->Text(1) != first_reason) {
-      return "";
-    }
-    cells.insert(stmt->Text(2));
-    ++n;
-  }
-  if (n < kRepeatedFailures) return "";
-  return std::to_string(n) + " attempts in a row (" + std::to_string(cells.size()) +
-         " cells) failed alike: " + (first_reason.empty() ? first_class : first_reason);
-}
-
-absl::StatusOr<std::vector<CellInfo>> SqliteStore::LoadCells(int64_t study_id) {
+absl::StatusOr<OpenAttempt> FindOpenAttempt(db::Connection& db, const std::string& lease_id) {
   ONSET_ASSIGN_OR_RETURN(
       db::Statement stmt,
-      db_->Prepare(std::string("SELECT ") + kCellColumns +
-                   " FROM cells c JOIN studies s ON s.id = c.study_id"
-                   " WHERE c.study_id = ? ORDER BY c.id"));
-  stmt.BindAll(study_id);
-  std::vector<CellInfo> cells;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return cells;
-    cells.push_back(ReadCell(stmt));
-  }
-}
-
-absl::StatusOr<std::vector<CellSpec>> SqliteStore::LoadCellSpecs(int64_t study_id) {
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db_->Prepare("SELECT hash, axes_json, config_json, tokens_budget FROM cells "
-                   "WHERE study_id = ? ORDER BY id"));
-  stmt.BindAll(study_id);
-  std::vector<CellSpec> cells;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return cells;
-    CellSpec cell;
-    cell.id = stmt.Text(0);
-    nlohmann::json axes = nlohmann::json::parse(stmt.Text(1), nullptr, /*allow_exceptions=*/false);
-    if (axes.is_object()) {
-      for (const auto& [k, v] : axes.items()) {
-        if (v.is_string()) cell.axes[k] = v.get<std::string>();
-      }
-    }
-    cell.config_json = stmt.Text(2);
-    cell.tokens_budget = stmt.Int(3);
-    cells.push_back(std::move(cell));
-  }
-}
-
-absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
-  return AddOrPreviewStudy(study, /*write=*/true);
-}
-
-absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) {
-  return AddOrPreviewStudy(study, /*write=*/false);
-}
-
-absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& study, bool write) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  AddStudyResult result;
-  // A preview runs the same statements in the same transaction and rolls them back.
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  int64_t study_id = 0;
-  std::unordered_map<std::string, std::string> stored_axes;  // hash -> axes_json
-  absl::StatusOr<int64_t> existing = StudyId(study.name);
-  if (existing.ok()) {
-    study_id = *existing;
-    ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, LoadCellSpecs(study_id));
-    ONSET_RETURN_IF_ERROR(CheckAppendOnly(stored, study.cells));
-    for (const CellSpec& cell : stored) stored_axes[cell.id] = nlohmann::json(cell.axes).dump();
-    ONSET_ASSIGN_OR_RETURN(db::Statement update,
-                           db_->Prepare("UPDATE studies SET description = ?, source_name = ?, "
-                                        "source_yaml = ? WHERE id = ?"));
-    update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
-    ONSET_RETURN_IF_ERROR(update.Run());
-  } else if (absl::IsNotFound(existing.status())) {
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement insert,
-        db_->Prepare("INSERT INTO studies (name, description, source_name, source_yaml, "
-                     "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"));
-    insert.BindAll(study.name, study.description, study.source_name, study.source_yaml, now);
-    ONSET_ASSIGN_OR_RETURN(bool row, insert.Step());
-    if (!row) return absl::InternalError("INSERT INTO studies returned no id");
-    study_id = insert.Int(0);
-    ONSET_RETURN_IF_ERROR(insert.Run());
-  } else {
-    return existing.status();
-  }
-
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement insert_cell,
-      db_->Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
-                   "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                   "ON CONFLICT (study_id, hash) DO NOTHING"));
-  // A stored cell is shown with the display axes of the latest submission that names it
-  // (e.g. a field the study has since made an axis); its config never changes.
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement relabel_cell,
-      db_->Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
-  for (const CellSpec& cell : study.cells) {
-    const std::string axes_json = nlohmann::json(cell.axes).dump();
-    if (auto it = stored_axes.find(cell.id); it != stored_axes.end()) {
-      if (it->second == axes_json) continue;
-      relabel_cell.Reset();
-      relabel_cell.BindAll(axes_json, study_id, cell.id);
-      ONSET_RETURN_IF_ERROR(relabel_cell.Run());
-      continue;
-    }
-    insert_cell.Reset();
-    insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
-                        now);
-    ONSET_RETURN_IF_ERROR(insert_cell.Run());
-    if (db_->Changes() > 0) {
-      ++result.cells_added;
-      result.new_cell_ids.push_back(cell.id);
-    }
-  }
-
-  ONSET_ASSIGN_OR_RETURN(result.study, LoadStudy(study_id));
-  ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> all, LoadCells(study_id));
-  std::unordered_map<std::string, const CellInfo*> by_id;
-  for (const CellInfo& c : all) by_id[c.id] = &c;
-  for (const CellSpec& cell : study.cells) {
-    auto it = by_id.find(cell.id);
-    if (it != by_id.end()) result.cells.push_back(*it->second);
-  }
-  if (write) ONSET_RETURN_IF_ERROR(tx.Commit());
-  return result;
-}
-
-absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt, db_->Prepare("SELECT id FROM studies ORDER BY id"));
-  std::vector<int64_t> ids;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
-    ids.push_back(stmt.Int(0));
-  }
-  std::vector<StudyInfo> studies;
-  for (int64_t id : ids) {
-    ONSET_ASSIGN_OR_RETURN(StudyInfo info, LoadStudy(id));
-    studies.push_back(std::move(info));
-  }
-  return studies;
-}
-
-absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(int64_t id, StudyId(name));
-  StudyDetail detail;
-  ONSET_ASSIGN_OR_RETURN(detail.study, LoadStudy(id));
-  ONSET_ASSIGN_OR_RETURN(detail.cells, LoadCells(id));
-  return detail;
-}
-
-// ----- workers and attempts --------------------------------------------------------------------
-
-absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration& worker) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  const std::string id = "w-" + common::RandomHex(kWorkerIdBytes);
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db_->Prepare("INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?)"));
-  stmt.BindAll(id, worker.host, worker.slots, worker.version, now, now);
-  ONSET_RETURN_IF_ERROR(stmt.Run());
-  ONSET_RETURN_IF_ERROR(tx.Commit());
-  return id;
-}
-
-absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db_->Prepare("SELECT id, host, slots, version, registered_at, last_seen_at FROM workers "
-                   "ORDER BY last_seen_at DESC, id"));
-  std::vector<WorkerInfo> workers;
-  std::unordered_map<std::string, size_t> index;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
-    index[stmt.Text(0)] = workers.size();
-    workers.push_back(WorkerInfo{stmt.Text(0), stmt.Text(1), static_cast<int>(stmt.Int(2)),
-                                 stmt.Text(3), stmt.Int(4), stmt.Int(5), {}});
-  }
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement running,
-      db_->Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
-                   "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
-                   "WHERE a.ended_at IS NULL ORDER BY a.id"));
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, running.Step());
-    if (!row) break;
-    auto it = index.find(running.Text(1));
-    if (it == index.end()) continue;
-    // The lease id proves who holds a job: it never leaves the coordinator in a listing.
-    workers[it->second].running.push_back(RunningAttempt{
-        "", running.Text(1), running.Text(2), running.Text(3), static_cast<int>(running.Int(4))});
-  }
-  return workers;
-}
-
-absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
-    const std::string& worker_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-
-  ONSET_ASSIGN_OR_RETURN(db::Statement seen,
-                         db_->Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
-  seen.BindAll(now, worker_id);
-  ONSET_RETURN_IF_ERROR(seen.Run());
-  if (db_->Changes() == 0) {
-    return absl::FailedPreconditionError("worker '" + worker_id +
-                                         "' is not registered; register again");
-  }
-
-  // The first claimable cell: queued, or done waiting out its backoff. The write transaction
-  // (BEGIN IMMEDIATE) holds the database's write lock, so no one claims it in between.
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement pick,
-      db_->Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh "
-                   "FROM cells c JOIN studies s ON s.id = c.study_id "
-                   "WHERE c.state = 'queued' OR (c.state = 'backoff' AND c.retry_at <= ?) "
-                   "ORDER BY c.id LIMIT 1"));
-  pick.BindAll(now);
-  ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
-  if (!row) {
-    ONSET_RETURN_IF_ERROR(tx.Commit());
-    return std::optional<ClaimedJob>();
-  }
-  const int64_t cell_row = pick.Int(0);
-  ClaimedJob job;
-  job.worker_id = worker_id;
-  job.cell_id = pick.Text(1);
-  job.config_json = pick.Text(2);
-  job.tokens_budget = pick.Int(3);
-  job.study = pick.Text(4);
-  job.fresh = pick.Int(5) != 0;  // handed to this attempt only
-  job.lease_id = common::RandomHex(kLeaseIdBytes);
-  ONSET_RETURN_IF_ERROR(pick.Run());
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement claim,
-      db_->Prepare("UPDATE cells SET state = 'running', updated_at = ?, fresh = 0 WHERE id = ?"));
-  claim.BindAll(now, cell_row);
-  ONSET_RETURN_IF_ERROR(claim.Run());
-
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement insert,
-      db_->Prepare("INSERT INTO attempts (cell_id, attempt, worker_id, lease_id, started_at) "
-                   "VALUES (?1, (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts "
-                   "WHERE cell_id = ?1), ?2, ?3, ?4) RETURNING attempt"));
-  insert.BindAll(cell_row, worker_id, job.lease_id, now);
-  ONSET_ASSIGN_OR_RETURN(bool inserted, insert.Step());
-  if (!inserted) return absl::InternalError("INSERT INTO attempts returned no row");
-  job.attempt = static_cast<int>(insert.Int(0));
-  ONSET_RETURN_IF_ERROR(insert.Run());
-  ONSET_RETURN_IF_ERROR(tx.Commit());
-  return std::optional<ClaimedJob>(std::move(job));
-}
-
-absl::StatusOr<SqliteStore::OpenAttempt> SqliteStore::FindOpenAttempt(
-    const std::string& lease_id) {
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db_->Prepare("SELECT a.id, a.cell_id, a.worker_id, c.state, c.failures FROM attempts a "
-                   "JOIN cells c ON c.id = a.cell_id WHERE a.lease_id = ? AND a.ended_at IS NULL"));
+      db.Prepare("SELECT a.id, a.cell_id, a.worker_id, c.state, c.failures FROM attempts a "
+                 "JOIN cells c ON c.id = a.cell_id WHERE a.lease_id = ? AND a.ended_at IS NULL"));
   stmt.BindAll(lease_id);
   ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
@@ -420,26 +53,281 @@ absl::StatusOr<SqliteStore::OpenAttempt> SqliteStore::FindOpenAttempt(
                      static_cast<int>(stmt.Int(4))};
 }
 
+absl::Status CreateParentDirectories(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return absl::OkStatus();
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return absl::OkStatus();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    return absl::UnavailableError("cannot create directory " + parent.string() + " for database " +
+                                  path + ": " + ec.message());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               const common::Clock& clock,
+                                                               RetryPolicy policy,
+                                                               const Options& options) {
+  ONSET_RETURN_IF_ERROR(CreateParentDirectories(path));
+  ONSET_ASSIGN_OR_RETURN(std::unique_ptr<db::Connection> db, db::OpenDatabase(path));
+  std::unique_ptr<db::ReadPool> readers;
+  const bool in_memory = path == ":memory:" || path.find("mode=memory") != std::string::npos;
+  if (!in_memory && options.readers > 0) {
+    ONSET_ASSIGN_OR_RETURN(readers, db::ReadPool::Open(path, options.readers));
+  }
+  auto writer = std::make_unique<db::WriteQueue>(std::move(db),
+                                                 db::WriteQueue::Options{options.max_write_batch});
+  return std::unique_ptr<SqliteStore>(
+      new SqliteStore(std::move(writer), std::move(readers), clock, policy));
+}
+
+// ----- studies ---------------------------------------------------------------------------------
+
+absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
+  return AddOrPreviewStudy(study, /*write=*/true);
+}
+
+absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) {
+  return AddOrPreviewStudy(study, /*write=*/false);
+}
+
+absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& study, bool write) {
+  auto op = [&](db::Connection& db) -> absl::StatusOr<AddStudyResult> {
+    const int64_t now = clock_.WallUnixMs();
+    AddStudyResult result;
+    int64_t study_id = 0;
+    std::unordered_map<std::string, std::string> stored_axes;  // hash -> axes_json
+    absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
+    if (existing.ok()) {
+      study_id = *existing;
+      ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, rows::LoadCellSpecs(db, study_id));
+      ONSET_RETURN_IF_ERROR(CheckAppendOnly(stored, study.cells));
+      for (const CellSpec& cell : stored) stored_axes[cell.id] = nlohmann::json(cell.axes).dump();
+      ONSET_ASSIGN_OR_RETURN(db::Statement update,
+                             db.Prepare("UPDATE studies SET description = ?, source_name = ?, "
+                                        "source_yaml = ? WHERE id = ?"));
+      update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
+      ONSET_RETURN_IF_ERROR(update.Run());
+    } else if (absl::IsNotFound(existing.status())) {
+      ONSET_ASSIGN_OR_RETURN(
+          db::Statement insert,
+          db.Prepare("INSERT INTO studies (name, description, source_name, source_yaml, "
+                     "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"));
+      insert.BindAll(study.name, study.description, study.source_name, study.source_yaml, now);
+      ONSET_ASSIGN_OR_RETURN(bool row, insert.Step());
+      if (!row) return absl::InternalError("INSERT INTO studies returned no id");
+      study_id = insert.Int(0);
+      ONSET_RETURN_IF_ERROR(insert.Run());
+    } else {
+      return existing.status();
+    }
+
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement insert_cell,
+        db.Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
+                   "created_at, updated_at, devices) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                   "ON CONFLICT (study_id, hash) DO NOTHING"));
+    // A stored cell is shown with the display axes of the latest submission that names it
+    // (e.g. a field the study has since made an axis); its config never changes.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement relabel_cell,
+        db.Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
+    for (const CellSpec& cell : study.cells) {
+      const std::string axes_json = nlohmann::json(cell.axes).dump();
+      if (auto it = stored_axes.find(cell.id); it != stored_axes.end()) {
+        if (it->second == axes_json) continue;
+        relabel_cell.Reset();
+        relabel_cell.BindAll(axes_json, study_id, cell.id);
+        ONSET_RETURN_IF_ERROR(relabel_cell.Run());
+        continue;
+      }
+      insert_cell.Reset();
+      insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
+                          now, std::max(1, study.devices));
+      ONSET_RETURN_IF_ERROR(insert_cell.Run());
+      if (db.Changes() > 0) {
+        ++result.cells_added;
+        result.new_cell_ids.push_back(cell.id);
+      }
+    }
+
+    ONSET_ASSIGN_OR_RETURN(result.study, rows::LoadStudy(db, study_id));
+    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> all, rows::LoadCells(db, study_id));
+    std::unordered_map<std::string, const CellInfo*> by_id;
+    for (const CellInfo& c : all) by_id[c.id] = &c;
+    for (const CellSpec& cell : study.cells) {
+      auto it = by_id.find(cell.id);
+      if (it != by_id.end()) result.cells.push_back(*it->second);
+    }
+    return result;
+  };
+  return writer_->Run<AddStudyResult>(op, /*roll_back=*/!write);
+}
+
+absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
+  return Read<std::vector<StudyInfo>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<StudyInfo>> {
+        ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                               db.Prepare("SELECT id FROM studies ORDER BY id"));
+        std::vector<int64_t> ids;
+        while (true) {
+          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+          if (!row) break;
+          ids.push_back(stmt.Int(0));
+        }
+        std::vector<StudyInfo> studies;
+        for (int64_t id : ids) {
+          ONSET_ASSIGN_OR_RETURN(StudyInfo info, rows::LoadStudy(db, id));
+          studies.push_back(std::move(info));
+        }
+        return studies;
+      });
+}
+
+absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name) {
+  return Read<StudyDetail>([&](db::Connection& db) -> absl::StatusOr<StudyDetail> {
+    ONSET_ASSIGN_OR_RETURN(int64_t id, rows::StudyId(db, name));
+    StudyDetail detail;
+    ONSET_ASSIGN_OR_RETURN(detail.study, rows::LoadStudy(db, id));
+    ONSET_ASSIGN_OR_RETURN(detail.cells, rows::LoadCells(db, id));
+    return detail;
+  });
+}
+
+absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration& worker) {
+  return Write<std::string>([&](db::Connection& db) -> absl::StatusOr<std::string> {
+    const int64_t now = clock_.WallUnixMs();
+    const std::string id = "w-" + common::RandomHex(kWorkerIdBytes);
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement stmt,
+        db.Prepare("INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?)"));
+    stmt.BindAll(id, worker.host, worker.slots, worker.version, now, now);
+    ONSET_RETURN_IF_ERROR(stmt.Run());
+    return id;
+  });
+}
+
+absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
+  return Read<std::vector<WorkerInfo>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<WorkerInfo>> {
+        ONSET_ASSIGN_OR_RETURN(
+            db::Statement stmt,
+            db.Prepare("SELECT id, host, slots, version, registered_at, last_seen_at FROM workers "
+                       "ORDER BY last_seen_at DESC, id"));
+        std::vector<WorkerInfo> workers;
+        std::unordered_map<std::string, size_t> index;
+        while (true) {
+          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+          if (!row) break;
+          index[stmt.Text(0)] = workers.size();
+          workers.push_back(WorkerInfo{stmt.Text(0),
+                                       stmt.Text(1),
+                                       static_cast<int>(stmt.Int(2)),
+                                       stmt.Text(3),
+                                       stmt.Int(4),
+                                       stmt.Int(5),
+                                       {}});
+        }
+        ONSET_ASSIGN_OR_RETURN(
+            db::Statement running,
+            db.Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
+                       "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
+                       "WHERE a.ended_at IS NULL ORDER BY a.id"));
+        while (true) {
+          ONSET_ASSIGN_OR_RETURN(bool row, running.Step());
+          if (!row) break;
+          auto it = index.find(running.Text(1));
+          if (it == index.end()) continue;
+          // The lease id proves who holds a job: it never leaves the coordinator in a listing.
+          workers[it->second].running.push_back(RunningAttempt{"", running.Text(1), running.Text(2),
+                                                               running.Text(3),
+                                                               static_cast<int>(running.Int(4))});
+        }
+        return workers;
+      });
+}
+
+absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(const std::string& worker_id) {
+  return Write<std::optional<ClaimedJob>>([&](db::Connection& db)
+                                              -> absl::StatusOr<std::optional<ClaimedJob>> {
+    const int64_t now = clock_.WallUnixMs();
+
+    ONSET_ASSIGN_OR_RETURN(db::Statement seen,
+                           db.Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
+    seen.BindAll(now, worker_id);
+    ONSET_RETURN_IF_ERROR(seen.Run());
+    if (db.Changes() == 0) {
+      return absl::FailedPreconditionError("worker '" + worker_id +
+                                           "' is not registered; register again");
+    }
+
+    // The first claimable cell: queued, or done waiting out its backoff. The write transaction
+    // (BEGIN IMMEDIATE) holds the database's write lock, so no one claims it in between.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement pick,
+        db.Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh "
+                   "FROM cells c JOIN studies s ON s.id = c.study_id "
+                   "WHERE c.state = 'queued' OR (c.state = 'backoff' AND c.retry_at <= ?) "
+                   "ORDER BY c.id LIMIT 1"));
+    pick.BindAll(now);
+    ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
+    if (!row) {
+      return std::optional<ClaimedJob>();
+    }
+    const int64_t cell_row = pick.Int(0);
+    ClaimedJob job;
+    job.worker_id = worker_id;
+    job.cell_id = pick.Text(1);
+    job.config_json = pick.Text(2);
+    job.tokens_budget = pick.Int(3);
+    job.study = pick.Text(4);
+    job.fresh = pick.Int(5) != 0;  // handed to this attempt only
+    job.lease_id = common::RandomHex(kLeaseIdBytes);
+    ONSET_RETURN_IF_ERROR(pick.Run());
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement insert,
+        db.Prepare("INSERT INTO attempts (cell_id, attempt, worker_id, lease_id, started_at) "
+                   "VALUES (?1, (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts "
+                   "WHERE cell_id = ?1), ?2, ?3, ?4) RETURNING attempt"));
+    insert.BindAll(cell_row, worker_id, job.lease_id, now);
+    ONSET_ASSIGN_OR_RETURN(bool inserted, insert.Step());
+    if (!inserted) return absl::InternalError("INSERT INTO attempts returned no row");
+    job.attempt = static_cast<int>(insert.Int(0));
+    ONSET_RETURN_IF_ERROR(insert.Run());
+    // After the attempt exists, so that the state change's event names it.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement claim,
+        db.Prepare("UPDATE cells SET state = 'running', updated_at = ?, fresh = 0 WHERE id = ?"));
+    claim.BindAll(now, cell_row);
+    ONSET_RETURN_IF_ERROR(claim.Run());
+    return std::optional<ClaimedJob>(std::move(job));
+  });
+}
+
 absl::StatusOr<LeaseStatus> SqliteStore::RecordProgress(const std::string& lease_id,
                                                         int64_t tokens_done,
                                                         double tokens_per_second) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement cell,
-      db_->Prepare("UPDATE cells SET tokens_done = ?, tokens_per_second = ?, updated_at = ? "
+  return Write<LeaseStatus>([&](db::Connection& db) -> absl::StatusOr<LeaseStatus> {
+    const int64_t now = clock_.WallUnixMs();
+    ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement cell,
+        db.Prepare("UPDATE cells SET tokens_done = ?, tokens_per_second = ?, updated_at = ? "
                    "WHERE id = ?"));
-  cell.BindAll(tokens_done, std::isfinite(tokens_per_second) ? tokens_per_second : 0.0, now,
-               attempt.cell_id);
-  ONSET_RETURN_IF_ERROR(cell.Run());
-  ONSET_ASSIGN_OR_RETURN(db::Statement worker,
-                         db_->Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
-  worker.BindAll(now, attempt.worker_id);
-  ONSET_RETURN_IF_ERROR(worker.Run());
-  ONSET_RETURN_IF_ERROR(tx.Commit());
-  return LeaseStatus{attempt.cell_state == CellState::kCancelled};
+    cell.BindAll(tokens_done, std::isfinite(tokens_per_second) ? tokens_per_second : 0.0, now,
+                 attempt.cell_id);
+    ONSET_RETURN_IF_ERROR(cell.Run());
+    ONSET_ASSIGN_OR_RETURN(db::Statement worker,
+                           db.Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
+    worker.BindAll(now, attempt.worker_id);
+    ONSET_RETURN_IF_ERROR(worker.Run());
+    return LeaseStatus{attempt.cell_state == CellState::kCancelled};
+  });
 }
 
 absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
@@ -451,40 +339,38 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
                                         std::to_string(p.tokens));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement upsert,
-      db_->Prepare("INSERT INTO metrics (cell_id, name, tokens, value, attempt_id) "
+  return Write<int>([&](db::Connection& db) -> absl::StatusOr<int> {
+    const int64_t now = clock_.WallUnixMs();
+    ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement upsert,
+        db.Prepare("INSERT INTO metrics (cell_id, name, tokens, value, attempt_id) "
                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cell_id, name, tokens) "
                    "DO UPDATE SET value = excluded.value, attempt_id = excluded.attempt_id"));
-  bool has_loss = false;
-  for (const MetricPoint& p : points) {
-    upsert.Reset();
-    upsert.BindAll(attempt.cell_id, p.name, p.tokens, p.value, attempt.id);
-    ONSET_RETURN_IF_ERROR(upsert.Run());
-    has_loss = has_loss || p.name == "train/loss";
-  }
-  if (has_loss) {
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement loss,
-        db_->Prepare("UPDATE cells SET updated_at = ?2, latest_loss = (SELECT value FROM metrics "
+    bool has_loss = false;
+    for (const MetricPoint& p : points) {
+      upsert.Reset();
+      upsert.BindAll(attempt.cell_id, p.name, p.tokens, p.value, attempt.id);
+      ONSET_RETURN_IF_ERROR(upsert.Run());
+      has_loss = has_loss || p.name == "train/loss";
+    }
+    if (has_loss) {
+      ONSET_ASSIGN_OR_RETURN(
+          db::Statement loss,
+          db.Prepare("UPDATE cells SET updated_at = ?2, latest_loss = (SELECT value FROM metrics "
                      "WHERE cell_id = ?1 AND name = 'train/loss' ORDER BY tokens DESC LIMIT 1) "
                      "WHERE id = ?1"));
-    loss.BindAll(attempt.cell_id, now);
-    ONSET_RETURN_IF_ERROR(loss.Run());
-  }
-  ONSET_RETURN_IF_ERROR(tx.Commit());
-  return static_cast<int>(points.size());
+      loss.BindAll(attempt.cell_id, now);
+      ONSET_RETURN_IF_ERROR(loss.Run());
+    }
+    return static_cast<int>(points.size());
+  });
 }
 
-absl::Status SqliteStore::EndAttempt(const std::string& lease_id, const AttemptEnd& end,
-                                     bool lost) {
+absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& lease_id,
+                                     const AttemptEnd& end, bool lost) {
   const int64_t now = clock_.WallUnixMs();
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(lease_id));
+  ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
 
   // The attempt's outcome and the cell's next state (failure_policy.h).
   const char* outcome = "failed";
@@ -537,175 +423,161 @@ absl::Status SqliteStore::EndAttempt(const std::string& lease_id, const AttemptE
 
   ONSET_ASSIGN_OR_RETURN(
       db::Statement update,
-      db_->Prepare("UPDATE attempts SET ended_at = ?, outcome = ?, exit_code = ?, signal = ?, "
-                   "reason = ?, stderr_tail = ?, failure_class = ? WHERE id = ?"));
+      db.Prepare("UPDATE attempts SET ended_at = ?, outcome = ?, exit_code = ?, signal = ?, "
+                 "reason = ?, stderr_tail = ?, failure_class = ? WHERE id = ?"));
   update.BindAll(now, outcome, end.exit_code, end.signal, Tail(reason, kMaxReasonBytes),
-                 Tail(end.stderr_tail, kMaxStderrTailBytes), FailureClassName(failure),
-                 attempt.id);
+                 Tail(end.stderr_tail, kMaxStderrTailBytes), FailureClassName(failure), attempt.id);
   ONSET_RETURN_IF_ERROR(update.Run());
   ONSET_ASSIGN_OR_RETURN(
       db::Statement cell,
-      db_->Prepare("UPDATE cells SET state = ?, updated_at = ?, failures = ?, retry_at = ? "
-                   "WHERE id = ?"));
+      db.Prepare("UPDATE cells SET state = ?, updated_at = ?, failures = ?, retry_at = ? "
+                 "WHERE id = ?"));
   cell.BindAll(CellStateName(next), now, failures, retry_at, attempt.cell_id);
   ONSET_RETURN_IF_ERROR(cell.Run());
-  return tx.Commit();
+  return absl::OkStatus();
 }
 
 absl::Status SqliteStore::FinishAttempt(const std::string& lease_id, const AttemptEnd& end) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return EndAttempt(lease_id, end, /*lost=*/false);
+  return writer_->Run(
+      [&](db::Connection& db) { return EndAttempt(db, lease_id, end, /*lost=*/false); });
 }
 
-absl::Status SqliteStore::RequeueAttempt(const std::string& lease_id,
-                                         const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status SqliteStore::RequeueAttempt(const std::string& lease_id, const std::string& reason) {
   AttemptEnd end;
   end.reason = reason;
-  return EndAttempt(lease_id, end, /*lost=*/true);
-}
-
-absl::StatusOr<std::vector<int64_t>> SqliteStore::CellRows(
-    int64_t study_id, const std::vector<std::string>& cell_ids) {
-  std::vector<int64_t> rows;
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db_->Prepare("SELECT id FROM cells WHERE study_id = ? AND hash = ?"));
-  for (const std::string& id : cell_ids) {
-    stmt.Reset();
-    stmt.BindAll(study_id, id);
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return absl::NotFoundError("the study has no cell " + id);
-    rows.push_back(stmt.Int(0));
-  }
-  return rows;
+  return writer_->Run(
+      [&](db::Connection& db) { return EndAttempt(db, lease_id, end, /*lost=*/true); });
 }
 
 absl::StatusOr<int> SqliteStore::CancelCells(const std::string& study,
                                              const std::vector<std::string>& cell_ids) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  ONSET_ASSIGN_OR_RETURN(int64_t study_id, StudyId(study));
-  ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> rows, CellRows(study_id, cell_ids));
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement cancel,
-      db_->Prepare("UPDATE cells SET state = 'cancelled', updated_at = ?1 WHERE study_id = ?2 "
+  return Write<int>([&](db::Connection& db) -> absl::StatusOr<int> {
+    const int64_t now = clock_.WallUnixMs();
+    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+    ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> rows, rows::CellRows(db, study_id, cell_ids));
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement cancel,
+        db.Prepare("UPDATE cells SET state = 'cancelled', updated_at = ?1 WHERE study_id = ?2 "
                    "AND state IN ('queued', 'backoff', 'running') AND (?3 = 0 OR id = ?4)"));
-  int cancelled = 0;
-  if (rows.empty()) {
-    cancel.BindAll(now, study_id, 0, 0);
-    ONSET_RETURN_IF_ERROR(cancel.Run());
-    cancelled = static_cast<int>(db_->Changes());
-  }
-  for (int64_t row : rows) {
-    cancel.Reset();
-    cancel.BindAll(now, study_id, 1, row);
-    ONSET_RETURN_IF_ERROR(cancel.Run());
-    cancelled += static_cast<int>(db_->Changes());
-  }
-  ONSET_RETURN_IF_ERROR(tx.Commit());
-  return cancelled;
+    int cancelled = 0;
+    if (rows.empty()) {
+      cancel.BindAll(now, study_id, 0, 0);
+      ONSET_RETURN_IF_ERROR(cancel.Run());
+      cancelled = static_cast<int>(db.Changes());
+    }
+    for (int64_t row : rows) {
+      cancel.Reset();
+      cancel.BindAll(now, study_id, 1, row);
+      ONSET_RETURN_IF_ERROR(cancel.Run());
+      cancelled += static_cast<int>(db.Changes());
+    }
+    return cancelled;
+  });
 }
 
 absl::StatusOr<int> SqliteStore::RerunCells(const RerunRequest& request) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_.WallUnixMs();
-  ONSET_ASSIGN_OR_RETURN(db::WriteTransaction tx, db::WriteTransaction::Begin(db_.get()));
-  ONSET_ASSIGN_OR_RETURN(int64_t study_id, StudyId(request.study));
-  ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> only, CellRows(study_id, request.cell_ids));
-  const std::set<int64_t> only_set(only.begin(), only.end());
-  std::set<std::string> states;
-  for (CellState s : request.states) states.insert(CellStateName(s));
+  return Write<int>([&](db::Connection& db) -> absl::StatusOr<int> {
+    const int64_t now = clock_.WallUnixMs();
+    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, request.study));
+    ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> only,
+                           rows::CellRows(db, study_id, request.cell_ids));
+    const std::set<int64_t> only_set(only.begin(), only.end());
+    std::set<std::string> states;
+    for (CellState s : request.states) states.insert(CellStateName(s));
 
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement select,
-      db_->Prepare("SELECT id, state, axes_json FROM cells WHERE study_id = ? AND state NOT IN "
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement select,
+        db.Prepare("SELECT id, state, axes_json FROM cells WHERE study_id = ? AND state NOT IN "
                    "('running', 'queued') ORDER BY id"));
-  select.BindAll(study_id);
-  std::vector<int64_t> chosen;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, select.Step());
-    if (!row) break;
-    if (!only_set.empty() && !only_set.count(select.Int(0))) continue;
-    if (!states.empty() && !states.count(select.Text(1))) continue;
-    const nlohmann::json axes =
-        nlohmann::json::parse(select.Text(2), nullptr, /*allow_exceptions=*/false);
-    bool match = true;
-    for (const auto& [key, value] : request.where) {
-      match = match && axes.is_object() && axes.contains(key) && axes[key].is_string() &&
-              axes[key].get<std::string>() == value;
+    select.BindAll(study_id);
+    std::vector<int64_t> chosen;
+    while (true) {
+      ONSET_ASSIGN_OR_RETURN(bool row, select.Step());
+      if (!row) break;
+      if (!only_set.empty() && !only_set.count(select.Int(0))) continue;
+      if (!states.empty() && !states.count(select.Text(1))) continue;
+      const nlohmann::json axes =
+          nlohmann::json::parse(select.Text(2), nullptr, /*allow_exceptions=*/false);
+      bool match = true;
+      for (const auto& [key, value] : request.where) {
+        match = match && axes.is_object() && axes.contains(key) && axes[key].is_string() &&
+                axes[key].get<std::string>() == value;
+      }
+      if (match) chosen.push_back(select.Int(0));
     }
-    if (match) chosen.push_back(select.Int(0));
-  }
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement requeue,
-      db_->Prepare("UPDATE cells SET state = 'queued', updated_at = ?, failures = 0, "
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement requeue,
+        db.Prepare("UPDATE cells SET state = 'queued', updated_at = ?, failures = 0, "
                    "retry_at = 0, fresh = ? WHERE id = ?"));
-  ONSET_ASSIGN_OR_RETURN(db::Statement forget,
-                         db_->Prepare("DELETE FROM metrics WHERE cell_id = ?"));
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement reset,
-      db_->Prepare("UPDATE cells SET tokens_done = 0, tokens_per_second = 0, latest_loss = NULL "
+    ONSET_ASSIGN_OR_RETURN(db::Statement forget,
+                           db.Prepare("DELETE FROM metrics WHERE cell_id = ?"));
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement reset,
+        db.Prepare("UPDATE cells SET tokens_done = 0, tokens_per_second = 0, latest_loss = NULL "
                    "WHERE id = ?"));
-  for (int64_t row : chosen) {
-    requeue.Reset();
-    requeue.BindAll(now, request.fresh ? 1 : 0, row);
-    ONSET_RETURN_IF_ERROR(requeue.Run());
-    if (request.fresh) {
-      // From scratch: the old curve would mix with the new one.
-      forget.Reset();
-      forget.BindAll(row);
-      ONSET_RETURN_IF_ERROR(forget.Run());
-      reset.Reset();
-      reset.BindAll(row);
-      ONSET_RETURN_IF_ERROR(reset.Run());
+    for (int64_t row : chosen) {
+      requeue.Reset();
+      requeue.BindAll(now, request.fresh ? 1 : 0, row);
+      ONSET_RETURN_IF_ERROR(requeue.Run());
+      if (request.fresh) {
+        // From scratch: the old curve would mix with the new one.
+        forget.Reset();
+        forget.BindAll(row);
+        ONSET_RETURN_IF_ERROR(forget.Run());
+        reset.Reset();
+        reset.BindAll(row);
+        ONSET_RETURN_IF_ERROR(reset.Run());
+      }
     }
-  }
-  ONSET_RETURN_IF_ERROR(tx.Commit());
-  return static_cast<int>(chosen.size());
+    return static_cast<int>(chosen.size());
+  });
 }
 
 absl::StatusOr<std::vector<RunningAttempt>> SqliteStore::RunningAttempts() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db_->Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
-                   "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
-                   "WHERE a.ended_at IS NULL ORDER BY a.id"));
-  std::vector<RunningAttempt> running;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return running;
-    running.push_back(RunningAttempt{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3),
-                                     static_cast<int>(stmt.Int(4))});
-  }
+  return Read<std::vector<RunningAttempt>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<RunningAttempt>> {
+        ONSET_ASSIGN_OR_RETURN(
+            db::Statement stmt,
+            db.Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
+                       "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
+                       "WHERE a.ended_at IS NULL ORDER BY a.id"));
+        std::vector<RunningAttempt> running;
+        while (true) {
+          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+          if (!row) return running;
+          running.push_back(RunningAttempt{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3),
+                                           static_cast<int>(stmt.Int(4))});
+        }
+      });
 }
 
 absl::StatusOr<std::vector<CellResult>> SqliteStore::Results(const std::string& study) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(int64_t study_id, StudyId(study));
-  ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, LoadCells(study_id));
-  std::vector<CellResult> results;
-  std::unordered_map<std::string, size_t> index;
-  for (CellInfo& cell : cells) {
-    index[cell.id] = results.size();
-    results.push_back(CellResult{std::move(cell), {}});
-  }
-  // With a bare MAX(), SQLite takes the other columns from the row holding the maximum.
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db_->Prepare("SELECT c.hash, m.name, m.value, MAX(m.tokens) FROM metrics m "
-                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? "
-                   "GROUP BY m.cell_id, m.name"));
-  stmt.BindAll(study_id);
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return results;
-    auto it = index.find(stmt.Text(0));
-    if (it == index.end()) continue;
-    results[it->second].final_metrics[stmt.Text(1)] =
-        stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2);
-  }
+  return Read<std::vector<CellResult>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<CellResult>> {
+        ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+        ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, rows::LoadCells(db, study_id));
+        std::vector<CellResult> results;
+        std::unordered_map<std::string, size_t> index;
+        for (CellInfo& cell : cells) {
+          index[cell.id] = results.size();
+          results.push_back(CellResult{std::move(cell), {}});
+        }
+        // With a bare MAX(), SQLite takes the other columns from the row holding the maximum.
+        ONSET_ASSIGN_OR_RETURN(
+            db::Statement stmt,
+            db.Prepare("SELECT c.hash, m.name, m.value, MAX(m.tokens) FROM metrics m "
+                       "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? "
+                       "GROUP BY m.cell_id, m.name"));
+        stmt.BindAll(study_id);
+        while (true) {
+          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+          if (!row) return results;
+          auto it = index.find(stmt.Text(0));
+          if (it == index.end()) continue;
+          results[it->second].final_metrics[stmt.Text(1)] =
+              stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2);
+        }
+      });
 }
 
 }  // namespace onset::coordinator

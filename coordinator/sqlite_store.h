@@ -1,28 +1,44 @@
 // Store on one SQLite file (schema in db/migrations/).
 #pragma once
 
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "common/clock.h"
 #include "coordinator/store.h"
+#include "db/read_pool.h"
 #include "db/sqlite.h"
+#include "db/write_queue.h"
 
 namespace onset::coordinator {
 
-// One connection guarded by a mutex: every method runs under it, writes in BEGIN IMMEDIATE
-// transactions. Several SqliteStores (or processes) may share one file; SQLite's locking and
-// busy_timeout serialise their writes. Timestamps come from `clock` (wall time).
+// One writer and a pool of readers (db/write_queue.h, db/read_pool.h): every write runs on the
+// writer's thread, batched with the writes that queued up meanwhile into one transaction; reads
+// run on their own connections and see the last commit without blocking the writer. (An
+// in-memory database has no readers: its reads queue behind the writes.) Several SqliteStores
+// (or processes) may share one file; SQLite's locking and busy_timeout serialise their writers.
+// Timestamps come from `clock` (wall time).
 class SqliteStore final : public Store {
  public:
+  struct Options {
+    int readers = 4;            // reader connections (file databases)
+    int max_write_batch = 512;  // operations per write transaction at most
+  };
+
   // Opens `path` (creating it and its parent directories; ":memory:" for a private in-memory
   // database) and migrates it to the latest schema. `clock` must outlive the store.
   // Errors: FailedPrecondition for a database written by a newer onset; Unavailable/Internal
   // otherwise, naming the file.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                            const common::Clock& clock,
-                                                           RetryPolicy policy = RetryPolicy());
+                                                           RetryPolicy policy,
+                                                           const Options& options);
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                           const common::Clock& clock,
+                                                           RetryPolicy policy = RetryPolicy()) {
+    return Open(path, clock, policy, Options());
+  }
 
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
@@ -42,37 +58,39 @@ class SqliteStore final : public Store {
   absl::StatusOr<int> RerunCells(const RerunRequest& request) override;
   absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() override;
   absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) override;
+  absl::StatusOr<StudySnapshot> SnapshotStudy(const std::string& name) override;
+  absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study, int64_t after_seq,
+                                                     int limit) override;
+  int64_t ChangeVersion() override;
+  int64_t WaitForChange(int64_t seen, int64_t timeout_ms) override;
+  absl::StatusOr<int> AppendLogs(const std::string& lease_id,
+                                 const std::vector<LogLine>& lines) override;
+  absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) override;
 
  private:
-  struct OpenAttempt {
-    int64_t id;
-    int64_t cell_id;
-    std::string worker_id;
-    CellState cell_state;
-    int failures;  // the cell's counted failures so far
-  };
-
-  SqliteStore(std::unique_ptr<db::Connection> db, const common::Clock& clock, RetryPolicy policy)
-      : db_(std::move(db)), clock_(clock), policy_(policy) {}
+  SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,
+              const common::Clock& clock, RetryPolicy policy)
+      : writer_(std::move(writer)), readers_(std::move(readers)), clock_(clock), policy_(policy) {}
 
   // AddStudy, or with `write` false PreviewStudy.
   absl::StatusOr<AddStudyResult> AddOrPreviewStudy(const NewStudy& study, bool write);
+  // Ends the attempt with `end` and applies the failure policy to its cell. Runs on the writer.
+  absl::Status EndAttempt(db::Connection& db, const std::string& lease_id, const AttemptEnd& end,
+                          bool lost);
 
-  // Helpers; the caller holds mu_.
-  absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(int64_t study_id);
-  absl::StatusOr<int64_t> StudyId(const std::string& name);
-  absl::StatusOr<StudyInfo> LoadStudy(int64_t study_id);
-  absl::StatusOr<std::vector<CellInfo>> LoadCells(int64_t study_id);
-  absl::StatusOr<OpenAttempt> FindOpenAttempt(const std::string& lease_id);
-  // Ends the attempt with `outcome` and applies the failure policy to its cell.
-  absl::Status EndAttempt(const std::string& lease_id, const AttemptEnd& end, bool lost);
-  std::string RepeatedFailureAlert(int64_t study_id);
-  // The ids (rows) of the given cells of a study; NotFound naming an unknown one.
-  absl::StatusOr<std::vector<int64_t>> CellRows(int64_t study_id,
-                                                const std::vector<std::string>& cell_ids);
+  // Runs `op` on a reader (or, for an in-memory database, on the writer, changing nothing).
+  template <typename T>
+  absl::StatusOr<T> Read(std::function<absl::StatusOr<T>(db::Connection&)> op) {
+    if (readers_) return readers_->Run<T>(op);
+    return writer_->Run<T>(std::move(op), /*roll_back=*/true);
+  }
+  template <typename T>
+  absl::StatusOr<T> Write(std::function<absl::StatusOr<T>(db::Connection&)> op) {
+    return writer_->Run<T>(std::move(op));
+  }
 
-  std::mutex mu_;
-  std::unique_ptr<db::Connection> db_;  // guarded by mu_
+  std::unique_ptr<db::WriteQueue> writer_;
+  std::unique_ptr<db::ReadPool> readers_;  // null for an in-memory database
   const common::Clock& clock_;
   const RetryPolicy policy_;
 };

@@ -40,6 +40,8 @@ struct StudyInfo {
 };
 
 inline constexpr int kRepeatedFailures = 3;
+// Log lines kept per attempt; older ones are dropped as new ones arrive.
+inline constexpr int64_t kMaxLogLinesPerAttempt = 20000;
 
 struct CellInfo {
   std::string id;  // content hash
@@ -52,8 +54,51 @@ struct CellInfo {
   int attempts = 0;                   // attempts started
   std::string last_error;             // reason of the latest attempt if it did not succeed
   double tokens_per_second = 0;
-  int failures = 0;                   // counted failures since it was last queued by hand
-  int64_t retry_at_unix_ms = 0;       // state kBackoff: claimable from then on
+  int failures = 0;              // counted failures since it was last queued by hand
+  int64_t retry_at_unix_ms = 0;  // state kBackoff: claimable from then on
+  int devices = 1;               // devices one attempt needs
+};
+
+// A change of a cell's state, from the durable event log (one row per change, in order).
+struct CellEvent {
+  int64_t seq = 0;  // grows with every event of the coordinator; resume after the last seen
+  std::string cell_id;
+  std::map<std::string, std::string> axes;
+  std::optional<CellState> from;  // nullopt: the cell was added to the study
+  CellState to = CellState::kQueued;
+  int64_t at_unix_ms = 0;
+  int attempt = 0;        // the cell's latest attempt then (0: none yet)
+  std::string worker_id;  // that attempt's worker
+  std::string reason;     // that attempt's reason when it ended unsuccessfully
+};
+
+// One line a trainer wrote to stderr. `line` counts from 1 per attempt.
+struct LogLine {
+  int64_t line = 0;
+  int64_t at_unix_ms = 0;
+  std::string text;
+};
+
+// Which log `onset logs` reads: a cell (by id or a unique prefix of it, in `study` or, when
+// empty, in any study), one attempt (0 = the latest), lines after `after_line`.
+struct LogQuery {
+  std::string study;
+  std::string cell;
+  int attempt = 0;
+  int64_t after_line = 0;
+  int limit = 1000;
+};
+
+struct LogChunk {
+  std::string study;
+  std::string cell_id;
+  int attempt = 0;         // 0 when the cell has no attempt yet
+  int latest_attempt = 0;  // the cell's newest attempt
+  std::string worker_id;
+  bool ended = false;  // the attempt has ended: no more lines will come
+  CellState cell_state = CellState::kQueued;
+  int64_t first_line = 0;      // the oldest line still kept (older ones were dropped), 0 if none
+  std::vector<LogLine> lines;  // in order, after query.after_line, at most query.limit
 };
 
 struct NewStudy {
@@ -62,6 +107,7 @@ struct NewStudy {
   std::string source_name;
   std::string source_yaml;
   std::vector<CellSpec> cells;
+  int devices = 1;  // devices one attempt of each new cell needs (data-parallel ranks)
 };
 
 struct AddStudyResult {
@@ -74,6 +120,12 @@ struct AddStudyResult {
 struct StudyDetail {
   StudyInfo study;
   std::vector<CellInfo> cells;  // queue order
+};
+
+// A study as of one instant, with the seq of the last event that instant includes.
+struct StudySnapshot {
+  StudyDetail detail;
+  int64_t last_seq = 0;
 };
 
 // A cell handed to a worker under a lease.
@@ -179,8 +231,7 @@ class Store {
   // Atomically moves the first queued cell (queue order) to running and opens an attempt under
   // a fresh random lease id. nullopt when nothing is queued. FailedPrecondition for a worker id
   // that is not registered.
-  virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
-      const std::string& worker_id) = 0;
+  virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(const std::string& worker_id) = 0;
 
   // The following take the lease of a running attempt; FailedPrecondition when the lease is
   // unknown or its attempt has ended.
@@ -195,8 +246,7 @@ class Store {
   virtual absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) = 0;
   // Ends the attempt as "lost" with `reason` (its worker stopped heartbeating or is gone); the
   // cell is retried under the policy, like a crash.
-  virtual absl::Status RequeueAttempt(const std::string& lease_id,
-                                      const std::string& reason) = 0;
+  virtual absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) = 0;
 
   // Cancels the given cells of `study` (all of them when `cell_ids` is empty) that have not
   // ended: queued and backoff cells at once, running ones when their worker hears it at its
@@ -213,6 +263,27 @@ class Store {
 
   // Every cell of the study with its final metrics. NotFound for an unknown study.
   virtual absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) = 0;
+
+  // The study and the seq of the newest event it reflects, read in one snapshot, so that the
+  // events after last_seq are exactly the changes since. NotFound for an unknown study.
+  virtual absl::StatusOr<StudySnapshot> SnapshotStudy(const std::string& name) = 0;
+  // The study's events with seq > after_seq, oldest first, at most `limit`. NotFound for an
+  // unknown study.
+  virtual absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study,
+                                                             int64_t after_seq, int limit) = 0;
+  // A counter that grows whenever something is written. WaitForChange blocks until it exceeds
+  // `seen` or `timeout_ms` passed, and returns it; a watcher polls with it instead of a timer.
+  virtual int64_t ChangeVersion() = 0;
+  virtual int64_t WaitForChange(int64_t seen, int64_t timeout_ms) = 0;
+
+  // Stores log lines of the attempt under the lease (a line re-sent under its number replaces
+  // itself) and drops the attempt's oldest lines beyond kMaxLogLinesPerAttempt. Returns the
+  // number written. FailedPrecondition like the other lease calls.
+  virtual absl::StatusOr<int> AppendLogs(const std::string& lease_id,
+                                         const std::vector<LogLine>& lines) = 0;
+  // NotFound for an unknown study, cell or attempt; InvalidArgument when a cell prefix matches
+  // several cells (the message lists them).
+  virtual absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) = 0;
 };
 
 }  // namespace onset::coordinator

@@ -13,8 +13,10 @@ void CheckMigrationsContiguous() {
   const std::vector<Migration>& all = Migrations();
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i].version != static_cast<int>(i) + 1) {
-      std::fprintf(stderr, "fatal: embedded migration %zu has version %d; versions must run "
-                           "1, 2, 3... (check db/CMakeLists.txt)\n", i, all[i].version);
+      std::fprintf(stderr,
+                   "fatal: embedded migration %zu has version %d; versions must run "
+                   "1, 2, 3... (check db/CMakeLists.txt)\n",
+                   i, all[i].version);
       std::abort();
     }
   }
@@ -63,8 +65,8 @@ absl::Status Migrate(Connection* db) {
   for (const Migration& m : Migrations()) {
     if (m.version <= *current) continue;
     if (absl::Status s = db->Exec(m.sql); !s.ok()) {
-      return absl::Status(s.code(), "migration " + std::to_string(m.version) + "_" + m.name +
-                                        ": " + std::string(s.message()));
+      return absl::Status(s.code(), "migration " + std::to_string(m.version) + "_" + m.name + ": " +
+                                        std::string(s.message()));
     }
   }
   {

@@ -28,7 +28,8 @@ absl::StatusCode CodeFor(int rc) {
 // ----- Statement -------------------------------------------------------------------------------
 
 Statement::Statement(Statement&& other) noexcept
-    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)),
+    : db_(other.db_),
+      stmt_(std::exchange(other.stmt_, nullptr)),
       bind_error_(std::move(other.bind_error_)) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
@@ -61,9 +62,9 @@ Statement& Statement::Bind(int index, double value) {
 }
 
 Statement& Statement::Bind(int index, std::string_view value) {
-  CheckBind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                                SQLITE_UTF8),
-            index);
+  CheckBind(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
   return *this;
 }
 

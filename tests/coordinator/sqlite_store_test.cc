@@ -27,8 +27,11 @@ NewStudy Study(const std::string& yaml) {
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
+  // A file, so that reads take the reader connections as in onsetd (an in-memory database
+  // reads through the writer; SqliteStoreInMemoryTest covers it).
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(":memory:", clock_);
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(dir_.File("onset.db"), clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     absl::StatusOr<std::string> worker = store_->RegisterWorker({"host-a", 2, "0.1"});
@@ -45,10 +48,26 @@ class SqliteStoreTest : public ::testing::Test {
 
   CellInfo Cell(const std::string& id) { return testing::FindCell(*store_, "small", id); }
 
+  TempDir dir_;
   common::FakeClock clock_;
   std::unique_ptr<SqliteStore> store_;
   std::string worker_;
 };
+
+TEST(SqliteStoreInMemoryTest, ReadsSeeEveryWrite) {
+  common::FakeClock clock;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(":memory:", clock);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AddStudy(Study(testing::kSmallStudy)).ok());
+  absl::StatusOr<StudyDetail> detail = (*store)->GetStudy("small");
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_EQ(detail->cells.size(), 6u);
+  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
+  ASSERT_TRUE(worker.ok());
+  absl::StatusOr<std::optional<ClaimedJob>> job = (*store)->ClaimNextCell(*worker);
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ(testing::FindCell(**store, "small", (*job)->cell_id).state, CellState::kRunning);
+}
 
 TEST_F(SqliteStoreTest, AddStudyIsIdempotentAndAddsOnlyNewCells) {
   absl::StatusOr<AddStudyResult> first = store_->AddStudy(Study(testing::kSmallStudy));

@@ -1,0 +1,161 @@
+#include "coordinator/sqlite_rows.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/status_macros.h"
+
+namespace onset::coordinator::rows {
+namespace {
+
+// The columns CellInfo is read from, in order; `c` is cells, `s` is studies.
+constexpr const char* kCellColumns = R"sql(
+  c.hash, s.name, c.axes_json, c.state, c.tokens_done, c.tokens_budget, c.latest_loss,
+  (SELECT COUNT(*) FROM attempts a WHERE a.cell_id = c.id),
+  COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
+            FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
+            ORDER BY a.attempt DESC LIMIT 1), ''),
+  c.tokens_per_second, c.failures, c.retry_at, c.devices)sql";
+
+CellInfo ReadCell(const db::Statement& row) {
+  CellInfo cell;
+  cell.id = row.Text(0);
+  cell.study = row.Text(1);
+  cell.axes = ParseAxes(row.Text(2));
+  cell.state = CellStateFromName(row.Text(3)).value_or(CellState::kQueued);
+  cell.tokens_done = row.Int(4);
+  cell.tokens_budget = row.Int(5);
+  if (!row.IsNull(6)) cell.latest_loss = row.Double(6);
+  cell.attempts = static_cast<int>(row.Int(7));
+  cell.last_error = row.Text(8);
+  cell.tokens_per_second = row.Double(9);
+  cell.failures = static_cast<int>(row.Int(10));
+  cell.retry_at_unix_ms = row.Int(11);
+  cell.devices = static_cast<int>(row.Int(12));
+  return cell;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ParseAxes(const std::string& axes_json) {
+  std::map<std::string, std::string> axes;
+  nlohmann::json parsed = nlohmann::json::parse(axes_json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object()) {
+    for (const auto& [k, v] : parsed.items()) {
+      if (v.is_string()) axes[k] = v.get<std::string>();
+    }
+  }
+  return axes;
+}
+
+absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare("SELECT id FROM studies WHERE name = ?"));
+  stmt.BindAll(name);
+  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return absl::NotFoundError("no study named '" + name + "'");
+  return stmt.Int(0);
+}
+
+absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db.Prepare("SELECT name, description, source_name, source_yaml, "
+                                    "created_at FROM studies WHERE id = ?"));
+  stmt.BindAll(study_id);
+  ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return absl::NotFoundError("no study with id " + std::to_string(study_id));
+  StudyInfo info;
+  info.name = stmt.Text(0);
+  info.description = stmt.Text(1);
+  info.source_name = stmt.Text(2);
+  info.source_yaml = stmt.Text(3);
+  info.created_unix_ms = stmt.Int(4);
+
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement counts,
+      db.Prepare("SELECT state, COUNT(*) FROM cells WHERE study_id = ? GROUP BY state"));
+  counts.BindAll(study_id);
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool more, counts.Step());
+    if (!more) break;
+    info.cells_by_state[counts.Text(0)] = static_cast<int>(counts.Int(1));
+    info.cells_total += static_cast<int>(counts.Int(1));
+  }
+  info.alert = RepeatedFailureAlert(db, study_id);
+  return info;
+}
+
+std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id) {
+  absl::StatusOr<db::Statement> stmt = db.Prepare(
+      "SELECT a.failure_class, a.reason, c.hash FROM attempts a JOIN cells c ON c.id = a.cell_id "
+      "WHERE c.study_id = ? AND a.ended_at IS NOT NULL AND a.outcome IN ('failed', 'lost') "
+      "ORDER BY a.ended_at DESC, a.id DESC LIMIT ?");
+  if (!stmt.ok()) return "";
+  stmt->BindAll(study_id, kRepeatedFailures);
+  std::string first_class, first_reason;
+  std::set<std::string> cells;
+  int n = 0;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok() || !*row) break;
+    if (n == 0) {
+      first_class = stmt->Text(0);
+      first_reason = stmt->Text(1);
+    } else if (stmt->Text(0) != first_class || stmt->Text(1) != first_reason) {
+      return "";
+    }
+    cells.insert(stmt->Text(2));
+    ++n;
+  }
+  if (n < kRepeatedFailures) return "";
+  return std::to_string(n) + " attempts in a row (" + std::to_string(cells.size()) +
+         " cells) failed alike: " + (first_reason.empty() ? first_class : first_reason);
+}
+
+absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db.Prepare(std::string("SELECT ") + kCellColumns +
+                                    " FROM cells c JOIN studies s ON s.id = c.study_id"
+                                    " WHERE c.study_id = ? ORDER BY c.id"));
+  stmt.BindAll(study_id);
+  std::vector<CellInfo> cells;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return cells;
+    cells.push_back(ReadCell(stmt));
+  }
+}
+
+absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db.Prepare("SELECT hash, axes_json, config_json, tokens_budget FROM cells "
+                                    "WHERE study_id = ? ORDER BY id"));
+  stmt.BindAll(study_id);
+  std::vector<CellSpec> cells;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return cells;
+    CellSpec cell;
+    cell.id = stmt.Text(0);
+    cell.axes = ParseAxes(stmt.Text(1));
+    cell.config_json = stmt.Text(2);
+    cell.tokens_budget = stmt.Int(3);
+    cells.push_back(std::move(cell));
+  }
+}
+
+absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_id,
+                                              const std::vector<std::string>& cell_ids) {
+  std::vector<int64_t> rows;
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db.Prepare("SELECT id FROM cells WHERE study_id = ? AND hash = ?"));
+  for (const std::string& id : cell_ids) {
+    stmt.Reset();
+    stmt.BindAll(study_id, id);
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return absl::NotFoundError("the study has no cell " + id);
+    rows.push_back(stmt.Int(0));
+  }
+  return rows;
+}
+
+}  // namespace onset::coordinator::rows

@@ -1,0 +1,36 @@
+// Reading the coordinator's rows into domain types: the queries SqliteStore's readers and its
+// writer share. Each takes the connection to use (a reader's or the writer's) and runs inside
+// the caller's transaction.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/store.h"
+#include "db/sqlite.h"
+
+namespace onset::coordinator::rows {
+
+// The row id of the study named `name`; NotFound naming it.
+absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name);
+// The study with its counts per state and its repeated-failure alert.
+absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id);
+// Its cells in queue order.
+absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id);
+// Its cells as stored: id, display axes, config and budget.
+absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id);
+// The row ids of the given cells of a study, in order; NotFound naming an unknown one.
+absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_id,
+                                              const std::vector<std::string>& cell_ids);
+// "3 attempts in a row (3 cells) failed alike: <reason>" when the study's latest
+// kRepeatedFailures failed attempts share their class and reason; empty otherwise.
+std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id);
+
+// axes_json as written by AddStudy; anything but an object of strings reads as no axes (a
+// damaged row shows without its axes rather than failing a whole listing).
+std::map<std::string, std::string> ParseAxes(const std::string& axes_json);
+
+}  // namespace onset::coordinator::rows

@@ -1,0 +1,89 @@
+// The database's single writer: one connection and one thread that run every write.
+//
+// Callers hand it operations and block until theirs is durable. Whatever has queued up while the
+// previous batch committed runs as one transaction (group commit): each operation inside its own
+// SAVEPOINT, so an operation that fails rolls back only its own changes, and the batch commits
+// once. Under load this turns many small transactions (one heartbeat, one metrics report) into
+// few larger ones, and there is never more than one writer to wait for the lock.
+//
+// Thread-safety: Run may be called from any thread. Operations run on the queue's thread, one at
+// a time, and must not call Run themselves.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "db/sqlite.h"
+
+namespace onset::db {
+
+class WriteQueue {
+ public:
+  struct Options {
+    int max_batch = 512;  // operations per transaction at most
+  };
+
+  // Takes the connection (already migrated) and starts the writer thread.
+  WriteQueue(std::unique_ptr<Connection> db, const Options& options);
+  explicit WriteQueue(std::unique_ptr<Connection> db) : WriteQueue(std::move(db), Options()) {}
+  // Runs what is queued, then stops the thread.
+  ~WriteQueue();
+  WriteQueue(const WriteQueue&) = delete;
+  WriteQueue& operator=(const WriteQueue&) = delete;
+
+  // Runs `op` inside the writer's transaction and returns once its batch committed: its status,
+  // or the commit's error (then nothing of it was written). `op` sees the database as every
+  // earlier operation left it.
+  absl::Status Run(std::function<absl::Status(Connection&)> op);
+  // Like Run, but `op`'s changes are always rolled back: a dry run that shows what a write
+  // would do (and reads that must see the very latest state).
+  absl::Status RunAndRollBack(std::function<absl::Status(Connection&)> op);
+
+  template <typename T>
+  absl::StatusOr<T> Run(std::function<absl::StatusOr<T>(Connection&)> op, bool roll_back = false) {
+    std::optional<T> value;
+    auto wrapped = [&](Connection& db) -> absl::Status {
+      absl::StatusOr<T> result = op(db);
+      if (!result.ok()) return result.status();
+      value.emplace(*std::move(result));
+      return absl::OkStatus();
+    };
+    absl::Status status = roll_back ? RunAndRollBack(wrapped) : Run(wrapped);
+    if (!status.ok()) return status;
+    return *std::move(value);
+  }
+
+  // Batches committed so far; grows by one with every commit that wrote something.
+  int64_t commits() const;
+  // Blocks until commits() exceeds `seen` or `timeout_ms` passed; returns commits().
+  int64_t WaitForCommit(int64_t seen, int64_t timeout_ms) const;
+
+  const std::string& path() const { return db_->path(); }
+
+ private:
+  struct Item;
+  absl::Status Submit(std::function<absl::Status(Connection&)> op, bool roll_back);
+  void Loop();
+  void RunBatch(std::deque<std::shared_ptr<Item>>& batch);
+
+  const Options options_;
+  std::unique_ptr<Connection> db_;  // used by the writer thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable work_;               // the queue got an item, or stopping_
+  mutable std::condition_variable committed_;  // commits_ grew
+  std::deque<std::shared_ptr<Item>> queue_;    // guarded by mu_
+  bool stopping_ = false;                      // guarded by mu_
+  int64_t commits_ = 0;                        // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace onset::db

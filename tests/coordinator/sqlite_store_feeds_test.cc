@@ -1,0 +1,187 @@
+// The event log behind `onset watch` and the trainers' logs behind `onset logs`.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+#include "coordinator/sqlite_store.h"
+#include "coordinator/study_file.h"
+#include "tests/coordinator/test_util.h"
+
+namespace onset::coordinator {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+class FeedsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(dir_.File("onset.db"), clock_, RetryPolicy());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).ok());
+    absl::StatusOr<std::string> worker = store_->RegisterWorker({"host-a", 1, "v"});
+    ASSERT_TRUE(worker.ok());
+    worker_ = *worker;
+  }
+
+  ClaimedJob Claim() {
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_);
+    EXPECT_TRUE(job.ok() && job->has_value());
+    return job.ok() && job->has_value() ? **job : ClaimedJob{};
+  }
+
+  std::vector<CellEvent> Events(int64_t after) {
+    absl::StatusOr<std::vector<CellEvent>> events = store_->StudyEvents("small", after, 1000);
+    EXPECT_TRUE(events.ok()) << events.status();
+    return events.ok() ? *events : std::vector<CellEvent>{};
+  }
+
+  TempDir dir_;
+  common::FakeClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::string worker_;
+};
+
+std::string Describe(const CellEvent& e) {
+  return (e.from ? CellStateName(*e.from) : std::string("-")) + ">" + CellStateName(e.to) + "#" +
+         std::to_string(e.attempt);
+}
+
+TEST_F(FeedsTest, EveryStateChangeIsAnEventInOrder) {
+  std::vector<CellEvent> added = Events(0);
+  ASSERT_EQ(added.size(), 6u);
+  for (const CellEvent& e : added) EXPECT_EQ(Describe(e), "->queued#0");
+  const int64_t after_add = added.back().seq;
+
+  ClaimedJob job = Claim();
+  AttemptEnd crash{AttemptOutcome::kFailed, 1, 0, "exit code 1", "Traceback"};
+  ASSERT_TRUE(store_->FinishAttempt(job.lease_id, crash).ok());
+  ASSERT_TRUE(store_->CancelCells("small", {job.cell_id}).ok());
+  RerunRequest rerun;
+  rerun.study = "small";
+  rerun.cell_ids = {job.cell_id};
+  ASSERT_TRUE(store_->RerunCells(rerun).ok());
+
+  std::vector<CellEvent> events = Events(after_add);
+  std::vector<std::string> described;
+  for (const CellEvent& e : events) {
+    EXPECT_EQ(e.cell_id, job.cell_id);
+    described.push_back(Describe(e));
+  }
+  EXPECT_THAT(described, ElementsAre("queued>running#1", "running>backoff#1",
+                                     "backoff>cancelled#1", "cancelled>queued#1"));
+  EXPECT_EQ(events[0].worker_id, worker_);
+  EXPECT_THAT(events[1].reason, HasSubstr("exit code 1"));
+  EXPECT_EQ(events[0].axes.at("arch"), "full");
+  EXPECT_LT(events[0].seq, events[1].seq);
+
+  // Resuming after any event gives exactly the ones after it.
+  std::vector<CellEvent> tail = Events(events[1].seq);
+  ASSERT_EQ(tail.size(), 2u);
+  EXPECT_EQ(tail[0].seq, events[2].seq);
+  EXPECT_TRUE(Events(events.back().seq).empty());
+}
+
+TEST_F(FeedsTest, ASnapshotNamesTheLastEventItReflects) {
+  ClaimedJob job = Claim();
+  absl::StatusOr<StudySnapshot> snapshot = store_->SnapshotStudy("small");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->detail.cells.size(), 6u);
+  EXPECT_EQ(snapshot->detail.study.cells_by_state.at("running"), 1);
+  EXPECT_TRUE(Events(snapshot->last_seq).empty());
+  ASSERT_TRUE(store_->FinishAttempt(job.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "", ""}).ok());
+  std::vector<CellEvent> after = Events(snapshot->last_seq);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(Describe(after[0]), "running>succeeded#1");
+  EXPECT_TRUE(absl::IsNotFound(store_->SnapshotStudy("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->StudyEvents("nope", 0, 10).status()));
+}
+
+TEST_F(FeedsTest, WaitForChangeWakesOnAWriteAndTimesOutOtherwise) {
+  const int64_t version = store_->ChangeVersion();
+  EXPECT_EQ(store_->WaitForChange(version, 10), version);
+  Claim();
+  EXPECT_GT(store_->WaitForChange(version, 10'000), version);
+}
+
+TEST_F(FeedsTest, LogsAreReadByCellPrefixAndAttempt) {
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{1, 10, "step 1"}, {2, 11, "step 2"}}).ok());
+  // A re-sent line replaces itself.
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{2, 12, "step 2"}, {3, 13, "step 3"}}).ok());
+
+  LogQuery query;
+  query.cell = job.cell_id.substr(0, 6);
+  absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  EXPECT_EQ(chunk->study, "small");
+  EXPECT_EQ(chunk->cell_id, job.cell_id);
+  EXPECT_EQ(chunk->attempt, 1);
+  EXPECT_FALSE(chunk->ended);
+  EXPECT_EQ(chunk->worker_id, worker_);
+  ASSERT_EQ(chunk->lines.size(), 3u);
+  EXPECT_EQ(chunk->lines[2].text, "step 3");
+  EXPECT_EQ(chunk->first_line, 1);
+
+  query.after_line = 2;
+  chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok());
+  ASSERT_EQ(chunk->lines.size(), 1u);
+  EXPECT_EQ(chunk->lines[0].line, 3);
+
+  ASSERT_TRUE(store_->FinishAttempt(job.lease_id, {AttemptOutcome::kFailed, 1, 0, "x", ""}).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->AppendLogs(job.lease_id, {{4, 1, "late"}}).status()));
+  chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_TRUE(chunk->ended);
+
+  query.attempt = 2;
+  EXPECT_TRUE(absl::IsNotFound(store_->ReadLogs(query).status()));
+}
+
+TEST_F(FeedsTest, ABadOrAmbiguousCellNameIsRefused) {
+  LogQuery query;
+  query.cell = "zz";
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->ReadLogs(query).status()));
+  query.cell = "0000000000000000";
+  EXPECT_TRUE(absl::IsNotFound(store_->ReadLogs(query).status()));
+  query.cell = "%%%%";
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->ReadLogs(query).status()));
+
+  // The same cells in a second study: an id alone no longer names one cell.
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE(store_->AddStudy({"copy", "", "s.yaml", spec->source_yaml, spec->cells}).ok());
+  query.cell = spec->cells[0].id;
+  absl::Status ambiguous = store_->ReadLogs(query).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(ambiguous)) << ambiguous;
+  EXPECT_THAT(ambiguous.message(), HasSubstr("small/" + spec->cells[0].id));
+  EXPECT_THAT(ambiguous.message(), HasSubstr("copy/" + spec->cells[0].id));
+  query.study = "copy";
+  absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  EXPECT_EQ(chunk->attempt, 0);  // never ran
+  EXPECT_TRUE(chunk->lines.empty());
+}
+
+TEST_F(FeedsTest, OnlyTheNewestLinesOfAnAttemptAreKept) {
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{1, 0, "a"}, {2, 0, "b"}, {3, 0, "c"}}).ok());
+  const int64_t last = kMaxLogLinesPerAttempt + 2;
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{last, 0, "z"}}).ok());
+  LogQuery query;
+  query.cell = job.cell_id;
+  absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_EQ(chunk->first_line, 3);
+  ASSERT_EQ(chunk->lines.size(), 2u);
+  EXPECT_EQ(chunk->lines[0].text, "c");
+}
+
+}  // namespace
+}  // namespace onset::coordinator
