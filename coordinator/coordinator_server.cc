@@ -79,7 +79,9 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     sweep_cv_.notify_all();
     lock.unlock();
 
-    // In-flight calls finish; a short deadline bounds slow ones.
+    // In-flight calls finish; a short deadline bounds slow ones. Watches and long polls would
+    // otherwise run until their clients hang up.
+    study_service_.StopStreams();
     if (server_) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
       server_->Wait();
@@ -161,10 +163,9 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError("heartbeat_interval: must be positive");
   }
   if (lease_ttl <= heartbeat_interval) {
-    return absl::InvalidArgumentError("lease_ttl: must exceed heartbeat_interval (" +
-                                      std::to_string(lease_ttl.count()) +
-                                      " ms <= " + std::to_string(heartbeat_interval.count()) +
-                                      " ms)");
+    return absl::InvalidArgumentError(
+        "lease_ttl: must exceed heartbeat_interval (" + std::to_string(lease_ttl.count()) +
+        " ms <= " + std::to_string(heartbeat_interval.count()) + " ms)");
   }
   return absl::OkStatus();
 }

@@ -13,8 +13,7 @@ std::string Describe(const std::string& lease_id, const std::string& cell_id, in
 
 }  // namespace
 
-LeaseManager::LeaseManager(Store* store, const common::Clock* clock,
-                           std::chrono::milliseconds ttl)
+LeaseManager::LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl)
     : store_(store), clock_(clock), ttl_(ttl) {}
 
 absl::Status LeaseManager::Recover(bool requeue_running) {
@@ -42,8 +41,8 @@ absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(const std::stri
   std::lock_guard<std::mutex> lock(mu_);
   ONSET_ASSIGN_OR_RETURN(std::optional<ClaimedJob> job, store_->ClaimNextCell(worker_id));
   if (job) {
-    leases_[job->lease_id] = Lease{worker_id, job->study, job->cell_id, job->attempt,
-                                   clock_->MonotonicNow() + ttl_};
+    leases_[job->lease_id] =
+        Lease{worker_id, job->study, job->cell_id, job->attempt, clock_->MonotonicNow() + ttl_};
   }
   return job;
 }
@@ -67,8 +66,9 @@ absl::StatusOr<LeaseManager::Lease*> LeaseManager::Check(const std::string& work
   if (clock_->MonotonicNow() > lease.deadline) {
     // Expire now rather than waiting for the sweeper, so the answer is final.
     if (absl::Status s = Expire(lease_id, lease); !s.ok()) return s;
-    return absl::FailedPreconditionError(what + " has expired; the cell was requeued; stop the "
-                                                "job");
+    return absl::FailedPreconditionError(what +
+                                         " has expired; the cell was requeued; stop the "
+                                         "job");
   }
   return &lease;
 }
@@ -79,23 +79,46 @@ void LeaseManager::ForgetIfEnded(const std::string& lease_id, const absl::Status
 
 absl::StatusOr<LeaseStatus> LeaseManager::Heartbeat(const std::string& worker_id,
                                                     const std::string& lease_id,
-                                                    int64_t tokens_done,
-                                                    double tokens_per_second) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(Lease * lease, Check(worker_id, lease_id));
+                                                    int64_t tokens_done, double tokens_per_second) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
+  }
+  // The store call runs without mu_, so that many workers' reports reach the store's writer
+  // together and share its transactions. The store checks again that the attempt is open, so an
+  // expiry or finish in between makes this fail rather than write for an ended attempt.
   absl::StatusOr<LeaseStatus> s = store_->RecordProgress(lease_id, tokens_done, tokens_per_second);
+  std::lock_guard<std::mutex> lock(mu_);
   ForgetIfEnded(lease_id, s.status());
   if (!s.ok()) return s.status();
-  lease->deadline = clock_->MonotonicNow() + ttl_;
+  if (auto it = leases_.find(lease_id); it != leases_.end()) {
+    it->second.deadline = clock_->MonotonicNow() + ttl_;
+  }
   return s;
 }
 
 absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,
                                                 const std::string& lease_id,
                                                 const std::vector<MetricPoint>& points) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
+  }
+  absl::StatusOr<int> n = store_->AddMetrics(lease_id, points);  // without mu_, as Heartbeat
   std::lock_guard<std::mutex> lock(mu_);
-  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
-  absl::StatusOr<int> n = store_->AddMetrics(lease_id, points);
+  ForgetIfEnded(lease_id, n.status());
+  return n;
+}
+
+absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
+                                             const std::string& lease_id,
+                                             const std::vector<LogLine>& lines) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
+  }
+  absl::StatusOr<int> n = store_->AppendLogs(lease_id, lines);  // without mu_, as Heartbeat
+  std::lock_guard<std::mutex> lock(mu_);
   ForgetIfEnded(lease_id, n.status());
   return n;
 }

@@ -20,8 +20,10 @@
 namespace onset::coordinator {
 
 // Thread-safe: all methods may be called concurrently (gRPC handler threads and the sweeper).
-// The state is guarded by one mutex, held across the store call of each operation so that an
-// expiry and a renewal of the same lease cannot interleave.
+// The state is guarded by one mutex. It is held across the store call of the operations that
+// change who holds a cell (lease, finish, expiry), so those cannot interleave; reports
+// (heartbeats, metrics, logs) check the lease under it and then write without it, the store
+// refusing a write for an attempt that ended meanwhile.
 class LeaseManager {
  public:
   // `store` and `clock` must outlive the manager. `ttl` > 0.
@@ -49,6 +51,9 @@ class LeaseManager {
   // Stores the points (idempotent); returns how many were accepted.
   absl::StatusOr<int> ReportMetrics(const std::string& worker_id, const std::string& lease_id,
                                     const std::vector<MetricPoint>& points);
+  // Stores trainer log lines (idempotent per line number); returns how many were accepted.
+  absl::StatusOr<int> AppendLogs(const std::string& worker_id, const std::string& lease_id,
+                                 const std::vector<LogLine>& lines);
   // Ends the attempt and releases the lease.
   absl::Status FinishJob(const std::string& worker_id, const std::string& lease_id,
                          const AttemptEnd& end);

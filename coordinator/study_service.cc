@@ -1,6 +1,7 @@
 #include "coordinator/study_service.h"
 
 #include "common/grpc_status.h"
+#include "coordinator/feeds.h"
 #include "coordinator/study_file.h"
 
 namespace onset::coordinator {
@@ -54,7 +55,8 @@ void ToProto(const StudyInfo& in, onset::v1::Study* out) {
   out->set_source_name(in.source_name);
   out->set_created_unix_ms(in.created_unix_ms);
   out->set_cells_total(in.cells_total);
-  for (const auto& [state, count] : in.cells_by_state) (*out->mutable_cells_by_state())[state] = count;
+  for (const auto& [state, count] : in.cells_by_state)
+    (*out->mutable_cells_by_state())[state] = count;
   out->set_alert(in.alert);
 }
 
@@ -71,6 +73,18 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   out->set_tokens_per_second(in.tokens_per_second);
   out->set_failures(in.failures);
   out->set_retry_at_unix_ms(in.retry_at_unix_ms);
+}
+
+void ToProto(const CellEvent& in, onset::v1::CellEvent* out) {
+  out->set_seq(in.seq);
+  out->set_cell_id(in.cell_id);
+  for (const auto& [axis, value] : in.axes) (*out->mutable_axes())[axis] = value;
+  out->set_from(in.from ? ToProto(*in.from) : onset::v1::CELL_STATE_UNSPECIFIED);
+  out->set_to(ToProto(in.to));
+  out->set_at_unix_ms(in.at_unix_ms);
+  out->set_attempt(in.attempt);
+  out->set_worker_id(in.worker_id);
+  out->set_reason(in.reason);
 }
 
 grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext* context,
@@ -186,6 +200,81 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
   absl::StatusOr<int> n = store_->RerunCells(rerun);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
   response->set_queued(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::WatchStudy(
+    grpc::ServerContext* context, const onset::v1::WatchStudyRequest* request,
+    grpc::ServerWriter<onset::v1::WatchStudyResponse>* writer) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->after_seq() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "after_seq: must not be negative");
+  }
+  auto send = [&](const WatchUpdate& update) {
+    onset::v1::WatchStudyResponse out;
+    if (update.snapshot) {
+      ToProto(update.snapshot->study, out.mutable_snapshot()->mutable_study());
+      for (const CellInfo& cell : update.snapshot->cells) {
+        ToProto(cell, out.mutable_snapshot()->add_cells());
+      }
+    }
+    out.set_last_seq(update.last_seq);
+    for (const CellEvent& e : update.events) ToProto(e, out.add_events());
+    for (const CellInfo& cell : update.progress) {
+      onset::v1::CellProgress* p = out.add_progress();
+      p->set_cell_id(cell.id);
+      p->set_tokens_done(cell.tokens_done);
+      p->set_tokens_budget(cell.tokens_budget);
+      p->set_tokens_per_second(cell.tokens_per_second);
+      if (cell.latest_loss) p->set_latest_loss(*cell.latest_loss);
+    }
+    ToProto(update.study, out.mutable_study());
+    return writer->Write(out);  // false once the client has gone
+  };
+  auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
+  return common::ToGrpcStatus(
+      coordinator::WatchStudy(*store_, request->study(), request->after_seq(), send, stopped));
+}
+
+grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
+                                        const onset::v1::ReadLogsRequest* request,
+                                        onset::v1::ReadLogsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  constexpr int kMaxLimit = 10'000;
+  constexpr int kMaxWaitMs = 30'000;
+  if (request->limit() < 0 || request->limit() > kMaxLimit) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit: must be 0..10000 (0 = 1000)");
+  }
+  if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wait_ms: must be 0..30000");
+  }
+  if (request->attempt() < 0 || request->after_line() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "attempt and after_line: must not be negative");
+  }
+  LogQuery query;
+  query.study = request->study();
+  query.cell = request->cell_id();
+  query.attempt = request->attempt();
+  query.after_line = request->after_line();
+  query.limit = request->limit() == 0 ? 1000 : request->limit();
+  auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
+  absl::StatusOr<LogChunk> chunk = ReadLogsWaiting(*store_, query, request->wait_ms(), stopped);
+  if (!chunk.ok()) return common::ToGrpcStatus(chunk.status());
+  response->set_study(chunk->study);
+  response->set_cell_id(chunk->cell_id);
+  response->set_attempt(chunk->attempt);
+  response->set_latest_attempt(chunk->latest_attempt);
+  response->set_worker_id(chunk->worker_id);
+  response->set_ended(chunk->ended);
+  response->set_cell_state(ToProto(chunk->cell_state));
+  response->set_first_line(chunk->first_line);
+  for (const LogLine& line : chunk->lines) {
+    onset::v1::LogLine* out = response->add_lines();
+    out->set_line(line.line);
+    out->set_at_unix_ms(line.at_unix_ms);
+    out->set_text(line.text);
+  }
   return grpc::Status::OK;
 }
 

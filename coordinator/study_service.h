@@ -2,6 +2,8 @@
 // study_file (parsing, expansion) and Store.
 #pragma once
 
+#include <atomic>
+
 #include "common/grpc_auth.h"
 #include "coordinator/store.h"
 #include "onset/v1/onset.grpc.pb.h"
@@ -26,23 +28,31 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
                            onset::v1::ListWorkersResponse* response) override;
   grpc::Status GetStudy(grpc::ServerContext* context, const onset::v1::GetStudyRequest* request,
                         onset::v1::GetStudyResponse* response) override;
-  grpc::Status GetResults(grpc::ServerContext* context,
-                          const onset::v1::GetResultsRequest* request,
+  grpc::Status GetResults(grpc::ServerContext* context, const onset::v1::GetResultsRequest* request,
                           onset::v1::GetResultsResponse* response) override;
   grpc::Status CancelCells(grpc::ServerContext* context,
                            const onset::v1::CancelCellsRequest* request,
                            onset::v1::CancelCellsResponse* response) override;
-  grpc::Status RerunCells(grpc::ServerContext* context,
-                          const onset::v1::RerunCellsRequest* request,
+  grpc::Status RerunCells(grpc::ServerContext* context, const onset::v1::RerunCellsRequest* request,
                           onset::v1::RerunCellsResponse* response) override;
+  grpc::Status WatchStudy(grpc::ServerContext* context, const onset::v1::WatchStudyRequest* request,
+                          grpc::ServerWriter<onset::v1::WatchStudyResponse>* writer) override;
+  grpc::Status ReadLogs(grpc::ServerContext* context, const onset::v1::ReadLogsRequest* request,
+                        onset::v1::ReadLogsResponse* response) override;
+
+  // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
+  // shutdown need not wait for clients that never hang up. Thread-safe.
+  void StopStreams() { stopping_ = true; }
 
  private:
   Store* const store_;
   const common::BearerTokenChecker* const auth_;
+  std::atomic<bool> stopping_{false};
 };
 
 // Domain -> proto, shared with tests.
 void ToProto(const StudyInfo& in, onset::v1::Study* out);
 void ToProto(const CellInfo& in, onset::v1::Cell* out);
+void ToProto(const CellEvent& in, onset::v1::CellEvent* out);
 
 }  // namespace onset::coordinator

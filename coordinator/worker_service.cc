@@ -46,9 +46,9 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const onset::v1::HeartbeatRequest* request,
                                           onset::v1::HeartbeatResponse* response) {
   if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
-  absl::StatusOr<LeaseStatus> s = leases_->Heartbeat(
-      request->worker_id(), request->lease_id(), request->tokens_done(),
-      request->tokens_per_second());
+  absl::StatusOr<LeaseStatus> s =
+      leases_->Heartbeat(request->worker_id(), request->lease_id(), request->tokens_done(),
+                         request->tokens_per_second());
   if (!s.ok()) return common::ToGrpcStatus(s.status());
   response->set_lease_ttl_ms(leases_->ttl().count());
   response->set_cancel(s->cancelled);
@@ -103,6 +103,28 @@ grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext* context,
   end.reason = request->reason();
   end.stderr_tail = request->stderr_tail();
   return common::ToGrpcStatus(leases_->FinishJob(request->worker_id(), request->lease_id(), end));
+}
+
+grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
+                                           const onset::v1::AppendLogsRequest* request,
+                                           onset::v1::AppendLogsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  constexpr int kMaxLinesPerCall = 10'000;
+  if (request->lines_size() > kMaxLinesPerCall) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        "lines: at most 10000 per call, got " + std::to_string(request->lines_size()));
+  }
+  std::vector<LogLine> lines;
+  lines.reserve(request->lines_size());
+  for (const onset::v1::LogLine& l : request->lines()) {
+    lines.push_back(LogLine{l.line(), l.at_unix_ms(), l.text()});
+  }
+  absl::StatusOr<int> accepted =
+      leases_->AppendLogs(request->worker_id(), request->lease_id(), lines);
+  if (!accepted.ok()) return common::ToGrpcStatus(accepted.status());
+  response->set_accepted(*accepted);
+  return grpc::Status::OK;
 }
 
 }  // namespace onset::coordinator

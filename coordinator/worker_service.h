@@ -41,6 +41,8 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
                              onset::v1::ReportMetricsResponse* response) override;
   grpc::Status FinishJob(grpc::ServerContext* context, const onset::v1::FinishJobRequest* request,
                          onset::v1::FinishJobResponse* response) override;
+  grpc::Status AppendLogs(grpc::ServerContext* context, const onset::v1::AppendLogsRequest* request,
+                          onset::v1::AppendLogsResponse* response) override;
 
  private:
   Store* const store_;
