@@ -131,6 +131,23 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     return Convert("FinishJob", stub_->FinishJob(&context, request, &response));
   }
 
+  absl::Status AppendLogs(const std::string& worker_id, const std::string& lease_id,
+                          const std::vector<LogLine>& lines) override {
+    v1::AppendLogsRequest request;
+    request.set_worker_id(worker_id);
+    request.set_lease_id(lease_id);
+    for (const LogLine& l : lines) {
+      v1::LogLine* out = request.add_lines();
+      out->set_line(l.line);
+      out->set_at_unix_ms(l.at_unix_ms);
+      out->set_text(l.text);
+    }
+    v1::AppendLogsResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    return Convert("AppendLogs", stub_->AppendLogs(&context, request, &response));
+  }
+
  private:
   void SetDeadline(grpc::ClientContext* context) const {
     context->set_deadline(std::chrono::system_clock::now() + rpc_timeout_);

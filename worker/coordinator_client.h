@@ -54,6 +54,13 @@ struct Progress {
   double tokens_per_second = 0;
 };
 
+// One line of the trainer's stderr, numbered from 1 per attempt.
+struct LogLine {
+  int64_t line = 0;
+  int64_t at_unix_ms = 0;
+  std::string text;
+};
+
 struct JobResult {
   JobOutcome outcome = JobOutcome::kFailed;
   bool succeeded() const { return outcome == JobOutcome::kSucceeded; }
@@ -84,6 +91,9 @@ class CoordinatorClient {
                                      const std::vector<MetricPoint>& points) = 0;
   virtual absl::Status Finish(const std::string& worker_id, const std::string& lease_id,
                               const JobResult& result) = 0;
+  // Idempotent per line number, so a batch may be re-sent.
+  virtual absl::Status AppendLogs(const std::string& worker_id, const std::string& lease_id,
+                                  const std::vector<LogLine>& lines) = 0;
 };
 
 // Creates a client of the coordinator at `address` ("host:port"): every call carries the token

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "worker/log_buffer.h"
 #include "worker/metrics_parser.h"
 
 namespace onset::worker {
@@ -28,6 +29,8 @@ constexpr int kExitStopped = 4;
 // to JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points.
 constexpr std::chrono::milliseconds kRetryDelay{250};
 constexpr std::chrono::milliseconds kMaxRetryDelay{5'000};
+// Log lines per AppendLogs call.
+constexpr size_t kLogBatch = 2'000;
 
 bool IsLeaseLost(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition;
@@ -152,6 +155,12 @@ JobRunOutcome JobRunner::Run() {
   options.env["MKL_NUM_THREADS"] = std::to_string(config_.threads);
   options.working_dir = dir.string();
   std::shared_ptr<Events> events = events_;
+  // Shared with the stderr reader thread, which may outlive this frame by a little.
+  auto logs = std::make_shared<LogBuffer>();
+  const common::Clock* clock = &clock_;
+  options.on_stderr_line = [logs, clock](const std::string& line) {
+    logs->Add(line, clock->WallUnixMs());
+  };
   options.on_stdout_line = [events](std::string line) {
     std::lock_guard<std::mutex> lock(events->mu);
     events->lines.push_back(std::move(line));
@@ -188,6 +197,24 @@ JobRunOutcome JobRunner::Run() {
                    s.ToString());
     }
   };
+  // Sends the trainer's stderr lines that are waiting. Best effort: a failure keeps them for the
+  // next try (the buffer is bounded), and they never hold up the job or its outcome.
+  auto flush_logs = [&]() {
+    while (logs->pending() > 0 && !lease_lost) {
+      std::vector<LogLine> batch = logs->Take(kLogBatch);
+      absl::Status s = client_->AppendLogs(worker_id_, job_.lease_id, batch);
+      if (s.ok()) continue;
+      if (IsLeaseLost(s)) {
+        lease_lost = true;
+        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
+      } else {
+        spdlog::warn("{}: relaying {} log lines failed: {}", Context(), batch.size(),
+                     s.ToString());
+        logs->PutBack(std::move(batch));
+      }
+      return;
+    }
+  };
   // Parses lines, sending a batch whenever flush_points are pending.
   auto take_lines = [&](std::vector<std::string>* lines) {
     for (const std::string& line : *lines) {
@@ -204,7 +231,9 @@ JobRunOutcome JobRunner::Run() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(events_->mu);
-      auto deadline = pending.empty() ? next_heartbeat : std::min(next_heartbeat, next_flush);
+      auto deadline = pending.empty() && logs->pending() == 0
+                          ? next_heartbeat
+                          : std::min(next_heartbeat, next_flush);
       auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
                              std::chrono::milliseconds(0), config_.max_wait);
       events_->cv.wait_for(lock, wait, [&] {
@@ -217,8 +246,9 @@ JobRunOutcome JobRunner::Run() {
     if (lease_lost || exited || stop_requested_) break;
 
     const auto now = clock_.MonotonicNow();
-    if (!pending.empty() && now >= next_flush) {
+    if ((!pending.empty() || logs->pending() > 0) && now >= next_flush) {
       flush();
+      flush_logs();
       next_flush = now + config_.flush_interval;
       if (lease_lost) break;
     }
@@ -281,6 +311,15 @@ JobRunOutcome JobRunner::Run() {
         return outcome;
       }
       std::this_thread::sleep_for(delay);
+    }
+  }
+  if (!lease_lost) {
+    // The stderr reader has finished by now (the process was reaped), so this is all of it.
+    flush_logs();
+    if (logs->pending() > 0) flush_logs();  // one more try for what a hiccup kept back
+    if (logs->dropped() > 0) {
+      spdlog::warn("{}: {} trainer log lines were dropped while the coordinator was unreachable",
+                   Context(), logs->dropped());
     }
   }
   if (lease_lost) {

@@ -79,6 +79,7 @@ class PosixProcess : public Process {
     });
     stderr_reader_ = std::thread([this] {
       ReadLines(stderr_fd_, [this](std::string line) {
+        if (options_.on_stderr_line) options_.on_stderr_line(line);
         std::lock_guard<std::mutex> lock(mu_);
         tail_.Add(std::move(line));
       });

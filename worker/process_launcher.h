@@ -36,6 +36,8 @@ struct SpawnOptions {
   // Called on the process's stdout reader thread, once per line (newline stripped), in order.
   // Must not call back into the Process. May be empty.
   std::function<void(std::string line)> on_stdout_line;
+  // Likewise for stderr, on its reader thread; the line also goes to the tail. May be empty.
+  std::function<void(const std::string& line)> on_stderr_line;
   // Called once, on the process's waiter thread, after the child has been reaped and after the
   // last on_stdout_line call. May be empty.
   std::function<void(const ExitStatus&)> on_exit;

@@ -72,6 +72,15 @@ class FakeCoordinatorClient : public CoordinatorClient {
     return absl::OkStatus();
   }
 
+  absl::Status AppendLogs(const std::string&, const std::string&,
+                          const std::vector<LogLine>& lines) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!logs_status.ok()) return logs_status;
+    log_lines.insert(log_lines.end(), lines.begin(), lines.end());
+    cv_.notify_all();
+    return absl::OkStatus();
+  }
+
   // Waits until `pred` (called under the lock) holds; false after `timeout`.
   bool WaitUntil(const std::function<bool()>& pred,
                  std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
@@ -93,6 +102,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status heartbeat_status;
   bool cancel_cells = false;  // heartbeats answer "cancelled"
   absl::Status report_status;
+  absl::Status logs_status;
   std::deque<JobSpec> jobs;
 
   int register_calls = 0;
@@ -100,6 +110,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::vector<Progress> heartbeats;
   std::vector<std::vector<MetricPoint>> batches;
   std::vector<Finished> finished;
+  std::vector<LogLine> log_lines;  // every line accepted, in the order sent
 
  private:
   std::mutex mu_;

@@ -135,6 +135,26 @@ TEST_F(JobRunnerTest, FailureReportsExitCodeAndBoundedStderrTail) {
   EXPECT_THAT(AllPoints(), Contains(MetricPoint{"train/loss", 50, 4.0}));
 }
 
+TEST_F(JobRunnerTest, EveryStderrLineIsRelayedNumberedBeforeTheEnd) {
+  JobRunner runner(Config(), "w1", Job("fail"), &client_, &launcher_);
+  runner.Run();
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  // Two header lines of the fake trainer, then its 200 numbered lines, each exactly once.
+  ASSERT_EQ(lines.size(), 202u);
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i].line, static_cast<int64_t>(i + 1));
+  EXPECT_EQ(lines[2].text, "stderr line 1");
+  EXPECT_EQ(lines.back().text, "stderr line 200");
+}
+
+TEST_F(JobRunnerTest, LogsThatCannotBeRelayedDoNotFailTheJob) {
+  client_.logs_status = absl::UnavailableError("AppendLogs to fake: connection refused");
+  JobRunner runner(Config(), "w1", Job("success"), &client_, &launcher_);
+  JobRunOutcome outcome = runner.Run();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_TRUE(client_.finished[0].result.succeeded());
+}
+
 TEST_F(JobRunnerTest, ExitThreeIsDiverged) {
   JobRunner runner(Config(), "w1", Job("diverged"), &client_, &launcher_);
   EXPECT_EQ(runner.Run().end, JobEnd::kDiverged);
