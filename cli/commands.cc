@@ -72,7 +72,8 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 }
 
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
-                  std::ostream& err, const std::string& states, const std::string& where) {
+                  std::ostream& err, const std::string& states, const std::string& where,
+                  const Style& style) {
   std::string error;
   std::optional<std::vector<v1::CellState>> state_filter = ParseAnyStates(states, &error);
   std::optional<std::map<std::string, std::string>> where_filter = ParseWhere(where, &error);
@@ -93,7 +94,7 @@ int StatusCommand(StudyClient& client, const std::string& study, bool json, std:
   absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
   if (!got.ok()) return ReportError(got.status(), err);
   FilterCells(*state_filter, *where_filter, &*got);
-  out << (json ? ToJson(*got) : RenderStudy(*got));
+  out << (json ? ToJson(*got) : RenderStudy(*got, style));
   return 0;
 }
 

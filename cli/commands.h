@@ -1,6 +1,6 @@
-// The CLI's subcommands that talk to a running coordinator. Each returns the process's exit code:
-// 0 success, 1 failure (unreachable coordinator, unknown study, ...), 2 bad input (a bad study
-// file, or one that would change the stored cells of its study).
+// The CLI's subcommands that talk to a running coordinator. Each returns the process's exit code
+// (cli/exit_codes.h): 0 success, 1 failure (unreachable coordinator, unknown study, ...), 2 bad
+// input (a bad study file, or one that would change the stored cells of its study).
 #pragma once
 
 #include <ostream>
@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "cli/study_client.h"
+#include "cli/style.h"
 #include "google/protobuf/message.h"
 
 namespace onset::cli {
@@ -22,7 +23,7 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 // of one study; the summary above the table still counts them all.
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                   std::ostream& err, const std::string& states = "",
-                  const std::string& where = "");
+                  const std::string& where = "", const Style& style = Style());
 // `onset results STUDY [--json]`.
 // `onset workers`: registered workers, their jobs and heartbeat age.
 int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err);

@@ -13,6 +13,8 @@
 #include "cli/address.h"
 #include "cli/cell_commands.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/follow_commands.h"
 #include "cli/run_command.h"
 #include "cli/study_client.h"
 #include "common/client_security.h"
@@ -73,6 +75,26 @@ int main(int argc, char** argv) {
   rerun->add_flag("--fresh", rerun_options.fresh,
                   "start from scratch: discard the cells' checkpoints and metrics");
   rerun->add_flag("--json", rerun_options.json, "print JSON");
+  onset::cli::WatchOptions watch_options;
+  CLI::App* watch = app.add_subcommand(
+      "watch", "follow a study live: every cell state change and the progress, until it ends");
+  watch->add_option("STUDY", watch_options.study, "study name")->required();
+  watch->add_flag("--follow", watch_options.follow,
+                  "keep watching after every cell has ended (for cells added later)");
+  watch->add_flag("--json", watch_options.json, "print each message as one JSON line");
+  onset::cli::LogsOptions logs_options;
+  std::vector<std::string> logs_args;
+  CLI::App* logs = app.add_subcommand("logs", "a cell's trainer log (its stderr)");
+  logs->add_option("CELL", logs_args, "[STUDY] CELL: the cell's id or a unique prefix of it")
+      ->required()
+      ->expected(1, 2);
+  logs->add_flag("-f,--follow", logs_options.follow,
+                 "keep printing new lines, and the cell's next attempts, until it ends");
+  logs->add_option("--attempt", logs_options.attempt, "attempt number (default: the latest)")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_option("--tail", logs_options.tail, "only the last N lines")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_flag("--json", logs_options.json, "print each line as a JSON object");
   CLI::App* workers = app.add_subcommand(
       "workers", "registered workers: host, slots, running jobs, time since last heard from");
   workers->add_flag("--json", json, "print JSON");
@@ -90,7 +112,12 @@ int main(int argc, char** argv) {
   run->add_flag("--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
                 "log the coordinator and workers");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and the like exit 0; every usage error is "bad input".
+    return app.exit(e) == 0 ? onset::cli::kExitOk : onset::cli::kExitBadInput;
+  }
 
   if (run->parsed()) {
     // Signals are taken by one thread; every thread started later inherits the mask.
@@ -126,7 +153,17 @@ int main(int argc, char** argv) {
   }
   if (status->parsed()) {
     return onset::cli::StatusCommand(client, study, json, std::cout, std::cerr, status_states,
-                                     status_where);
+                                     status_where, onset::cli::Style::ForDescriptor(1));
+  }
+  if (watch->parsed()) {
+    watch_options.style = onset::cli::Style::ForDescriptor(1);
+    return onset::cli::WatchCommand(client, watch_options, std::cout, std::cerr);
+  }
+  if (logs->parsed()) {
+    logs_options.study = logs_args.size() == 2 ? logs_args[0] : "";
+    logs_options.cell = logs_args.back();
+    logs_options.style = onset::cli::Style::ForDescriptor(2);
+    return onset::cli::LogsCommand(client, logs_options, std::cout, std::cerr);
   }
   if (workers->parsed()) return onset::cli::WorkersCommand(client, json, std::cout, std::cerr);
   if (cancel->parsed()) {

@@ -95,16 +95,16 @@ void Table::AddRow(std::vector<std::string> cells) {
 
 std::string Table::Render() const {
   std::vector<size_t> width(headers_.size());
-  for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (size_t c = 0; c < headers_.size(); ++c) width[c] = VisibleWidth(headers_[c]);
   for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], VisibleWidth(row[c]));
   }
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
     std::string text;
     for (size_t c = 0; c < cells.size(); ++c) {
       if (c > 0) text += "  ";
-      std::string pad(width[c] - cells[c].size(), ' ');
+      std::string pad(width[c] - VisibleWidth(cells[c]), ' ');
       text += right_[c] ? pad + cells[c] : cells[c] + pad;
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
@@ -174,7 +174,7 @@ std::string Truncate(const std::string& text, size_t max_chars) {
   return flat.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
 }
 
-std::string StudySummary(const v1::Study& study) {
+std::string StudySummary(const v1::Study& study, const Style& style) {
   std::vector<std::string> parts;
   for (const char* state : kStates) {
     auto it = study.cells_by_state().find(state);
@@ -186,7 +186,7 @@ std::string StudySummary(const v1::Study& study) {
                                    study.cells_total() == 1 ? " cell" : " cells");
   if (!parts.empty()) absl::StrAppend(&text, ": ", absl::StrJoin(parts, ", "));
   // A pattern of failures is the first thing to see, on its own line.
-  if (!study.alert().empty()) absl::StrAppend(&text, "\n!! ", study.alert());
+  if (!study.alert().empty()) absl::StrAppend(&text, "\n", style.Alert("!! " + study.alert()));
   return text;
 }
 
@@ -289,7 +289,7 @@ std::string StudyProgress(const v1::GetStudyResponse& study) {
   return line;
 }
 
-std::string RenderStudy(const v1::GetStudyResponse& study) {
+std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style) {
   const std::vector<std::string> extra = ExtraAxes(study.cells());
   std::vector<std::string> headers = {"CELL", "STATE"};
   Append(&headers, AxisHeaders(extra));
@@ -304,7 +304,7 @@ std::string RenderStudy(const v1::GetStudyResponse& study) {
       int64_t percent = std::min<int64_t>(100, cell.tokens_done() * 100 / cell.tokens_budget());
       absl::StrAppend(&progress, " ", percent, "%");
     }
-    std::vector<std::string> row = {cell.id(), StateName(cell.state())};
+    std::vector<std::string> row = {cell.id(), style.State(StateName(cell.state()))};
     Append(&row, AxisCells(cell, extra));
     Append(&row, {progress, cell.has_latest_loss() ? FormatValue(cell.latest_loss()) : "-",
                   cell.tokens_per_second() > 0
@@ -314,7 +314,7 @@ std::string RenderStudy(const v1::GetStudyResponse& study) {
     table.AddRow(std::move(row));
   }
   const std::string progress = StudyProgress(study);
-  return StudySummary(study.study()) + "\n" + (progress.empty() ? "" : progress + "\n") +
+  return StudySummary(study.study(), style) + "\n" + (progress.empty() ? "" : progress + "\n") +
          table.Render();
 }
 

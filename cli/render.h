@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/style.h"
 #include "onset/v1/onset.pb.h"
 
 namespace onset::cli {
@@ -45,7 +46,7 @@ std::string RenderStudyList(const v1::ListStudiesResponse& studies);
 // from at `now_unix_ms`.
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);
 // `onset status STUDY`: a summary line, then one row per cell.
-std::string RenderStudy(const v1::GetStudyResponse& study);
+std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style = Style());
 // "tokens 3.2M/8M (40%), 52.1K tok/s, ETA 1m32s": tokens done over the cells' budgets (ended
 // cells count as done), the running cells' summed throughput, and the time the remaining
 // tokens take at it. Empty for a study without cells.
@@ -53,7 +54,7 @@ std::string StudyProgress(const v1::GetStudyResponse& study);
 // "45s", "1m32s", "2h05m", "3d04h".
 std::string FormatDuration(double seconds);
 // "demo: 4 cells: 1 succeeded, 1 running, 2 queued".
-std::string StudySummary(const v1::Study& study);
+std::string StudySummary(const v1::Study& study, const Style& style = Style());
 // `onset submit --dry-run FILE`: one row per cell of the file, "new" or "exists (STATE)" and
 // its axes, then the counts.
 std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/address.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "cli/render.h"
 #include "cli/study_client.h"
 #include "common/auth_token.h"
@@ -198,7 +199,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
   if (interrupted) {
     err << "interrupted: unfinished cells are kept and resume with the next `onset run "
         << options.file << "`\n";
-    code = 1;
+    code = kExitInterrupted;
   } else if (!poll_error.ok()) {
     code = ReportError(poll_error, err);
   } else {
@@ -227,7 +228,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
         err << failed.size() << " of " << results->results_size()
             << " cells did not finish:\n";
         for (const std::string& f : failed) err << "  " << f << "\n";
-        code = 1;
+        code = kExitCellsFailed;
       }
     }
   }

@@ -130,4 +130,35 @@ absl::StatusOr<v1::RerunCellsResponse> StudyClient::Rerun(
   return response;
 }
 
+absl::Status StudyClient::Watch(
+    const std::string& study, int64_t after_seq,
+    const std::function<bool(const v1::WatchStudyResponse&)>& on_message) {
+  v1::WatchStudyRequest request;
+  request.set_study(study);
+  request.set_after_seq(after_seq);
+  grpc::ClientContext context;  // no deadline: a watch lasts as long as the study
+  std::unique_ptr<grpc::ClientReader<v1::WatchStudyResponse>> reader =
+      stub_->WatchStudy(&context, request);
+  v1::WatchStudyResponse message;
+  while (reader->Read(&message)) {
+    if (!on_message(message)) {
+      context.TryCancel();
+      (void)reader->Finish();
+      return absl::OkStatus();
+    }
+  }
+  return Convert("WatchStudy", reader->Finish());
+}
+
+absl::StatusOr<v1::ReadLogsResponse> StudyClient::ReadLogs(const v1::ReadLogsRequest& request) {
+  v1::ReadLogsResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout_ +
+                       std::chrono::milliseconds(request.wait_ms()));
+  if (auto s = Convert("ReadLogs", stub_->ReadLogs(&context, request, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
 }  // namespace onset::cli

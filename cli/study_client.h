@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,13 @@ class StudyClient {
                                                const std::vector<v1::CellState>& states,
                                                const std::map<std::string, std::string>& where,
                                                const std::vector<std::string>& cells, bool fresh);
+  // One WatchStudy stream: calls `on_message` for each message until the stream ends, the
+  // callback returns false (the call is then cancelled; returns OK) or the connection breaks
+  // (Unavailable: resume with after_seq = the last message's last_seq). No deadline.
+  absl::Status Watch(const std::string& study, int64_t after_seq,
+                     const std::function<bool(const v1::WatchStudyResponse&)>& on_message);
+  // ReadLogs; the deadline is the timeout plus the request's wait.
+  absl::StatusOr<v1::ReadLogsResponse> ReadLogs(const v1::ReadLogsRequest& request);
 
  private:
   absl::Status Convert(const char* rpc, const grpc::Status& status) const;

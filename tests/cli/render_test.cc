@@ -34,6 +34,16 @@ TEST(TableTest, AlignsColumns) {
             "longer  100\n");
 }
 
+TEST(TableTest, ColouredCellsAlignByWhatShows) {
+  Table table({"STATE", "N"});
+  table.AddRow({Style{true}.State("failed"), "1"});
+  table.AddRow({"succeeded", "2"});
+  EXPECT_EQ(table.Render(),
+            "STATE      N\n"
+            "\x1b[31mfailed\x1b[0m     1\n"
+            "succeeded  2\n");
+}
+
 TEST(FormatTest, Tokens) {
   EXPECT_EQ(FormatTokens(950), "950");
   EXPECT_EQ(FormatTokens(20000), "20K");

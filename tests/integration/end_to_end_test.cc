@@ -234,7 +234,7 @@ TEST_F(EndToEndTest, StatusFindsARunningOnsetRunWithoutSetUp) {
   EXPECT_EQ(named.process->Wait().exit_code, 1);
   EXPECT_THAT(named.process->StderrTail(), HasSubstr("missing or wrong token"));
 
-  EXPECT_EQ(run.process->Terminate(std::chrono::seconds(30)).exit_code, 1)
+  EXPECT_EQ(run.process->Terminate(std::chrono::seconds(30)).exit_code, 130)  // interrupted
       << run.process->StderrTail();
   EXPECT_THAT(run.process->StderrTail(), HasSubstr("interrupted"));
 }

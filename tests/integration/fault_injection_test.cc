@@ -281,9 +281,15 @@ TEST_F(FaultInjectionTest, AKilledWorkersCellIsFinishedByAnother) {
 }
 
 TEST_F(FaultInjectionTest, ARestartedCoordinatorLosesNothing) {
+  std::string missing;
+  if (!HaveBinaries({"onset"}, &missing)) GTEST_SKIP() << missing << " not built";
   StartWorker("w1");
   StartWorker("w2");
   Submit();
+  // `onset watch` follows the study through the restart.
+  Child watcher = Start(launcher_, "onset",
+                        {"watch", "faults", "--coordinator", address_, "--token-file", token_file_});
+  ASSERT_NE(watcher.process, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return RunningCellPast(20'000).has_value(); }));
   ASSERT_EQ(::kill(daemon_.process->pid(), SIGKILL), 0);
   daemon_.process->Wait();
@@ -293,6 +299,36 @@ TEST_F(FaultInjectionTest, ARestartedCoordinatorLosesNothing) {
   for (const AttemptRow& a : Attempts(Db())) {
     EXPECT_NE(a.outcome, "failed") << a.cell << " attempt " << a.attempt;
   }
+
+  // The watch saw every cell end exactly once, reconnected, and exits 0 as the study ended.
+  ASSERT_TRUE(watcher.process->WaitFor(std::chrono::seconds(30))) << watcher.Out();
+  EXPECT_EQ(watcher.process->Wait().exit_code, 0) << watcher.process->StderrTail();
+  const std::string watched = watcher.Out();
+  absl::StatusOr<v1::GetStudyResponse> study = client_->Get("faults");
+  ASSERT_TRUE(study.ok());
+  for (const v1::Cell& cell : study->cells()) {
+    const std::string ended = cell.id() + "  ";
+    size_t count = 0;
+    for (size_t at = watched.find(ended); at != std::string::npos;
+         at = watched.find(ended, at + 1)) {
+      const size_t eol = watched.find('\n', at);
+      count += watched.substr(at, eol - at).find("-> succeeded") != std::string::npos;
+    }
+    EXPECT_EQ(count, 1u) << cell.id() << "\n" << watched;
+  }
+  EXPECT_THAT(watched, HasSubstr("faults: 4 cells: 4 succeeded"));
+  EXPECT_THAT(watcher.process->StderrTail(), HasSubstr("reconnected; resumed after event"));
+
+  // Each trainer's stderr reached the coordinator; a cell is found by a prefix of its id.
+  const std::string cell = study->cells(0).id();
+  Child logs = Start(launcher_, "onset",
+                     {"logs", cell.substr(0, 6), "--coordinator", address_, "--token-file",
+                      token_file_});
+  ASSERT_NE(logs.process, nullptr);
+  EXPECT_EQ(logs.process->Wait().exit_code, 0) << logs.process->StderrTail();
+  EXPECT_THAT(logs.Out(), HasSubstr("onset-train: done"));
+  // The latest attempt (a cell whose lease expired during the restart ran twice).
+  EXPECT_THAT(logs.process->StderrTail(), HasSubstr("== faults/" + cell + " attempt "));
 }
 
 TEST_F(FaultInjectionTest, ASigtermedWorkerHandsItsCellBackWithoutAFailure) {

@@ -1,0 +1,204 @@
+#include "cli/follow_commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <thread>
+
+#include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/render.h"
+#include "cli/watch_view.h"
+
+namespace onset::cli {
+namespace {
+
+constexpr std::chrono::milliseconds kFirstRetry{250};
+constexpr std::chrono::milliseconds kMaxRetry{2'000};
+constexpr int kLogPage = 5'000;
+constexpr int kFollowWaitMs = 20'000;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool Unreachable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+std::string JsonLine(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
+  return json;
+}
+
+// Waits out a broken connection: true to try again, false once it has been down for longer than
+// `limit_ms` (the error is then printed).
+class Reconnector {
+ public:
+  explicit Reconnector(int64_t limit_ms) : limit_(std::chrono::milliseconds(limit_ms)) {}
+
+  bool Retry(const absl::Status& status, std::ostream& err) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!down_) {
+      down_ = true;
+      since_ = now;
+      delay_ = kFirstRetry;
+      err << "lost the coordinator (" << status.message() << "); reconnecting\n";
+    }
+    if (now - since_ > limit_) {
+      err << "gave up: the coordinator has been unreachable for "
+          << FormatDuration(std::chrono::duration<double>(now - since_).count()) << "\n";
+      return false;
+    }
+    std::this_thread::sleep_for(delay_);
+    delay_ = std::min(delay_ * 2, kMaxRetry);
+    return true;
+  }
+  // The connection works again; says so once after an outage.
+  void Connected(std::ostream& err, const std::string& how) {
+    if (down_) err << "reconnected; " << how << "\n";
+    down_ = false;
+  }
+
+ private:
+  const std::chrono::milliseconds limit_;
+  bool down_ = false;
+  std::chrono::steady_clock::time_point since_;
+  std::chrono::milliseconds delay_ = kFirstRetry;
+};
+
+}  // namespace
+
+int WatchCommand(StudyClient& client, const WatchOptions& options, std::ostream& out,
+                 std::ostream& err) {
+  WatchView view(options.style);
+  Reconnector reconnector(options.reconnect_for_ms);
+  while (true) {
+    bool got_message = false;
+    absl::Status status =
+        client.Watch(options.study, view.last_seq(), [&](const v1::WatchStudyResponse& message) {
+          if (!got_message) {
+            got_message = true;
+            reconnector.Connected(err, absl::StrCat("resumed after event ", view.last_seq()));
+          }
+          const std::string text = view.Apply(message, NowUnixMs());
+          out << (options.json ? JsonLine(message) + "\n" : text) << std::flush;
+          return options.follow || !view.Finished();
+        });
+    if (!options.follow && view.Finished()) {
+      if (!options.json) out << view.Summary() << "\n";
+      return view.ExitCode();
+    }
+    // OK here means the server ended the stream (it is shutting down): resume like a break.
+    if (status.ok() || Unreachable(status)) {
+      if (!reconnector.Retry(status.ok() ? absl::UnavailableError("the stream ended") : status,
+                             err)) {
+        return kExitFailure;
+      }
+      continue;
+    }
+    return ReportError(status, err);
+  }
+}
+
+int LogsCommand(StudyClient& client, const LogsOptions& options, std::ostream& out,
+                std::ostream& err) {
+  Reconnector reconnector(options.reconnect_for_ms);
+  v1::ReadLogsRequest request;
+  request.set_study(options.study);
+  request.set_cell_id(options.cell);
+  request.set_attempt(options.attempt);
+  request.set_limit(kLogPage);
+  int shown_attempt = -1;  // the attempt whose header was printed
+  std::deque<v1::LogLine> tail;  // --tail: the last lines of the backlog, printed once it is read
+  bool backlog = true;           // still reading the lines that were there at the start
+
+  auto print = [&](const v1::ReadLogsResponse& r, const v1::LogLine& line) {
+    if (options.json) {
+      nlohmann::json j = {{"study", r.study()},           {"cell_id", r.cell_id()},
+                          {"attempt", r.attempt()},       {"line", line.line()},
+                          {"at_unix_ms", line.at_unix_ms()}, {"text", line.text()}};
+      out << j.dump() << "\n";
+    } else {
+      out << line.text() << "\n";
+    }
+  };
+
+  while (true) {
+    absl::StatusOr<v1::ReadLogsResponse> r = client.ReadLogs(request);
+    if (!r.ok()) {
+      if (options.follow && Unreachable(r.status()) && reconnector.Retry(r.status(), err)) {
+        continue;
+      }
+      return ReportError(r.status(), err);
+    }
+    reconnector.Connected(err, absl::StrCat("resuming after line ", request.after_line()));
+    // From the first answer on, name the cell exactly (a prefix could match a cell added later)
+    // and stay on the attempt it showed.
+    request.set_study(r->study());
+    request.set_cell_id(r->cell_id());
+    if (r->attempt() == 0) {
+      if (shown_attempt != 0) {
+        err << "== " << r->study() << "/" << r->cell_id() << " has not started ("
+            << options.style.State(StateName(r->cell_state())) << ") ==\n";
+        shown_attempt = 0;
+      }
+      if (!options.follow) return kExitOk;
+      request.set_wait_ms(kFollowWaitMs);
+      continue;
+    }
+    request.set_attempt(r->attempt());
+    if (shown_attempt != r->attempt()) {
+      err << "== " << r->study() << "/" << r->cell_id() << " attempt " << r->attempt() << " of "
+          << r->latest_attempt() << " on " << r->worker_id() << " ("
+          << (r->ended() ? "ended" : "running") << ", cell "
+          << options.style.State(StateName(r->cell_state())) << ") ==\n";
+      if (r->first_line() > 1 && request.after_line() < r->first_line()) {
+        err << "(lines 1-" << r->first_line() - 1 << " were dropped: only the newest are kept)\n";
+      }
+      shown_attempt = r->attempt();
+    }
+    for (const v1::LogLine& line : r->lines()) {
+      if (backlog && options.tail > 0) {
+        tail.push_back(line);
+        if (static_cast<int>(tail.size()) > options.tail) tail.pop_front();
+      } else {
+        print(*r, line);
+      }
+      request.set_after_line(line.line());
+    }
+    out << std::flush;
+    if (r->lines_size() == kLogPage) continue;  // more of the backlog
+    if (backlog) {
+      for (const v1::LogLine& line : tail) print(*r, line);
+      tail.clear();
+      backlog = false;
+      out << std::flush;
+    }
+    if (!options.follow) return kExitOk;
+    if (r->ended() && r->latest_attempt() > r->attempt()) {
+      // The cell started again: follow the next attempt from its first line.
+      request.set_attempt(r->attempt() + 1);
+      request.set_after_line(0);
+      continue;
+    }
+    const bool cell_ended = r->cell_state() == v1::CELL_STATE_SUCCEEDED ||
+                            r->cell_state() == v1::CELL_STATE_FAILED ||
+                            r->cell_state() == v1::CELL_STATE_DIVERGED ||
+                            r->cell_state() == v1::CELL_STATE_CANCELLED;
+    if (r->ended() && cell_ended && r->latest_attempt() == r->attempt()) return kExitOk;
+    request.set_wait_ms(kFollowWaitMs);
+  }
+}
+
+}  // namespace onset::cli
