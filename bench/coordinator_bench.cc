@@ -3,7 +3,10 @@
 // disk, WAL). Prints the ingest rate and the latency of each RPC. No trainer runs.
 //
 //   onset-coordinator-bench [--workers 16] [--cells 256] [--batches 20] [--points 50]
-//                           [--dir DIR]
+//                           [--readers 0] [--watchers 0] [--dir DIR]
+//
+// --readers N adds N clients that read the whole study (GetStudy) back to back, and
+// --watchers N that many `onset watch` streams, to show what reads cost the write path.
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,13 +51,16 @@ struct Latencies {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int workers = 16, cells = 256, batches = 20, points = 50;
+  int workers = 16, cells = 256, batches = 20, points = 50, readers = 0, watchers = 0;
   std::string dir;
   CLI::App app{"onset-coordinator-bench: metric ingest and RPC latency of onsetd on loopback"};
   app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 1024));
   app.add_option("--cells", cells, "cells in the study")->check(CLI::Range(1, 100000));
   app.add_option("--batches", batches, "metric batches per cell")->check(CLI::Range(1, 100000));
   app.add_option("--points", points, "points per batch")->check(CLI::Range(1, 100000));
+  app.add_option("--readers", readers, "clients reading the study meanwhile")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--watchers", watchers, "WatchStudy streams meanwhile")->check(CLI::Range(0, 1024));
   app.add_option("--dir", dir, "directory for the database (default: a fresh temporary one)");
   CLI11_PARSE(app, argc, argv);
   if (dir.empty()) {
@@ -134,7 +140,33 @@ int main(int argc, char** argv) {
       }
     });
   }
+  // Readers and watchers run until the workers are done.
+  std::atomic<bool> workers_done{false};
+  Latencies reads;
+  std::atomic<int64_t> watch_messages{0};
+  std::vector<std::thread> lookers;
+  for (int r = 0; r < readers; ++r) {
+    lookers.emplace_back([&] {
+      onset::cli::StudyClient reader(address, security);
+      while (!workers_done) {
+        const auto start = Clock::now();
+        if (!reader.Get("bench").ok()) ++errors;
+        reads.Add(Clock::now() - start);
+      }
+    });
+  }
+  for (int r = 0; r < watchers; ++r) {
+    lookers.emplace_back([&] {
+      onset::cli::StudyClient watcher(address, security);
+      (void)watcher.Watch("bench", 0, [&](const onset::v1::WatchStudyResponse&) {
+        ++watch_messages;
+        return !workers_done.load();
+      });
+    });
+  }
   for (std::thread& t : threads) t.join();
+  workers_done = true;
+  for (std::thread& t : lookers) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   (*server)->Shutdown();
 
@@ -146,6 +178,11 @@ int main(int argc, char** argv) {
   std::printf("ReportMetrics %s\n", report.Summary().c_str());
   std::printf("Heartbeat     %s\n", heartbeat.Summary().c_str());
   std::printf("FinishJob     %s\n", finish.Summary().c_str());
+  if (readers > 0) std::printf("GetStudy      %s (%d readers)\n", reads.Summary().c_str(), readers);
+  if (watchers > 0) {
+    std::printf("WatchStudy    %lld messages to %d watchers\n",
+                static_cast<long long>(watch_messages.load()), watchers);
+  }
   std::printf("errors        %d\n", errors.load());
   std::filesystem::remove_all(dir);
   return errors.load() == 0 ? 0 : 1;

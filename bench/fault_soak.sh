@@ -6,7 +6,11 @@
 #
 #   CELLS=24 WORKERS=3 DURATION=90 bench/fault_soak.sh
 #
-# Needs sqlite3 and python3; exits non-zero when a cell did not succeed or its curve is wrong.
+# An `onset watch` follows the study throughout (reconnecting after each coordinator kill) and
+# must report every cell's success exactly once.
+#
+# Needs sqlite3 and python3; exits non-zero when a cell did not succeed, its curve is wrong, or
+# the watch missed or repeated an end.
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${ONSET_BIN_DIR:-$root/build/bin}
@@ -30,6 +34,8 @@ start_worker() { $bin/onset-worker --coordinator $addr --token-file $dir/onsetd.
 start_daemon; sleep 1
 for w in $(seq $workers); do start_worker $w; done
 $bin/onset --coordinator $addr --token-file $dir/onsetd.token submit $dir/soak.yaml
+$bin/onset --coordinator $addr --token-file $dir/onsetd.token watch soak >$dir/watch.out 2>$dir/watch.err &
+watch_pid=$!
 kills=0; end=$((SECONDS + duration))
 while [ $SECONDS -lt $end ]; do
   sleep $((2 + RANDOM % 4))
@@ -51,8 +57,13 @@ sqlite3 $dir/onset.db "select outcome, failure_class, count(*) from attempts gro
 bad=$(sqlite3 $dir/onset.db "select c.hash from cells c where (select count(*) from metrics m where m.cell_id=c.id and m.name='train/loss') != 16 or (select group_concat(tokens) from (select tokens from metrics m where m.cell_id=c.id and m.name='train/loss' order by tokens)) != '8192,16384,24576,32768,40960,49152,57344,65536,73728,81920,90112,98304,106496,114688,122880,131072'")
 echo "cells with a wrong curve: ${bad:-none}"
 echo "points: $(sqlite3 $dir/onset.db "select count(*) from metrics")"
+for i in $(seq 60); do kill -0 $watch_pid 2>/dev/null || break; sleep 1; done
+wait $watch_pid; watch_rc=$?
+watch_ends=$(grep -c -- '-> succeeded' $dir/watch.out)
+watch_cells=$(grep -- '-> succeeded' $dir/watch.out | awk '{print $2}' | sort -u | wc -l)
+echo "watch: exit $watch_rc, $watch_ends successes seen for $watch_cells cells, $(grep -c reconnected $dir/watch.err) reconnects"
 kill $(cat $dir/worker*.pid) 2>/dev/null; sleep 2; kill $(cat $dir/onsetd.pid) 2>/dev/null
-if [ "${done_:-0}" = "$cells" ] && [ -z "$bad" ]; then
+if [ "${done_:-0}" = "$cells" ] && [ -z "$bad" ] && [ "$watch_rc" = 0 ] && [ "$watch_ends" = "$cells" ] && [ "$watch_cells" = "$cells" ]; then
   rm -rf "$dir"
   exit 0
 fi
