@@ -37,9 +37,11 @@ absl::Status LeaseManager::Recover(bool requeue_running) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(const std::string& worker_id) {
+absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(
+    const std::string& worker_id, const std::vector<std::string>& free_devices) {
   std::lock_guard<std::mutex> lock(mu_);
-  ONSET_ASSIGN_OR_RETURN(std::optional<ClaimedJob> job, store_->ClaimNextCell(worker_id));
+  ONSET_ASSIGN_OR_RETURN(std::optional<ClaimedJob> job,
+                         store_->ClaimNextCell(worker_id, free_devices));
   if (job) {
     leases_[job->lease_id] =
         Lease{worker_id, job->study, job->cell_id, job->attempt, clock_->MonotonicNow() + ttl_};

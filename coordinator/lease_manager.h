@@ -34,9 +34,11 @@ class LeaseManager {
   // `requeue_running` they are instead ended as lost and their cells requeued at once.
   absl::Status Recover(bool requeue_running);
 
-  // Claims the next queued cell for `worker_id`. nullopt when nothing is queued.
-  // FailedPrecondition for an unregistered worker.
-  absl::StatusOr<std::optional<ClaimedJob>> LeaseJob(const std::string& worker_id);
+  // Claims the next queued cell that fits in `free_devices` for `worker_id` (Store::
+  // ClaimNextCell). nullopt when none is queued. FailedPrecondition for an unregistered worker,
+  // InvalidArgument for a bad device list.
+  absl::StatusOr<std::optional<ClaimedJob>> LeaseJob(const std::string& worker_id,
+                                                     const std::vector<std::string>& free_devices);
 
   // The following act only for the worker holding the lease, while the lease is the current one
   // of its cell: they fail with FailedPrecondition, and write nothing, when the lease is unknown,

@@ -81,7 +81,46 @@ absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id) {
     info.cells_total += static_cast<int>(counts.Int(1));
   }
   info.alert = RepeatedFailureAlert(db, study_id);
+  info.waiting = WaitingForDevices(db, study_id);
   return info;
+}
+
+std::string WaitingForDevices(db::Connection& db, int64_t study_id) {
+  // A worker that registered no device names runs `slots` jobs of one device each.
+  absl::StatusOr<db::Statement> stmt = db.Prepare(R"sql(
+      WITH largest AS (
+        SELECT MAX(CASE WHEN devices = '' THEN slots
+                        ELSE LENGTH(devices) - LENGTH(REPLACE(devices, ',', '')) + 1 END) AS n
+        FROM workers)
+      SELECT COUNT(*), MIN(c.devices), MAX(c.devices), largest.n FROM cells c, largest
+      WHERE c.study_id = ? AND c.state IN ('queued', 'backoff') AND c.devices > largest.n)sql");
+  if (!stmt.ok()) return "";
+  stmt->BindAll(study_id);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok() || !*row || stmt->Int(0) == 0) return "";
+  const int64_t cells = stmt->Int(0), fewest = stmt->Int(1), most = stmt->Int(2);
+  return std::to_string(cells) + (cells == 1 ? " queued cell needs " : " queued cells need ") +
+         (fewest == most ? std::to_string(most)
+                         : std::to_string(fewest) + " to " + std::to_string(most)) +
+         " devices; the largest registered worker has " + std::to_string(stmt->Int(3));
+}
+
+std::string JoinDevices(const std::vector<std::string>& devices) {
+  std::string out;
+  for (const std::string& d : devices) out += (out.empty() ? "" : ",") + d;
+  return out;
+}
+
+std::vector<std::string> SplitDevices(const std::string& stored) {
+  std::vector<std::string> devices;
+  size_t start = 0;
+  while (start < stored.size()) {
+    size_t comma = stored.find(',', start);
+    if (comma == std::string::npos) comma = stored.size();
+    if (comma > start) devices.push_back(stored.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return devices;
 }
 
 std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id) {

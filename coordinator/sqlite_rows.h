@@ -16,7 +16,7 @@ namespace onset::coordinator::rows {
 
 // The row id of the study named `name`; NotFound naming it.
 absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name);
-// The study with its counts per state and its repeated-failure alert.
+// The study with its counts per state, its repeated-failure alert and its device note.
 absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id);
 // Its cells in queue order.
 absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id);
@@ -28,6 +28,14 @@ absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_
 // "3 attempts in a row (3 cells) failed alike: <reason>" when the study's latest
 // kRepeatedFailures failed attempts share their class and reason; empty otherwise.
 std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id);
+// "2 queued cells need 4 devices; the largest registered worker has 2" when queued (or backoff)
+// cells of the study need more devices than any registered worker has; empty otherwise, and
+// while no worker is registered.
+std::string WaitingForDevices(db::Connection& db, int64_t study_id);
+
+// Device lists as stored (workers.devices, attempts.devices): comma-separated, "" for none.
+std::string JoinDevices(const std::vector<std::string>& devices);
+std::vector<std::string> SplitDevices(const std::string& stored);
 
 // axes_json as written by AddStudy; anything but an object of strings reads as no axes (a
 // damaged row shows without its axes rather than failing a whole listing).

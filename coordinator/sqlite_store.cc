@@ -199,14 +199,16 @@ absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name) {
 }
 
 absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration& worker) {
+  ONSET_RETURN_IF_ERROR(CheckDeviceNames(worker.devices, "devices"));
   return Write<std::string>([&](db::Connection& db) -> absl::StatusOr<std::string> {
     const int64_t now = clock_.WallUnixMs();
     const std::string id = "w-" + common::RandomHex(kWorkerIdBytes);
     ONSET_ASSIGN_OR_RETURN(
         db::Statement stmt,
-        db.Prepare("INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?)"));
-    stmt.BindAll(id, worker.host, worker.slots, worker.version, now, now);
+        db.Prepare("INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at, "
+                   "devices) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    stmt.BindAll(id, worker.host, worker.slots, worker.version, now, now,
+                 rows::JoinDevices(worker.devices));
     ONSET_RETURN_IF_ERROR(stmt.Run());
     return id;
   });
@@ -217,64 +219,82 @@ absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
       [&](db::Connection& db) -> absl::StatusOr<std::vector<WorkerInfo>> {
         ONSET_ASSIGN_OR_RETURN(
             db::Statement stmt,
-            db.Prepare("SELECT id, host, slots, version, registered_at, last_seen_at FROM workers "
-                       "ORDER BY last_seen_at DESC, id"));
+            db.Prepare("SELECT id, host, slots, version, registered_at, last_seen_at, devices "
+                       "FROM workers ORDER BY last_seen_at DESC, id"));
         std::vector<WorkerInfo> workers;
         std::unordered_map<std::string, size_t> index;
         while (true) {
           ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
           if (!row) break;
           index[stmt.Text(0)] = workers.size();
-          workers.push_back(WorkerInfo{stmt.Text(0),
-                                       stmt.Text(1),
-                                       static_cast<int>(stmt.Int(2)),
-                                       stmt.Text(3),
-                                       stmt.Int(4),
-                                       stmt.Int(5),
-                                       {}});
+          WorkerInfo& w = workers.emplace_back();
+          w.id = stmt.Text(0);
+          w.host = stmt.Text(1);
+          w.slots = static_cast<int>(stmt.Int(2));
+          w.version = stmt.Text(3);
+          w.registered_unix_ms = stmt.Int(4);
+          w.last_seen_unix_ms = stmt.Int(5);
+          w.devices = rows::SplitDevices(stmt.Text(6));
         }
         ONSET_ASSIGN_OR_RETURN(
             db::Statement running,
-            db.Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
-                       "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
-                       "WHERE a.ended_at IS NULL ORDER BY a.id"));
+            db.Prepare(
+                "SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt, a.devices "
+                "FROM attempts a JOIN cells c ON c.id = a.cell_id "
+                "JOIN studies s ON s.id = c.study_id WHERE a.ended_at IS NULL ORDER BY a.id"));
         while (true) {
           ONSET_ASSIGN_OR_RETURN(bool row, running.Step());
           if (!row) break;
           auto it = index.find(running.Text(1));
           if (it == index.end()) continue;
           // The lease id proves who holds a job: it never leaves the coordinator in a listing.
-          workers[it->second].running.push_back(RunningAttempt{"", running.Text(1), running.Text(2),
-                                                               running.Text(3),
-                                                               static_cast<int>(running.Int(4))});
+          workers[it->second].running.push_back(RunningAttempt{
+              "", running.Text(1), running.Text(2), running.Text(3),
+              static_cast<int>(running.Int(4)), rows::SplitDevices(running.Text(5))});
         }
         return workers;
       });
 }
 
-absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(const std::string& worker_id) {
+absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
+    const std::string& worker_id, const std::vector<std::string>& free_devices) {
+  if (free_devices.empty()) {
+    return absl::InvalidArgumentError("free_devices: a worker leases only with a free device");
+  }
+  ONSET_RETURN_IF_ERROR(CheckDeviceNames(free_devices, "free_devices"));
   return Write<std::optional<ClaimedJob>>([&](db::Connection& db)
                                               -> absl::StatusOr<std::optional<ClaimedJob>> {
     const int64_t now = clock_.WallUnixMs();
 
-    ONSET_ASSIGN_OR_RETURN(db::Statement seen,
-                           db.Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ?"));
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement seen,
+        db.Prepare("UPDATE workers SET last_seen_at = ? WHERE id = ? RETURNING devices"));
     seen.BindAll(now, worker_id);
-    ONSET_RETURN_IF_ERROR(seen.Run());
-    if (db.Changes() == 0) {
+    ONSET_ASSIGN_OR_RETURN(bool registered, seen.Step());
+    if (!registered) {
       return absl::FailedPreconditionError("worker '" + worker_id +
                                            "' is not registered; register again");
     }
+    const std::vector<std::string> own = rows::SplitDevices(seen.Text(0));
+    ONSET_RETURN_IF_ERROR(seen.Run());
+    for (const std::string& d : free_devices) {
+      if (!own.empty() && std::find(own.begin(), own.end(), d) == own.end()) {
+        return absl::InvalidArgumentError("free_devices: " + d + " is not a device of worker " +
+                                          worker_id + " (" + rows::JoinDevices(own) + ")");
+      }
+    }
 
-    // The first claimable cell: queued, or done waiting out its backoff. The write transaction
-    // (BEGIN IMMEDIATE) holds the database's write lock, so no one claims it in between.
+    // The first claimable cell that fits: queued, or done waiting out its backoff, and needing
+    // no more devices than are free. A bigger cell ahead waits for a worker with room, without
+    // holding up the cells behind it. The write transaction (BEGIN IMMEDIATE) holds the
+    // database's write lock, so no one claims it in between.
     ONSET_ASSIGN_OR_RETURN(
         db::Statement pick,
-        db.Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh "
-                   "FROM cells c JOIN studies s ON s.id = c.study_id "
-                   "WHERE c.state = 'queued' OR (c.state = 'backoff' AND c.retry_at <= ?) "
-                   "ORDER BY c.id LIMIT 1"));
-    pick.BindAll(now);
+        db.Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh, "
+                   "c.devices FROM cells c JOIN studies s ON s.id = c.study_id "
+                   "WHERE (c.state = 'queued' OR (c.state = 'backoff' AND c.retry_at <= ?)) "
+                   "AND c.devices <= ? ORDER BY c.id LIMIT 1"));
+    pick.BindAll(now, static_cast<int64_t>(free_devices.size()));
     ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
     if (!row) {
       return std::optional<ClaimedJob>();
@@ -287,14 +307,15 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(const std::
     job.tokens_budget = pick.Int(3);
     job.study = pick.Text(4);
     job.fresh = pick.Int(5) != 0;  // handed to this attempt only
+    job.devices.assign(free_devices.begin(), free_devices.begin() + pick.Int(6));
     job.lease_id = common::RandomHex(kLeaseIdBytes);
     ONSET_RETURN_IF_ERROR(pick.Run());
     ONSET_ASSIGN_OR_RETURN(
         db::Statement insert,
-        db.Prepare("INSERT INTO attempts (cell_id, attempt, worker_id, lease_id, started_at) "
-                   "VALUES (?1, (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts "
-                   "WHERE cell_id = ?1), ?2, ?3, ?4) RETURNING attempt"));
-    insert.BindAll(cell_row, worker_id, job.lease_id, now);
+        db.Prepare("INSERT INTO attempts (cell_id, attempt, worker_id, lease_id, started_at, "
+                   "devices) VALUES (?1, (SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts "
+                   "WHERE cell_id = ?1), ?2, ?3, ?4, ?5) RETURNING attempt"));
+    insert.BindAll(cell_row, worker_id, job.lease_id, now, rows::JoinDevices(job.devices));
     ONSET_ASSIGN_OR_RETURN(bool inserted, insert.Step());
     if (!inserted) return absl::InternalError("INSERT INTO attempts returned no row");
     job.attempt = static_cast<int>(insert.Int(0));
@@ -538,15 +559,17 @@ absl::StatusOr<std::vector<RunningAttempt>> SqliteStore::RunningAttempts() {
       [&](db::Connection& db) -> absl::StatusOr<std::vector<RunningAttempt>> {
         ONSET_ASSIGN_OR_RETURN(
             db::Statement stmt,
-            db.Prepare("SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt FROM attempts a "
-                       "JOIN cells c ON c.id = a.cell_id JOIN studies s ON s.id = c.study_id "
-                       "WHERE a.ended_at IS NULL ORDER BY a.id"));
+            db.Prepare(
+                "SELECT a.lease_id, a.worker_id, s.name, c.hash, a.attempt, a.devices "
+                "FROM attempts a JOIN cells c ON c.id = a.cell_id "
+                "JOIN studies s ON s.id = c.study_id WHERE a.ended_at IS NULL ORDER BY a.id"));
         std::vector<RunningAttempt> running;
         while (true) {
           ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
           if (!row) return running;
           running.push_back(RunningAttempt{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3),
-                                           static_cast<int>(stmt.Int(4))});
+                                           static_cast<int>(stmt.Int(4)),
+                                           rows::SplitDevices(stmt.Text(5))});
         }
       });
 }

@@ -1,5 +1,7 @@
 #include "coordinator/store.h"
 
+#include <algorithm>
+
 namespace onset::coordinator {
 
 const char* CellStateName(CellState state) {
@@ -29,6 +31,23 @@ std::optional<CellState> CellStateFromName(const std::string& name) {
     if (name == CellStateName(s)) return s;
   }
   return std::nullopt;
+}
+
+absl::Status CheckDeviceNames(const std::vector<std::string>& devices, const std::string& field) {
+  if (devices.size() > kMaxWorkerDevices) {
+    return absl::InvalidArgumentError(field + ": " + std::to_string(devices.size()) +
+                                      " devices; at most " + std::to_string(kMaxWorkerDevices) +
+                                      " are allowed");
+  }
+  for (auto it = devices.begin(); it != devices.end(); ++it) {
+    if (it->empty() || it->find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(field + ": '" + *it + "' is not a device name");
+    }
+    if (std::find(devices.begin(), it, *it) != it) {
+      return absl::InvalidArgumentError(field + ": " + *it + " is listed twice");
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace onset::coordinator

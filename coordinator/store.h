@@ -26,6 +26,12 @@ enum class CellState { kQueued, kRunning, kSucceeded, kFailed, kDiverged, kCance
 const char* CellStateName(CellState state);
 std::optional<CellState> CellStateFromName(const std::string& name);
 
+// Devices one worker may offer at most.
+inline constexpr size_t kMaxWorkerDevices = 1024;
+// A list of device names as the store keeps them: each non-empty and without commas, none
+// repeated, at most kMaxWorkerDevices. InvalidArgument naming `field` and the bad name.
+absl::Status CheckDeviceNames(const std::vector<std::string>& devices, const std::string& field);
+
 struct StudyInfo {
   std::string name;
   std::string description;
@@ -37,6 +43,10 @@ struct StudyInfo {
   // Set when the latest kRepeatedFailures failed attempts of the study failed alike (same
   // failure class and reason): "3 cells in a row failed: <reason>". Empty otherwise.
   std::string alert;
+  // Set when queued cells of the study need more devices than any registered worker has:
+  // "2 queued cells need 4 devices; the largest registered worker has 2". Empty otherwise (and
+  // while no worker is registered).
+  std::string waiting;
 };
 
 inline constexpr int kRepeatedFailures = 3;
@@ -138,12 +148,14 @@ struct ClaimedJob {
   std::string config_json;
   int64_t tokens_budget = 0;
   bool fresh = false;  // start without the cell's checkpoints (a `rerun --fresh`)
+  std::vector<std::string> devices;  // the devices it runs on, one per data-parallel rank
 };
 
 struct WorkerRegistration {
   std::string host;
-  int slots = 1;
+  int slots = 1;  // jobs at once; devices.size() when devices are given
   std::string version;
+  std::vector<std::string> devices = {};  // "cuda:0", "cpu:1", ...; empty: it names none
 };
 
 struct MetricPoint {
@@ -172,6 +184,7 @@ struct RunningAttempt {
   std::string study;
   std::string cell_id;
   int attempt = 0;
+  std::vector<std::string> devices;  // the devices it was given
 };
 
 // The answer to a heartbeat.
@@ -194,6 +207,7 @@ struct WorkerInfo {
   std::string host;
   int slots = 1;
   std::string version;
+  std::vector<std::string> devices;  // as registered
   int64_t registered_unix_ms = 0;
   int64_t last_seen_unix_ms = 0;  // its latest lease request or heartbeat
   std::vector<RunningAttempt> running;
@@ -223,15 +237,21 @@ class Store {
   // NotFound for an unknown name.
   virtual absl::StatusOr<StudyDetail> GetStudy(const std::string& name) = 0;
 
-  // Registers a worker; returns its new id.
+  // Registers a worker; returns its new id. InvalidArgument for bad device names
+  // (CheckDeviceNames).
   virtual absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) = 0;
   // Every registered worker, the most recently seen first, with its running attempts.
   virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
 
-  // Atomically moves the first queued cell (queue order) to running and opens an attempt under
-  // a fresh random lease id. nullopt when nothing is queued. FailedPrecondition for a worker id
-  // that is not registered.
-  virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(const std::string& worker_id) = 0;
+  // Atomically moves the first claimable cell (queue order) that needs at most
+  // free_devices.size() devices to running and opens an attempt under a fresh random lease id,
+  // on the first devices of `free_devices` it needs (recorded with the attempt and returned). A
+  // cell needing more devices than are free is passed over, not waited for. nullopt when no
+  // queued cell fits. FailedPrecondition for a worker id that is not registered;
+  // InvalidArgument when `free_devices` is empty, repeats a device, or names one the worker did
+  // not register (a worker that registered no devices may name any).
+  virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
+      const std::string& worker_id, const std::vector<std::string>& free_devices) = 0;
 
   // The following take the lease of a running attempt; FailedPrecondition when the lease is
   // unknown or its attempt has ended.

@@ -194,16 +194,19 @@ class StudyParser {
         spec.description = value.IsNull() ? "" : value.Scalar();
       } else if (key == "grid" || key == "depends" || key == "exclude") {
         later[key] = value;
+      } else if (key == "resources") {
+        spec.devices = ParseResources(value, line);
       } else if (IsSection(key)) {
         if (!value.IsNull() && !value.IsMap()) Fail(line, key, "must be a mapping");
         base[key] = value.IsNull() ? json::object() : ToJson(value, key, &key_lines_);
       } else {
-        static const std::vector<std::string> kKeys = {
-            "name", "description", "model", "train", "data", "eval", "grid", "exclude", "depends"};
+        static const std::vector<std::string> kKeys = {"name",    "description", "model", "train",
+                                                       "data",    "eval",        "grid",  "exclude",
+                                                       "depends", "resources"};
         const std::string near = common::DidYouMean(key, kKeys);
         Fail(line, key,
              "unknown key" + (near.empty() ? " (expected name, description, model, train, data, "
-                                             "eval, grid, exclude, depends)"
+                                             "eval, grid, exclude, depends, resources)"
                                            : near));
       }
     }
@@ -645,6 +648,32 @@ class StudyParser {
       if (key == s) return true;
     }
     return false;
+  }
+
+  // resources: {devices: N}; returns N (1 when not given).
+  static int ParseResources(const YAML::Node& value, int line) {
+    if (value.IsNull()) return 1;
+    if (!value.IsMap()) Fail(line, "resources", "must be a mapping, e.g. {devices: 2}");
+    CheckDuplicateKeys(value, "resources");
+    int devices = 1;
+    for (const auto& kv : value) {
+      const std::string key = kv.first.Scalar();
+      const int key_line = Line(kv.first);
+      if (key != "devices") {
+        const std::string near = common::DidYouMean(key, {"devices"});
+        Fail(key_line, "resources." + key,
+             "unknown key" + (near.empty() ? " (expected devices)" : near));
+      }
+      const std::string range =
+          "must be a whole number of devices from 1 to " + std::to_string(kMaxCellDevices);
+      if (!kv.second.IsScalar()) Fail(key_line, "resources.devices", range);
+      const json n = ScalarToJson(kv.second, "resources.devices");
+      if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxCellDevices) {
+        Fail(key_line, "resources.devices", range + ", got '" + kv.second.Scalar() + "'");
+      }
+      devices = static_cast<int>(n.get<int64_t>());
+    }
+    return devices;
   }
 
   static std::string ParseName(const YAML::Node& value, int line) {

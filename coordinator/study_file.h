@@ -20,6 +20,9 @@
 //     - {window: 128, tokens: [250K]}
 //   depends:                         # a field whose value follows another axis' value
 //     train.lr: {by: arch, values: {full: 3e-3, swa: 1e-3}, default: 2e-3}
+//   resources: {devices: 2}          # devices each attempt runs on (data-parallel ranks), 1 to
+//                                    # kMaxCellDevices; how a cell is run, not what it is: not
+//                                    # part of its content address
 //
 // Axes expand seeds outermost, then tokens, then the rest in file order (a zip group counts as
 // one axis). Every grid, zip, exclude and depends key is a named axis (arch, window, pos,
@@ -41,12 +44,16 @@
 
 namespace onset::coordinator {
 
+// Devices one cell may ask for at most.
+inline constexpr int kMaxCellDevices = 64;
+
 struct StudySpec {
   std::string name;
   std::string description;
   std::string source_name;  // as given, used in messages
   std::string source_yaml;  // the text, stored verbatim
   std::vector<CellSpec> cells;  // deduplicated, in expansion order
+  int devices = 1;              // resources.devices: devices each attempt of its cells needs
 };
 
 // Parses and expands a study file. Pure: reads no files, writes nothing. Relative token-file

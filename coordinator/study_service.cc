@@ -58,6 +58,7 @@ void ToProto(const StudyInfo& in, onset::v1::Study* out) {
   for (const auto& [state, count] : in.cells_by_state)
     (*out->mutable_cells_by_state())[state] = count;
   out->set_alert(in.alert);
+  out->set_waiting(in.waiting);
 }
 
 void ToProto(const CellInfo& in, onset::v1::Cell* out) {
@@ -73,6 +74,7 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   out->set_tokens_per_second(in.tokens_per_second);
   out->set_failures(in.failures);
   out->set_retry_at_unix_ms(in.retry_at_unix_ms);
+  out->set_devices(in.devices);
 }
 
 void ToProto(const CellEvent& in, onset::v1::CellEvent* out) {
@@ -94,8 +96,8 @@ grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext* context,
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());
-  NewStudy study{spec->name, spec->description, spec->source_name, spec->source_yaml,
-                 std::move(spec->cells)};
+  NewStudy study{spec->name,        spec->description,      spec->source_name,
+                 spec->source_yaml, std::move(spec->cells), spec->devices};
   absl::StatusOr<AddStudyResult> added =
       request->dry_run() ? store_->PreviewStudy(study) : store_->AddStudy(study);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
@@ -130,11 +132,13 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
     out->set_version(w.version);
     out->set_registered_unix_ms(w.registered_unix_ms);
     out->set_last_seen_unix_ms(w.last_seen_unix_ms);
+    for (const std::string& device : w.devices) out->add_devices(device);
     for (const RunningAttempt& a : w.running) {
       onset::v1::Worker::Job* job = out->add_jobs();
       job->set_study(a.study);
       job->set_cell_id(a.cell_id);
       job->set_attempt(a.attempt);
+      for (const std::string& device : a.devices) job->add_devices(device);
     }
   }
   return grpc::Status::OK;

@@ -11,8 +11,12 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
   if (request->slots() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "slots: must not be negative");
   }
-  WorkerRegistration worker{request->host(), request->slots() == 0 ? 1 : request->slots(),
-                            request->version()};
+  WorkerRegistration worker{request->host(),
+                            request->slots() == 0 ? 1 : request->slots(),
+                            request->version(),
+                            {request->devices().begin(), request->devices().end()}};
+  // A job takes one device at least: a worker runs at most as many at once as it has.
+  if (!worker.devices.empty()) worker.slots = static_cast<int>(worker.devices.size());
   absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
   if (!id.ok()) return common::ToGrpcStatus(id.status());
   response->set_worker_id(*id);
@@ -25,7 +29,8 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
                                          const onset::v1::LeaseJobRequest* request,
                                          onset::v1::LeaseJobResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(request->worker_id());
+  absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(
+      request->worker_id(), {request->free_devices().begin(), request->free_devices().end()});
   if (!job.ok()) return common::ToGrpcStatus(job.status());
   if (!*job) return grpc::Status::OK;
   onset::v1::Job* out = response->mutable_job();
@@ -36,6 +41,7 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
   out->set_config_json((*job)->config_json);
   out->set_tokens_budget((*job)->tokens_budget);
   out->set_fresh((*job)->fresh);
+  for (const std::string& device : (*job)->devices) out->add_devices(device);
   if (!checkpoint_root_.empty()) {
     out->set_checkpoint_dir(checkpoint_root_ + "/" + (*job)->study + "/" + (*job)->cell_id);
   }

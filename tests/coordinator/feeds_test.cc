@@ -30,7 +30,7 @@ class WatchTest : public ::testing::Test {
     worker_ = *store_->RegisterWorker({"h", 1, "v"});
   }
 
-  ClaimedJob Claim() { return **store_->ClaimNextCell(worker_); }
+  ClaimedJob Claim() { return **store_->ClaimNextCell(worker_, {"cpu:0"}); }
 
   // Watches until `enough` says so (checked after each message); returns every message.
   std::vector<WatchUpdate> Watch(int64_t after_seq,

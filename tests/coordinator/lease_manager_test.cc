@@ -31,7 +31,7 @@ class LeaseManagerTest : public ::testing::Test {
   }
 
   ClaimedJob Lease() {
-    absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(worker_);
+    absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(worker_, {"cpu:0"});
     EXPECT_TRUE(job.ok() && job->has_value()) << job.status();
     return job.ok() ? job->value_or(ClaimedJob{}) : ClaimedJob{};
   }

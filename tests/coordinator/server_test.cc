@@ -18,6 +18,7 @@
 namespace onset::coordinator {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 namespace v1 = ::onset::v1;
@@ -141,6 +142,7 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   ASSERT_TRUE(lease.has_job());
@@ -223,6 +225,7 @@ TEST_F(ServerTest, CancelAndRerunOverTheWire) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   ASSERT_TRUE(lease.has_job());
@@ -283,6 +286,7 @@ TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   EXPECT_FALSE(lease.has_job());  // nothing queued
@@ -384,6 +388,7 @@ TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
   const std::string other = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(holder);
+  lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   ASSERT_TRUE(lease.has_job());
@@ -435,6 +440,7 @@ TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   ASSERT_TRUE(lease.has_job());
@@ -455,6 +461,50 @@ TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   ASSERT_TRUE(lease.has_job());
   EXPECT_EQ(lease.job().attempt(), 2);
+}
+
+TEST_F(ServerTest, JobsRunOnTheDevicesTheirCellsNeed) {
+  grpc::Status status;
+  v1::SubmitStudyResponse submitted =
+      Submit(std::string(testing::kSmallStudy) + "resources: {devices: 2}\n", &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(submitted.cells(0).devices(), 2);
+
+  v1::RegisterWorkerRequest reg;
+  reg.set_host("gpu-host");
+  reg.set_version("test");
+  for (const char* device : {"cuda:0", "cuda:1", "cuda:2"}) reg.add_devices(device);
+  v1::RegisterWorkerResponse registered;
+  ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), reg, &registered).ok());
+
+  // One free device is not enough for a cell that needs two.
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(registered.worker_id());
+  lease_req.add_free_devices("cuda:2");
+  v1::LeaseJobResponse lease;
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  EXPECT_FALSE(lease.has_job());
+  lease_req.add_free_devices("cuda:0");
+  lease_req.add_free_devices("cuda:1");
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+  EXPECT_THAT(lease.job().devices(), ElementsAre("cuda:2", "cuda:0"));
+
+  v1::ListWorkersResponse listed;
+  ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &listed).ok());
+  ASSERT_EQ(listed.workers_size(), 1);
+  EXPECT_EQ(listed.workers(0).slots(), 3);
+  EXPECT_THAT(listed.workers(0).devices(), ElementsAre("cuda:0", "cuda:1", "cuda:2"));
+  ASSERT_EQ(listed.workers(0).jobs_size(), 1);
+  EXPECT_EQ(listed.workers(0).jobs(0).cell_id(), lease.job().cell_id());
+  EXPECT_THAT(listed.workers(0).jobs(0).devices(), ElementsAre("cuda:2", "cuda:0"));
+
+  // A device the worker does not have is refused.
+  v1::LeaseJobRequest foreign;
+  foreign.set_worker_id(registered.worker_id());
+  foreign.add_free_devices("cuda:9");
+  EXPECT_EQ(workers_->LeaseJob(Ctx().get(), foreign, &lease).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST(ServerConfigTest, ValidateNamesTheBadField) {

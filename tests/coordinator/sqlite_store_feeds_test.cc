@@ -30,7 +30,7 @@ class FeedsTest : public ::testing::Test {
   }
 
   ClaimedJob Claim() {
-    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_);
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_, {"cpu:0"});
     EXPECT_TRUE(job.ok() && job->has_value());
     return job.ok() && job->has_value() ? **job : ClaimedJob{};
   }

@@ -40,7 +40,7 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   ClaimedJob Claim() {
-    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_);
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_, {"cpu:0"});
     EXPECT_TRUE(job.ok()) << job.status();
     EXPECT_TRUE(job->has_value());
     return job->value_or(ClaimedJob{});
@@ -64,7 +64,7 @@ TEST(SqliteStoreInMemoryTest, ReadsSeeEveryWrite) {
   EXPECT_EQ(detail->cells.size(), 6u);
   absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
   ASSERT_TRUE(worker.ok());
-  absl::StatusOr<std::optional<ClaimedJob>> job = (*store)->ClaimNextCell(*worker);
+  absl::StatusOr<std::optional<ClaimedJob>> job = (*store)->ClaimNextCell(*worker, {"cpu:0"});
   ASSERT_TRUE(job.ok() && job->has_value());
   EXPECT_EQ(testing::FindCell(**store, "small", (*job)->cell_id).state, CellState::kRunning);
 }
@@ -191,11 +191,11 @@ TEST_F(SqliteStoreTest, ClaimRunsTheFirstQueuedCellUnderAFreshLease) {
 }
 
 TEST_F(SqliteStoreTest, ClaimWithNothingQueuedOrAnUnknownWorker) {
-  absl::StatusOr<std::optional<ClaimedJob>> none = store_->ClaimNextCell(worker_);
+  absl::StatusOr<std::optional<ClaimedJob>> none = store_->ClaimNextCell(worker_, {"cpu:0"});
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
-  EXPECT_EQ(store_->ClaimNextCell("w-unknown").status().code(),
+  EXPECT_EQ(store_->ClaimNextCell("w-unknown", {"cpu:0"}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -320,7 +320,7 @@ TEST(SqliteStoreConcurrencyTest, ConcurrentClaimsNeverReturnTheSameCell) {
     Store* store = t % 2 ? b->get() : a->get();
     threads.emplace_back([&, store] {
       while (true) {
-        absl::StatusOr<std::optional<ClaimedJob>> job = store->ClaimNextCell(*worker);
+        absl::StatusOr<std::optional<ClaimedJob>> job = store->ClaimNextCell(*worker, {"cpu:0"});
         std::lock_guard<std::mutex> lock(mu);
         if (!job.ok()) {
           ++errors;
@@ -435,7 +435,7 @@ TEST_F(FailurePolicyStoreTest, CancelStopsQueuedCellsAtOnceAndRunningOnesAtTheHe
   EXPECT_TRUE(hb->cancelled);
   ASSERT_TRUE(store_->FinishAttempt(running.lease_id, Ended(AttemptOutcome::kCancelled)).ok());
   EXPECT_EQ(Cell(running.cell_id).state, CellState::kCancelled);
-  absl::StatusOr<std::optional<ClaimedJob>> none = store_->ClaimNextCell(worker_);
+  absl::StatusOr<std::optional<ClaimedJob>> none = store_->ClaimNextCell(worker_, {"cpu:0"});
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(*store_->CancelCells("small", {}), 0);  // nothing left to cancel

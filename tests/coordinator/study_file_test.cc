@@ -145,6 +145,24 @@ const BadFile kBadFiles[] = {
      "s.yaml:4: model.heads: must divide d_model"},
     {"description not a string", "name: a\ndescription: [x]\n",
      "s.yaml:2: description: must be a string"},
+    {"misspelt resources", "name: a\nresource: {devices: 2}\n",
+     "s.yaml:2: resource: unknown key (did you mean resources?)"},
+    {"resources not a mapping", "name: a\nresources: 2\n",
+     "s.yaml:2: resources: must be a mapping, e.g. {devices: 2}"},
+    {"misspelt key in resources", "name: a\nresources:\n  device: 2\n",
+     "s.yaml:3: resources.device: unknown key (did you mean devices?)"},
+    {"unknown key in resources", "name: a\nresources: {gpus: 2}\n",
+     "s.yaml:2: resources.gpus: unknown key (expected devices)"},
+    {"zero devices", "name: a\nresources:\n  devices: 0\n",
+     "s.yaml:3: resources.devices: must be a whole number of devices from 1 to 64, got '0'"},
+    {"too many devices", "name: a\nresources: {devices: 65}\n",
+     "s.yaml:2: resources.devices: must be a whole number of devices from 1 to 64, got '65'"},
+    {"devices not a number", "name: a\nresources: {devices: two}\n",
+     "s.yaml:2: resources.devices: must be a whole number of devices from 1 to 64, got 'two'"},
+    {"fractional devices", "name: a\nresources: {devices: 1.5}\n",
+     "s.yaml:2: resources.devices: must be a whole number of devices from 1 to 64, got '1.5'"},
+    {"devices twice", "name: a\nresources: {devices: 2, devices: 4}\n",
+     "s.yaml:2: resources.devices: duplicate key"},
 };
 
 class BadStudyFileTest : public ::testing::TestWithParam<BadFile> {};
@@ -184,6 +202,26 @@ TEST(StudyFileTest, ParsesASmallStudy) {
   EXPECT_EQ(config["model"]["arch"], "swa");
   EXPECT_EQ(config["model"]["window"], 16);
   EXPECT_EQ(config["train"]["tokens"], 64'000);
+}
+
+TEST(StudyFileTest, ResourcesSetTheDevicesOfEveryCellButNotItsAddress) {
+  absl::StatusOr<StudySpec> plain = ParseStudyFile("s.yaml", testing::kSmallStudy);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->devices, 1);
+  absl::StatusOr<StudySpec> spread =
+      ParseStudyFile("s.yaml", std::string(testing::kSmallStudy) + "resources:\n  devices: 4\n");
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  EXPECT_EQ(spread->devices, 4);
+  // Data parallel trains the same model: the cells are the same cells.
+  ASSERT_EQ(spread->cells.size(), plain->cells.size());
+  for (size_t i = 0; i < plain->cells.size(); ++i) {
+    EXPECT_EQ(spread->cells[i].id, plain->cells[i].id);
+    EXPECT_EQ(spread->cells[i].config_json, plain->cells[i].config_json);
+  }
+  absl::StatusOr<StudySpec> empty =
+      ParseStudyFile("s.yaml", std::string(testing::kSmallStudy) + "resources:\n");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->devices, 1);
 }
 
 TEST(StudyFileTest, ShortContextIsTheStudysSmallestWindowForEveryCell) {
