@@ -101,14 +101,14 @@ int main(int argc, char** argv) {
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       auto client = onset::worker::NewGrpcCoordinatorClient(address, security);
-      auto reg = client->Register("bench-" + std::to_string(w), 1, "bench");
+      auto reg = client->Register("bench-" + std::to_string(w), {"cpu:0"}, "bench");
       if (!reg.ok()) {
         ++errors;
         return;
       }
       while (true) {
         auto start = Clock::now();
-        auto job = client->Lease(reg->worker_id);
+        auto job = client->Lease(reg->worker_id, {"cpu:0"});
         lease.Add(Clock::now() - start);
         if (!job.ok()) {
           ++errors;

@@ -150,28 +150,25 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
       << submitted->cells_added() << " new (coordinator at " << address << ", data in "
       << options.data_dir << ")\n";
 
-  // Workers: each with its own client; one launcher serves all.
-  const int n_workers = options.workers > 0
-                            ? options.workers
-                            : DefaultWorkers(std::thread::hardware_concurrency());
+  // One worker with a CPU slot per trainer run at once: a cell that needs several devices
+  // (data-parallel ranks) takes several slots.
+  const int n_slots =
+      options.workers > 0 ? options.workers : DefaultWorkers(std::thread::hardware_concurrency());
   worker::PosixProcessLauncher launcher;
-  std::vector<std::unique_ptr<worker::CoordinatorClient>> clients;
-  std::vector<std::unique_ptr<worker::Worker>> workers;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < n_workers; ++i) {
-    worker::WorkerConfig config;
-    config.coordinator = address;
-    config.trainer_path = trainer;
-    config.work_dir = (fs::path(options.data_dir) / "work").string();
-    config.slots = 1;
-    config.threads_per_job = 1;
-    config.poll_interval = std::chrono::milliseconds(250);
-    config.host = absl::StrCat("onset-run-", i);
-    config.report_stopped = false;  // requeued by the coordinator on the next run
-    clients.push_back(worker::NewGrpcCoordinatorClient(address, security));
-    workers.push_back(std::make_unique<worker::Worker>(config, clients.back().get(), &launcher));
-    threads.emplace_back([w = workers.back().get()] { (void)w->Run(); });
-  }
+  worker::WorkerConfig config;
+  config.coordinator = address;
+  config.trainer_path = trainer;
+  config.work_dir = (fs::path(options.data_dir) / "work").string();
+  config.devices.clear();
+  for (int i = 0; i < n_slots; ++i) config.devices.push_back(absl::StrCat("cpu:", i));
+  config.threads_per_job = 1;
+  config.poll_interval = std::chrono::milliseconds(250);
+  config.host = "onset-run";
+  config.report_stopped = false;  // requeued by the coordinator on the next run
+  std::unique_ptr<worker::CoordinatorClient> worker_client =
+      worker::NewGrpcCoordinatorClient(address, security);
+  worker::Worker embedded_worker(config, worker_client.get(), &launcher);
+  std::thread worker_thread([&embedded_worker] { (void)embedded_worker.Run(); });
 
   // Progress until every cell has finished or we are interrupted.
   std::string last_line;
@@ -192,8 +189,8 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
     std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));
   }
 
-  for (auto& w : workers) w->Stop();
-  for (auto& t : threads) t.join();
+  embedded_worker.Stop();
+  worker_thread.join();
 
   int code = 0;
   if (interrupted) {

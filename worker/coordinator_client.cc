@@ -35,12 +35,14 @@ class GrpcCoordinatorClient : public CoordinatorClient {
         rpc_timeout_(rpc_timeout),
         stub_(v1::WorkerService::NewStub(common::NewClientChannel(address_, security))) {}
 
-  absl::StatusOr<Registration> Register(const std::string& host, int slots,
+  absl::StatusOr<Registration> Register(const std::string& host,
+                                        const std::vector<std::string>& devices,
                                         const std::string& version) override {
     v1::RegisterWorkerRequest request;
     request.set_host(host);
-    request.set_slots(slots);
+    request.set_slots(static_cast<int>(devices.size()));
     request.set_version(version);
+    for (const std::string& device : devices) request.add_devices(device);
     v1::RegisterWorkerResponse response;
     grpc::ClientContext context;
     SetDeadline(&context);
@@ -57,9 +59,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     return r;
   }
 
-  absl::StatusOr<std::optional<JobSpec>> Lease(const std::string& worker_id) override {
+  absl::StatusOr<std::optional<JobSpec>> Lease(
+      const std::string& worker_id, const std::vector<std::string>& free_devices) override {
     v1::LeaseJobRequest request;
     request.set_worker_id(worker_id);
+    for (const std::string& device : free_devices) request.add_free_devices(device);
     v1::LeaseJobResponse response;
     grpc::ClientContext context;
     SetDeadline(&context);
@@ -77,6 +81,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     spec.tokens_budget = job.tokens_budget();
     spec.fresh = job.fresh();
     spec.checkpoint_dir = job.checkpoint_dir();
+    spec.devices.assign(job.devices().begin(), job.devices().end());
     return std::optional<JobSpec>(std::move(spec));
   }
 

@@ -33,6 +33,9 @@ struct JobSpec {
   int64_t tokens_budget = 0;
   bool fresh = false;  // discard the cell's checkpoints before starting (a `rerun --fresh`)
   std::string checkpoint_dir;  // shared by all workers; empty = under the work directory
+  // The worker's devices this attempt runs on, one per data-parallel rank (devices.h); empty =
+  // unspecified: the trainer picks its device itself.
+  std::vector<std::string> devices;
 };
 
 // What the worker reports of an attempt; the coordinator applies its failure policy to kFailed.
@@ -79,10 +82,14 @@ class CoordinatorClient {
  public:
   virtual ~CoordinatorClient() = default;
 
-  virtual absl::StatusOr<Registration> Register(const std::string& host, int slots,
+  // `devices`: what the worker offers (devices.h); it runs as many jobs at once as it has.
+  virtual absl::StatusOr<Registration> Register(const std::string& host,
+                                                const std::vector<std::string>& devices,
                                                 const std::string& version) = 0;
-  // nullopt when nothing is queued.
-  virtual absl::StatusOr<std::optional<JobSpec>> Lease(const std::string& worker_id) = 0;
+  // A job that fits in `free_devices` (the worker's devices no job of its own uses) and runs on
+  // the first ones it needs; nullopt when none is queued.
+  virtual absl::StatusOr<std::optional<JobSpec>> Lease(
+      const std::string& worker_id, const std::vector<std::string>& free_devices) = 0;
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                                    const std::string& lease_id,
                                                    const Progress& progress) = 0;

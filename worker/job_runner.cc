@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -11,6 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/devices.h"
 #include "worker/log_buffer.h"
 #include "worker/metrics_parser.h"
 
@@ -112,6 +115,19 @@ JobRunOutcome JobRunner::Run() {
     return finish(JobEnd::kFailed);
   };
 
+  // One rank per device: CUDA_VISIBLE_DEVICES shows the trainer its GPUs only (none for CPU
+  // slots), so its ranks use cuda:0..N-1 of what it sees.
+  std::optional<DeviceLaunch> launch;
+  if (!job_.devices.empty()) {
+    absl::StatusOr<DeviceLaunch> on = LaunchOn(job_.devices);
+    if (!on.ok()) {
+      return fail_to_start(absl::StrCat("cannot run on the devices the coordinator gave (",
+                                        absl::StrJoin(job_.devices, ","),
+                                        "): ", on.status().message()));
+    }
+    launch = *on;
+  }
+
   // Absolute: the trainer runs in this directory and gets the config's path.
   std::error_code ec;
   const fs::path dir = fs::absolute(fs::path(config_.work_dir) / job_.cell_id /
@@ -153,6 +169,16 @@ JobRunOutcome JobRunner::Run() {
                   "--resume"};
   options.env["OMP_NUM_THREADS"] = std::to_string(config_.threads);
   options.env["MKL_NUM_THREADS"] = std::to_string(config_.threads);
+  std::string on_devices;
+  if (launch) {
+    options.args.insert(options.args.end(), {"--device", launch->device});
+    if (launch->nproc > 1) {
+      options.args.insert(options.args.end(), {"--nproc", std::to_string(launch->nproc)});
+    }
+    options.env["CUDA_VISIBLE_DEVICES"] = launch->cuda_visible_devices;
+    on_devices = absl::StrCat(" on ", absl::StrJoin(job_.devices, ","), " (--device ",
+                              launch->device, " --nproc ", launch->nproc, ")");
+  }
   options.working_dir = dir.string();
   std::shared_ptr<Events> events = events_;
   // Shared with the stderr reader thread, which may outlive this frame by a little.
@@ -176,7 +202,8 @@ JobRunOutcome JobRunner::Run() {
     return fail_to_start(absl::StrCat("cannot start the trainer: ", spawned.status().message()));
   }
   std::unique_ptr<Process> process = std::move(*spawned);
-  spdlog::info("{}: trainer started (pid {}) in {}", Context(), process->pid(), dir.string());
+  spdlog::info("{}: trainer started (pid {}){} in {}", Context(), process->pid(), on_devices,
+               dir.string());
 
   MetricsParser parser(Context());
   std::vector<MetricPoint> pending;

@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/devices.h"
 
 namespace onset::worker {
 namespace {
@@ -36,7 +38,7 @@ absl::Status WorkerConfig::Validate() const {
         absl::StrCat("trainer_path: ", trainer_path, " is not an executable file"));
   }
   if (work_dir.empty()) return absl::InvalidArgumentError("work_dir: must not be empty");
-  if (slots < 1) return absl::InvalidArgumentError("slots: must be at least 1");
+  if (absl::Status s = CheckDevices(devices); !s.ok()) return s;
   if (threads_per_job < 1) return absl::InvalidArgumentError("threads_per_job: must be at least 1");
   if (poll_interval.count() <= 0) {
     return absl::InvalidArgumentError("poll_interval: must be positive");
@@ -71,6 +73,18 @@ int Worker::running_jobs() const {
   return static_cast<int>(slots_.size());
 }
 
+std::vector<std::string> Worker::FreeDevices() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> free;
+  for (const std::string& device : config_.devices) {
+    const bool used = std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) {
+      return std::find(s.devices.begin(), s.devices.end(), device) != s.devices.end();
+    });
+    if (!used) free.push_back(device);
+  }
+  return free;
+}
+
 bool Worker::WaitFor(std::chrono::milliseconds delay) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, delay, [this] {
@@ -83,12 +97,13 @@ bool Worker::Register() {
   const std::string host = config_.host.empty() ? HostName() : config_.host;
   std::chrono::milliseconds backoff = kInitialBackoff;
   while (true) {
-    absl::StatusOr<Registration> r = client_->Register(host, config_.slots, kVersion);
+    absl::StatusOr<Registration> r = client_->Register(host, config_.devices, kVersion);
     if (r.ok()) {
       worker_id_ = r->worker_id;
       heartbeat_interval_ = r->heartbeat_interval;
-      spdlog::info("registered with {} as worker {} ({} slots, heartbeat every {} ms)",
-                   config_.coordinator, worker_id_, config_.slots, heartbeat_interval_.count());
+      spdlog::info("registered with {} as worker {} (devices {}, heartbeat every {} ms)",
+                   config_.coordinator, worker_id_, absl::StrJoin(config_.devices, ","),
+                   heartbeat_interval_.count());
       return true;
     }
     if (IsRefused(r.status())) {
@@ -102,7 +117,23 @@ bool Worker::Register() {
   }
 }
 
-void Worker::StartJob(JobSpec job) {
+void Worker::StartJob(JobSpec job, const std::vector<std::string>& free) {
+  // A coordinator that names no devices hands out one-device jobs.
+  if (job.devices.empty()) job.devices = {free.front()};
+  for (const std::string& device : job.devices) {
+    if (std::find(free.begin(), free.end(), device) != free.end()) continue;
+    // Running it would share a device with another job (or use one this worker lacks).
+    JobResult result;
+    result.outcome = JobOutcome::kFailed;
+    result.reason = absl::StrCat("the coordinator gave devices ", absl::StrJoin(job.devices, ","),
+                                 " but only ", absl::StrJoin(free, ","), " are free");
+    spdlog::error("cell {} attempt {}: {}", job.cell_id, job.attempt, result.reason);
+    if (absl::Status s = client_->Finish(worker_id_, job.lease_id, result); !s.ok()) {
+      spdlog::error("cell {} attempt {}: could not report it: {}", job.cell_id, job.attempt,
+                    s.ToString());
+    }
+    return;
+  }
   JobRunnerConfig rc;
   rc.trainer_path = config_.trainer_path;
   rc.work_dir = config_.work_dir;
@@ -111,11 +142,12 @@ void Worker::StartJob(JobSpec job) {
   rc.flush_interval = config_.flush_interval;
   rc.terminate_grace = config_.terminate_grace;
   rc.report_stopped = config_.report_stopped;
-  spdlog::info("leased cell {} of study {} (attempt {}, {} tokens)", job.cell_id, job.study,
-               job.attempt, job.tokens_budget);
+  spdlog::info("leased cell {} of study {} (attempt {}, {} tokens, on {})", job.cell_id, job.study,
+               job.attempt, job.tokens_budget, absl::StrJoin(job.devices, ","));
 
   std::lock_guard<std::mutex> lock(mu_);
   Slot& slot = slots_.emplace_back();
+  slot.devices = job.devices;
   slot.runner = std::make_unique<JobRunner>(std::move(rc), worker_id_, std::move(job), client_,
                                             launcher_, clock_);
   slot.thread = std::thread([this, &slot] {
@@ -146,7 +178,8 @@ absl::Status Worker::Run() {
   std::chrono::milliseconds backoff = kInitialBackoff;
   while (true) {
     ReapFinished();
-    if (running_jobs() >= config_.slots) {
+    const std::vector<std::string> free = FreeDevices();
+    if (free.empty()) {
       if (!WaitFor(config_.poll_interval)) break;
       continue;
     }
@@ -154,12 +187,12 @@ absl::Status Worker::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) break;
     }
-    absl::StatusOr<std::optional<JobSpec>> lease = client_->Lease(worker_id_);
+    absl::StatusOr<std::optional<JobSpec>> lease = client_->Lease(worker_id_, free);
     if (lease.ok()) {
       backoff = kInitialBackoff;
       if (lease->has_value()) {
-        StartJob(std::move(**lease));
-        continue;  // fill the other free slots at once
+        StartJob(std::move(**lease), free);
+        continue;  // fill the other free devices at once
       }
       if (!WaitFor(config_.poll_interval)) break;
       continue;

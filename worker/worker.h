@@ -1,5 +1,6 @@
-// The worker loop: registers with the coordinator, then keeps up to `slots` trainers running,
-// leasing a job whenever a slot is free.
+// The worker loop: registers its devices with the coordinator, then leases a job whenever one of
+// them is free, runs it on the devices the coordinator gives it (one or more) and frees them when
+// the job ends.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/clock.h"
@@ -22,7 +24,9 @@ struct WorkerConfig {
   std::string coordinator = "127.0.0.1:7070";  // host:port of the coordinator (for logs)
   std::string trainer_path;                    // the onset-train executable; required
   std::string work_dir = "onset-work";         // attempts run under it
-  int slots = 1;                               // jobs run at once
+  // What it offers (devices.h): GPUs "cuda:N" or CPU slots "cpu:N". A job takes as many as its
+  // cell needs, so at most this many jobs run at once.
+  std::vector<std::string> devices = {"cpu:0"};
   int threads_per_job = 1;                     // CPU threads given to each trainer
   std::chrono::milliseconds poll_interval{2'000};  // LeaseJob cadence while nothing is queued
   std::chrono::milliseconds max_backoff{15'000};   // cap of the retry delay when unreachable
@@ -31,7 +35,7 @@ struct WorkerConfig {
   std::string host;                            // reported at registration; empty = hostname
   bool report_stopped = true;  // Stop() reports running jobs failed, see JobRunnerConfig
 
-  // Names the first bad field, e.g. "slots: must be at least 1".
+  // Names the first bad field, e.g. "devices: none given".
   absl::Status Validate() const;
 };
 
@@ -59,6 +63,7 @@ class Worker {
  private:
   struct Slot {
     std::unique_ptr<JobRunner> runner;
+    std::vector<std::string> devices;  // the job's, in use until the slot is reaped
     std::thread thread;
     bool done = false;  // guarded by mu_
   };
@@ -66,7 +71,10 @@ class Worker {
   // Sleeps up to `delay` unless stopped or a job ends; returns false when stopped.
   bool WaitFor(std::chrono::milliseconds delay);
   bool Register();
-  void StartJob(JobSpec job);
+  // The configured devices that no running job uses, in configured order.
+  std::vector<std::string> FreeDevices() const;
+  // Starts the job on its devices, which must be among `free`; reports it failed otherwise.
+  void StartJob(JobSpec job, const std::vector<std::string>& free);
   void ReapFinished();
 
   const WorkerConfig config_;
@@ -81,7 +89,7 @@ class Worker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;      // guarded by mu_
-  std::list<Slot> slots_;  // guarded by mu_
+  std::list<Slot> slots_;  // one per running job; guarded by mu_
 };
 
 }  // namespace onset::worker

@@ -13,6 +13,7 @@
 
 #include "common/client_security.h"
 #include "worker/coordinator_client.h"
+#include "worker/devices.h"
 #include "worker/process_launcher.h"
 #include "worker/worker.h"
 
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
   config.coordinator = DefaultCoordinator();
   config.trainer_path = DefaultTrainer();
   int threads = 1;
+  std::string devices = "cpu:1";
+  int slots = 1;
   std::string token_file;
   std::string tls_ca;
   CLI::App app{"onset-worker: runs onset-train for jobs leased from the coordinator"};
@@ -49,7 +52,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--work-dir", config.work_dir, "directory for job attempts")
       ->capture_default_str();
-  app.add_option("--slots", config.slots, "jobs run at once")->capture_default_str();
+  CLI::Option* devices_option = app.add_option(
+      "--devices", devices,
+      "what jobs run on: GPUs by CUDA index (cuda:0,1,3) or a number of CPU slots (cpu:4); a "
+      "job takes as many as its cell needs");
+  devices_option->capture_default_str();
+  CLI::Option* slots_option =
+      app.add_option("--slots", slots, "jobs run at once on the CPU: the same as --devices cpu:N");
+  slots_option->excludes(devices_option);
   app.add_option("--threads-per-job", threads, "CPU threads per trainer")->capture_default_str();
   app.add_option("--token-file", token_file,
                  "file holding the coordinator's token (else $ONSET_TOKEN, else the file named "
@@ -58,6 +68,19 @@ int main(int argc, char** argv) {
                  "connect with TLS, trusting the PEM certificates in this file (env ONSET_TLS_CA)");
   CLI11_PARSE(app, argc, argv);
   config.threads_per_job = threads;
+  if (slots_option->count() > 0) {
+    if (slots < 1) {
+      spdlog::error("bad configuration: --slots: must be at least 1");
+      return 2;
+    }
+    devices = "cpu:" + std::to_string(slots);
+  }
+  absl::StatusOr<std::vector<std::string>> parsed = onset::worker::ParseDevices(devices);
+  if (!parsed.ok()) {
+    spdlog::error("bad configuration: {}", std::string(parsed.status().message()));
+    return 2;
+  }
+  config.devices = *parsed;
 
   if (absl::Status s = config.Validate(); !s.ok()) {
     spdlog::error("bad configuration: {}", std::string(s.message()));

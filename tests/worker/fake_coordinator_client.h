@@ -22,9 +22,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
     JobResult result;
   };
 
-  absl::StatusOr<Registration> Register(const std::string&, int, const std::string&) override {
+  absl::StatusOr<Registration> Register(const std::string&, const std::vector<std::string>& devices,
+                                        const std::string&) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++register_calls;
+    registered_devices = devices;
     if (register_failures > 0) {
       --register_failures;
       return absl::UnavailableError("RegisterWorker to fake: connection refused");
@@ -36,13 +38,22 @@ class FakeCoordinatorClient : public CoordinatorClient {
     return r;
   }
 
-  absl::StatusOr<std::optional<JobSpec>> Lease(const std::string&) override {
+  // Hands out the first queued job when it fits, as the coordinator would: a job needs as many
+  // devices as its `devices` lists and runs on the first of `free_devices` (the names it lists
+  // are placeholders). Unless `keep_devices`, which hands the names out as they are.
+  absl::StatusOr<std::optional<JobSpec>> Lease(
+      const std::string&, const std::vector<std::string>& free_devices) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++lease_calls;
+    lease_free_devices.push_back(free_devices);
     cv_.notify_all();
     if (!lease_status.ok()) return lease_status;
     if (jobs.empty()) return std::optional<JobSpec>();
     JobSpec job = jobs.front();
+    if (job.devices.size() > free_devices.size()) return std::optional<JobSpec>();
+    if (!keep_devices) {
+      job.devices.assign(free_devices.begin(), free_devices.begin() + job.devices.size());
+    }
     jobs.pop_front();
     return std::optional<JobSpec>(job);
   }
@@ -104,9 +115,12 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status report_status;
   absl::Status logs_status;
   std::deque<JobSpec> jobs;
+  bool keep_devices = false;
 
   int register_calls = 0;
+  std::vector<std::string> registered_devices;  // of the latest registration
   int lease_calls = 0;
+  std::vector<std::vector<std::string>> lease_free_devices;  // per lease call
   std::vector<Progress> heartbeats;
   std::vector<std::vector<MetricPoint>> batches;
   std::vector<Finished> finished;

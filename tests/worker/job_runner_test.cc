@@ -102,6 +102,53 @@ TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
                         " resume=1"));
 }
 
+// The fake trainer echoes its --device, --nproc and CUDA_VISIBLE_DEVICES ("unset" without it).
+std::string Launched(const JobRunOutcome& outcome) {
+  const std::string& tail = outcome.result.stderr_tail;
+  const size_t at = tail.find("device=");
+  return at == std::string::npos ? "" : tail.substr(at, tail.find('\n', at) - at);
+}
+
+TEST_F(JobRunnerTest, AJobOnGpusSeesOnlyThemWithARankOnEach) {
+  JobSpec job = Job("success");
+  job.devices = {"cuda:3", "cuda:1"};
+  JobRunOutcome outcome = JobRunner(Config(), "w1", job, &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  EXPECT_EQ(Launched(outcome), "device=cuda nproc=2 cuda_visible_devices=3,1.");
+  EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("threads=2 "));  // --threads-per-job as is
+
+  job.devices = {"cuda:2"};
+  outcome = JobRunner(Config(), "w1", job, &client_, &launcher_).Run();
+  EXPECT_EQ(Launched(outcome), "device=cuda nproc= cuda_visible_devices=2.");
+}
+
+TEST_F(JobRunnerTest, AJobOnCpuSlotsSeesNoGpu) {
+  JobSpec job = Job("success");
+  job.devices = {"cpu:0", "cpu:1"};
+  JobRunOutcome outcome = JobRunner(Config(), "w1", job, &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  EXPECT_EQ(Launched(outcome), "device=cpu nproc=2 cuda_visible_devices=.");
+  EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("threads=2 "));
+}
+
+TEST_F(JobRunnerTest, AJobWithoutDevicesLeavesTheChoiceToTheTrainer) {
+  JobRunOutcome outcome = JobRunner(Config(), "w1", Job("success"), &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  EXPECT_THAT(Launched(outcome), StartsWith("device= nproc= "));
+}
+
+TEST_F(JobRunnerTest, DevicesItCannotRunOnFailTheJobBeforeTheTrainerStarts) {
+  JobSpec job = Job("success");
+  job.devices = {"cuda:0", "cpu:1"};
+  JobRunOutcome outcome = JobRunner(Config(), "w1", job, &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.end, JobEnd::kFailed);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_THAT(client_.finished[0].result.reason,
+              StartsWith("cannot run on the devices the coordinator gave (cuda:0,cpu:1): "));
+  EXPECT_EQ(outcome.result.stderr_tail, "");
+  EXPECT_FALSE(fs::exists(work_dir_ / "00c0ffee"));
+}
+
 TEST_F(JobRunnerTest, MetricsAreBatched) {
   JobRunnerConfig config = Config();
   config.flush_points = 500;

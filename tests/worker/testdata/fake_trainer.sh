@@ -4,17 +4,22 @@
 config=""
 checkpoint_dir=""
 resume=0
+device=""
+nproc=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config="$2"; shift 2 ;;
     --checkpoint-dir) checkpoint_dir="$2"; shift 2 ;;
     --resume) resume=1; shift ;;
+    --device) device="$2"; shift 2 ;;
+    --nproc) nproc="$2"; shift 2 ;;
     *) shift ;;
   esac
 done
 mode=$(head -c 64 "$config" | cut -d' ' -f1)
 echo "fake trainer: mode=$mode threads=$OMP_NUM_THREADS cwd=$(pwd)" >&2
-echo "fake trainer: checkpoint_dir=$checkpoint_dir resume=$resume" >&2
+echo "fake trainer: checkpoint_dir=$checkpoint_dir resume=$resume" \
+  "device=$device nproc=$nproc cuda_visible_devices=${CUDA_VISIBLE_DEVICES-unset}." >&2
 
 case "$mode" in
   success)
