@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   logs->add_flag("--json", logs_options.json, "print each line as a JSON object");
   CLI::App* workers = app.add_subcommand(
-      "workers", "registered workers: host, slots, running jobs, time since last heard from");
+      "workers", "registered workers: host, devices, running jobs, time since last heard from");
   workers->add_flag("--json", json, "print JSON");
   CLI::App* results = app.add_subcommand("results", "final metrics of every cell of a study");
   results->add_option("STUDY", study, "study name")->required();

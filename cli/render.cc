@@ -187,23 +187,27 @@ std::string StudySummary(const v1::Study& study, const Style& style) {
   if (!parts.empty()) absl::StrAppend(&text, ": ", absl::StrJoin(parts, ", "));
   // A pattern of failures is the first thing to see, on its own line.
   if (!study.alert().empty()) absl::StrAppend(&text, "\n", style.Alert("!! " + study.alert()));
+  if (!study.waiting().empty()) absl::StrAppend(&text, "\nwaiting: ", study.waiting());
   return text;
 }
 
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms) {
   if (workers.workers().empty()) return "no workers\n";
-  Table table({"WORKER", "HOST", "SLOTS", "JOBS", "LAST SEEN", "VERSION"});
-  table.AlignRight(2);
+  Table table({"WORKER", "HOST", "DEVICES", "JOBS", "LAST SEEN", "VERSION"});
   table.AlignRight(4);
   for (const v1::Worker& w : workers.workers()) {
     std::vector<std::string> jobs;
     for (const v1::Worker::Job& j : w.jobs()) {
-      jobs.push_back(absl::StrCat(j.study(), "/", j.cell_id(), "#", j.attempt()));
+      std::string job = absl::StrCat(j.study(), "/", j.cell_id(), "#", j.attempt());
+      if (!j.devices().empty()) absl::StrAppend(&job, " on ", FormatDevices(j.devices()));
+      jobs.push_back(std::move(job));
     }
     const double age = std::max<int64_t>(0, now_unix_ms - w.last_seen_unix_ms()) / 1000.0;
-    table.AddRow({w.id(), w.host(), std::to_string(w.slots()),
-                  jobs.empty() ? "-" : absl::StrJoin(jobs, " "), FormatDuration(age) + " ago",
-                  w.version()});
+    // A worker that names no devices runs `slots` jobs at once.
+    const std::string devices =
+        w.devices().empty() ? absl::StrCat(w.slots(), " slots") : FormatDevices(w.devices());
+    table.AddRow({w.id(), w.host(), devices, jobs.empty() ? "-" : absl::StrJoin(jobs, "; "),
+                  FormatDuration(age) + " ago", w.version()});
   }
   return table.Render();
 }
@@ -237,6 +241,18 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
     }
   }
   return {extra.begin(), extra.end()};
+}
+
+std::string FormatDevices(const google::protobuf::RepeatedPtrField<std::string>& devices) {
+  std::string out, kind;
+  for (const std::string& d : devices) {
+    const size_t colon = d.find(':');
+    const std::string prefix = colon == std::string::npos ? "" : d.substr(0, colon + 1);
+    if (!out.empty()) out += ",";
+    out += !prefix.empty() && prefix == kind ? d.substr(prefix.size()) : d;
+    kind = prefix;
+  }
+  return out;
 }
 
 std::string FormatDuration(double seconds) {
@@ -291,12 +307,16 @@ std::string StudyProgress(const v1::GetStudyResponse& study) {
 
 std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style) {
   const std::vector<std::string> extra = ExtraAxes(study.cells());
+  // Devices per attempt are shown once some cell needs more than one.
+  const bool devices = std::any_of(study.cells().begin(), study.cells().end(),
+                                   [](const v1::Cell& c) { return c.devices() > 1; });
   std::vector<std::string> headers = {"CELL", "STATE"};
   Append(&headers, AxisHeaders(extra));
   const size_t first_number = headers.size();
+  if (devices) headers.push_back("DEVICES");
   Append(&headers, {"PROGRESS", "LOSS", "TOK/S", "ATTEMPTS", "LAST ERROR"});
   Table table(headers);
-  for (size_t c = first_number; c < first_number + 4; ++c) table.AlignRight(c);
+  for (size_t c = first_number; c < headers.size() - 1; ++c) table.AlignRight(c);
   for (const v1::Cell& cell : study.cells()) {
     std::string progress =
         absl::StrCat(FormatTokens(cell.tokens_done()), "/", FormatTokens(cell.tokens_budget()));
@@ -306,6 +326,7 @@ std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style) {
     }
     std::vector<std::string> row = {cell.id(), style.State(StateName(cell.state()))};
     Append(&row, AxisCells(cell, extra));
+    if (devices) row.push_back(std::to_string(std::max(1, cell.devices())));
     Append(&row, {progress, cell.has_latest_loss() ? FormatValue(cell.latest_loss()) : "-",
                   cell.tokens_per_second() > 0
                       ? FormatTokens(static_cast<int64_t>(cell.tokens_per_second()))

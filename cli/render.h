@@ -42,8 +42,8 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
 
 // `onset status`: one row per study with its cell counts by state.
 std::string RenderStudyList(const v1::ListStudiesResponse& studies);
-// One row per worker: id, host, slots, its jobs (study/cell), and how long ago it was last heard
-// from at `now_unix_ms`.
+// One row per worker: id, host, devices, its jobs (study/cell#attempt and their devices), and
+// how long ago it was last heard from at `now_unix_ms`.
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);
 // `onset status STUDY`: a summary line, then one row per cell.
 std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style = Style());
@@ -51,6 +51,8 @@ std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style = 
 // cells count as done), the running cells' summed throughput, and the time the remaining
 // tokens take at it. Empty for a study without cells.
 std::string StudyProgress(const v1::GetStudyResponse& study);
+// "cuda:0,1,3" for cuda:0, cuda:1, cuda:3: a device list with each kind named once.
+std::string FormatDevices(const google::protobuf::RepeatedPtrField<std::string>& devices);
 // "45s", "1m32s", "2h05m", "3d04h".
 std::string FormatDuration(double seconds);
 // "demo: 4 cells: 1 succeeded, 1 running, 2 queued".

@@ -8,6 +8,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::Cell MakeCell(const std::string& id, v1::CellState state, const std::string& arch) {
   v1::Cell cell;
@@ -83,6 +84,32 @@ TEST(RenderTest, AnAlertStandsOnItsOwnLine) {
   s.set_alert("3 attempts in a row (3 cells) failed alike: out of memory");
   EXPECT_EQ(StudySummary(s),
             "demo: 3 cells: 3 failed\n!! 3 attempts in a row (3 cells) failed alike: out of memory");
+}
+
+TEST(RenderTest, CellsNoWorkerCanRunAreNamedOnTheirOwnLine) {
+  v1::Study s;
+  s.set_name("demo");
+  s.set_cells_total(2);
+  (*s.mutable_cells_by_state())["queued"] = 2;
+  s.set_waiting("2 queued cells need 4 devices; the largest registered worker has 2");
+  EXPECT_EQ(StudySummary(s),
+            "demo: 2 cells: 2 queued\n"
+            "waiting: 2 queued cells need 4 devices; the largest registered worker has 2");
+}
+
+TEST(RenderTest, DevicesPerCellAreShownWhenSomeCellNeedsSeveral) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  *study.add_cells() = MakeCell("aaaa", v1::CELL_STATE_QUEUED, "swa");
+  EXPECT_THAT(RenderStudy(study), Not(HasSubstr("DEVICES")));
+  study.mutable_cells(0)->set_devices(1);
+  EXPECT_THAT(RenderStudy(study), Not(HasSubstr("DEVICES")));
+  *study.add_cells() = MakeCell("bbbb", v1::CELL_STATE_QUEUED, "full");
+  study.mutable_cells(1)->set_devices(4);
+  const std::string text = RenderStudy(study);
+  EXPECT_THAT(text, HasSubstr("SEED  DEVICES  PROGRESS"));
+  EXPECT_THAT(text, HasSubstr("aaaa  queued  swa   64      rope  20K     0           1  0/20K 0%"));
+  EXPECT_THAT(text, HasSubstr("bbbb  queued  full  -       rope  20K     0           4  0/20K 0%"));
 }
 
 TEST(RenderTest, StudyShowsProgressLossAndError) {
@@ -230,17 +257,46 @@ TEST(RenderTest, WorkersShowJobsAndHeartbeatAge) {
   v1::Worker* w = list.add_workers();
   w->set_id("w-1");
   w->set_host("gpu-07");
-  w->set_slots(8);
+  w->set_slots(4);
   w->set_version("0.1");
   w->set_last_seen_unix_ms(1'000'000);
+  for (const char* d : {"cuda:0", "cuda:1", "cuda:2", "cuda:3"}) w->add_devices(d);
   v1::Worker::Job* j = w->add_jobs();
   j->set_study("demo");
   j->set_cell_id("abcd");
   j->set_attempt(2);
-  EXPECT_EQ(RenderWorkers(list, 1'004'000),
-            "WORKER  HOST    SLOTS  JOBS         LAST SEEN  VERSION\n"
-            "w-1     gpu-07      8  demo/abcd#2     4s ago  0.1\n");
+  j->add_devices("cuda:0");
+  j->add_devices("cuda:1");
+  j = w->add_jobs();
+  j->set_study("demo");
+  j->set_cell_id("ef01");
+  j->set_attempt(1);
+  j->add_devices("cuda:3");
+  v1::Worker* old = list.add_workers();  // registered without device names
+  old->set_id("w-2");
+  old->set_host("cpu-01");
+  old->set_slots(2);
+  old->set_version("0.1");
+  old->set_last_seen_unix_ms(940'000);
+  EXPECT_EQ(
+      RenderWorkers(list, 1'004'000),
+      "WORKER  HOST    DEVICES       JOBS                                            LAST SEEN  "
+      "VERSION\n"
+      "w-1     gpu-07  cuda:0,1,2,3  demo/abcd#2 on cuda:0,1; demo/ef01#1 on cuda:3     4s ago  "
+      "0.1\n"
+      "w-2     cpu-01  2 slots       -                                               1m04s ago  "
+      "0.1\n");
   EXPECT_EQ(RenderWorkers(v1::ListWorkersResponse(), 0), "no workers\n");
+}
+
+TEST(RenderTest, DeviceListsNameEachKindOnce) {
+  google::protobuf::RepeatedPtrField<std::string> devices;
+  EXPECT_EQ(FormatDevices(devices), "");
+  for (const char* d : {"cpu:0", "cpu:1", "cpu:2"}) *devices.Add() = d;
+  EXPECT_EQ(FormatDevices(devices), "cpu:0,1,2");
+  devices.Clear();
+  for (const char* d : {"cuda:3", "cuda:1", "other", "cuda:0"}) *devices.Add() = d;
+  EXPECT_EQ(FormatDevices(devices), "cuda:3,1,other,cuda:0");
 }
 
 }  // namespace
