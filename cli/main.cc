@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   onset::cli::RunOptions run_options;
   CLI::App* run = app.add_subcommand("run", "run a study on this machine until it finishes");
   run->add_option("FILE", run_options.file, "study file (YAML)")->required();
-  run->add_option("--workers", run_options.workers, "trainers run at once (default: cores/2, min 2)");
+  run->add_option("--workers", run_options.workers,
+                  "CPU slots: trainers run at once, fewer when cells need several (default: "
+                  "cores/2, min 2)");
   run->add_option("--data-dir", run_options.data_dir, "database and work directory")
       ->capture_default_str();
   run->add_flag("--json", run_options.json, "print the results as JSON");

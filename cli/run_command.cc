@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -154,6 +155,19 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
   // (data-parallel ranks) takes several slots.
   const int n_slots =
       options.workers > 0 ? options.workers : DefaultWorkers(std::thread::hardware_concurrency());
+  int most_devices = 1;
+  for (const v1::Cell& cell : submitted->cells()) {
+    if (cell.state() == v1::CELL_STATE_QUEUED || cell.state() == v1::CELL_STATE_BACKOFF) {
+      most_devices = std::max(most_devices, cell.devices());
+    }
+  }
+  if (most_devices > n_slots) {
+    // They would wait forever for a bigger worker.
+    err << "cells of " << study << " need " << most_devices << " devices each; run them with "
+        << "--workers " << most_devices << " or more\n";
+    (*server)->Shutdown();
+    return 2;
+  }
   worker::PosixProcessLauncher launcher;
   worker::WorkerConfig config;
   config.coordinator = address;

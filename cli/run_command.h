@@ -11,19 +11,22 @@ namespace onset::cli {
 struct RunOptions {
   std::string file;                 // the study file
   std::string data_dir = "onset-data";  // onset.db, onsetd.token, coordinator.addr, work/
-  int workers = 0;                  // 0: one per two cores, at least 1 (2 on a 2-core machine)
+  // CPU slots of the embedded worker: trainers run at once, or fewer when cells need several
+  // (resources.devices). 0: one per two cores, at least 1 (2 on a 2-core machine).
+  int workers = 0;
   bool json = false;                // print the final results as JSON
   std::string trainer_path;         // empty: onset-train next to this executable
   int poll_ms = 500;                // progress refresh
 };
 
 // Returns the exit code: 0 when every cell succeeded, 1 when some failed or on an error, 2 for
-// a bad study file. `interrupted` (set from a signal watcher) stops workers and the coordinator
-// cleanly; the data directory keeps everything and a later run resumes.
+// a bad study file or cells that need more devices than `workers`. `interrupted` (set from a signal
+// watcher) stops workers and the coordinator cleanly; the data directory keeps everything and a
+// later run resumes.
 int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
                std::ostream& out, std::ostream& err);
 
-// The default number of in-process workers for `cores` CPU cores.
+// The default number of CPU slots (RunOptions::workers) for `cores` CPU cores.
 int DefaultWorkers(unsigned cores);
 
 }  // namespace onset::cli

@@ -148,5 +148,19 @@ TEST_F(DataParallelTest, AWorkerWithTwoCpuSlotsRunsACellOfTwoRanks) {
   daemon.process->Terminate(std::chrono::seconds(10));
 }
 
+TEST_F(DataParallelTest, OnsetRunRefusesCellsNeedingMoreSlotsThanItHas) {
+  std::string missing;
+  if (!HaveBinaries({"onset", "onset-train"}, &missing)) GTEST_SKIP() << missing << " not built";
+  const fs::path study_file = dir_ / "pair.yaml";
+  std::ofstream(study_file) << kPairStudy;
+  Child run =
+      Start(launcher_, "onset",
+            {"run", study_file.string(), "--data-dir", (dir_ / "data").string(), "--workers", "1"});
+  ASSERT_TRUE(run.process->WaitFor(std::chrono::seconds(60))) << run.process->StderrTail();
+  EXPECT_EQ(run.process->Wait().exit_code, 2);
+  EXPECT_THAT(run.process->StderrTail(),
+              HasSubstr("cells of pair need 2 devices each; run them with --workers 2 or more"));
+}
+
 }  // namespace
 }  // namespace onset
