@@ -19,6 +19,7 @@
 #endif
 #include <torch/cuda.h>
 
+#include "model/attention_backend.h"
 #include "model/c10d_collective.h"
 #include "model/dist_env.h"
 #include "model/dist_launch.h"
@@ -138,6 +139,13 @@ int TrainMain(int argc, char** argv) {
     const at::Device device = !cuda               ? at::Device(at::kCPU)
                               : env.distributed() ? at::Device(at::kCUDA, env.local_rank)
                                                   : at::Device(at::kCUDA);
+    const AttentionBackend backend = *ParseAttentionBackend(flags.attention_backend);
+    if (auto why = AttentionBackendUnavailable(backend, device)) {
+      std::fprintf(stderr, "%s: --attention-backend %s: %s\n", me.c_str(),
+                   flags.attention_backend.c_str(), why->c_str());
+      return kExitUsage;
+    }
+    SetAttentionBackend(backend);
     int threads = flags.threads.value_or(config.train.threads);
     if (!cuda && env.local_world_size > 1) {
       if (threads == 0) threads = at::get_num_threads();

@@ -41,7 +41,8 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
     }
     auto [name, value, has_value] = SplitFlag(arg);
     if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads" &&
-        name != "--checkpoint-dir" && name != "--nproc" && name != "--dist-timeout") {
+        name != "--checkpoint-dir" && name != "--nproc" && name != "--dist-timeout" &&
+        name != "--attention-backend") {
       return "unknown argument '" + arg + "'";
     }
     if (!has_value) {
@@ -66,6 +67,16 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       auto n = ParseInt(value, 1, 1024);
       if (!n) return "--nproc: must be an integer between 1 and 1024, got '" + value + "'";
       flags.nproc = *n;
+    } else if (name == "--attention-backend") {
+      static const char* const kNames[] = {"auto", "custom", "flash", "sdpa-band", "blocked",
+                                           "math"};
+      bool known = false;
+      for (const char* n : kNames) known = known || value == n;
+      if (!known) {
+        return "--attention-backend: must be auto, custom, flash, sdpa-band, blocked or math, "
+               "got '" + value + "'";
+      }
+      flags.attention_backend = value;
     } else if (name == "--dist-timeout") {
       auto n = ParseInt(value, 1, 7 * 24 * 3600);
       if (!n) return "--dist-timeout: must be a number of seconds between 1 and 604800, got '" +

@@ -3,6 +3,7 @@
 //
 //   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
 //               [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]
+//               [--attention-backend NAME]
 //
 // --nproc N trains data-parallel on N ranks of this machine (N CUDA devices, or N CPU processes
 // sharing --threads); onset-train then supervises N copies of itself (dist_launch.h). The ranks
@@ -26,12 +27,14 @@ struct TrainFlags {
   bool resume = false;             // continue from the newest valid checkpoint, if any
   int nproc = 1;                   // ranks to start on this machine
   int dist_timeout_s = 3600;       // rendezvous and collective timeout of a data-parallel run
+  std::string attention_backend = "auto";  // attention_backend.h: auto, custom, flash, ...
   bool help = false;
 };
 
 inline constexpr const char* kTrainUsage =
     "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
-    "[--threads N] [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]";
+    "[--threads N] [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS] "
+    "[--attention-backend auto|custom|flash|sdpa-band|blocked|math]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
 // One command-line argument split as "--name=value" (has_value) or a bare "--name" whose value,

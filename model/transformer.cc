@@ -7,6 +7,7 @@
 #include <torch/nn/init.h>
 
 #include "model/attention.h"
+#include "model/attention_backend.h"
 #include "model/linear_mixers.h"
 #include "model/vocab.h"
 
@@ -73,9 +74,8 @@ void AttentionMixer::SetHeadMask(const at::Tensor& mask) {
 
 at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx) {
   Qkv p = Project(x, ctx);
-  at::Tensor k = RepeatKv(p.k, heads_ / kv_heads_);  // (B, H, T, D)
-  at::Tensor v = RepeatKv(p.v, heads_ / kv_heads_);  // (B, H, T, D)
-  return Output(CausalAttention(p.q, k, v, window_));  // (B, T, C)
+  // k, v stay (B, G, T, D): each backend shares them across query heads its own way.
+  return Output(Attention(p.q, p.k, p.v, window_));  // (B, T, C)
 }
 
 at::Tensor AttentionMixer::Prefill(const at::Tensor& x, const MixerContext& ctx,
@@ -88,9 +88,8 @@ at::Tensor AttentionMixer::Prefill(const at::Tensor& x, const MixerContext& ctx,
   cache->k = p.k.narrow(2, T - kept, kept);  // (B, G, kept, D)
   cache->v = p.v.narrow(2, T - kept, kept);  // (B, G, kept, D)
   cache->first_position = T - kept;
-  at::Tensor k = RepeatKv(p.k, heads_ / kv_heads_);  // (B, H, T, D)
-  at::Tensor v = RepeatKv(p.v, heads_ / kv_heads_);  // (B, H, T, D)
-  return Output(CausalAttention(p.q, k, v, window_));  // (B, T, C)
+  // k, v stay (B, G, T, D): each backend shares them across query heads its own way.
+  return Output(Attention(p.q, p.k, p.v, window_));  // (B, T, C)
 }
 
 at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {

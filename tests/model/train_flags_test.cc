@@ -33,6 +33,9 @@ TEST(TrainFlagsTest, ParsesBothForms) {
   ASSERT_FALSE(Parse({"--config=c.json", "--nproc", "4", "--dist-timeout=600"}, &f));
   EXPECT_EQ(f.nproc, 4);
   EXPECT_EQ(f.dist_timeout_s, 600);
+  EXPECT_EQ(f.attention_backend, "auto");
+  ASSERT_FALSE(Parse({"--config=c.json", "--attention-backend", "sdpa-band"}, &f));
+  EXPECT_EQ(f.attention_backend, "sdpa-band");
 }
 
 TEST(TrainFlagsTest, RejectsBadInput) {
@@ -52,6 +55,9 @@ TEST(TrainFlagsTest, RejectsBadInput) {
             "--nproc: must be an integer between 1 and 1024, got 'two'");
   EXPECT_EQ(Parse({"--config", "c", "--dist-timeout", "-5"}, &f),
             "--dist-timeout: must be a number of seconds between 1 and 604800, got '-5'");
+  EXPECT_EQ(Parse({"--config", "c", "--attention-backend=fast"}, &f),
+            "--attention-backend: must be auto, custom, flash, sdpa-band, blocked or math, got "
+            "'fast'");
 }
 
 TEST(TrainFlagsTest, NiahLengthsMustHoldARecord) {
