@@ -1,0 +1,271 @@
+// Times every attention backend (model/attention_backend.h) on the same inputs, forward and
+// forward+backward, and reports achieved TFLOP/s counted on in-window work only: a query at
+// position i attends min(i + 1, w) keys, each costing 2 multiply-adds per head dimension in
+// the forward (QK^T and PV); the backward is counted as 2.5x the forward (FlashAttention's
+// convention), so forward+backward is 3.5x. LibTorch only, so it builds on a GPU node.
+//
+//   onset-attention-bench [--device cuda|cpu] [--dtype bf16|fp16|fp32] [--seq 4096,16384,32768]
+//                         [--windows 128,512,2048] [--batch 1] [--heads 16] [--kv-heads 16]
+//                         [--head-dim 128] [--backends custom,flash,sdpa-band,blocked]
+//                         [--iters 10] [--out FILE.jsonl]
+//   onset-attention-bench --check [--device cuda] [--backends ...]
+//
+// --check compares every backend with the fp64 reference (model/attention.h) on odd sizes, GQA
+// and windows from 1 to none, forward and gradients, in bf16, fp16 and fp32 where the backend
+// takes them, with the outputs' NaNs counted; it exits 1 on any mismatch. It is the GPU
+// correctness check of bench/gpu/run.sh on machines without GoogleTest (tests/kernels/ holds
+// the same checks as tests).
+//
+// Prints one table; with --out writes one JSON object per measurement. A backend that fails
+// (out of memory, unsupported) is reported as such and the rest go on.
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/attention.h"
+#include "model/attention_backend.h"
+#include "model/train_flags.h"
+
+namespace {
+
+using onset::model::AttentionBackend;
+
+std::vector<int64_t> Ints(const std::string& list) {
+  std::vector<int64_t> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+std::vector<std::string> Words(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+// Query-key pairs inside the causal window.
+double Pairs(int64_t T, int64_t w) {
+  if (w <= 0 || w >= T) return static_cast<double>(T) * (T + 1) / 2;
+  return static_cast<double>(w) * (w + 1) / 2 + static_cast<double>(T - w) * w;
+}
+
+void Sync(const at::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+// Median seconds of `iters` calls after 2 warm-up calls.
+template <typename F>
+double Median(const at::Device& device, int iters, F&& f) {
+  for (int i = 0; i < 2; ++i) f();
+  Sync(device);
+  std::vector<double> times;
+  for (int i = 0; i < iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    Sync(device);
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double RelativeError(const at::Tensor& got, const at::Tensor& want) {
+  return (got.to(at::kDouble) - want).abs().max().item<double>() /
+         std::max(1.0, want.abs().max().item<double>());
+}
+
+// Returns the number of failed comparisons.
+int Check(const at::Device& device, const std::vector<std::string>& backends) {
+  struct Case {
+    int64_t B, H, G, T, D, window;
+  };
+  const Case cases[] = {{2, 4, 4, 37, 64, 5},
+                        {1, 8, 2, 300, 128, 64},
+                        {1, 4, 1, 129, 64, 0},
+                        {1, 2, 2, 65, 128, 1},
+                        {1, 4, 2, 1000, 128, 257}};
+  int failures = 0;
+  for (const std::string& name : backends) {
+    const auto backend = onset::model::ParseAttentionBackend(name);
+    if (!backend) continue;
+    if (auto why = onset::model::AttentionBackendUnavailable(*backend, device)) {
+      std::printf("check %-10s skipped: %s\n", name.c_str(), why->c_str());
+      continue;
+    }
+    for (at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
+      if (*backend == AttentionBackend::kFlash && dtype == at::kFloat) continue;
+      const double tol = dtype == at::kBFloat16 ? 3e-2 : dtype == at::kHalf ? 5e-3 : 2e-4;
+      for (const Case& c : cases) {
+        at::manual_seed(11);
+        auto opts = at::TensorOptions().device(device).dtype(dtype);
+        at::Tensor q = at::randn({c.B, c.H, c.T, c.D}, opts).requires_grad_(true);
+        at::Tensor k = at::randn({c.B, c.G, c.T, c.D}, opts).requires_grad_(true);
+        at::Tensor v = at::randn({c.B, c.G, c.T, c.D}, opts).requires_grad_(true);
+        at::Tensor grad = at::randn({c.B, c.H, c.T, c.D}, opts);
+        std::string verdict;
+        try {
+          at::Tensor got = onset::model::Attention(q, k, v, c.window, *backend);
+          auto got_grads = torch::autograd::grad({got}, {q, k, v}, {grad});
+          const int64_t groups = c.H / c.G;
+          at::Tensor q64 = q.detach().to(at::kDouble).requires_grad_(true);
+          at::Tensor k64 = k.detach().to(at::kDouble).requires_grad_(true);
+          at::Tensor v64 = v.detach().to(at::kDouble).requires_grad_(true);
+          at::Tensor want =
+              onset::model::ReferenceAttention(q64, onset::model::RepeatKv(k64, groups),
+                                               onset::model::RepeatKv(v64, groups), c.window);
+          auto want_grads = torch::autograd::grad({want}, {q64, k64, v64}, {grad.to(at::kDouble)});
+          double worst = RelativeError(got, want) / tol;
+          int64_t nans = at::isnan(got).sum().item<int64_t>();
+          for (int i = 0; i < 3; ++i) {
+            worst = std::max(worst, RelativeError(got_grads[i], want_grads[i]) / (2 * tol));
+            nans += at::isnan(got_grads[i]).sum().item<int64_t>();
+          }
+          verdict = nans == 0 && worst < 1.0 ? "ok" : "FAIL";
+          std::printf(
+              "check %-10s %-9s B=%lld H=%lld G=%lld T=%lld D=%lld w=%lld: %s (error "
+              "%.2f of tolerance, %lld NaN)\n",
+              name.c_str(), c10::toString(dtype), static_cast<long long>(c.B),
+              static_cast<long long>(c.H), static_cast<long long>(c.G), static_cast<long long>(c.T),
+              static_cast<long long>(c.D), static_cast<long long>(c.window), verdict.c_str(), worst,
+              static_cast<long long>(nans));
+        } catch (const std::exception& e) {
+          verdict = "FAIL";
+          std::string what = e.what();
+          std::printf("check %-10s %-9s T=%lld: FAIL: %s\n", name.c_str(), c10::toString(dtype),
+                      static_cast<long long>(c.T), what.substr(0, what.find('\n')).c_str());
+        }
+        failures += verdict != "ok";
+      }
+    }
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device_name = torch::cuda::is_available() ? "cuda" : "cpu", dtype_name = "bf16";
+  std::string seqs = "4096,16384,32768", windows = "128,512,2048", out_path;
+  std::string backends = "custom,flash,sdpa-band,blocked";
+  int64_t batch = 1, heads = 16, kv_heads = 16, head_dim = 128, iters = 10;
+  bool check = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--check") {
+      check = true;
+      continue;
+    }
+    auto [name, value, has_value] = onset::model::SplitFlag(argv[i]);
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s: missing value\n", name.c_str());
+        return 2;
+      }
+      value = argv[++i];
+    }
+    if (name == "--device")
+      device_name = value;
+    else if (name == "--dtype")
+      dtype_name = value;
+    else if (name == "--seq")
+      seqs = value;
+    else if (name == "--windows")
+      windows = value;
+    else if (name == "--batch")
+      batch = std::stoll(value);
+    else if (name == "--heads")
+      heads = std::stoll(value);
+    else if (name == "--kv-heads")
+      kv_heads = std::stoll(value);
+    else if (name == "--head-dim")
+      head_dim = std::stoll(value);
+    else if (name == "--backends")
+      backends = value;
+    else if (name == "--iters")
+      iters = std::stoll(value);
+    else if (name == "--out")
+      out_path = value;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", name.c_str());
+      return 2;
+    }
+  }
+  const at::Device device(device_name == "cuda" ? at::kCUDA : at::kCPU);
+  const at::ScalarType dtype = dtype_name == "fp32"   ? at::kFloat
+                               : dtype_name == "fp16" ? at::kHalf
+                                                      : at::kBFloat16;
+  if (check) {
+    const int failures = Check(device, Words(backends));
+    std::printf("check: %d failed\n", failures);
+    return failures == 0 ? 0 : 1;
+  }
+  std::ofstream out;
+  if (!out_path.empty()) out.open(out_path);
+  const std::string gpu = device.is_cuda() ? "cuda" : "cpu";  // nvidia-smi names the GPU
+  std::printf("attention, %s, %s, B=%lld H=%lld G=%lld D=%lld, median of %lld\n", gpu.c_str(),
+              dtype_name.c_str(), static_cast<long long>(batch), static_cast<long long>(heads),
+              static_cast<long long>(kv_heads), static_cast<long long>(head_dim),
+              static_cast<long long>(iters));
+  std::printf("%-10s %6s %5s %10s %8s %12s %8s\n", "backend", "T", "w", "fwd ms", "TFLOP/s",
+              "fwd+bwd ms", "TFLOP/s");
+  for (int64_t T : Ints(seqs)) {
+    for (int64_t w : Ints(windows)) {
+      at::manual_seed(0);
+      auto opts = at::TensorOptions().device(device).dtype(dtype);
+      at::Tensor q = at::randn({batch, heads, T, head_dim}, opts).requires_grad_(true);
+      at::Tensor k = at::randn({batch, kv_heads, T, head_dim}, opts).requires_grad_(true);
+      at::Tensor v = at::randn({batch, kv_heads, T, head_dim}, opts).requires_grad_(true);
+      at::Tensor grad = at::randn({batch, heads, T, head_dim}, opts);
+      const double fwd_flops = 4.0 * batch * heads * head_dim * Pairs(T, w);
+      for (const std::string& name : Words(backends)) {
+        const auto backend = onset::model::ParseAttentionBackend(name);
+        std::string error;
+        double fwd = 0, both = 0;
+        if (!backend) {
+          error = "unknown backend";
+        } else if (auto why = onset::model::AttentionBackendUnavailable(*backend, device)) {
+          error = *why;
+        } else {
+          try {
+            fwd = Median(device, static_cast<int>(iters), [&] {
+              at::NoGradGuard no_grad;
+              onset::model::Attention(q, k, v, w, *backend);
+            });
+            both = Median(device, static_cast<int>(iters), [&] {
+              at::Tensor y = onset::model::Attention(q, k, v, w, *backend);
+              torch::autograd::grad({y}, {q, k, v}, {grad});
+            });
+          } catch (const std::exception& e) {
+            error = e.what();
+            error = error.substr(0, error.find('\n'));
+          }
+        }
+        if (error.empty()) {
+          std::printf("%-10s %6lld %5lld %10.3f %8.1f %12.3f %8.1f\n", name.c_str(),
+                      static_cast<long long>(T), static_cast<long long>(w), fwd * 1e3,
+                      fwd_flops / fwd / 1e12, both * 1e3, 3.5 * fwd_flops / both / 1e12);
+        } else {
+          std::printf("%-10s %6lld %5lld  %s\n", name.c_str(), static_cast<long long>(T),
+                      static_cast<long long>(w), error.substr(0, 60).c_str());
+        }
+        if (out.is_open()) {
+          out << "{\"backend\":\"" << name << "\",\"device\":\"" << gpu << "\",\"dtype\":\""
+              << dtype_name << "\",\"B\":" << batch << ",\"H\":" << heads << ",\"G\":" << kv_heads
+              << ",\"D\":" << head_dim << ",\"T\":" << T << ",\"window\":" << w
+              << ",\"fwd_s\":" << fwd << ",\"fwd_bwd_s\":" << both << ",\"fwd_flops\":" << fwd_flops
+              << ",\"error\":\"" << (error.empty() ? "" : "failed") << "\"}\n";
+        }
+      }
+    }
+  }
+  return 0;
+}

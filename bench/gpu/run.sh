@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU evidence in one command, for a machine with an NVIDIA GPU, LibTorch (the torch wheel)
+# and nvcc, and nothing else: builds the trainer-only targets with that machine's torch, checks
+# every CUDA attention backend against the fp64 reference (and runs the GPU tests when
+# GoogleTest is there), times every backend forward and forward+backward at T in {4k, 16k, 32k} x
+# w in {128, 512, 2048} (bf16, head dim 128), and measures the trainer's tokens/s and MFU on a
+# ~100M-parameter SSSF hybrid (bench/gpu/hybrid-100m.json) with each CUDA backend.
+#
+#   bench/gpu/run.sh [OUT_DIR]          ARCH=90a (default; 80 for A100) QUICK=1 (smaller grid)
+#
+# Prints a short table; OUT_DIR (default bench/gpu/results) gets env.txt, check.txt,
+# attention.txt, attention.jsonl, train-*.jsonl and summary.txt. Exits non-zero when the build or
+# a correctness check fails.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${1:-$root/bench/gpu/results}
+build=${BUILD_DIR:-$root/build-gpu}
+arch=${ARCH:-90a}
+mkdir -p "$out"
+torch_dir=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "share/cmake/Torch"))')
+generator=$(command -v ninja >/dev/null && echo "-G Ninja" || echo "")
+{
+  date -u +"%Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  nvcc --version | tail -1
+} > "$out/env.txt"
+cat "$out/env.txt"
+
+# shellcheck disable=SC2086
+cmake -S "$root" -B "$build" $generator -DCMAKE_BUILD_TYPE=Release -DONSET_TRAINER_ONLY=ON \
+  -DONSET_CUDA_ARCHITECTURES="$arch" -DTorch_DIR="$torch_dir" > "$out/cmake.txt"
+targets="onset-train onset-attention-bench"
+grep -q "GoogleTest not found" "$out/cmake.txt" || targets="$targets kernel_tests gpu_tests"
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$(nproc)" --target $targets > "$out/build.txt" 2>&1 ||
+  { tail -40 "$out/build.txt"; exit 1; }
+grep -q "custom CUDA kernel linked" "$out/cmake.txt" || { echo "the custom kernel was not built"; exit 1; }
+
+status=0
+"$build/bin/onset-attention-bench" --check --device cuda --backends custom,flash,sdpa-band,blocked \
+  > "$out/check.txt" 2>&1 || status=1
+tail -1 "$out/check.txt"
+if [ -x "$build/bin/gpu_tests" ]; then
+  "$build/bin/kernel_tests" > "$out/kernel_tests.txt" 2>&1 || status=1
+  "$build/bin/gpu_tests" > "$out/gpu_tests.txt" 2>&1 || status=1
+  tail -3 "$out/gpu_tests.txt"
+fi
+
+seqs=4096,16384,32768; windows=128,512,2048
+[ "${QUICK:-0}" = 1 ] && { seqs=4096,16384; windows=512; }
+"$build/bin/onset-attention-bench" --device cuda --dtype bf16 --seq "$seqs" --windows "$windows" \
+  --heads 16 --kv-heads 16 --head-dim 128 --backends custom,flash,sdpa-band,blocked \
+  --out "$out/attention.jsonl" | tee "$out/attention.txt"
+
+# The trainer on the ~100M hybrid: the last reported throughput and MFU per backend.
+for backend in flash custom; do
+  rm -rf "$out/ckpt-$backend"
+  timeout "${TRAIN_TIMEOUT:-300}" "$build/bin/onset-train" --config "$root/bench/gpu/hybrid-100m.json" \
+    --device cuda --attention-backend "$backend" --checkpoint-dir "$out/ckpt-$backend" \
+    > "$out/train-$backend.jsonl" 2> "$out/train-$backend.err" || echo "trainer ($backend) exited $?"
+  rm -rf "$out/ckpt-$backend"
+  python3 - "$out/train-$backend.jsonl" "$backend" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+tps = mfu = None; params = None
+for line in open(sys.argv[1]):
+    try: e = json.loads(line)
+    except ValueError: continue
+    m = e.get("metrics", {})
+    if "train/tokens_per_second" in m: tps = m["train/tokens_per_second"]
+    if "train/mfu" in m: mfu = m["train/mfu"]
+print(f"trainer {sys.argv[2]:7s} tokens/s {tps}  MFU {mfu}")
+PY
+done
+exit $status
