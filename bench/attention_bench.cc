@@ -9,12 +9,18 @@
 //                         [--head-dim 128] [--backends custom,flash,sdpa-band,blocked]
 //                         [--iters 10] [--out FILE.jsonl]
 //   onset-attention-bench --check [--device cuda] [--backends ...]
+//   onset-attention-bench --linear [--device cuda] [--dtype bf16] [--seq ...] [--heads 16]
+//                         [--head-dim 128]
 //
 // --check compares every backend with the fp64 reference (model/attention.h) on odd sizes, GQA
 // and windows from 1 to none, forward and gradients, in bf16, fp16 and fp32 where the backend
 // takes them, with the outputs' NaNs counted; it exits 1 on any mismatch. It is the GPU
 // correctness check of bench/gpu/run.sh on machines without GoogleTest (tests/kernels/ holds
 // the same checks as tests).
+//
+// --linear times the L and D mixers' chunkwise ATen forms (model/linear_attention.h,
+// model/gated_delta_net.h; chunk 64) forward and forward+backward at the same shapes, next to
+// the attention backends: the measurement that decides whether they need a kernel of their own.
 //
 // Prints one table; with --out writes one JSON object per measurement. A backend that fails
 // (out of memory, unsupported) is reported as such and the rest go on.
@@ -26,12 +32,15 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/attention.h"
 #include "model/attention_backend.h"
+#include "model/gated_delta_net.h"
+#include "model/linear_attention.h"
 #include "model/train_flags.h"
 
 namespace {
@@ -151,6 +160,52 @@ int Check(const at::Device& device, const std::vector<std::string>& backends) {
   return failures;
 }
 
+void Linear(const at::Device& device, at::ScalarType dtype, const std::vector<int64_t>& seqs,
+            int64_t batch, int64_t heads, int64_t head_dim, int iters) {
+  std::printf("%-12s %6s %10s %12s %14s\n", "mixer", "T", "fwd ms", "fwd+bwd ms", "tokens/s (f+b)");
+  for (int64_t T : seqs) {
+    at::manual_seed(0);
+    auto opts = at::TensorOptions().device(device).dtype(dtype);
+    at::Tensor q = at::randn({batch, heads, T, head_dim}, opts).requires_grad_(true);
+    at::Tensor k = at::randn({batch, heads, T, head_dim}, opts);
+    k = (k / k.norm(2, -1, true)).detach().requires_grad_(true);
+    at::Tensor v = at::randn({batch, heads, T, head_dim}, opts).requires_grad_(true);
+    at::Tensor g =
+        (at::log_sigmoid(at::randn({batch, heads, T}, opts)) / 16.0).requires_grad_(true);
+    at::Tensor beta = at::sigmoid(at::randn({batch, heads, T}, opts)).requires_grad_(true);
+    at::Tensor grad = at::randn({batch, heads, T, head_dim}, opts);
+    struct Mixer {
+      const char* name;
+      std::function<at::Tensor()> run;
+      std::vector<at::Tensor> inputs;
+    };
+    const Mixer mixers[] = {
+        {"L chunked",
+         [&] { return onset::model::DecayedLinearAttentionChunked(q, k, v, g, 64); },
+         {q, k, v, g}},
+        {"D chunked",
+         [&] { return onset::model::GatedDeltaNetChunked(q, k, v, g, beta, 64); },
+         {q, k, v, g, beta}},
+    };
+    for (const Mixer& m : mixers) {
+      try {
+        const double fwd = Median(device, iters, [&] {
+          at::NoGradGuard no_grad;
+          m.run();
+        });
+        const double both =
+            Median(device, iters, [&] { torch::autograd::grad({m.run()}, m.inputs, {grad}); });
+        std::printf("%-12s %6lld %10.3f %12.3f %14.0f\n", m.name, static_cast<long long>(T),
+                    fwd * 1e3, both * 1e3, batch * T / both);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        std::printf("%-12s %6lld  failed: %s\n", m.name, static_cast<long long>(T),
+                    what.substr(0, what.find('\n')).c_str());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,10 +213,10 @@ int main(int argc, char** argv) {
   std::string seqs = "4096,16384,32768", windows = "128,512,2048", out_path;
   std::string backends = "custom,flash,sdpa-band,blocked";
   int64_t batch = 1, heads = 16, kv_heads = 16, head_dim = 128, iters = 10;
-  bool check = false;
+  bool check = false, linear = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--check") {
-      check = true;
+    if (std::string(argv[i]) == "--check" || std::string(argv[i]) == "--linear") {
+      (std::string(argv[i]) == "--check" ? check : linear) = true;
       continue;
     }
     auto [name, value, has_value] = onset::model::SplitFlag(argv[i]);
@@ -207,6 +262,10 @@ int main(int argc, char** argv) {
     const int failures = Check(device, Words(backends));
     std::printf("check: %d failed\n", failures);
     return failures == 0 ? 0 : 1;
+  }
+  if (linear) {
+    Linear(device, dtype, Ints(seqs), batch, heads, head_dim, static_cast<int>(iters));
+    return 0;
   }
   std::ofstream out;
   if (!out_path.empty()) out.open(out_path);

@@ -53,6 +53,34 @@ seqs=4096,16384,32768; windows=128,512,2048
   --heads 16 --kv-heads 16 --head-dim 128 --backends custom,flash,sdpa-band,blocked \
   --out "$out/attention.jsonl" | tee "$out/attention.txt"
 
+# The L and D mixers' chunkwise ATen forms at the same shapes: do they need a kernel?
+"$build/bin/onset-attention-bench" --linear --device cuda --dtype bf16 --seq "$seqs" \
+  --heads 16 --head-dim 128 | tee "$out/linear.txt"
+
+# NCCL data parallel at world size 1 (and 2 when the machine has two GPUs): a short run each.
+gpus=$(nvidia-smi -L | wc -l)
+cat > "$out/dp-cell.json" <<JSON
+{"model": {"layers": 4, "d_model": 256, "heads": 4, "seq_len": 512, "arch": "swa", "window": 64},
+ "train": {"tokens": 1048576, "batch_tokens": 65536, "micro_batch": 16},
+ "eval": {"every_tokens": 1048576, "niah_lengths": [512], "niah_samples": 2}}
+JSON
+for n in 1 2; do
+  [ "$n" -gt "$gpus" ] && break
+  if [ "$n" = 1 ]; then
+    # World size 1 as torchrun would start it; the trainer forms no process group for one rank
+    # (dist_env.h), so this checks the launch path, and NCCL itself needs the 2-GPU run.
+    RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 \
+      "$build/bin/onset-train" --config "$out/dp-cell.json" --device cuda \
+      --checkpoint-dir "$out/ckpt-dp" > "$out/dp-$n.jsonl" 2> "$out/dp-$n.err" && r=ok || r=FAILED
+  else
+    "$build/bin/onset-train" --config "$out/dp-cell.json" --device cuda --nproc "$n" \
+      --checkpoint-dir "$out/ckpt-dp" > "$out/dp-$n.jsonl" 2> "$out/dp-$n.err" && r=ok || r=FAILED
+  fi
+  rm -rf "$out/ckpt-dp"
+  echo "data parallel, world size $n: $r" | tee -a "$out/summary.txt"
+  [ "$r" = ok ] || status=1
+done
+
 # The trainer on the ~100M hybrid: the last reported throughput and MFU per backend.
 for backend in flash custom; do
   rm -rf "$out/ckpt-$backend"
