@@ -61,6 +61,12 @@ int main(int argc, char** argv) {
       app.add_option("--slots", slots, "jobs run at once on the CPU: the same as --devices cpu:N");
   slots_option->excludes(devices_option);
   app.add_option("--threads-per-job", threads, "CPU threads per trainer")->capture_default_str();
+  double stop_grace_s = 60;
+  app.add_option("--stop-grace", stop_grace_s,
+                 "seconds a trainer gets to checkpoint after SIGTERM before it is killed (keep it "
+                 "below the batch system's kill delay, e.g. Slurm's --signal=B:TERM@SECONDS)")
+      ->check(CLI::Range(0.0, 24 * 3600.0))
+      ->capture_default_str();
   app.add_option("--token-file", token_file,
                  "file holding the coordinator's token (else $ONSET_TOKEN, else the file named "
                  "by $ONSET_TOKEN_FILE)");
@@ -68,6 +74,7 @@ int main(int argc, char** argv) {
                  "connect with TLS, trusting the PEM certificates in this file (env ONSET_TLS_CA)");
   CLI11_PARSE(app, argc, argv);
   config.threads_per_job = threads;
+  config.terminate_grace = std::chrono::milliseconds(static_cast<int64_t>(stop_grace_s * 1000));
   if (slots_option->count() > 0) {
     if (slots < 1) {
       spdlog::error("bad configuration: --slots: must be at least 1");
