@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/address.h"
+#include "cli/analysis_commands.h"
 #include "cli/cell_commands.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -95,6 +97,35 @@ int main(int argc, char** argv) {
   logs->add_option("--tail", logs_options.tail, "only the last N lines")
       ->check(CLI::NonNegativeNumber);
   logs->add_flag("--json", logs_options.json, "print each line as a JSON object");
+  onset::cli::CompareOptions compare_options;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "which cells reach a metric threshold in fewer tokens: tokens-to-threshold per "
+                 "group of cells (seeds aggregated), final value, speed-up against a baseline");
+  compare->add_option("STUDY", compare_options.study, "study name")->required();
+  compare->add_option("--metric", compare_options.metric,
+                      "metric name, e.g. niah/acc@512, niah/acc_beyond_window, eval/short_loss, "
+                      "rh/max_full")
+      ->required();
+  compare->add_option("--threshold", compare_options.threshold, "the value to reach")->required();
+  compare->add_option("--direction", compare_options.direction,
+                      "up (reach from below) or down (fall to it); auto: down for losses")
+      ->capture_default_str();
+  compare->add_option("--by", compare_options.by,
+                      "group by these axes, e.g. arch,pos (default: every axis but seed)");
+  compare->add_option("--baseline", compare_options.baseline,
+                      "speed-up against the group with this axis value, e.g. arch=full");
+  compare->add_flag("--json", compare_options.json, "print JSON");
+  onset::cli::ExportOptions export_options;
+  std::string export_out;
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "every metric point of a study's cells, as CSV or JSON lines");
+  export_cmd->add_option("STUDY", export_options.study, "study name")->required();
+  export_cmd->add_option("--format", export_options.format, "csv or jsonl")
+      ->check(CLI::IsMember({"csv", "jsonl"}))
+      ->capture_default_str();
+  export_cmd->add_option("--metrics", export_options.metrics,
+                         "only these metrics, comma-separated (default: all)");
+  export_cmd->add_option("--out", export_out, "write to this file instead of stdout");
   CLI::App* workers = app.add_subcommand(
       "workers", "registered workers: host, devices, running jobs, time since last heard from");
   workers->add_flag("--json", json, "print JSON");
@@ -160,6 +191,26 @@ int main(int argc, char** argv) {
   if (watch->parsed()) {
     watch_options.style = onset::cli::Style::ForDescriptor(1);
     return onset::cli::WatchCommand(client, watch_options, std::cout, std::cerr);
+  }
+  if (compare->parsed()) {
+    return onset::cli::CompareCommand(client, compare_options, std::cout, std::cerr);
+  }
+  if (export_cmd->parsed()) {
+    if (export_out.empty()) {
+      return onset::cli::ExportCommand(client, export_options, std::cout, std::cerr);
+    }
+    std::ofstream file(export_out, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      std::cerr << "--out: cannot write " << export_out << "\n";
+      return onset::cli::kExitFailure;
+    }
+    const int code = onset::cli::ExportCommand(client, export_options, file, std::cerr);
+    file.close();
+    if (!file) {
+      std::cerr << "--out: writing " << export_out << " failed\n";
+      return onset::cli::kExitFailure;
+    }
+    return code;
   }
   if (logs->parsed()) {
     logs_options.study = logs_args.size() == 2 ? logs_args[0] : "";

@@ -161,4 +161,27 @@ absl::StatusOr<v1::ReadLogsResponse> StudyClient::ReadLogs(const v1::ReadLogsReq
   return response;
 }
 
+absl::StatusOr<std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
+StudyClient::Metrics(const std::string& study, const std::vector<std::string>& metrics) {
+  v1::StreamMetricsRequest request;
+  request.set_study(study);
+  for (const std::string& m : metrics) request.add_metrics(m);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10 * timeout_);
+  std::unique_ptr<grpc::ClientReader<v1::MetricsChunk>> reader =
+      stub_->StreamMetrics(&context, request);
+  std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>> curves;
+  v1::MetricsChunk chunk;
+  while (reader->Read(&chunk)) {
+    for (const v1::CellCurve& c : chunk.curves()) {
+      auto& points = curves[c.cell_id()][c.metric()];
+      for (int i = 0; i < c.tokens_size() && i < c.values_size(); ++i) {
+        points.emplace_back(c.tokens(i), c.values(i));
+      }
+    }
+  }
+  if (auto s = Convert("StreamMetrics", reader->Finish()); !s.ok()) return s;
+  return curves;
+}
+
 }  // namespace onset::cli

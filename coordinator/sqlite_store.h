@@ -67,6 +67,11 @@ class SqliteStore final : public Store {
   absl::StatusOr<int> AppendLogs(const std::string& lease_id,
                                  const std::vector<LogLine>& lines) override;
   absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) override;
+  absl::Status ForEachMetricPoint(
+      const std::string& study, const std::vector<std::string>& metrics,
+      const std::vector<std::string>& cell_ids,
+      const std::function<bool(const std::string& cell_id, const std::string& metric,
+                               int64_t tokens, double value)>& point) override;
 
  private:
   SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -304,6 +305,16 @@ class Store {
   // NotFound for an unknown study, cell or attempt; InvalidArgument when a cell prefix matches
   // several cells (the message lists them).
   virtual absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) = 0;
+
+  // Calls `point` for every stored point of `metrics` (all when empty) of the study's cells
+  // (`cell_ids`, or all when empty), ordered by cell (queue order), name and tokens, inside one
+  // read snapshot; stops early when `point` returns false. NotFound for an unknown study or
+  // cell. NaN values come as NaN.
+  virtual absl::Status ForEachMetricPoint(
+      const std::string& study, const std::vector<std::string>& metrics,
+      const std::vector<std::string>& cell_ids,
+      const std::function<bool(const std::string& cell_id, const std::string& metric,
+                               int64_t tokens, double value)>& point) = 0;
 };
 
 }  // namespace onset::coordinator

@@ -282,4 +282,39 @@ grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
+                                             const onset::v1::StreamMetricsRequest* request,
+                                             grpc::ServerWriter<onset::v1::MetricsChunk>* writer) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  constexpr int kChunkPoints = 10'000;
+  onset::v1::MetricsChunk chunk;
+  onset::v1::CellCurve* curve = nullptr;
+  int points = 0;
+  bool client_gone = false;
+  auto flush = [&] {
+    if (chunk.curves_size() > 0 && !writer->Write(chunk)) client_gone = true;
+    chunk.Clear();
+    curve = nullptr;
+    points = 0;
+  };
+  const std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
+  const std::vector<std::string> cells(request->cell_ids().begin(), request->cell_ids().end());
+  absl::Status status = store_->ForEachMetricPoint(
+      request->study(), metrics, cells,
+      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
+        if (curve == nullptr || curve->cell_id() != cell || curve->metric() != metric) {
+          curve = chunk.add_curves();
+          curve->set_cell_id(cell);
+          curve->set_metric(metric);
+        }
+        curve->add_tokens(tokens);
+        curve->add_values(value);
+        if (++points >= kChunkPoints) flush();
+        return !client_gone && !context->IsCancelled();
+      });
+  if (!status.ok()) return common::ToGrpcStatus(status);
+  flush();
+  return grpc::Status::OK;
+}
+
 }  // namespace onset::coordinator

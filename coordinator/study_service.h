@@ -39,6 +39,9 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
                           grpc::ServerWriter<onset::v1::WatchStudyResponse>* writer) override;
   grpc::Status ReadLogs(grpc::ServerContext* context, const onset::v1::ReadLogsRequest* request,
                         onset::v1::ReadLogsResponse* response) override;
+  grpc::Status StreamMetrics(grpc::ServerContext* context,
+                             const onset::v1::StreamMetricsRequest* request,
+                             grpc::ServerWriter<onset::v1::MetricsChunk>* writer) override;
 
   // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
   // shutdown need not wait for clients that never hang up. Thread-safe.

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/fake_clock.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_file.h"
@@ -181,6 +183,48 @@ TEST_F(FeedsTest, OnlyTheNewestLinesOfAnAttemptAreKept) {
   EXPECT_EQ(chunk->first_line, 3);
   ASSERT_EQ(chunk->lines.size(), 2u);
   EXPECT_EQ(chunk->lines[0].text, "c");
+}
+
+}  // namespace
+}  // namespace onset::coordinator
+
+namespace onset::coordinator {
+namespace {
+
+TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"train/loss", 200, 2.0},
+                                                {"train/loss", 100, 3.0},
+                                                {"niah/acc@64", 100, 0.25},
+                                                {"eval/heldout_loss", 100, std::nan("")}})
+                  .ok());
+  std::vector<std::string> seen;
+  ASSERT_TRUE(store_
+                  ->ForEachMetricPoint("small", {}, {},
+                                       [&](const std::string& cell, const std::string& metric,
+                                           int64_t tokens, double value) {
+                                         EXPECT_EQ(cell, job.cell_id);
+                                         seen.push_back(metric + "@" + std::to_string(tokens) +
+                                                        (std::isnan(value) ? "=nan" : ""));
+                                         return true;
+                                       })
+                  .ok());
+  EXPECT_THAT(seen, ElementsAre("eval/heldout_loss@100=nan", "niah/acc@64@100",
+                                "train/loss@100", "train/loss@200"));
+  seen.clear();
+  ASSERT_TRUE(store_
+                  ->ForEachMetricPoint("small", {"train/loss"}, {job.cell_id},
+                                       [&](const std::string&, const std::string& metric,
+                                           int64_t tokens, double) {
+                                         seen.push_back(metric + "@" + std::to_string(tokens));
+                                         return seen.size() < 1;  // stop after the first
+                                       })
+                  .ok());
+  EXPECT_THAT(seen, ElementsAre("train/loss@100"));
+  EXPECT_TRUE(absl::IsNotFound(
+      store_->ForEachMetricPoint("nope", {}, {}, [](auto&&...) { return true; })));
+  EXPECT_TRUE(absl::IsNotFound(
+      store_->ForEachMetricPoint("small", {}, {"0000000000000000"}, [](auto&&...) { return true; })));
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+// `onset compare` and `onset export`: a study's curves fetched from the coordinator
+// (StreamMetrics), analysed (cli/compare.h) or written out for other tools.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "cli/study_client.h"
+
+namespace onset::cli {
+
+struct CompareOptions {
+  std::string study;
+  std::string metric;
+  double threshold = 0;
+  std::string direction = "auto";  // auto (down for losses), up or down
+  std::string by;                  // comma-separated axes; empty: every axis but seed
+  std::string baseline;            // AXIS=VALUE or empty
+  bool json = false;
+};
+// Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis).
+int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
+                   std::ostream& err);
+
+struct ExportOptions {
+  std::string study;
+  std::string format = "csv";  // csv or jsonl
+  std::string metrics;         // comma-separated names; empty: all
+};
+// One row per metric point: study, cell_id, state, every display axis (CSV columns
+// "axis.NAME", JSON object "axes"), metric, tokens, value (NaN: an empty CSV field, JSON null).
+int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostream& out,
+                  std::ostream& err);
+
+}  // namespace onset::cli

@@ -1,0 +1,90 @@
+#include "cli/compare.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace onset::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::GetStudyResponse Study() {
+  v1::GetStudyResponse s;
+  s.mutable_study()->set_name("demo");
+  const char* archs[] = {"full", "full", "swa", "swa", "lightning"};
+  for (int i = 0; i < 5; ++i) {
+    v1::Cell* c = s.add_cells();
+    c->set_id("c" + std::to_string(i));
+    c->set_state(v1::CELL_STATE_SUCCEEDED);
+    c->set_tokens_budget(8'000'000);
+    (*c->mutable_axes())["arch"] = archs[i];
+    (*c->mutable_axes())["seed"] = std::to_string(i % 2);
+  }
+  v1::Cell* pending = s.add_cells();  // never reported the metric
+  pending->set_id("c5");
+  pending->set_state(v1::CELL_STATE_QUEUED);
+  (*pending->mutable_axes())["arch"] = "swa";
+  (*pending->mutable_axes())["seed"] = "2";
+  return s;
+}
+
+Curves Curves5() {
+  Curves curves;
+  auto ramp = [](double at_1m, double at_4m) {
+    return std::vector<std::pair<int64_t, double>>{{1'000'000, at_1m}, {4'000'000, at_4m}};
+  };
+  curves["c0"]["niah/acc"] = ramp(0.2, 0.8);  // full: crosses 0.5 at 2M
+  curves["c1"]["niah/acc"] = ramp(0.2, 0.8);
+  curves["c2"]["niah/acc"] = ramp(0.5, 0.9);  // swa: at 1M
+  curves["c3"]["niah/acc"] = ramp(0.5, 0.9);
+  curves["c4"]["niah/acc"] = ramp(0.0, 0.1);  // lightning: never, censored at 8M
+  return curves;
+}
+
+TEST(CompareTest, GroupsSeedsAndComputesSpeedUpsAgainstTheBaseline) {
+  CompareSpec spec;
+  spec.metric = "niah/acc";
+  spec.threshold = 0.5;
+  spec.baseline = {"arch", "full"};
+  std::string error;
+  CompareTable table = Compare(Study(), Curves5(), spec, &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(table.by, std::vector<std::string>{"arch"});
+  ASSERT_EQ(table.rows.size(), 3u);
+  EXPECT_EQ(table.cells_without_points, 1);
+  EXPECT_EQ(table.rows[0].axes.at("arch"), "full");
+  EXPECT_EQ(table.rows[0].summary.n, 2);
+  EXPECT_NEAR(table.rows[0].summary.median.tokens, 2e6, 1);
+  EXPECT_NEAR(table.rows[1].speed_up.value, 2.0, 1e-9);
+  EXPECT_EQ(table.rows[2].speed_up.kind, analysis::SpeedUp::kAtMost);
+
+  const std::string text = RenderCompare(table, spec);
+  EXPECT_THAT(text, HasSubstr("> 8M"));
+  EXPECT_THAT(text, HasSubstr("2.00x"));
+  EXPECT_THAT(text, HasSubstr("<= 0.25x"));
+  EXPECT_THAT(text, HasSubstr("1 cells have no niah/acc point yet"));
+
+  const nlohmann::json json = nlohmann::json::parse(CompareJson(table, spec));
+  EXPECT_EQ(json["groups"][2]["median"]["tokens"], nullptr);  // censored: never a number
+  EXPECT_EQ(json["groups"][2]["median"]["censored_above"], 8e6);
+  EXPECT_EQ(json["groups"][1]["speed_up"]["kind"], "exact");
+}
+
+TEST(CompareTest, AnUnknownAxisIsRefused) {
+  CompareSpec spec;
+  spec.metric = "niah/acc";
+  spec.by = {"window"};
+  std::string error;
+  Compare(Study(), Curves5(), spec, &error);
+  EXPECT_THAT(error, HasSubstr("--by: window is not an axis of study demo"));
+  spec.by = {};
+  spec.baseline = {"optimizer", "adam"};
+  error.clear();
+  Compare(Study(), Curves5(), spec, &error);
+  EXPECT_THAT(error, HasSubstr("--baseline: optimizer"));
+}
+
+}  // namespace
+}  // namespace onset::cli
