@@ -1,6 +1,7 @@
 #include "cli/analysis_commands.h"
 
 #include <cmath>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/compare.h"
 #include "cli/exit_codes.h"
+#include "cli/plot.h"
 #include "cli/render.h"
 
 namespace onset::cli {
@@ -78,6 +80,53 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
     return kExitFailure;
   }
   out << (options.json ? CompareJson(table, spec) : RenderCompare(table, spec));
+  return kExitOk;
+}
+
+int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
+                std::ostream& err) {
+  CompareSpec spec;
+  spec.metric = options.metric;
+  spec.threshold = options.threshold.value_or(0);
+  if (options.direction != "auto" && options.direction != "up" && options.direction != "down") {
+    err << "--direction: must be auto, up or down, got '" << options.direction << "'\n";
+    return kExitBadInput;
+  }
+  spec.direction = options.direction == "auto" ? analysis::DefaultDirection(options.metric)
+                   : options.direction == "up" ? analysis::Direction::kUp
+                                               : analysis::Direction::kDown;
+  spec.by = SplitList(options.by);
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
+  if (!study.ok()) return ReportError(study.status(), err);
+  absl::StatusOr<Curves> curves = client.Metrics(options.study, {options.metric});
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  std::string error;
+  CompareTable table = Compare(*study, *curves, spec, &error);
+  if (!error.empty()) {
+    err << error << "\n";
+    return kExitBadInput;
+  }
+  if (table.rows.empty()) {
+    err << "no cell of study " << options.study << " has reported " << options.metric << " yet\n";
+    return kExitFailure;
+  }
+  PlotOptions plot;
+  plot.threshold = options.threshold.has_value();
+  plot.title = options.title.empty() ? options.study + ": " + options.metric : options.title;
+  const std::string svg = RenderSvg(table, *curves, spec, plot);
+  if (options.out == "-") {
+    out << svg;
+    return kExitOk;
+  }
+  std::ofstream file(options.out, std::ios::binary | std::ios::trunc);
+  file << svg;
+  file.close();
+  if (!file) {
+    err << "--out: cannot write " << options.out << "\n";
+    return kExitFailure;
+  }
+  err << "wrote " << options.out << ": " << table.rows.size() << " groups of " << options.metric
+      << "\n";
   return kExitOk;
 }
 

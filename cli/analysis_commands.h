@@ -2,6 +2,7 @@
 // (StreamMetrics), analysed (cli/compare.h) or written out for other tools.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -21,6 +22,19 @@ struct CompareOptions {
 // Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis).
 int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
                    std::ostream& err);
+
+struct PlotCommandOptions {
+  std::string study;
+  std::string metric;
+  std::string by;                // as compare's
+  std::optional<double> threshold;  // drawn, and T(x) in the legend, when given
+  std::string direction = "auto";
+  std::string out;               // the SVG file; "-" for stdout
+  std::string title;
+};
+// Exit codes as compare's.
+int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
+                std::ostream& err);
 
 struct ExportOptions {
   std::string study;

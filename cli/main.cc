@@ -115,6 +115,19 @@ int main(int argc, char** argv) {
   compare->add_option("--baseline", compare_options.baseline,
                       "speed-up against the group with this axis value, e.g. arch=full");
   compare->add_flag("--json", compare_options.json, "print JSON");
+  onset::cli::PlotCommandOptions plot_options;
+  double plot_threshold = 0;
+  CLI::App* plot = app.add_subcommand(
+      "plot", "a metric against tokens (log axis) as an SVG: one line per group of cells, the "
+              "seeds' range shaded, the threshold dashed, groups that never reached it circled");
+  plot->add_option("STUDY", plot_options.study, "study name")->required();
+  plot->add_option("--metric", plot_options.metric, "metric name, e.g. niah/acc@512")->required();
+  CLI::Option* plot_threshold_option =
+      plot->add_option("--threshold", plot_threshold, "draw this value and each group's T(x)");
+  plot->add_option("--by", plot_options.by, "group by these axes (default: every axis but seed)");
+  plot->add_option("--direction", plot_options.direction, "as compare's")->capture_default_str();
+  plot->add_option("--title", plot_options.title, "the figure's title");
+  plot->add_option("--out", plot_options.out, "the SVG file to write ('-': stdout)")->required();
   onset::cli::ExportOptions export_options;
   std::string export_out;
   CLI::App* export_cmd =
@@ -194,6 +207,10 @@ int main(int argc, char** argv) {
   }
   if (compare->parsed()) {
     return onset::cli::CompareCommand(client, compare_options, std::cout, std::cerr);
+  }
+  if (plot->parsed()) {
+    if (plot_threshold_option->count() > 0) plot_options.threshold = plot_threshold;
+    return onset::cli::PlotCommand(client, plot_options, std::cout, std::cerr);
   }
   if (export_cmd->parsed()) {
     if (export_out.empty()) {

@@ -1,0 +1,22 @@
+// `onset plot`: a metric's curves against tokens (log axis) as a standalone SVG, one line per
+// group of cells (cli/compare.h's grouping: the median over the group's seeds, their min-max
+// shaded), the threshold as a dashed line, and groups that never reached it marked. Written by
+// onset itself: no plotting stack, nothing fetched, readable as a figure in a paper.
+#pragma once
+
+#include <string>
+
+#include "cli/compare.h"
+
+namespace onset::cli {
+
+struct PlotOptions {
+  std::string title;        // default: "STUDY: METRIC"
+  bool threshold = false;   // draw spec.threshold
+  int width = 720, height = 440;
+};
+
+std::string RenderSvg(const CompareTable& table, const Curves& curves, const CompareSpec& spec,
+                      const PlotOptions& options);
+
+}  // namespace onset::cli

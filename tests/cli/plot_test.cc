@@ -1,0 +1,60 @@
+#include "cli/plot.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace onset::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(PlotTest, OneCurvePerGroupTheThresholdAndCensoredGroupsMarked) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  const char* archs[] = {"full", "full", "swa<&>"};
+  for (int i = 0; i < 3; ++i) {
+    v1::Cell* c = study.add_cells();
+    c->set_id("c" + std::to_string(i));
+    c->set_state(v1::CELL_STATE_SUCCEEDED);
+    c->set_tokens_budget(4'000'000);
+    (*c->mutable_axes())["arch"] = archs[i];
+    (*c->mutable_axes())["seed"] = std::to_string(i);
+  }
+  Curves curves;
+  curves["c0"]["m"] = {{1'000'000, 0.2}, {4'000'000, 0.8}};
+  curves["c1"]["m"] = {{1'000'000, 0.3}, {4'000'000, 0.9}};
+  curves["c2"]["m"] = {{1'000'000, 0.0}, {4'000'000, 0.1}};  // never reaches 0.5
+  CompareSpec spec;
+  spec.metric = "m";
+  spec.threshold = 0.5;
+  std::string error;
+  const CompareTable table = Compare(study, curves, spec, &error);
+  ASSERT_EQ(error, "");
+
+  PlotOptions options;
+  options.threshold = true;
+  const std::string svg = RenderSvg(table, curves, spec, options);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
+  EXPECT_EQ(Count(svg, "class=\"curve\""), 2u);
+  EXPECT_EQ(Count(svg, "class=\"threshold\""), 1u);
+  EXPECT_EQ(Count(svg, "class=\"censored\""), 1u);       // the swa group only
+  EXPECT_EQ(Count(svg, "fill-opacity=\"0.15\""), 1u);    // a seed band for the 2-cell group
+  EXPECT_THAT(svg, HasSubstr("arch=swa&lt;&amp;&gt;"));  // labels are escaped
+  EXPECT_THAT(svg, Not(HasSubstr("swa<&>")));
+  EXPECT_THAT(svg, HasSubstr("T = &gt; 4M, n = 1"));
+  EXPECT_THAT(svg, HasSubstr(">1M<"));                   // decade ticks
+
+  options.threshold = false;
+  EXPECT_EQ(Count(RenderSvg(table, curves, spec, options), "class=\"threshold\""), 0u);
+}
+
+}  // namespace
+}  // namespace onset::cli
