@@ -16,6 +16,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/study_client.h"
 #include "common/auth_token.h"
 #include "tests/integration/harness.h"
@@ -143,6 +145,56 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
                         {"--coordinator", address, "--token-file", token_file, "results", "tiny"});
   ASSERT_TRUE(results.process->Wait().Succeeded()) << results.process->StderrTail();
   EXPECT_THAT(results.Out(), HasSubstr("train/loss"));
+
+  // compare, export and plot agree with each other and with the database. With a threshold
+  // every loss is below, each cell crosses at its first train/loss point.
+  auto run_cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--coordinator", address, "--token-file", token_file});
+    Child c = Start(launcher_, "onset", args);
+    EXPECT_TRUE(c.process->Wait().Succeeded()) << c.process->StderrTail();
+    return c.Out();
+  };
+  const nlohmann::json compared = nlohmann::json::parse(
+      run_cli({"compare", "tiny", "--metric", "train/loss", "--threshold", "100", "--by", "arch",
+               "--baseline", "arch=full", "--json"}));
+  std::map<std::string, std::pair<int64_t, double>> first_and_final;  // cell -> (tokens, value)
+  std::map<std::string, int64_t> last_tokens;
+  std::istringstream exported(
+      run_cli({"export", "tiny", "--format", "jsonl", "--metrics", "train/loss"}));
+  for (std::string line; std::getline(exported, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    const std::string cell = row["cell_id"];
+    const int64_t tokens = row["tokens"];
+    auto [it, added] = first_and_final.emplace(cell, std::make_pair(tokens, 0.0));
+    if (tokens >= last_tokens[cell]) {
+      last_tokens[cell] = tokens;
+      it->second.second = row["value"];
+    }
+    it->second.first = std::min(it->second.first, tokens);
+  }
+  ASSERT_EQ(compared["groups"].size(), 2u);
+  for (const auto& group : compared["groups"]) {
+    ASSERT_EQ(group["cells"].size(), 1u);
+    const auto& cell = group["cells"][0];
+    const std::string id = cell["cell_id"];
+    ASSERT_TRUE(first_and_final.count(id)) << id;
+    EXPECT_DOUBLE_EQ(cell["crossing"]["tokens"].get<double>(),
+                     static_cast<double>(first_and_final[id].first));
+    EXPECT_DOUBLE_EQ(cell["final"].get<double>(), first_and_final[id].second);
+    double in_db = 0;
+    testing::ForEachRow(db,
+                        "SELECT m.value FROM metrics m JOIN cells c ON c.id = m.cell_id WHERE "
+                        "c.hash = ? AND m.name = 'train/loss' ORDER BY m.tokens DESC LIMIT 1",
+                        {id}, [&](sqlite3_stmt* row) { in_db = sqlite3_column_double(row, 0); });
+    EXPECT_DOUBLE_EQ(in_db, first_and_final[id].second);
+  }
+  EXPECT_EQ(compared["groups"][0]["speed_up"]["kind"], "exact");
+  const fs::path svg = dir_ / "loss.svg";
+  run_cli({"plot", "tiny", "--metric", "train/loss", "--by", "arch", "--out", svg.string()});
+  std::ifstream svg_in(svg);
+  const std::string svg_text((std::istreambuf_iterator<char>(svg_in)), {});
+  EXPECT_EQ(svg_text.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg_text.find("arch=swa:1"), std::string::npos);
 
   // Every cell has a loss curve and eval metrics in the database.
   std::map<std::string, int> losses = PointsPerCell(db, "train/loss");
