@@ -1,5 +1,6 @@
 #include "cli/analysis_commands.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/compare.h"
+#include "analysis/power_law.h"
 #include "cli/exit_codes.h"
 #include "cli/plot.h"
 #include "cli/render.h"
@@ -127,6 +129,88 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
   }
   err << "wrote " << options.out << ": " << table.rows.size() << " groups of " << options.metric
       << "\n";
+  return kExitOk;
+}
+
+int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out,
+               std::ostream& err) {
+  CompareSpec spec;
+  spec.metric = options.metric;
+  spec.by = SplitList(options.by);
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
+  if (!study.ok()) return ReportError(study.status(), err);
+  absl::StatusOr<Curves> curves = client.Metrics(options.study, {options.metric});
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  std::string error;
+  const CompareTable table = Compare(*study, *curves, spec, &error);
+  if (!error.empty()) {
+    err << error << "\n";
+    return kExitBadInput;
+  }
+  if (table.rows.empty()) {
+    err << "no cell of study " << options.study << " has reported " << options.metric << " yet\n";
+    return kExitFailure;
+  }
+  std::vector<std::string> headers;
+  for (const std::string& a : table.by) {
+    std::string h = a;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    headers.push_back(h);
+  }
+  const size_t first = headers.size();
+  for (const char* h : {"CELLS", "POINTS", "E", "B", "BETA", "D0", "RMSE"}) headers.push_back(h);
+  Table text(headers);
+  for (size_t c = first; c < headers.size(); ++c) text.AlignRight(c);
+  nlohmann::json groups = nlohmann::json::array();
+  auto pm = [](double v, double se) {
+    return std::isnan(se) ? FormatValue(v) : FormatValue(v) + " +- " + FormatValue(se);
+  };
+  for (const CompareRow& row : table.rows) {
+    std::vector<analysis::Point> points;
+    for (const std::string& id : row.cell_ids) {
+      for (const auto& [t, v] : curves->at(id).at(options.metric)) points.push_back({t, v});
+    }
+    std::string problem;
+    const std::optional<analysis::PowerLawFit> fit =
+        analysis::FitPowerLaw(points, options.min_tokens, &problem);
+    std::vector<std::string> cells;
+    for (const std::string& a : table.by) cells.push_back(row.axes.at(a));
+    cells.push_back(std::to_string(row.cell_ids.size()));
+    nlohmann::json g = {{"axes", row.axes}, {"cells", row.cell_ids}};
+    if (fit) {
+      for (const std::string& v :
+           {std::to_string(fit->points), pm(fit->E, fit->E_se), pm(fit->B, fit->B_se),
+            pm(fit->beta, fit->beta_se), FormatTokens(static_cast<int64_t>(fit->D0)),
+            FormatValue(fit->rmse)}) {
+        cells.push_back(v);
+      }
+      auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+      g["fit"] = {{"E", fit->E},           {"E_se", num(fit->E_se)},
+                  {"B", fit->B},           {"B_se", num(fit->B_se)},
+                  {"beta", fit->beta},     {"beta_se", num(fit->beta_se)},
+                  {"D0", fit->D0},         {"rmse", fit->rmse},
+                  {"points", fit->points}};
+    } else {
+      cells.push_back(std::to_string(points.size()));
+      cells.push_back("no fit: " + problem);
+      g["fit"] = nullptr;
+      g["problem"] = problem;
+    }
+    text.AddRow(std::move(cells));
+    groups.push_back(g);
+  }
+  if (options.json) {
+    out << nlohmann::json({{"metric", options.metric},
+                           {"model", "L(D) = E + B * (D / D0)^-beta"},
+                           {"min_tokens", options.min_tokens},
+                           {"groups", groups}})
+               .dump(2)
+        << "\n";
+  } else {
+    out << options.metric << " = E + B (D / D0)^-beta, least squares per group (+- one standard "
+        << "error)\n"
+        << text.Render();
+  }
   return kExitOk;
 }
 

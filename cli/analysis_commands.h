@@ -2,6 +2,7 @@
 // (StreamMetrics), analysed (cli/compare.h) or written out for other tools.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -35,6 +36,17 @@ struct PlotCommandOptions {
 // Exit codes as compare's.
 int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
                 std::ostream& err);
+
+struct FitOptions {
+  std::string study;
+  std::string metric = "eval/heldout_loss";
+  std::string by;           // as compare's
+  int64_t min_tokens = 0;   // fit only the points from this many tokens on (skip warm-up)
+  bool json = false;
+};
+// L(D) = E + B (D / D0)^-beta per group, the group's cells (seeds) pooled (analysis/power_law.h).
+int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out,
+               std::ostream& err);
 
 struct ExportOptions {
   std::string study;

@@ -128,6 +128,16 @@ int main(int argc, char** argv) {
   plot->add_option("--direction", plot_options.direction, "as compare's")->capture_default_str();
   plot->add_option("--title", plot_options.title, "the figure's title");
   plot->add_option("--out", plot_options.out, "the SVG file to write ('-': stdout)")->required();
+  onset::cli::FitOptions fit_options;
+  CLI::App* fit = app.add_subcommand(
+      "fit", "fit L(D) = E + B (D/D0)^-beta to a loss against tokens per group of cells");
+  fit->add_option("STUDY", fit_options.study, "study name")->required();
+  fit->add_option("--metric", fit_options.metric, "a loss metric")->capture_default_str();
+  fit->add_option("--by", fit_options.by, "group by these axes (default: every axis but seed)");
+  fit->add_option("--min-tokens", fit_options.min_tokens,
+                  "fit the points from this many tokens on (leave out the warm-up)")
+      ->check(CLI::NonNegativeNumber);
+  fit->add_flag("--json", fit_options.json, "print JSON");
   onset::cli::ExportOptions export_options;
   std::string export_out;
   CLI::App* export_cmd =
@@ -208,6 +218,7 @@ int main(int argc, char** argv) {
   if (compare->parsed()) {
     return onset::cli::CompareCommand(client, compare_options, std::cout, std::cerr);
   }
+  if (fit->parsed()) return onset::cli::FitCommand(client, fit_options, std::cout, std::cerr);
   if (plot->parsed()) {
     if (plot_threshold_option->count() > 0) plot_options.threshold = plot_threshold;
     return onset::cli::PlotCommand(client, plot_options, std::cout, std::cerr);
