@@ -13,6 +13,7 @@
 #include "cli/compare.h"
 #include "analysis/power_law.h"
 #include "cli/exit_codes.h"
+#include "cli/heads.h"
 #include "cli/plot.h"
 #include "cli/render.h"
 
@@ -211,6 +212,36 @@ int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out
         << "error)\n"
         << text.Render();
   }
+  return kExitOk;
+}
+
+int HeadsCommand(StudyClient& client, const std::string& study, const std::string& cell,
+                 int64_t at_tokens, bool json, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<Curves> curves = client.Metrics(study, {}, {cell});
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  const auto it = curves->find(cell);
+  const HeadMap map = BuildHeadMap(it == curves->end() ? Curves::mapped_type{} : it->second,
+                                   at_tokens);
+  if (!json) {
+    out << RenderHeadMap(map);
+    return kExitOk;
+  }
+  nlohmann::json scores = nlohmann::json::array();
+  for (const auto& [key, v] : map.score) {
+    nlohmann::json s = {{"layer", key.first}, {"head", key.second}, {"score", v}};
+    auto first = map.first_retrieval.find(key);
+    s["first_retrieval_tokens"] =
+        first == map.first_retrieval.end() ? nlohmann::json(nullptr) : nlohmann::json(first->second);
+    scores.push_back(s);
+  }
+  out << nlohmann::json({{"study", study},
+                         {"cell_id", cell},
+                         {"tokens", map.tokens},
+                         {"eval_points", map.eval_points},
+                         {"threshold", kRetrievalHead},
+                         {"heads", scores}})
+             .dump(2)
+      << "\n";
   return kExitOk;
 }
 

@@ -48,6 +48,10 @@ struct FitOptions {
 int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out,
                std::ostream& err);
 
+// `onset heads STUDY CELL [--tokens N]`: the cell's layer x head retrieval scores.
+int HeadsCommand(StudyClient& client, const std::string& study, const std::string& cell,
+                 int64_t at_tokens, bool json, std::ostream& out, std::ostream& err);
+
 struct ExportOptions {
   std::string study;
   std::string format = "csv";  // csv or jsonl

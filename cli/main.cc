@@ -138,6 +138,16 @@ int main(int argc, char** argv) {
                   "fit the points from this many tokens on (leave out the warm-up)")
       ->check(CLI::NonNegativeNumber);
   fit->add_flag("--json", fit_options.json, "print JSON");
+  std::string heads_cell;
+  int64_t heads_tokens = 0;
+  CLI::App* heads = app.add_subcommand(
+      "heads", "a cell's retrieval-head scores per layer and head at an eval point");
+  heads->add_option("STUDY", study, "study name")->required();
+  heads->add_option("CELL", heads_cell, "cell id")->required();
+  heads->add_option("--tokens", heads_tokens, "the last eval point at or before this (default: "
+                                              "the last)")
+      ->check(CLI::NonNegativeNumber);
+  heads->add_flag("--json", json, "print JSON");
   onset::cli::ExportOptions export_options;
   std::string export_out;
   CLI::App* export_cmd =
@@ -217,6 +227,10 @@ int main(int argc, char** argv) {
   }
   if (compare->parsed()) {
     return onset::cli::CompareCommand(client, compare_options, std::cout, std::cerr);
+  }
+  if (heads->parsed()) {
+    return onset::cli::HeadsCommand(client, study, heads_cell, heads_tokens, json, std::cout,
+                                    std::cerr);
   }
   if (fit->parsed()) return onset::cli::FitCommand(client, fit_options, std::cout, std::cerr);
   if (plot->parsed()) {

@@ -162,10 +162,12 @@ absl::StatusOr<v1::ReadLogsResponse> StudyClient::ReadLogs(const v1::ReadLogsReq
 }
 
 absl::StatusOr<std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
-StudyClient::Metrics(const std::string& study, const std::vector<std::string>& metrics) {
+StudyClient::Metrics(const std::string& study, const std::vector<std::string>& metrics,
+                     const std::vector<std::string>& cell_ids) {
   v1::StreamMetricsRequest request;
   request.set_study(study);
   for (const std::string& m : metrics) request.add_metrics(m);
+  for (const std::string& c : cell_ids) request.add_cell_ids(c);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 10 * timeout_);
   std::unique_ptr<grpc::ClientReader<v1::MetricsChunk>> reader =
