@@ -16,6 +16,8 @@
 #include "common/grpc_auth.h"
 #include "common/grpc_keepalive.h"
 #include "common/tls_files.h"
+#include "coordinator/dashboard_api.h"
+#include "coordinator/dashboard_server.h"
 #include "coordinator/lease_manager.h"
 #include "coordinator/listen_address.h"
 #include "coordinator/sqlite_store.h"
@@ -39,7 +41,8 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         auth_(config.token),
         study_service_(store_.get(), &auth_),
         worker_service_(store_.get(), &leases_, config.heartbeat_interval, &auth_,
-                        config.checkpoint_root) {}
+                        config.checkpoint_root),
+        dashboard_api_(store_.get(), config.token) {}
 
   ~CoordinatorServerImpl() override { Shutdown(); }
 
@@ -62,8 +65,24 @@ class CoordinatorServerImpl final : public CoordinatorServer {
                                     " (address in use or not local?)");
     }
     address_ = HostOf(config_.listen) + ":" + std::to_string(port);
+    if (!config_.http_listen.empty()) {
+      absl::StatusOr<std::unique_ptr<DashboardServer>> http =
+          DashboardServer::Start(config_.http_listen, &dashboard_api_);
+      if (!http.ok()) {
+        server_->Shutdown();
+        server_.reset();
+        return http.status();
+      }
+      dashboard_ = std::move(*http);
+      spdlog::info("dashboard on http://{}/", dashboard_->address());
+    }
     sweeper_ = std::thread([this] { Sweep(); });
     return absl::OkStatus();
+  }
+
+  const std::string& http_address() const override {
+    static const std::string kNone;
+    return dashboard_ ? dashboard_->address() : kNone;
   }
 
   const std::string& address() const override { return address_; }
@@ -82,6 +101,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     // In-flight calls finish; a short deadline bounds slow ones. Watches and long polls would
     // otherwise run until their clients hang up.
     study_service_.StopStreams();
+    if (dashboard_) dashboard_->Stop();
     if (server_) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
       server_->Wait();
@@ -120,6 +140,8 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   const common::BearerTokenChecker auth_;
   StudyServiceImpl study_service_;
   WorkerServiceImpl worker_service_;
+  DashboardApi dashboard_api_;
+  std::unique_ptr<DashboardServer> dashboard_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   std::thread sweeper_;
@@ -157,6 +179,19 @@ absl::Status ServerConfig::Validate() const {
         " is reachable from other machines and TLS is off, so the token would cross the network "
         "in clear text: serve TLS (--tls-cert, --tls-key) or allow it (--insecure) on a network "
         "you trust");
+  }
+  if (!http_listen.empty()) {
+    if (HostOf(http_listen).empty()) {
+      return absl::InvalidArgumentError("http_listen: '" + http_listen +
+                                        "' must be host:port, e.g. 127.0.0.1:8080");
+    }
+    if (!allow_insecure_remote && !IsLoopbackHost(HostOf(http_listen))) {
+      return absl::InvalidArgumentError(
+          "http_listen: " + http_listen +
+          " is reachable from other machines and the dashboard is plain HTTP, so the token "
+          "would cross the network in clear text: keep it on loopback (and reach it through an "
+          "SSH tunnel) or allow it (--insecure) on a network you trust");
+    }
   }
   if (lease_ttl.count() <= 0) return absl::InvalidArgumentError("lease_ttl: must be positive");
   if (heartbeat_interval.count() <= 0) {

@@ -32,6 +32,9 @@ struct ServerConfig {
   // Shared directory for every cell's checkpoints (ROOT/STUDY/CELL), so a cell requeued after a
   // lost worker resumes on another; empty = in each worker's work directory.
   std::string checkpoint_root;
+  // The dashboard (dashboard_api.h) over plain HTTP on this host:port; empty = none. Like
+  // `listen`, an address reachable from other machines needs allow_insecure_remote.
+  std::string http_listen;
 
   // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval". Reads no files.
   absl::Status Validate() const;
@@ -52,6 +55,9 @@ class CoordinatorServer {
 
   // Whether the port serves TLS.
   virtual bool tls() const = 0;
+
+  // The dashboard's "host:port", empty when it is off.
+  virtual const std::string& http_address() const = 0;
 
   // Stops accepting calls, lets in-flight calls finish, stops the lease sweeper and closes the
   // database. Idempotent; thread-safe; also run by the destructor of the implementation.

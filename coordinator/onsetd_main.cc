@@ -81,8 +81,13 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-root", config.checkpoint_root,
                  "directory all workers share (e.g. on NFS) for the cells' checkpoints, so a cell "
                  "resumes on whichever worker takes it next; default: each worker's work dir");
+  app.add_option("--http", config.http_listen,
+                 "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (same token)");
   app.add_option("--address-file", address_file,
                  "write the bound host:port here once serving (for port 0)");
+  std::string http_address_file;
+  app.add_option("--http-address-file", http_address_file,
+                 "write the dashboard's bound host:port here once serving (for --http ...:0)");
   CLI11_PARSE(app, argc, argv);
   config.lease_ttl = std::chrono::milliseconds(lease_ttl_ms);
   config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
@@ -117,6 +122,12 @@ int main(int argc, char** argv) {
                "ONSET_TOKEN");
   if (!address_file.empty() && !WriteFileAtomically(address_file, (*server)->address())) {
     spdlog::error("cannot write --address-file {}", address_file);
+    (*server)->Shutdown();
+    return 1;
+  }
+  if (!http_address_file.empty() &&
+      !WriteFileAtomically(http_address_file, (*server)->http_address())) {
+    spdlog::error("cannot write --http-address-file {}", http_address_file);
     (*server)->Shutdown();
     return 1;
   }

@@ -1,0 +1,200 @@
+#include "coordinator/dashboard_api.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "analysis/study_compare.h"
+#include "common/auth_token.h"
+#include "coordinator/study_service.h"
+
+namespace onset::coordinator {
+namespace {
+
+HttpResponse Json(int status, const nlohmann::json& body) {
+  return HttpResponse{status, "application/json", body.dump()};
+}
+
+HttpResponse Error(int status, const std::string& message) {
+  return Json(status, {{"error", message}});
+}
+
+HttpResponse FromStatus(const absl::Status& s) {
+  const int code = absl::IsNotFound(s) ? 404 : absl::IsInvalidArgument(s) ? 400 : 500;
+  return Error(code, std::string(s.message()));
+}
+
+std::string Unescape(absl::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::strtol(std::string(s.substr(i + 1, 2)).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> List(const std::string& s) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) out.emplace_back(part);
+  return out;
+}
+
+std::string ProtoJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(m, &json, options);
+  return json;
+}
+
+absl::StatusOr<v1::GetStudyResponse> StudyProto(Store& store, const std::string& name) {
+  absl::StatusOr<StudyDetail> detail = store.GetStudy(name);
+  if (!detail.ok()) return detail.status();
+  v1::GetStudyResponse out;
+  ToProto(detail->study, out.mutable_study());
+  for (const CellInfo& cell : detail->cells) ToProto(cell, out.add_cells());
+  return out;
+}
+
+absl::StatusOr<analysis::Curves> Curves(Store& store, const std::string& study,
+                                        const std::vector<std::string>& metrics,
+                                        const std::vector<std::string>& cells) {
+  analysis::Curves curves;
+  absl::Status s = store.ForEachMetricPoint(
+      study, metrics, cells,
+      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
+        curves[cell][metric].emplace_back(tokens, value);
+        return true;
+      });
+  if (!s.ok()) return s;
+  return curves;
+}
+
+}  // namespace
+
+HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
+  if (request.method != "GET") return Error(405, "only GET is served");
+  const size_t q = request.target.find('?');
+  const std::string path = request.target.substr(0, q);
+  std::map<std::string, std::string> query;
+  if (q != std::string::npos) {
+    for (absl::string_view kv :
+         absl::StrSplit(request.target.substr(q + 1), '&', absl::SkipEmpty())) {
+      const size_t eq = kv.find('=');
+      query[Unescape(kv.substr(0, eq))] =
+          eq == absl::string_view::npos ? "" : Unescape(kv.substr(eq + 1));
+    }
+  }
+  if (path == "/" || path == "/index.html") {
+    return HttpResponse{200, "text/html; charset=utf-8", DashboardPage()};
+  }
+  if (path.rfind("/api/", 0) != 0) return Error(404, "no such page: " + path);
+  const std::string prefix = "Bearer ";
+  if (request.authorization.rfind(prefix, 0) != 0 ||
+      !common::TokensEqual(request.authorization.substr(prefix.size()), token_)) {
+    return Error(401,
+                 "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
+                 "coordinator's token (onsetd.token)");
+  }
+
+  std::vector<std::string> parts;
+  for (absl::string_view p : absl::StrSplit(path.substr(5), '/', absl::SkipEmpty())) {
+    parts.push_back(Unescape(p));
+  }
+  if (parts.size() == 1 && parts[0] == "studies") {
+    absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
+    if (!studies.ok()) return FromStatus(studies.status());
+    v1::ListStudiesResponse out;
+    for (const StudyInfo& s : *studies) ToProto(s, out.add_studies());
+    return HttpResponse{200, "application/json", ProtoJson(out)};
+  }
+  if (parts.size() < 2 || parts[0] != "studies") return Error(404, "no such API: " + path);
+  const std::string& study = parts[1];
+  if (parts.size() == 2) {
+    absl::StatusOr<v1::GetStudyResponse> got = StudyProto(*store_, study);
+    if (!got.ok()) return FromStatus(got.status());
+    return HttpResponse{200, "application/json", ProtoJson(*got)};
+  }
+  if (parts.size() != 3) return Error(404, "no such API: " + path);
+  if (parts[2] == "metrics") {
+    std::map<std::string, int> names;  // name -> cells reporting it
+    std::string last_cell, last_name;
+    absl::Status s = store_->ForEachMetricPoint(
+        study, {}, {}, [&](const std::string& cell, const std::string& name, int64_t, double) {
+          if (cell != last_cell || name != last_name) ++names[name];
+          last_cell = cell;
+          last_name = name;
+          return true;
+        });
+    if (!s.ok()) return FromStatus(s);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [name, cells] : names) out.push_back({{"name", name}, {"cells", cells}});
+    return Json(200, {{"metrics", out}});
+  }
+  const std::string metric = query["metric"];
+  if (metric.empty()) return Error(400, "metric: required, e.g. ?metric=niah/acc@256");
+  if (parts[2] == "curves") {
+    absl::StatusOr<analysis::Curves> curves =
+        Curves(*store_, study, {metric}, List(query["cells"]));
+    if (!curves.ok()) return FromStatus(curves.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [cell, by_metric] : *curves) {
+      nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array();
+      for (const auto& [t, v] : by_metric.at(metric)) {
+        tokens.push_back(t);
+        values.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+      }
+      out.push_back({{"cell_id", cell}, {"tokens", tokens}, {"values", values}});
+    }
+    return Json(200, {{"metric", metric}, {"curves", out}});
+  }
+  if (parts[2] == "compare") {
+    analysis::CompareSpec spec;
+    spec.metric = metric;
+    char* end = nullptr;
+    const std::string& threshold = query["threshold"];
+    spec.threshold = std::strtod(threshold.c_str(), &end);
+    if (threshold.empty() || end == nullptr || *end != '\0' || !std::isfinite(spec.threshold)) {
+      return Error(400, "threshold: a number is required, got '" + threshold + "'");
+    }
+    const std::string direction = query.count("direction") ? query["direction"] : "auto";
+    if (direction != "auto" && direction != "up" && direction != "down") {
+      return Error(400, "direction: must be auto, up or down");
+    }
+    spec.direction = direction == "auto" ? analysis::DefaultDirection(metric)
+                     : direction == "up" ? analysis::Direction::kUp
+                                         : analysis::Direction::kDown;
+    spec.by = List(query["by"]);
+    if (!query["baseline"].empty()) {
+      const std::string& b = query["baseline"];
+      const size_t eq = b.find('=');
+      if (eq == std::string::npos || eq == 0) return Error(400, "baseline: must be AXIS=VALUE");
+      spec.baseline = {b.substr(0, eq), b.substr(eq + 1)};
+    }
+    absl::StatusOr<v1::GetStudyResponse> got = StudyProto(*store_, study);
+    if (!got.ok()) return FromStatus(got.status());
+    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, {metric}, {});
+    if (!curves.ok()) return FromStatus(curves.status());
+    std::string error;
+    const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);
+    if (!error.empty()) return Error(400, error);
+    return HttpResponse{200, "application/json", analysis::CompareJson(table, spec)};
+  }
+  return Error(404, "no such API: " + path);
+}
+
+}  // namespace onset::coordinator

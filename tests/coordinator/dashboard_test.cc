@@ -1,0 +1,141 @@
+// The dashboard's HTTP API, as logic and over a real socket.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "analysis/study_compare.h"
+#include "common/fake_clock.h"
+#include "coordinator/dashboard_api.h"
+#include "coordinator/dashboard_server.h"
+#include "coordinator/sqlite_store.h"
+#include "coordinator/study_file.h"
+#include "tests/coordinator/test_util.h"
+
+namespace onset::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+constexpr char kToken[] = "dashboard-token-0123456789abcdef0123456789";
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(dir_.File("onset.db"), clock_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
+    ASSERT_TRUE(spec.ok());
+    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).ok());
+    const std::string worker = *store_->RegisterWorker({"h", 1, "v"});
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker, {"cpu:0"});
+    ASSERT_TRUE(job.ok() && job->has_value());
+    cell_ = (*job)->cell_id;
+    ASSERT_TRUE(store_->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0},
+                                                      {"train/loss", 2000, 3.0},
+                                                      {"train/loss", 4000, 2.0}})
+                    .ok());
+    api_ = std::make_unique<DashboardApi>(store_.get(), kToken);
+  }
+
+  HttpResponse Get(const std::string& target, const std::string& token = kToken) {
+    return api_->Handle({"GET", target, token.empty() ? "" : "Bearer " + token});
+  }
+
+  TempDir dir_;
+  common::FakeClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<DashboardApi> api_;
+  std::string cell_;
+};
+
+TEST_F(DashboardTest, ThePageIsStaticAndTheApiNeedsTheToken) {
+  HttpResponse page = Get("/", "");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_THAT(page.content_type, HasSubstr("text/html"));
+  EXPECT_THAT(page.body, HasSubstr("<title>onset</title>"));
+  // Nothing is loaded from elsewhere (the SVG namespace URI is a name, not a fetch).
+  for (const char* fetch : {"src=\"http", "href=\"http", "url(http", "@import", "src=\"//"}) {
+    EXPECT_THAT(page.body, ::testing::Not(HasSubstr(fetch)));
+  }
+  EXPECT_EQ(Get("/api/studies", "").status, 401);
+  EXPECT_EQ(Get("/api/studies", std::string(kToken) + "x").status, 401);
+  EXPECT_EQ(api_->Handle({"GET", "/api/studies", std::string("Basic ") + kToken}).status, 401);
+  EXPECT_EQ(api_->Handle({"POST", "/api/studies", std::string("Bearer ") + kToken}).status, 405);
+  EXPECT_EQ(Get("/elsewhere").status, 404);
+}
+
+TEST_F(DashboardTest, StudiesCellsAndCurves) {
+  const nlohmann::json studies = nlohmann::json::parse(Get("/api/studies").body);
+  ASSERT_EQ(studies["studies"].size(), 1u);
+  EXPECT_EQ(studies["studies"][0]["name"], "small");
+  const nlohmann::json study = nlohmann::json::parse(Get("/api/studies/small").body);
+  EXPECT_EQ(study["cells"].size(), 6u);
+  EXPECT_EQ(Get("/api/studies/nope").status, 404);
+
+  const nlohmann::json metrics = nlohmann::json::parse(Get("/api/studies/small/metrics").body);
+  ASSERT_EQ(metrics["metrics"].size(), 1u);
+  EXPECT_EQ(metrics["metrics"][0]["name"], "train/loss");
+
+  const nlohmann::json curves =
+      nlohmann::json::parse(Get("/api/studies/small/curves?metric=train%2Floss").body);
+  ASSERT_EQ(curves["curves"].size(), 1u);
+  EXPECT_EQ(curves["curves"][0]["cell_id"], cell_);
+  EXPECT_EQ(curves["curves"][0]["tokens"], nlohmann::json({1000, 2000, 4000}));
+  EXPECT_EQ(curves["curves"][0]["values"], nlohmann::json({4.0, 3.0, 2.0}));
+  EXPECT_EQ(Get("/api/studies/small/curves").status, 400);  // which metric?
+}
+
+TEST_F(DashboardTest, CompareGivesTheCliNumbers) {
+  HttpResponse r = Get("/api/studies/small/compare?metric=train/loss&threshold=3.5&by=arch");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json got = nlohmann::json::parse(r.body);
+  EXPECT_EQ(got["direction"], "down");
+  ASSERT_EQ(got["groups"].size(), 1u);
+  // 4.0 at 1000 and 3.0 at 2000: 3.5 is half way in log tokens, sqrt(2) * 1000.
+  EXPECT_NEAR(got["groups"][0]["median"]["tokens"].get<double>(), 1000 * std::sqrt(2.0), 1e-6);
+  EXPECT_EQ(Get("/api/studies/small/compare?metric=train/loss").status, 400);
+  EXPECT_EQ(Get("/api/studies/small/compare?metric=train/loss&threshold=x").status, 400);
+  EXPECT_THAT(Get("/api/studies/small/compare?metric=train/loss&threshold=1&by=nope").body,
+              HasSubstr("--by: nope is not an axis"));
+}
+
+TEST_F(DashboardTest, ServesOverHttpAndStopsWithAConnectionOpen) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  using tcp = boost::asio::ip::tcp;
+  absl::StatusOr<std::unique_ptr<DashboardServer>> server =
+      DashboardServer::Start("127.0.0.1:0", api_.get());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string address = (*server)->address();
+  const std::string port = address.substr(address.rfind(':') + 1);
+
+  boost::asio::io_context io;
+  tcp::resolver resolver(io);
+  beast::tcp_stream stream(io);
+  stream.connect(resolver.resolve("127.0.0.1", port));
+  http::request<http::empty_body> req{http::verb::get, "/api/studies/small", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::authorization, std::string("Bearer ") + kToken);
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(stream, buffer, res);
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_THAT(res.body(), HasSubstr("\"cells\""));
+  // The connection stays open (keep-alive); Stop must not wait for it.
+  const auto start = std::chrono::steady_clock::now();
+  (*server)->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_FALSE(DashboardServer::Start("not-an-address", api_.get()).ok());
+}
+
+}  // namespace
+}  // namespace onset::coordinator

@@ -1,0 +1,150 @@
+// The dashboard in a real browser: headless Chromium (Debian's package) loads the page from an
+// onsetd holding a finished study, and the DOM it builds must show the study's cells, draw a
+// curve per cell, and give the same tokens-to-threshold as `onset compare --json`. Skips when
+// chromium or a binary is missing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/study_client.h"
+#include "common/auth_token.h"
+#include "tests/integration/harness.h"
+
+namespace onset {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Child;
+using testing::HaveBinaries;
+using testing::Start;
+using testing::WaitForFile;
+
+constexpr char kStudy[] = R"(name: browse
+model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 1K, micro_batch: 4, log_every_steps: 2}
+eval: {every_tokens: 10K, heldout_seqs: 4, niah_lengths: [64], niah_samples: 2}
+grid:
+  arch: [full, "swa:1"]
+  window: [16]
+  tokens: [20K]
+  seeds: 1
+)";
+
+std::string Chromium() {
+  for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (fs::exists(path)) return path;
+  }
+  return "";
+}
+
+size_t CountMatches(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
+}
+
+TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
+  std::string missing;
+  if (!HaveBinaries({"onsetd", "onset-worker", "onset-train", "onset"}, &missing)) {
+    GTEST_SKIP() << missing << " not built";
+  }
+  const std::string chromium = Chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  const fs::path dir = fs::temp_directory_path() / ("onset-browser-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "browse.yaml") << kStudy;
+  worker::PosixProcessLauncher launcher;
+  Child daemon = Start(launcher, "onsetd",
+                       {"--db", (dir / "onset.db").string(), "--listen", "127.0.0.1:0",
+                        "--address-file", (dir / "addr").string(), "--http", "127.0.0.1:0",
+                        "--http-address-file", (dir / "http").string()});
+  const std::string address = WaitForFile(dir / "addr");
+  const std::string http = WaitForFile(dir / "http");
+  ASSERT_FALSE(address.empty() || http.empty()) << daemon.process->StderrTail();
+  const std::string token_file = (dir / common::kTokenFileName).string();
+  const std::string token = *common::ReadTokenFile(token_file);
+  Child worker = Start(launcher, "onset-worker",
+                       {"--coordinator", address, "--work-dir", (dir / "work").string(),
+                        "--slots", "2", "--token-file", token_file});
+  Child submit = Start(launcher, "onset",
+                       {"--coordinator", address, "--token-file", token_file, "submit",
+                        (dir / "browse.yaml").string()});
+  ASSERT_TRUE(submit.process->Wait().Succeeded()) << submit.process->StderrTail();
+  cli::StudyClient client(address, common::ClientSecurity{token, ""});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = client.Get("browse");
+    ASSERT_TRUE(s.ok()) << s.status();
+    if (s->study().cells_by_state().count("succeeded") &&
+        s->study().cells_by_state().at("succeeded") == 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+
+  // A threshold every cell's loss passes between its first and last points, so that the
+  // crossings are interpolated rather than at an end.
+  auto curves = client.Metrics("browse", {"train/loss"});
+  ASSERT_TRUE(curves.ok()) << curves.status();
+  double min_first = 1e9, max_last = -1e9;
+  for (const auto& [cell, by_metric] : *curves) {
+    const auto& points = by_metric.at("train/loss");
+    min_first = std::min(min_first, points.front().second);
+    max_last = std::max(max_last, points.back().second);
+  }
+  ASSERT_LT(max_last, min_first) << "the losses did not fall";
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%.4f", max_last + 0.3 * (min_first - max_last));
+  Child compare = Start(launcher, "onset",
+                        {"--coordinator", address, "--token-file", token_file, "compare",
+                         "browse", "--metric", "train/loss", "--threshold", threshold, "--by",
+                         "arch", "--json"});
+  ASSERT_TRUE(compare.process->Wait().Succeeded()) << compare.process->StderrTail();
+  const nlohmann::json cli = nlohmann::json::parse(compare.Out());
+  ASSERT_EQ(cli["groups"].size(), 2u);
+
+  // The browser, with the comparison in the link.
+  Child browser =
+      Start(launcher, chromium,
+            {"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + (dir / "chrome").string(),
+             "--virtual-time-budget=10000", "--dump-dom",
+             "http://" + http + "/#token=" + token +
+                 "&study=browse&metric=train/loss&threshold=" + threshold + "&by=arch"});
+  ASSERT_NE(browser.process, nullptr);
+  ASSERT_TRUE(browser.process->WaitFor(std::chrono::seconds(90))) << "chromium did not finish";
+  const std::string dom = browser.Out();
+  ASSERT_FALSE(dom.empty()) << browser.process->StderrTail();
+
+  EXPECT_EQ(CountMatches(dom, R"(class="cell succeeded")"), 2u) << dom.substr(0, 2000);
+  EXPECT_EQ(CountMatches(dom, R"(<path class="curve" data-cell="[0-9a-f]{16}")"), 2u);
+  std::smatch m;
+  std::vector<double> page_tokens;
+  const std::regex t_re(R"re(<td class="t" data-tokens="([0-9.e+]+)")re");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), t_re); it != std::sregex_iterator();
+       ++it) {
+    page_tokens.push_back(std::stod((*it)[1]));
+  }
+  ASSERT_EQ(page_tokens.size(), 2u) << "compare table rows";
+  for (size_t g = 0; g < 2; ++g) {
+    ASSERT_FALSE(cli["groups"][g]["median"]["tokens"].is_null());
+    const double want = cli["groups"][g]["median"]["tokens"].get<double>();
+    EXPECT_NEAR(page_tokens[g], want, 1e-6 * want) << "group " << g;
+  }
+
+  worker.process->Terminate(std::chrono::seconds(10));
+  daemon.process->Terminate(std::chrono::seconds(10));
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace onset
