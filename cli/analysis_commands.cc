@@ -226,22 +226,10 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
     out << RenderHeadMap(map);
     return kExitOk;
   }
-  nlohmann::json scores = nlohmann::json::array();
-  for (const auto& [key, v] : map.score) {
-    nlohmann::json s = {{"layer", key.first}, {"head", key.second}, {"score", v}};
-    auto first = map.first_retrieval.find(key);
-    s["first_retrieval_tokens"] =
-        first == map.first_retrieval.end() ? nlohmann::json(nullptr) : nlohmann::json(first->second);
-    scores.push_back(s);
-  }
-  out << nlohmann::json({{"study", study},
-                         {"cell_id", cell},
-                         {"tokens", map.tokens},
-                         {"eval_points", map.eval_points},
-                         {"threshold", kRetrievalHead},
-                         {"heads", scores}})
-             .dump(2)
-      << "\n";
+  nlohmann::json j = nlohmann::json::parse(analysis::HeadMapJson(map));
+  j["study"] = study;
+  j["cell_id"] = cell;
+  out << j.dump(2) << "\n";
   return kExitOk;
 }
 

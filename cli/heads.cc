@@ -8,37 +8,6 @@
 
 namespace onset::cli {
 
-HeadMap BuildHeadMap(const std::map<std::string, std::vector<std::pair<int64_t, double>>>& metrics,
-                     int64_t at_tokens) {
-  HeadMap map;
-  std::set<int64_t> points;
-  for (const auto& [name, curve] : metrics) {
-    int layer = 0, head = 0;
-    char tail = 0;
-    if (std::sscanf(name.c_str(), "rh/score/l%dh%d%c", &layer, &head, &tail) != 2) continue;
-    for (const auto& [t, v] : curve) points.insert(t);
-  }
-  map.eval_points.assign(points.begin(), points.end());
-  if (points.empty()) return map;
-  map.tokens = *points.rbegin();
-  if (at_tokens > 0) {
-    auto it = points.upper_bound(at_tokens);
-    map.tokens = it == points.begin() ? *points.begin() : *std::prev(it);
-  }
-  for (const auto& [name, curve] : metrics) {
-    int layer = 0, head = 0;
-    char tail = 0;
-    if (std::sscanf(name.c_str(), "rh/score/l%dh%d%c", &layer, &head, &tail) != 2) continue;
-    for (const auto& [t, v] : curve) {
-      if (t == map.tokens) map.score[{layer, head}] = v;
-      if (v > kRetrievalHead && !map.first_retrieval.count({layer, head})) {
-        map.first_retrieval[{layer, head}] = t;
-      }
-    }
-  }
-  return map;
-}
-
 std::string RenderHeadMap(const HeadMap& map) {
   if (map.eval_points.empty()) return "no retrieval-head scores (rh/score/...) for this cell\n";
   std::set<int> layers, heads;

@@ -1,31 +1,16 @@
-// `onset heads`: a cell's retrieval-head map (SCIENCE.md: a head's score is how often its top-1
-// attention lands on the needle token being copied; above 0.1 it is a retrieval head) at one
-// eval point, as a layer x head table, and when each head first became a retrieval head.
+// `onset heads`: the text of a cell's retrieval-head map (analysis/head_map.h).
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "cli/compare.h"
+#include "analysis/head_map.h"
 
 namespace onset::cli {
 
-inline constexpr double kRetrievalHead = 0.1;
+using analysis::BuildHeadMap;
+using analysis::HeadMap;
+using analysis::kRetrievalHead;
 
-struct HeadMap {
-  int64_t tokens = 0;                        // the eval point shown
-  std::vector<int64_t> eval_points;          // every eval point with scores
-  std::map<std::pair<int, int>, double> score;     // (layer, head) -> score at `tokens`
-  std::map<std::pair<int, int>, int64_t> first_retrieval;  // (layer, head) -> first tokens > 0.1
-};
-
-// From a cell's metrics ("rh/score/l{L}h{H}" curves): the map at the last eval point at or
-// before `at_tokens` (0: the last one). Empty eval_points when the cell has no scores.
-HeadMap BuildHeadMap(const std::map<std::string, std::vector<std::pair<int64_t, double>>>& metrics,
-                     int64_t at_tokens);
 // Rows are layers, columns heads; a retrieval head is marked with '*'.
 std::string RenderHeadMap(const HeadMap& map);
 

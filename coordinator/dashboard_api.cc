@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "analysis/head_map.h"
 #include "analysis/study_compare.h"
 #include "common/auth_token.h"
 #include "coordinator/study_service.h"
@@ -128,6 +130,17 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
     absl::StatusOr<v1::GetStudyResponse> got = StudyProto(*store_, study);
     if (!got.ok()) return FromStatus(got.status());
     return HttpResponse{200, "application/json", ProtoJson(*got)};
+  }
+  if (parts.size() == 4 && parts[2] == "heads") {
+    // The cell's layer x head retrieval scores at the last eval point at or before ?tokens=.
+    const int64_t at = std::strtoll(query["tokens"].c_str(), nullptr, 10);
+    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, {}, {parts[3]});
+    if (!curves.ok()) return FromStatus(curves.status());
+    const auto it = curves->find(parts[3]);
+    const analysis::HeadMap map =
+        analysis::BuildHeadMap(it == curves->end() ? analysis::Curves::mapped_type{} : it->second,
+                               std::max<int64_t>(0, at));
+    return HttpResponse{200, "application/json", analysis::HeadMapJson(map)};
   }
   if (parts.size() != 3) return Error(404, "no such API: " + path);
   if (parts[2] == "metrics") {

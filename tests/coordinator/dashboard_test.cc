@@ -38,6 +38,7 @@ class DashboardTest : public ::testing::Test {
     absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker, {"cpu:0"});
     ASSERT_TRUE(job.ok() && job->has_value());
     cell_ = (*job)->cell_id;
+    lease_ = (*job)->lease_id;
     ASSERT_TRUE(store_->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0},
                                                       {"train/loss", 2000, 3.0},
                                                       {"train/loss", 4000, 2.0}})
@@ -54,7 +55,27 @@ class DashboardTest : public ::testing::Test {
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<DashboardApi> api_;
   std::string cell_;
+  std::string lease_;
 };
+
+TEST_F(DashboardTest, RetrievalHeadsOfACell) {
+  ASSERT_TRUE(store_->AddMetrics(lease_, {{"rh/score/l1h0", 1000, 0.05},
+                                          {"rh/score/l1h0", 2000, 0.4},
+                                          {"rh/score/l1h1", 2000, 0.0}})
+                  .ok());
+  HttpResponse r = Get("/api/studies/small/heads/" + cell_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json got = nlohmann::json::parse(r.body);
+  EXPECT_EQ(got["tokens"], 2000);
+  ASSERT_EQ(got["heads"].size(), 2u);
+  EXPECT_EQ(got["heads"][0]["layer"], 1);
+  EXPECT_DOUBLE_EQ(got["heads"][0]["score"].get<double>(), 0.4);
+  EXPECT_EQ(got["heads"][0]["first_retrieval_tokens"], 2000);
+  EXPECT_EQ(nlohmann::json::parse(Get("/api/studies/small/heads/" + cell_ + "?tokens=1500").body)
+                ["tokens"],
+            1000);
+  EXPECT_EQ(Get("/api/studies/small/heads/0000000000000000").status, 404);
+}
 
 TEST_F(DashboardTest, ThePageIsStaticAndTheApiNeedsTheToken) {
   HttpResponse page = Get("/", "");
