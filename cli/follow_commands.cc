@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/progress_bars.h"
 #include "cli/render.h"
 #include "cli/watch_view.h"
 
@@ -81,7 +82,9 @@ class Reconnector {
 
 int WatchCommand(StudyClient& client, const WatchOptions& options, std::ostream& out,
                  std::ostream& err) {
-  WatchView view(options.style);
+  const bool bars = options.progress_bars && !options.json;
+  WatchView view(options.style, bars ? 0 : 10'000);
+  LiveBlock block;
   Reconnector reconnector(options.reconnect_for_ms);
   while (true) {
     bool got_message = false;
@@ -92,10 +95,18 @@ int WatchCommand(StudyClient& client, const WatchOptions& options, std::ostream&
             reconnector.Connected(err, absl::StrCat("resumed after event ", view.last_seq()));
           }
           const std::string text = view.Apply(message, NowUnixMs());
-          out << (options.json ? JsonLine(message) + "\n" : text) << std::flush;
+          if (options.json) {
+            out << JsonLine(message) << "\n";
+          } else if (bars) {
+            out << block.Above(text) << block.Redraw(ProgressBars(view.study(), options.width));
+          } else {
+            out << text;
+          }
+          out << std::flush;
           return options.follow || !view.Finished();
         });
     if (!options.follow && view.Finished()) {
+      if (bars) out << block.Clear();
       if (!options.json) out << view.Summary() << "\n";
       return view.ExitCode();
     }

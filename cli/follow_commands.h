@@ -19,6 +19,9 @@ struct WatchOptions {
   bool json = false;    // one JSON object per message (JSON lines) instead of text
   int64_t reconnect_for_ms = 10 * 60'000;
   Style style;
+  // On a terminal: a bar per running cell, redrawn in place under the event lines (columns).
+  bool progress_bars = false;
+  int width = 100;
 };
 
 // Exit codes (cli/exit_codes.h): 0 when the study ended with every cell succeeded or diverged,

@@ -1,5 +1,6 @@
 // onset: submit studies, watch them, read results, or run one on this machine.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/follow_commands.h"
+#include "cli/progress_bars.h"
 #include "cli/run_command.h"
 #include "cli/study_client.h"
 #include "common/client_security.h"
@@ -201,6 +203,7 @@ int main(int argc, char** argv) {
       sigwait(&signals, &sig);
       _exit(130);
     }).detach();
+    run_options.progress_bars = isatty(2) == 1;
     return onset::cli::RunCommand(run_options, interrupted, std::cout, std::cerr);
   }
 
@@ -223,6 +226,8 @@ int main(int argc, char** argv) {
   }
   if (watch->parsed()) {
     watch_options.style = onset::cli::Style::ForDescriptor(1);
+    watch_options.progress_bars = isatty(1) == 1;
+    watch_options.width = onset::cli::TerminalWidth(1);
     return onset::cli::WatchCommand(client, watch_options, std::cout, std::cerr);
   }
   if (compare->parsed()) {

@@ -14,6 +14,7 @@
 #include "cli/address.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/progress_bars.h"
 #include "cli/render.h"
 #include "cli/study_client.h"
 #include "common/auth_token.h"
@@ -185,6 +186,9 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
   std::thread worker_thread([&embedded_worker] { (void)embedded_worker.Run(); });
 
   // Progress until every cell has finished or we are interrupted.
+  const bool live = options.progress_bars;
+  const int width = TerminalWidth(2);
+  LiveBlock block;
   std::string last_line;
   absl::Status poll_error;
   while (!interrupted) {
@@ -194,10 +198,17 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
       break;
     }
     KeepSubmitted(submitted_ids, &*got);
-    std::string line = ProgressLine(*got);
-    if (line != last_line) {
-      err << line << "\n";
-      last_line = line;
+    if (live) {
+      // On a terminal: a bar per running cell, redrawn in place.
+      const std::string bars = ProgressBars(*got, width);
+      if (bars != last_line) err << block.Redraw(bars) << std::flush;
+      last_line = bars;
+    } else {
+      std::string line = ProgressLine(*got);
+      if (line != last_line) {
+        err << line << "\n";
+        last_line = line;
+      }
     }
     if (Finished(*got)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));

@@ -17,10 +17,13 @@ struct RunOptions {
   bool json = false;                // print the final results as JSON
   std::string trainer_path;         // empty: onset-train next to this executable
   int poll_ms = 500;                // progress refresh
+  // Bars per running cell redrawn in place (stderr is a terminal); else a line per change.
+  bool progress_bars = false;
 };
 
-// Returns the exit code: 0 when every cell succeeded, 1 when some failed or on an error, 2 for
-// a bad study file or cells that need more devices than `workers`. `interrupted` (set from a signal
+// Returns the exit code (cli/exit_codes.h): 0 when every cell succeeded or diverged, 3 when
+// some failed, 1 on an error, 2 for a bad study file or cells that need more devices than
+// `workers`, 130 when interrupted. `interrupted` (set from a signal
 // watcher) stops workers and the coordinator cleanly; the data directory keeps everything and a
 // later run resumes.
 int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,

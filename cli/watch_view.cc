@@ -103,7 +103,7 @@ std::string WatchView::Apply(const v1::WatchStudyResponse& message, int64_t now_
   // The progress line, when it changed and not more often than progress_every_ms_ (always
   // with the snapshot, and when the study has just finished).
   const std::string progress = ProgressLine();
-  if (!progress.empty() && progress != progress_printed_ &&
+  if (progress_every_ms_ > 0 && !progress.empty() && progress != progress_printed_ &&
       (message.has_snapshot() || Finished() ||
        now_unix_ms - progress_printed_at_ms_ >= progress_every_ms_)) {
     out += style_.Dim(progress) + "\n";

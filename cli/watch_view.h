@@ -14,9 +14,13 @@ namespace onset::cli {
 
 class WatchView {
  public:
-  // `progress_every_ms`: the study's progress line is printed at most this often.
+  // `progress_every_ms`: the study's progress line is printed at most this often; 0 = never
+  // (on a terminal the caller draws progress bars instead, progress_bars.h).
   explicit WatchView(Style style = Style(), int64_t progress_every_ms = 10'000)
       : style_(style), progress_every_ms_(progress_every_ms) {}
+
+  // Every cell as the messages so far describe it.
+  const v1::GetStudyResponse& study() const { return study_; }
 
   // Takes one message (received at `now_unix_ms`) and returns the text to print for it (whole
   // lines, possibly none).
