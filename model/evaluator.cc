@@ -1,6 +1,7 @@
 #include "model/evaluator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <numeric>
 #include <utility>
@@ -65,6 +66,7 @@ Evaluator::Evaluator(const CellConfig& config, const SyntheticData& data, const 
       for (int s = 0; s < config.eval.niah_samples; ++s) {
         Rng rng(MixSeed(MixSeed(niah_seed, static_cast<uint64_t>(length)), d * 100003 + s));
         group.samples.push_back(data.Niah(length, config.eval.niah_depths[d], &rng));
+        group.depths.push_back(config.eval.niah_depths[d]);
         prompts.push_back(group.samples.back().prompt);
       }
     }
@@ -115,6 +117,7 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model,
   std::map<std::string, double> metrics;
   const int window = model_config_.HasSliding() ? model_config_.window : 0;
   int correct = 0, total = 0, in_correct = 0, in_total = 0, out_correct = 0, out_total = 0;
+  std::map<double, std::pair<int, int>> by_depth;  // depth -> (correct, total), over lengths
   for (const NiahGroup& group : niah_) {
     const int steps = static_cast<int>(group.samples[0].answer.size());
     AttentionTrace trace;
@@ -128,6 +131,9 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model,
       std::vector<Token> predicted(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + steps);
       const bool ok = ExactMatch(predicted, s.answer);
       group_correct += ok;
+      std::pair<int, int>& depth = by_depth[group.depths[b]];
+      depth.first += ok;
+      ++depth.second;
       if (window > 0 && s.needle.distance() < window) {
         in_correct += ok;
         ++in_total;
@@ -157,6 +163,12 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model,
     total += static_cast<int>(group.samples.size());
   }
   if (total > 0) metrics["niah/acc"] = static_cast<double>(correct) / total;
+  // By the needle's relative depth, over every length: "niah/acc_depth@0.5".
+  for (const auto& [depth, counts] : by_depth) {
+    char name[48];
+    std::snprintf(name, sizeof name, "niah/acc_depth@%g", depth);
+    metrics[name] = static_cast<double>(counts.first) / counts.second;
+  }
   if (in_total > 0) metrics["niah/acc_in_window"] = static_cast<double>(in_correct) / in_total;
   if (out_total > 0) metrics["niah/acc_beyond_window"] = static_cast<double>(out_correct) / out_total;
   return metrics;

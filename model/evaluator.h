@@ -73,6 +73,7 @@ class Evaluator {
     int length = 0;
     at::Tensor prompts;                // (B, L)
     std::vector<NiahSample> samples;   // B entries
+    std::vector<double> depths;        // B entries: the depth each sample's needle was asked at
   };
 
   struct VariantGroup {

@@ -39,6 +39,18 @@ TEST(EvaluatorTest, ReportsRetrievalHeadsAndTheAblationAtTheFinalEval) {
   EXPECT_DOUBLE_EQ(m.at("rh/max_full"), std::max(m.at("rh/score/l0h0"), m.at("rh/score/l0h1")));
   EXPECT_TRUE(m.count("rh/count_full") && m.count("rh/count_sliding"));
   EXPECT_TRUE(m.count("niah/acc@32") && m.count("niah/acc@48") && m.count("niah/acc"));
+  // Accuracy by the needle's depth, over both lengths: the depths average to the whole.
+  double depth_sum = 0;
+  int depths = 0;
+  for (const auto& [name, value] : m) {
+    if (name.rfind("niah/acc_depth@", 0) != 0) continue;
+    EXPECT_GE(value, 0.0);
+    EXPECT_LE(value, 1.0);
+    depth_sum += value;
+    ++depths;
+  }
+  ASSERT_GT(depths, 0);
+  EXPECT_NEAR(depth_sum / depths, m.at("niah/acc"), 1e-12);  // equal samples per depth
   for (const char* v : {"multi-key", "multi-value", "multi-query"}) {
     // 32 tokens cannot hold three records with room to spare (niah_tasks.h): left out.
     EXPECT_FALSE(m.count(std::string("niah/") + v + "/acc@32"));
