@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_split.h"
+#include "analysis/power_law.h"
 #include "cli/commands.h"
 #include "cli/compare.h"
-#include "analysis/power_law.h"
 #include "cli/exit_codes.h"
 #include "cli/heads.h"
 #include "cli/plot.h"
@@ -43,6 +42,45 @@ std::string CsvNumber(double v) {
   return buf;
 }
 
+// The step compare, plot and fit share: the study and its curves of spec.metric, grouped. On
+// failure prints the reason and returns the exit code.
+struct Grouped {
+  v1::GetStudyResponse study;
+  Curves curves;
+  CompareTable table;
+};
+std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_name,
+                                 const CompareSpec& spec, std::ostream& err, Grouped* out) {
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(study_name);
+  if (!study.ok()) return ReportError(study.status(), err);
+  absl::StatusOr<Curves> curves = client.Metrics(study_name, {spec.metric});
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  std::string error;
+  out->table = Compare(*study, *curves, spec, &error);
+  if (!error.empty()) {
+    err << error << "\n";
+    return kExitBadInput;
+  }
+  if (out->table.rows.empty()) {
+    err << "no cell of study " << study_name << " has reported " << spec.metric
+        << " yet (onset export " << study_name << " lists the metrics there are)\n";
+    return kExitFailure;
+  }
+  out->study = *std::move(study);
+  out->curves = *std::move(curves);
+  return std::nullopt;
+}
+
+// --direction: auto (down for losses), up or down; nullopt (and a message) otherwise.
+std::optional<analysis::Direction> ParseDirection(const std::string& direction,
+                                                  const std::string& metric, std::ostream& err) {
+  if (direction == "auto") return analysis::DefaultDirection(metric);
+  if (direction == "up") return analysis::Direction::kUp;
+  if (direction == "down") return analysis::Direction::kDown;
+  err << "--direction: must be auto, up or down, got '" << direction << "'\n";
+  return std::nullopt;
+}
+
 }  // namespace
 
 int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
@@ -50,14 +88,10 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
   CompareSpec spec;
   spec.metric = options.metric;
   spec.threshold = options.threshold;
-  if (options.direction == "auto") {
-    spec.direction = analysis::DefaultDirection(options.metric);
-  } else if (options.direction == "up" || options.direction == "down") {
-    spec.direction = options.direction == "up" ? analysis::Direction::kUp : analysis::Direction::kDown;
-  } else {
-    err << "--direction: must be auto, up or down, got '" << options.direction << "'\n";
-    return kExitBadInput;
-  }
+  const std::optional<analysis::Direction> direction =
+      ParseDirection(options.direction, options.metric, err);
+  if (!direction) return kExitBadInput;
+  spec.direction = *direction;
   spec.by = SplitList(options.by);
   if (!options.baseline.empty()) {
     const size_t eq = options.baseline.find('=');
@@ -67,22 +101,11 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
     }
     spec.baseline = {options.baseline.substr(0, eq), options.baseline.substr(eq + 1)};
   }
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
-  if (!study.ok()) return ReportError(study.status(), err);
-  absl::StatusOr<Curves> curves = client.Metrics(options.study, {options.metric});
-  if (!curves.ok()) return ReportError(curves.status(), err);
-  std::string error;
-  CompareTable table = Compare(*study, *curves, spec, &error);
-  if (!error.empty()) {
-    err << error << "\n";
-    return kExitBadInput;
+  Grouped g;
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+    return *failed;
   }
-  if (table.rows.empty()) {
-    err << "no cell of study " << options.study << " has reported " << options.metric
-        << " yet (metric names: onset export " << options.study << " | cut -d, -f...)\n";
-    return kExitFailure;
-  }
-  out << (options.json ? CompareJson(table, spec) : RenderCompare(table, spec));
+  out << (options.json ? CompareJson(g.table, spec) : RenderCompare(g.table, spec));
   return kExitOk;
 }
 
@@ -91,28 +114,17 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
   CompareSpec spec;
   spec.metric = options.metric;
   spec.threshold = options.threshold.value_or(0);
-  if (options.direction != "auto" && options.direction != "up" && options.direction != "down") {
-    err << "--direction: must be auto, up or down, got '" << options.direction << "'\n";
-    return kExitBadInput;
-  }
-  spec.direction = options.direction == "auto" ? analysis::DefaultDirection(options.metric)
-                   : options.direction == "up" ? analysis::Direction::kUp
-                                               : analysis::Direction::kDown;
+  const std::optional<analysis::Direction> direction =
+      ParseDirection(options.direction, options.metric, err);
+  if (!direction) return kExitBadInput;
+  spec.direction = *direction;
   spec.by = SplitList(options.by);
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
-  if (!study.ok()) return ReportError(study.status(), err);
-  absl::StatusOr<Curves> curves = client.Metrics(options.study, {options.metric});
-  if (!curves.ok()) return ReportError(curves.status(), err);
-  std::string error;
-  CompareTable table = Compare(*study, *curves, spec, &error);
-  if (!error.empty()) {
-    err << error << "\n";
-    return kExitBadInput;
+  Grouped g;
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+    return *failed;
   }
-  if (table.rows.empty()) {
-    err << "no cell of study " << options.study << " has reported " << options.metric << " yet\n";
-    return kExitFailure;
-  }
+  const CompareTable& table = g.table;
+  const Curves* curves = &g.curves;
   PlotOptions plot;
   plot.threshold = options.threshold.has_value();
   plot.title = options.title.empty() ? options.study + ": " + options.metric : options.title;
@@ -138,26 +150,13 @@ int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out
   CompareSpec spec;
   spec.metric = options.metric;
   spec.by = SplitList(options.by);
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
-  if (!study.ok()) return ReportError(study.status(), err);
-  absl::StatusOr<Curves> curves = client.Metrics(options.study, {options.metric});
-  if (!curves.ok()) return ReportError(curves.status(), err);
-  std::string error;
-  const CompareTable table = Compare(*study, *curves, spec, &error);
-  if (!error.empty()) {
-    err << error << "\n";
-    return kExitBadInput;
+  Grouped g;
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+    return *failed;
   }
-  if (table.rows.empty()) {
-    err << "no cell of study " << options.study << " has reported " << options.metric << " yet\n";
-    return kExitFailure;
-  }
-  std::vector<std::string> headers;
-  for (const std::string& a : table.by) {
-    std::string h = a;
-    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
-    headers.push_back(h);
-  }
+  const CompareTable& table = g.table;
+  const Curves* curves = &g.curves;
+  std::vector<std::string> headers = GroupHeaders(table);
   const size_t first = headers.size();
   for (const char* h : {"CELLS", "POINTS", "E", "B", "BETA", "D0", "RMSE"}) headers.push_back(h);
   Table text(headers);
@@ -185,11 +184,13 @@ int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out
             FormatValue(fit->rmse)}) {
         cells.push_back(v);
       }
-      auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-      g["fit"] = {{"E", fit->E},           {"E_se", num(fit->E_se)},
-                  {"B", fit->B},           {"B_se", num(fit->B_se)},
-                  {"beta", fit->beta},     {"beta_se", num(fit->beta_se)},
-                  {"D0", fit->D0},         {"rmse", fit->rmse},
+      auto num = [](double v) {
+        return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+      };
+      g["fit"] = {{"E", fit->E},          {"E_se", num(fit->E_se)},
+                  {"B", fit->B},          {"B_se", num(fit->B_se)},
+                  {"beta", fit->beta},    {"beta_se", num(fit->beta_se)},
+                  {"D0", fit->D0},        {"rmse", fit->rmse},
                   {"points", fit->points}};
     } else {
       cells.push_back(std::to_string(points.size()));
@@ -220,8 +221,8 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
   absl::StatusOr<Curves> curves = client.Metrics(study, {}, {cell});
   if (!curves.ok()) return ReportError(curves.status(), err);
   const auto it = curves->find(cell);
-  const HeadMap map = BuildHeadMap(it == curves->end() ? Curves::mapped_type{} : it->second,
-                                   at_tokens);
+  const HeadMap map =
+      BuildHeadMap(it == curves->end() ? Curves::mapped_type{} : it->second, at_tokens);
   if (!json) {
     out << RenderHeadMap(map);
     return kExitOk;
@@ -267,12 +268,9 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostrea
           }
           out << "," << CsvField(metric) << "," << tokens << "," << CsvNumber(value) << "\n";
         } else {
-          nlohmann::json row = {{"study", options.study},
-                                {"cell_id", cell.id()},
-                                {"state", StateName(cell.state())},
-                                {"axes", cell.axes()},
-                                {"metric", metric},
-                                {"tokens", tokens}};
+          nlohmann::json row = {
+              {"study", options.study}, {"cell_id", cell.id()}, {"state", StateName(cell.state())},
+              {"axes", cell.axes()},    {"metric", metric},     {"tokens", tokens}};
           row["value"] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
           out << row.dump() << "\n";
         }

@@ -42,13 +42,18 @@ std::string FormatCrossing(const analysis::Crossing& c) {
   return c.crossed ? tokens : "> " + tokens;
 }
 
-std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
+std::vector<std::string> GroupHeaders(const CompareTable& table) {
   std::vector<std::string> headers;
   for (const std::string& a : table.by) {
     std::string h = a;
     std::transform(h.begin(), h.end(), h.begin(), ::toupper);
     headers.push_back(h);
   }
+  return headers;
+}
+
+std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
+  std::vector<std::string> headers = GroupHeaders(table);
   const size_t first = headers.size();
   const std::string t = "T(" + FormatValue(spec.threshold) + ")";
   for (const std::string& h : {std::string("N"), t, std::string("MIN-MAX"), std::string("FINAL"),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/study_compare.h"
 
@@ -17,5 +18,7 @@ using analysis::Curves;
 // "> 6M" for a censored crossing, "2.35M" otherwise.
 std::string FormatCrossing(const analysis::Crossing& c);
 std::string RenderCompare(const CompareTable& table, const CompareSpec& spec);
+// The grouping axes as table headers: "ARCH", "WINDOW", ...
+std::vector<std::string> GroupHeaders(const CompareTable& table);
 
 }  // namespace onset::cli
