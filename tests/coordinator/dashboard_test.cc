@@ -27,14 +27,9 @@ constexpr char kToken[] = "dashboard-token-0123456789abcdef0123456789";
 class DashboardTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
-        SqliteStore::Open(dir_.File("onset.db"), clock_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
-    ASSERT_TRUE(spec.ok());
-    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).ok());
-    const std::string worker = *store_->RegisterWorker({"h", 1, "v"});
+    std::string worker;
+    store_ = testing::OpenSmallStudyStore(dir_.File("onset.db"), clock_, &worker);
+    ASSERT_NE(store_, nullptr);
     absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker, {"cpu:0"});
     ASSERT_TRUE(job.ok() && job->has_value());
     cell_ = (*job)->cell_id;

@@ -20,14 +20,8 @@ using testing::TempDir;
 class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
-        SqliteStore::Open(dir_.File("onset.db"), clock_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
-    ASSERT_TRUE(spec.ok());
-    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).ok());
-    worker_ = *store_->RegisterWorker({"h", 1, "v"});
+    store_ = testing::OpenSmallStudyStore(dir_.File("onset.db"), clock_, &worker_);
+    ASSERT_NE(store_, nullptr);
   }
 
   ClaimedJob Claim() { return **store_->ClaimNextCell(worker_, {"cpu:0"}); }

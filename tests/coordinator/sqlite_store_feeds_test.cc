@@ -19,16 +19,8 @@ using testing::TempDir;
 class FeedsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
-        SqliteStore::Open(dir_.File("onset.db"), clock_, RetryPolicy());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).ok());
-    absl::StatusOr<std::string> worker = store_->RegisterWorker({"host-a", 1, "v"});
-    ASSERT_TRUE(worker.ok());
-    worker_ = *worker;
+    store_ = testing::OpenSmallStudyStore(dir_.File("onset.db"), clock_, &worker_);
+    ASSERT_NE(store_, nullptr);
   }
 
   ClaimedJob Claim() {

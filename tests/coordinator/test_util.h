@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <string>
 
+#include "common/clock.h"
+#include "coordinator/sqlite_store.h"
 #include "coordinator/store.h"
+#include "coordinator/study_file.h"
 
 namespace onset::coordinator::testing {
 
@@ -58,5 +61,26 @@ grid:
   window: [16, 32]
   seeds: 2
 )yaml";
+
+// A store on the file `path` holding kSmallStudy and one registered worker (its id in *worker):
+// the starting point of the store-level tests. A failure fails the test and returns null.
+inline std::unique_ptr<SqliteStore> OpenSmallStudyStore(const std::string& path,
+                                                        const common::Clock& clock,
+                                                        std::string* worker) {
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, clock);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return nullptr;
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", kSmallStudy);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return nullptr;
+  absl::Status added =
+      (*store)->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).status();
+  EXPECT_TRUE(added.ok()) << added;
+  absl::StatusOr<std::string> id = (*store)->RegisterWorker({"h", 1, "v"});
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!added.ok() || !id.ok()) return nullptr;
+  *worker = *id;
+  return *std::move(store);
+}
 
 }  // namespace onset::coordinator::testing
