@@ -64,15 +64,15 @@ TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
   fs::create_directories(dir);
   std::ofstream(dir / "browse.yaml") << kStudy;
   worker::PosixProcessLauncher launcher;
-  Child daemon = Start(launcher, "onsetd",
-                       {"--db", (dir / "onset.db").string(), "--listen", "127.0.0.1:0",
-                        "--address-file", (dir / "addr").string(), "--http", "127.0.0.1:0",
-                        "--http-address-file", (dir / "http").string()});
-  const std::string address = WaitForFile(dir / "addr");
+  testing::Daemon started = testing::StartDaemon(
+      launcher, dir, {"--http", "127.0.0.1:0", "--http-address-file", (dir / "http").string()});
+  ASSERT_FALSE(started.address.empty() || started.token.empty());
+  Child& daemon = started.child;
+  const std::string& address = started.address;
+  const std::string& token_file = started.token_file;
+  const std::string& token = started.token;
   const std::string http = WaitForFile(dir / "http");
-  ASSERT_FALSE(address.empty() || http.empty()) << daemon.process->StderrTail();
-  const std::string token_file = (dir / common::kTokenFileName).string();
-  const std::string token = *common::ReadTokenFile(token_file);
+  ASSERT_FALSE(http.empty()) << daemon.process->StderrTail();
   Child worker = Start(launcher, "onset-worker",
                        {"--coordinator", address, "--work-dir", (dir / "work").string(),
                         "--slots", "2", "--token-file", token_file});

@@ -64,15 +64,12 @@ TEST_F(DataParallelTest, AWorkerWithTwoCpuSlotsRunsACellOfTwoRanks) {
     GTEST_SKIP() << missing << " not built";
   }
   const fs::path db = dir_ / "onset.db";
-  Child daemon = Start(launcher_, "onsetd",
-                       {"--db", db.string(), "--listen", "127.0.0.1:0", "--address-file",
-                        (dir_ / "addr").string(), "--heartbeat-interval-ms", "500"});
-  ASSERT_NE(daemon.process, nullptr);
-  const std::string address = WaitForFile(dir_ / "addr");
-  ASSERT_FALSE(address.empty()) << "onsetd wrote no address:\n" << daemon.process->StderrTail();
-  const std::string token_file = (dir_ / common::kTokenFileName).string();
-  absl::StatusOr<std::string> token = common::ReadTokenFile(token_file);
-  ASSERT_TRUE(token.ok()) << token.status();
+  testing::Daemon started =
+      testing::StartDaemon(launcher_, dir_, {"--heartbeat-interval-ms", "500"});
+  ASSERT_FALSE(started.address.empty() || started.token.empty());
+  Child& daemon = started.child;
+  const std::string& address = started.address;
+  const std::string& token_file = started.token_file;
 
   const fs::path study_file = dir_ / "pair.yaml";
   std::ofstream(study_file) << kPairStudy;
@@ -85,7 +82,7 @@ TEST_F(DataParallelTest, AWorkerWithTwoCpuSlotsRunsACellOfTwoRanks) {
   Child small = Start(launcher_, "onset-worker",
                       {"--coordinator", address, "--work-dir", (dir_ / "small").string(), "--slots",
                        "1", "--token-file", token_file});
-  cli::StudyClient client(address, common::ClientSecurity{*token, ""});
+  cli::StudyClient client(address, common::ClientSecurity{started.token, ""});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::string waiting;
   while (waiting.empty() && std::chrono::steady_clock::now() < deadline) {

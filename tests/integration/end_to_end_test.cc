@@ -78,16 +78,13 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
     GTEST_SKIP() << missing << " not built";
   }
   const fs::path db = dir_ / "onset.db";
-  Child daemon = Start(launcher_, "onsetd",
-                       {"--db", db.string(), "--listen", "127.0.0.1:0", "--address-file",
-                        (dir_ / "addr").string(), "--heartbeat-interval-ms", "500"});
-  ASSERT_NE(daemon.process, nullptr);
-  const std::string address = WaitForFile(dir_ / "addr");
-  ASSERT_FALSE(address.empty()) << "onsetd wrote no address:\n" << daemon.process->StderrTail();
-  // onsetd made its token next to the database.
-  const std::string token_file = (dir_ / common::kTokenFileName).string();
-  absl::StatusOr<std::string> token = common::ReadTokenFile(token_file);
-  ASSERT_TRUE(token.ok()) << token.status();
+  // onsetd makes its token next to the database.
+  testing::Daemon started =
+      testing::StartDaemon(launcher_, dir_, {"--heartbeat-interval-ms", "500"});
+  ASSERT_FALSE(started.address.empty() || started.token.empty());
+  Child& daemon = started.child;
+  const std::string& address = started.address;
+  const std::string& token_file = started.token_file;
 
   // Without the token, or with a wrong one, nothing gets in.
   Child anonymous = Start(launcher_, "onset", {"--coordinator", address, "status"});
@@ -115,7 +112,7 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
   ASSERT_TRUE(submit.process->Wait().Succeeded()) << submit.process->StderrTail();
   EXPECT_THAT(submit.Out(), HasSubstr("2 cells, 2 new"));
 
-  cli::StudyClient client(address, common::ClientSecurity{*token, ""});
+  cli::StudyClient client(address, common::ClientSecurity{started.token, ""});
   auto deadline = std::chrono::steady_clock::now() + kOverallTimeout;
   int succeeded = 0;
   v1::GetStudyResponse last;

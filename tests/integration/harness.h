@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/auth_token.h"
 #include "worker/process_launcher.h"
 
 namespace onset::testing {
@@ -81,6 +82,34 @@ inline std::string WaitForFile(const fs::path& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";
+}
+
+// An onsetd on a free loopback port with its database, token and address files in `dir`.
+struct Daemon {
+  Child child;
+  std::string address;     // host:port of the gRPC API
+  std::string token_file;  // onsetd.token, made on its first start
+  std::string token;
+};
+
+// Starts onsetd (--db DIR/onset.db --listen 127.0.0.1:0 plus `extra` flags) and waits for its
+// address and token; a failure fails the test and leaves `address` or `token` empty.
+inline Daemon StartDaemon(PosixProcessLauncher& launcher, const fs::path& dir,
+                          std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--db",           (dir / "onset.db").string(),
+                                   "--listen",       "127.0.0.1:0",
+                                   "--address-file", (dir / "addr").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Daemon d;
+  d.child = Start(launcher, "onsetd", args);
+  if (!d.child.process) return d;
+  d.address = WaitForFile(dir / "addr");
+  EXPECT_FALSE(d.address.empty()) << "onsetd wrote no address:\n" << d.child.process->StderrTail();
+  d.token_file = (dir / common::kTokenFileName).string();
+  absl::StatusOr<std::string> token = common::ReadTokenFile(d.token_file);
+  EXPECT_TRUE(token.ok()) << token.status();
+  if (token.ok()) d.token = *token;
+  return d;
 }
 
 // Runs `sql` read-only on the database at `db` with `binds` as its text parameters and calls
