@@ -8,15 +8,17 @@
 //                         [--windows 128,512,2048] [--batch 1] [--heads 16] [--kv-heads 16]
 //                         [--head-dim 128] [--backends custom,flash,sdpa-band,blocked]
 //                         [--iters 10] [--out FILE.jsonl]
-//   onset-attention-bench --check [--device cuda] [--backends ...]
+//   onset-attention-bench --check [--device cuda] [--backends ...] [--max-seq T]
 //   onset-attention-bench --linear [--device cuda] [--dtype bf16] [--seq ...] [--heads 16]
 //                         [--head-dim 128]
 //
-// --check compares every backend with the fp64 reference (model/attention.h) on odd sizes, GQA
-// and windows from 1 to none, forward and gradients, in bf16, fp16 and fp32 where the backend
-// takes them, with the outputs' NaNs counted; it exits 1 on any mismatch. It is the GPU
-// correctness check of bench/gpu/run.sh on machines without GoogleTest (tests/kernels/ holds
-// the same checks as tests).
+// --check compares every backend with the fp64 reference (model/attention.h) on the cases of
+// kernels/swa_check_cases.h (odd sizes, GQA, windows from 1 to none, windows and lengths that
+// split the rows of a warp inside a tile), forward and gradients, in bf16, fp16 and fp32 where
+// the backend takes them, with the outputs' NaNs counted; it exits 1 on any mismatch. It is the
+// GPU correctness check of bench/gpu/run.sh on machines without GoogleTest (tests/kernels/
+// holds the same checks as tests). --max-seq keeps the cases with T at most that (for the
+// slower compute-sanitizer tools).
 //
 // --linear times the L and D mixers' chunkwise ATen forms (model/linear_attention.h,
 // model/gated_delta_net.h; chunk 64) forward and forward+backward at the same shapes, next to
@@ -37,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/swa_check_cases.h"
 #include "model/attention.h"
 #include "model/attention_backend.h"
 #include "model/gated_delta_net.h"
@@ -93,16 +96,9 @@ double RelativeError(const at::Tensor& got, const at::Tensor& want) {
          std::max(1.0, want.abs().max().item<double>());
 }
 
-// Returns the number of failed comparisons.
-int Check(const at::Device& device, const std::vector<std::string>& backends) {
-  struct Case {
-    int64_t B, H, G, T, D, window;
-  };
-  const Case cases[] = {{2, 4, 4, 37, 64, 5},
-                        {1, 8, 2, 300, 128, 64},
-                        {1, 4, 1, 129, 64, 0},
-                        {1, 2, 2, 65, 128, 1},
-                        {1, 4, 2, 1000, 128, 257}};
+// Returns the number of failed comparisons; cases longer than max_seq (when > 0) are left out.
+int Check(const at::Device& device, const std::vector<std::string>& backends, int64_t max_seq) {
+  using Case = onset::kernels::CheckCase;
   int failures = 0;
   for (const std::string& name : backends) {
     const auto backend = onset::model::ParseAttentionBackend(name);
@@ -114,7 +110,8 @@ int Check(const at::Device& device, const std::vector<std::string>& backends) {
     for (at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
       if (*backend == AttentionBackend::kFlash && dtype == at::kFloat) continue;
       const double tol = dtype == at::kBFloat16 ? 3e-2 : dtype == at::kHalf ? 5e-3 : 2e-4;
-      for (const Case& c : cases) {
+      for (const Case& c : onset::kernels::kCheckCases) {
+        if (max_seq > 0 && c.T > max_seq) continue;
         at::manual_seed(11);
         auto opts = at::TensorOptions().device(device).dtype(dtype);
         at::Tensor q = at::randn({c.B, c.H, c.T, c.D}, opts).requires_grad_(true);
@@ -212,7 +209,7 @@ int main(int argc, char** argv) {
   std::string device_name = torch::cuda::is_available() ? "cuda" : "cpu", dtype_name = "bf16";
   std::string seqs = "4096,16384,32768", windows = "128,512,2048", out_path;
   std::string backends = "custom,flash,sdpa-band,blocked";
-  int64_t batch = 1, heads = 16, kv_heads = 16, head_dim = 128, iters = 10;
+  int64_t batch = 1, heads = 16, kv_heads = 16, head_dim = 128, iters = 10, max_seq = 0;
   bool check = false, linear = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--check" || std::string(argv[i]) == "--linear") {
@@ -247,6 +244,8 @@ int main(int argc, char** argv) {
       backends = value;
     else if (name == "--iters")
       iters = std::stoll(value);
+    else if (name == "--max-seq")
+      max_seq = std::stoll(value);
     else if (name == "--out")
       out_path = value;
     else {
@@ -259,7 +258,7 @@ int main(int argc, char** argv) {
                                : dtype_name == "fp16" ? at::kHalf
                                                       : at::kBFloat16;
   if (check) {
-    const int failures = Check(device, Words(backends));
+    const int failures = Check(device, Words(backends), max_seq);
     std::printf("check: %d failed\n", failures);
     return failures == 0 ? 0 : 1;
   }

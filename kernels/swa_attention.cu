@@ -10,6 +10,15 @@
 // Thread layout in both: 128 threads, 4 per row (the 4 lanes of a row are adjacent lanes of
 // one warp), each owning a quarter of the head dimension. Tiles live in shared memory in the
 // input dtype, padded by 8 elements per row against bank conflicts; all arithmetic is fp32.
+//
+// Warp collectives (the shuffles of RowSum / RowMax, __syncwarp) name the full warp, so every
+// lane of the warp must reach each of them on every path: a warp holds 8 rows, and those rows
+// differ in what they may see (a row past T sees nothing, a row of a windowed tile may see
+// none of it while its neighbours do). So no collective sits under a per-row or per-lane
+// condition: rows past T and fully masked rows compute on zeros and -inf like the others and
+// are only kept from writing. The loops around the collectives run the same trip count in
+// every thread of the block (the tile ranges, the head group and kBq depend only on blockIdx
+// and the shape). DeltaKernel and CastKernel use no collective.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -27,6 +36,14 @@ constexpr int kThreads = 128;
 constexpr int kPerRow = 4;  // threads per row
 constexpr int kPad = 8;     // elements of padding per shared row
 constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarp = 32;
+// One thread per (row, part): the 4 lanes of a row sit in one warp (RowSum / RowMax reduce over
+// lane offsets 1 and 2), and every warp is full, so kFullMask names exactly its 32 lanes.
+static_assert(kPerRow == 4, "RowSum and RowMax reduce over 4 lanes (xor 1, 2)");
+static_assert(kWarp % kPerRow == 0, "a row's lanes must not straddle two warps");
+static_assert(kThreads % kWarp == 0, "every warp of the block is full");
+static_assert(kThreads == kBq * kPerRow && kThreads == kBk * kPerRow,
+              "one thread per (row, part) in both kernels");
 
 __device__ __forceinline__ float ToF(float x) { return x; }
 __device__ __forceinline__ float ToF(__half x) { return __half2float(x); }
@@ -46,7 +63,8 @@ __device__ __forceinline__ __nv_bfloat16 FromF<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
 
-// Sum and max over the 4 lanes of a row.
+// Sum and max over the 4 lanes of a row. Full-mask shuffles: the caller must reach them with all
+// 32 lanes of the warp (see the top of this file), never from a per-row branch.
 __device__ __forceinline__ float RowSum(float x) {
   x += __shfl_xor_sync(kFullMask, x, 1);
   x += __shfl_xor_sync(kFullMask, x, 2);
@@ -119,11 +137,15 @@ __global__ void __launch_bounds__(kThreads)
       sc[cc] = valid ? dot * s.scale : -INFINITY;
       tile_max = fmaxf(tile_max, sc[cc]);
     }
-    tile_max = RowMax(tile_max);
+    tile_max = RowMax(tile_max);  // every lane: the masked ones contribute -inf
     const float m_new = fmaxf(m, tile_max);
+    // m_new is the same in the 4 lanes of a row but differs between the rows of a warp (past T,
+    // or a tile wholly outside this row's window), so the branch below is per row and holds no
+    // collective: the row sum is taken after it, by every lane.
+    const bool sees = m_new != -INFINITY;
     float corr = 1.f, sum = 0.f;
-    if (m_new == -INFINITY) {
-      // Nothing this row may see yet: the whole tile lies outside its window.
+    if (!sees) {
+      // Nothing this row may see yet: the whole tile lies outside its window (or i >= T).
 #pragma unroll
       for (int cc = 0; cc < kKeysPerThread; ++cc)
         sp[row * (kBk + 1) + part * kKeysPerThread + cc] = 0.f;
@@ -135,11 +157,13 @@ __global__ void __launch_bounds__(kThreads)
         sp[row * (kBk + 1) + part * kKeysPerThread + cc] = p;
         sum += p;
       }
-      sum = RowSum(sum);
+    }
+    sum = RowSum(sum);  // every lane, after the branch; a row that sees nothing sums zeros
+    if (sees) {
       l = l * corr + sum;
       m = m_new;
     }
-    __syncwarp();  // the row's probabilities (written by its 4 lanes) are visible to them
+    __syncwarp();  // every lane: the row's probabilities (written by its 4 lanes) are visible
 #pragma unroll
     for (int t = 0; t < kSlice; ++t) {
       const int d = part * kSlice + t;
@@ -163,7 +187,7 @@ template <typename T, int D>
 __global__ void DeltaKernel(int64_t rows, const T* __restrict__ out, const T* __restrict__ dout,
                             float* __restrict__ delta) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (row >= rows) return;
+  if (row >= rows) return;  // no warp collective below: an early exit is safe here
   float sum = 0.f;
   for (int d = 0; d < D; ++d) sum += ToF(out[row * D + d]) * ToF(dout[row * D + d]);
   delta[row] = sum;
@@ -224,6 +248,9 @@ __global__ void __launch_bounds__(kThreads)
           qk += ToF(sq[r * (D + kPad) + d]) * ToF(sk[c * (D + kPad) + d]);
           dov += ToF(sdo[r * (D + kPad) + d]) * ToF(sv[c * (D + kPad) + d]);
         }
+        // Every lane, for every r (the same r in the whole block): a query past T, a key past T
+        // or a pair outside the window is masked below, after the reductions, never by
+        // skipping them.
         qk = RowSum(qk);
         dov = RowSum(dov);
         const bool valid = i < s.T && j < s.T && Attends(i, j, s.window);

@@ -4,19 +4,24 @@
 # every CUDA attention backend against the fp64 reference (and runs the GPU tests when
 # GoogleTest is there), times every backend forward and forward+backward at T in {4k, 16k, 32k} x
 # w in {128, 512, 2048} (bf16, head dim 128), and measures the trainer's tokens/s and MFU on a
-# ~100M-parameter SSSF hybrid (bench/gpu/hybrid-100m.json) with each CUDA backend.
+# ~100M-parameter SSSF hybrid (bench/gpu/hybrid-100m.json) with each CUDA backend. When
+# compute-sanitizer is there, it also runs the custom kernel's correctness checks under its
+# synccheck, racecheck and memcheck tools (see "compute-sanitizer" below).
 #
 #   bench/gpu/run.sh [OUT_DIR]          ARCH=90a (default; 80 for A100) QUICK=1 (smaller grid)
+#                                       SANITIZE=0 (skip the sanitizer) SANITIZER=/path/to/it
+#                                       SANITIZER_TIMEOUT=1800 (seconds per sanitizer run)
 #
 # Prints a short table; OUT_DIR (default bench/gpu/results) gets env.txt, check.txt,
-# attention.txt, attention.jsonl, train-*.jsonl and summary.txt. Exits non-zero when the build or
-# a correctness check fails.
+# sanitizer-*.txt, attention.txt, attention.jsonl, train-*.jsonl and summary.txt. Exits non-zero
+# when the build, a correctness check or a sanitizer check fails.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=${1:-$root/bench/gpu/results}
 build=${BUILD_DIR:-$root/build-gpu}
 arch=${ARCH:-90a}
 mkdir -p "$out"
+: > "$out/summary.txt"
 torch_dir=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "share/cmake/Torch"))')
 generator=$(command -v ninja >/dev/null && echo "-G Ninja" || echo "")
 {
@@ -45,6 +50,64 @@ if [ -x "$build/bin/gpu_tests" ]; then
   "$build/bin/kernel_tests" > "$out/kernel_tests.txt" 2>&1 || status=1
   "$build/bin/gpu_tests" > "$out/gpu_tests.txt" 2>&1 || status=1
   tail -3 "$out/gpu_tests.txt"
+fi
+
+# compute-sanitizer on the custom kernel's own kernels (--kernel-name: LibTorch's, the fp64
+# reference's included, run uninstrumented and at full speed). synccheck (barriers and
+# warp-level synchronization) on every check case and on the custom kernel's GPU tests;
+# racecheck (shared-memory hazards) and memcheck (out-of-bounds and misaligned accesses, with
+# LibTorch's caching allocator off so each tensor is its own allocation) on the cases with
+# T <= 130, where they are cheap. Each run writes sanitizer-TOOL-WHAT.txt; a reported error or
+# hazard, a failed check, or a run that does not finish fails the script.
+sanitizer=${SANITIZER:-}
+if [ -z "$sanitizer" ]; then
+  for candidate in "$(command -v compute-sanitizer || true)" \
+    "$(dirname "$(command -v nvcc)")/compute-sanitizer" "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ]; then
+      sanitizer=$candidate
+      break
+    fi
+  done
+fi
+
+# sanitize TOOL WHAT COMMAND...: COMMAND under compute-sanitizer's TOOL, output in
+# $out/sanitizer-TOOL-WHAT.txt, one verdict line in summary.txt.
+sanitize() {
+  local tool=$1 what=$2 log="$out/sanitizer-$1-$2.txt" rc=0 verdict=ok
+  shift 2
+  (
+    [ "$tool" != memcheck ] || export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    exec timeout "${SANITIZER_TIMEOUT:-1800}" "$sanitizer" --tool "$tool" \
+      --kernel-name kns=5onset7kernels --error-exitcode 86 "$@"
+  ) > "$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    verdict="FAILED (exit $rc)"
+  elif grep -Eq "ERROR SUMMARY: [1-9]|[1-9][0-9]* hazards? displayed" "$log"; then
+    verdict="FAILED (errors reported)"
+  elif ! grep -q "SUMMARY" "$log"; then
+    verdict="FAILED (no summary)"
+  fi
+  [ "$verdict" = ok ] || status=1
+  echo "compute-sanitizer $tool ($what): $verdict; $(grep -m1 -o "[A-Z]* SUMMARY.*" "$log" || true)" |
+    tee -a "$out/summary.txt"
+}
+
+if [ "${SANITIZE:-1}" = 0 ]; then
+  echo "compute-sanitizer: skipped (SANITIZE=0)" | tee -a "$out/summary.txt"
+elif [ -z "$sanitizer" ]; then
+  echo "compute-sanitizer: not found (set SANITIZER=path): sanitizer checks not run" |
+    tee -a "$out/summary.txt"
+else
+  "$sanitizer" --version | tail -1 >> "$out/env.txt"
+  bench=("$build/bin/onset-attention-bench" --check --device cuda --backends custom)
+  sync_max=0
+  [ "${QUICK:-0}" = 1 ] && sync_max=511
+  sanitize synccheck check "${bench[@]}" --max-seq "$sync_max"
+  if [ -x "$build/bin/gpu_tests" ]; then
+    sanitize synccheck gpu-tests "$build/bin/gpu_tests" --gtest_filter='*custom*:*SwaKernel*'
+  fi
+  sanitize racecheck check "${bench[@]}" --max-seq 130
+  sanitize memcheck check "${bench[@]}" --max-seq 130
 fi
 
 seqs=4096,16384,32768; windows=128,512,2048
