@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   // One cell per seed of a tiny config.
   std::string yaml =
       "name: bench\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: 16}\n"
-      "train: {tokens: 1M, batch_tokens: 512}\ngrid:\n  seeds: [";
+      "train: {tokens: 1M, batch_tokens: 512}\neval: {niah_samples: 0}\ngrid:\n  seeds: [";
   for (int i = 0; i < cells; ++i) yaml += (i ? ", " : "") + std::to_string(i);
   yaml += "]\n";
   onset::cli::StudyClient study_client(address, security);

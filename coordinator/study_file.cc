@@ -222,7 +222,7 @@ class StudyParser {
                std::to_string(kMaxGridPoints));
     }
     CheckExclusion();
-    SetStudyShortContext(&base);
+    SetStudyWindow(&base);
     absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(
         base, grid_,
         [this](const model::FieldError& e, const GridPoint& p) { return Describe(e, p); },
@@ -604,12 +604,14 @@ class StudyParser {
 
   // ----- cells --------------------------------------------------------------------------------
 
-  // Short-context loss is defined at the smallest window of the study (SCIENCE.md), the same
-  // length for every cell, full-attention cells included. An explicit eval.short_context wins.
-  void SetStudyShortContext(json* base) const {
+  // Short-context loss and the in/beyond-window NIAH buckets are defined at the smallest window
+  // of the study (SCIENCE.md), the same for every cell, full-attention cells included, so that
+  // every cell is measured on the same split of the same samples. An explicit
+  // eval.short_context or eval.niah_window wins.
+  void SetStudyWindow(json* base) const {
     json& eval = (*base)["eval"];
     if (eval.is_null()) eval = json::object();
-    if (!eval.is_object() || eval.contains("short_context")) return;
+    if (!eval.is_object()) return;
     std::optional<int64_t> smallest;
     auto consider = [&](const json& w) {
       if (w.is_number_integer() && w.get<int64_t>() >= 1) {
@@ -627,7 +629,10 @@ class StudyParser {
     if (base->contains("model") && (*base)["model"].is_object()) {
       consider((*base)["model"].value("window", json()));
     }
-    if (smallest) eval["short_context"] = *smallest;
+    if (!smallest) return;
+    for (const char* key : {"short_context", "niah_window"}) {
+      if (!eval.contains(key)) eval[key] = *smallest;
+    }
   }
 
   // Token files named relative to the study file resolve against its directory.

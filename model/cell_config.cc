@@ -172,7 +172,8 @@ class SectionReader {
     *error_ = FieldError{path, message};
   }
 
- private:
+  // The value of `key` (marked as read), or null when absent: for fields with a shape of
+  // their own.
   const json* Find(const char* key) {
     seen_.insert(key);
     if (!j_.is_object()) return nullptr;
@@ -181,6 +182,7 @@ class SectionReader {
     return &*it;
   }
 
+ private:
   template <typename T>
   static std::string Range(T lo, T hi) {
     return "must be between " + Num(lo) + " and " + Num(hi);
@@ -235,6 +237,13 @@ bool ModelConfig::LayerUsesRope(int i) const {
   return at == std::string::npos || pos.compare(at + 2, 4, "nope") != 0;
 }
 
+bool ModelConfig::LayerUsesLogn(int i) const {
+  const char kind = pattern.at(i);
+  if (logn_scaling == kLognOff || LayerUsesRope(i)) return false;
+  if (kind == kFullAttention) return true;
+  return kind == kSlidingWindow && logn_scaling == kLognAll;
+}
+
 bool IsExplicitPos(const std::string& pos) {
   static const std::regex kExplicit("([FS]:(rope|nope))(,[FS]:(rope|nope))?");
   return std::regex_match(pos, kExplicit) && !(pos.size() > 6 && pos[0] == pos[7]);
@@ -284,10 +293,25 @@ std::vector<int> EvalConfig::resolved_niah_lengths(int seq_len) const {
   return {seq_len / 2, seq_len, 2 * seq_len};
 }
 
+int DataConfig::resolved_key_alphabet() const {
+  const int values = std::min(text_tokens(), 256);
+  return key_alphabet > 0 ? std::min(key_alphabet, values) : values;
+}
+
+int MinNiahLength(const DataConfig& data, int records) {
+  const int span = data.record_len();
+  return 1 + span + (records > 1 ? (records + 1) * span - 2 : 0) + 1 + (data.key_len + 2);
+}
+
 int EvalConfig::resolved_short_context(const ModelConfig& model) const {
   int context = short_context;
   if (context <= 0) context = model.HasSliding() ? model.window : model.seq_len / 4;
   return std::clamp(context, 2, model.seq_len);
+}
+
+int EvalConfig::resolved_niah_window(const ModelConfig& model) const {
+  if (niah_window > 0) return niah_window;
+  return model.HasSliding() ? model.window : std::max(1, model.seq_len / 4);
 }
 
 std::optional<int64_t> ParseTokenCount(const std::string& text) {
@@ -440,7 +464,16 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   m.String("full_position", &mc.full_position);
   m.Int("window", &mc.window, 0, 1 << 22);
   m.String("pos", &mc.pos);
-  m.Bool("logn_scaling", &mc.logn_scaling);
+  if (const json* logn = m.Find("logn_scaling")) {
+    if (logn->is_boolean()) {
+      mc.logn_scaling = logn->get<bool>() ? kLognFull : kLognOff;
+    } else if (logn->is_string() && (*logn == kLognOff || *logn == kLognFull || *logn == kLognAll)) {
+      mc.logn_scaling = logn->get<std::string>();
+    } else {
+      m.Fail("logn_scaling", "must be off, full (NoPE F layers), all (NoPE F and S layers), "
+                             "true (= full) or false");
+    }
+  }
   m.Int("chunk_size", &mc.chunk_size, 1, 1 << 16);
   m.Int("kv_heads", &mc.kv_heads, 0, 1024);
   m.RejectUnknown();
@@ -492,13 +525,15 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
         break;
       }
     }
-    // Log-n scaling touches NoPE attention layers only.
-    bool any_nope = false;
+    // Log-n scaling that names no layer of this model is off. "all" that touches only F
+    // layers is "full": the same model.
+    bool any = false, any_sliding = false;
     for (int i = 0; i < mc.layers; ++i) {
-      const char kind = mc.pattern[i];
-      any_nope |= (kind == kFullAttention || kind == kSlidingWindow) && !mc.LayerUsesRope(i);
+      any |= mc.LayerUsesLogn(i);
+      any_sliding |= mc.LayerUsesLogn(i) && mc.pattern[i] == kSlidingWindow;
     }
-    if (!any_nope) mc.logn_scaling = false;
+    if (!any) mc.logn_scaling = kLognOff;
+    if (any && !any_sliding) mc.logn_scaling = kLognFull;
   }
   if (!error) {
     if (mc.HasSliding()) {
@@ -524,6 +559,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   t.Double("beta2", &tc.beta2, 0.0, 0.999999);
   t.Double("grad_clip", &tc.grad_clip, 0.0, 1e6);
   t.Int64("seed", &tc.seed, 0, int64_t{1} << 53);
+  t.String("precision", &tc.precision);
   t.Int("log_every_steps", &tc.log_every_steps, 1, 1 << 20);
   t.Int("threads", &tc.threads, 0, 1024);
   t.Tokens("checkpoint_every_tokens", &tc.checkpoint_every_tokens, 0);
@@ -536,6 +572,9 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   }
   if (!error && tc.resolved_warmup_tokens() >= tc.tokens) {
     t.Fail("warmup_tokens", "must be smaller than train.tokens");
+  }
+  if (!error && tc.precision != "fp32" && tc.precision != "bf16") {
+    t.Fail("precision", "unknown precision '" + tc.precision + "': expected fp32 or bf16");
   }
   if (!error && tc.schedule != "cosine" && tc.schedule != "wsd") {
     t.Fail("schedule", "unknown schedule '" + tc.schedule + "': expected cosine or wsd");
@@ -567,6 +606,9 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   d.Double("records_per_seq", &dc.records_per_seq, 0.0, 1e6);
   d.Int("key_len", &dc.key_len, 1, 64);
   d.Int("value_len", &dc.value_len, 1, 64);
+  d.Int("key_alphabet", &dc.key_alphabet, 0, 256);
+  d.Bool("value_marker", &dc.value_marker);
+  d.Double("absent_queries", &dc.absent_queries, 0.0, 1.0);
   d.Int("min_distance", &dc.min_distance, 1, 1 << 22);
   d.Int("max_distance", &dc.max_distance, 0, 1 << 22);
   d.Int64("seed", &dc.seed, 0, int64_t{1} << 53);
@@ -613,6 +655,13 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   if (!error && dc.resolved_max_distance(mc.seq_len) < dc.min_distance) {
     d.Fail("max_distance", "must be at least data.min_distance");
   }
+  if (!error && dc.key_alphabet > dc.text_tokens()) {
+    d.Fail("key_alphabet", "must be at most the text vocabulary, " +
+                               std::to_string(dc.text_tokens()));
+  }
+  if (!error && dc.key_alphabet == 1) {
+    d.Fail("key_alphabet", "must be at least 2 (0 = the value alphabet)");
+  }
   if (!error && dc.min_distance < dc.key_len + 2) {
     d.Fail("min_distance", "must leave room for the record: at least key_len + 2");
   }
@@ -626,12 +675,55 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   e.IntList("niah_lengths", &ec.niah_lengths, 16, 1 << 22);
   e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
   e.Int("niah_samples", &ec.niah_samples, 0, 1 << 20);
+  e.Int("niah_records", &ec.niah_records, 1, 64);
+  e.Int("niah_window", &ec.niah_window, 0, 1 << 22);
   e.Int("short_context", &ec.short_context, 0, 1 << 22);
-  e.StringList("niah_variants", &ec.niah_variants,
-               {"single", "multi-key", "multi-value", "multi-query"});
+  if (const json* v = e.Find("niah_variants"); v && v->is_array()) {
+    for (const json& name : *v) {
+      if (name.is_string() && (name == "multi-key" || name == "control")) {
+        e.Fail("niah_variants", "'" + name.get<std::string>() +
+                                    "' always runs (niah/acc and niah/control/...); list only "
+                                    "single, multi-value or multi-query");
+        break;
+      }
+    }
+  }
+  e.StringList("niah_variants", &ec.niah_variants, {"single", "multi-value", "multi-query"});
   e.Int("ablation_heads", &ec.ablation_heads, 0, 1 << 16);
+  e.Int("ablation_draws", &ec.ablation_draws, 1, 1000);
   e.RejectUnknown();
   if (fields) e.AppendFields(fields);
+  if (ec.ablation_heads == 0) ec.ablation_draws = EvalConfig().ablation_draws;  // moot
+  if (!error && ec.niah_samples > 0 && !ec.niah_depths.empty()) {
+    // Lengths must hold the headline task's records; defaults that cannot are left out.
+    const int min_len = MinNiahLength(dc, ec.niah_records);
+    // The control asks a key no record has: records + 1 distinct keys.
+    if (std::pow(static_cast<double>(dc.resolved_key_alphabet()), dc.key_len) <
+        ec.niah_records + 1.0) {
+      e.Fail("niah_records", "needs " + std::to_string(ec.niah_records + 1) +
+                                 " distinct keys; data.key_alphabet ^ data.key_len gives fewer");
+    }
+    if (ec.niah_lengths.empty()) {
+      for (int len : ec.resolved_niah_lengths(mc.seq_len)) {
+        if (len >= min_len) ec.niah_lengths.push_back(len);
+      }
+      if (ec.niah_lengths.empty()) {
+        e.Fail("niah_lengths", "none of the default lengths (seq_len / 2, seq_len, 2 seq_len) "
+                               "holds eval.niah_records = " + std::to_string(ec.niah_records) +
+                               " records (at least " + std::to_string(min_len) +
+                               " tokens); list lengths, or lower niah_records");
+      }
+    }
+    for (int len : ec.niah_lengths) {
+      if (!error && len < min_len) {
+        e.Fail("niah_lengths", "every entry must be at least " + std::to_string(min_len) +
+                                   " to hold eval.niah_records = " +
+                                   std::to_string(ec.niah_records) +
+                                   " records with room between them and the query, got " +
+                                   std::to_string(len));
+      }
+    }
+  }
   if (!error && ec.log_points > 0 && ec.every_tokens > 0) {
     e.Fail("log_points", "is set together with eval.every_tokens; choose one spacing");
   }
@@ -689,8 +781,7 @@ nlohmann::json CellConfig::ToJson() const {
                 {"pos", model.pos},
                 {"chunk_size", model.chunk_size},
                 {"kv_heads", model.resolved_kv_heads()}};
-  // Written only when on, so that cells from before the option keep their addresses.
-  if (model.logn_scaling) j["model"]["logn_scaling"] = true;
+  if (model.logn_scaling != kLognOff) j["model"]["logn_scaling"] = model.logn_scaling;
   j["train"] = {{"tokens", train.tokens},
                 {"batch_tokens", train.batch_tokens},
                 {"micro_batch", train.micro_batch},
@@ -705,6 +796,7 @@ nlohmann::json CellConfig::ToJson() const {
                 {"beta2", train.beta2},
                 {"grad_clip", train.grad_clip},
                 {"seed", train.seed},
+                {"precision", train.precision},
                 {"log_every_steps", train.log_every_steps},
                 {"threads", train.threads},
                 {"checkpoint_every_tokens", train.resolved_checkpoint_every_tokens()},
@@ -715,6 +807,9 @@ nlohmann::json CellConfig::ToJson() const {
                {"zipf_exponent", data.zipf_exponent},
                {"records_per_seq", data.records_per_seq},
                {"key_len", data.key_len},
+               {"key_alphabet", data.resolved_key_alphabet()},
+               {"value_marker", data.value_marker},
+               {"absent_queries", data.absent_queries},
                {"value_len", data.value_len},
                {"min_distance", data.min_distance},
                {"max_distance", data.resolved_max_distance(model.seq_len)},
@@ -742,9 +837,12 @@ nlohmann::json CellConfig::ToJson() const {
                {"niah_lengths", eval.resolved_niah_lengths(model.seq_len)},
                {"niah_depths", eval.niah_depths},
                {"niah_samples", eval.niah_samples},
+               {"niah_records", eval.niah_records},
+               {"niah_window", eval.resolved_niah_window(model)},
                {"short_context", eval.resolved_short_context(model)},
                {"niah_variants", eval.niah_variants},
-               {"ablation_heads", eval.ablation_heads}};
+               {"ablation_heads", eval.ablation_heads},
+               {"ablation_draws", eval.ablation_draws}};
   return j;
 }
 

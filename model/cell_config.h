@@ -33,6 +33,11 @@ inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
 inline constexpr const char* kPosNopeFull = "nope-full"; // NoPE in F layers, RoPE elsewhere
 inline constexpr const char* kPosNope = "nope";          // no positional encoding anywhere
 
+// Values of ModelConfig::logn_scaling.
+inline constexpr const char* kLognOff = "off";
+inline constexpr const char* kLognFull = "full";
+inline constexpr const char* kLognAll = "all";
+
 // Whether `pos` is the explicit per-type form: "F:rope", "S:nope,F:rope", ... (each type at
 // most once).
 bool IsExplicitPos(const std::string& pos);
@@ -66,10 +71,14 @@ struct ModelConfig {
   // use RoPE: their decay already orders the past. Canonical form: the first of rope, nope,
   // nope-full that places RoPE in the same layers, else "F:..,S:..".
   std::string pos = kPosRope;
-  // Log-n scaling in NoPE attention layers: the query at position p >= seq_len is multiplied
-  // by log(p + 1) / log(seq_len), keeping attention as sharp beyond the training length as
-  // within it. Changes nothing during training (positions < seq_len).
-  bool logn_scaling = false;
+  // Log-n scaling: the query at position p >= seq_len is multiplied by log(p + 1) /
+  // log(seq_len), keeping attention as sharp beyond the training length as within it, in the
+  // NoPE attention layers it names: "off"; "full" (NoPE F layers only, what the method is
+  // for: an S layer never sees more than `window` keys, so its attention needs no
+  // sharpening); "all" (every NoPE F and S layer). true reads as "full", false as "off".
+  // Changes nothing during training (positions < seq_len). Canonical: "off" when no layer
+  // it names exists.
+  std::string logn_scaling = kLognOff;
   int chunk_size = 64;        // chunk length of the L and D layers' chunkwise-parallel form
   int kv_heads = 0;           // key/value heads of F and S layers (GQA); 0 = heads
   // Embedding rows, derived from the data's vocabulary (vocab.h) when the cell config is
@@ -84,6 +93,8 @@ struct ModelConfig {
   bool HasLinear() const;     // any L or D layer
   // Whether layer `i` (0-based) applies RoPE under `pos`.
   bool LayerUsesRope(int i) const;
+  // Whether layer `i` scales its queries by log-n (logn_scaling names it).
+  bool LayerUsesLogn(int i) const;
 };
 
 struct TrainConfig {
@@ -105,6 +116,11 @@ struct TrainConfig {
   double beta2 = 0.95;
   double grad_clip = 1.0;         // global L2 norm; 0 disables
   int64_t seed = 0;               // fixes initialisation and data order
+  // Numerics of the forward and backward: "fp32", or "bf16" (bf16 autocast: matmuls and
+  // attention in bf16, weights, optimizer state and reductions in fp32). Part of what the cell
+  // is, so the device that runs it never chooses it: a bf16 cell is bf16 on a GPU and on a CPU
+  // (CPU autocast), an fp32 cell is fp32 everywhere (TF32 stays off).
+  std::string precision = "fp32";
   int log_every_steps = 5;        // train/loss cadence
   int threads = 0;                // intra-op CPU threads, 0 = LibTorch's default
   // Checkpoints (written by onset-train into --checkpoint-dir): one every
@@ -148,11 +164,28 @@ struct DataConfig {
   double records_per_seq = 2.0;   // mean record/query pairs per training sequence
   int key_len = 2;
   int value_len = 3;
+  // Whether records carry the <V> marker between key and value: `<K> key <V> value` (true) or
+  // `<K> key value` (false). Without it the value's first token directly follows the key, as
+  // the answer directly follows `<Q> key <A>`'s key... one position later; see synthetic_data.h.
+  bool value_marker = true;
+  // Record keys are drawn from the first key_alphabet text tokens, values from the first
+  // min(256, text tokens). 0 = the same as values. A small key alphabet makes each key token
+  // recur often, which is what lets a small model learn to match keys in few tokens.
+  int key_alphabet = 0;
   int min_distance = 8;           // record-to-query distance, log-uniform over [min, max]
+  // Per record, the chance of one more query whose key no record of the sequence has; its
+  // answer is value_len <N> tokens (vocab.h). Without such queries "copy some value in the
+  // context" is never punished, and a model needs no key match to know a value is asked for:
+  // the NIAH control (niah/control/distractor_copy_rate) then reads high even for a model
+  // that matches keys.
+  double absent_queries = 0.0;
   int max_distance = 0;           // 0 = seq_len
   int64_t seed = 0;               // the background chain's seed (shared by all cells)
 
   int resolved_max_distance(int seq_len) const;
+  // Tokens of a record: <K>, the key, <V> when value_marker, the value.
+  int record_len() const { return key_len + value_len + 1 + (value_marker ? 1 : 0); }
+  int resolved_key_alphabet() const;
   // The text vocabulary size: 256 bytes for markov, vocab_size for file.
   int text_tokens() const { return background == kBackgroundFile ? vocab_size : 256; }
 };
@@ -164,18 +197,30 @@ struct EvalConfig {
   int log_points = 0;
   int64_t log_start = 0;
   int heldout_seqs = 16;                // sequences of held-out loss
-  std::vector<int> niah_lengths;        // empty = {seq_len / 2, seq_len, 2 * seq_len}
+  // NIAH prompt lengths; empty = those of {seq_len / 2, seq_len, 2 * seq_len} that hold the
+  // records (MinNiahLength). Every length must hold them.
+  std::vector<int> niah_lengths;
   std::vector<double> niah_depths = {0.1, 0.5, 0.9};
   int niah_samples = 4;                 // per (length, depth)
+  // Records in each headline (multi-key) NIAH haystack, the needle included; also the
+  // records of the control and of the multi-value and multi-query variants (niah_tasks.h).
+  int niah_records = 4;
+  // The window that splits niah/acc_in_window from niah/acc_beyond_window, tokens. 0 = this
+  // cell's window, or seq_len / 4 without S layers. Study files set it to the study's smallest
+  // window, so that every cell, full attention included, is bucketed the same way.
+  int niah_window = 0;
   // Context cap of eval/short_loss, tokens. 0 = this cell's window, or seq_len / 4 without S
   // layers. Study files set it to the study's smallest window so that every cell, full
   // attention included, reports short-context loss at the same length.
   int short_context = 0;
-  // NIAH variants (evaluator.h): "single", "multi-key", "multi-value", "multi-query".
-  std::vector<std::string> niah_variants = {"single"};
-  // Head-masking ablation at the final eval: mask the top-K retrieval heads, then K random
-  // heads, and rerun single NIAH. 0 = off.
+  // NIAH variants besides the headline multi-key task and its control, which always run
+  // (evaluator.h): "single", "multi-value", "multi-query".
+  std::vector<std::string> niah_variants;
+  // Head-masking ablation at the final eval: mask the top-K retrieval heads, then
+  // `ablation_draws` sets of K heads drawn from outside the top K with the same layer-type
+  // mix, and rerun the headline NIAH each time. 0 = off.
   int ablation_heads = 0;
+  int ablation_draws = 5;
 
   int64_t resolved_every_tokens(int64_t budget) const;
   int64_t resolved_log_start(int64_t budget) const;
@@ -183,6 +228,7 @@ struct EvalConfig {
   int64_t NextEvalAfter(int64_t tokens, int64_t budget) const;
   std::vector<int> resolved_niah_lengths(int seq_len) const;
   int resolved_short_context(const ModelConfig& model) const;
+  int resolved_niah_window(const ModelConfig& model) const;
 };
 
 struct CellConfig {
@@ -213,6 +259,11 @@ std::optional<FieldError> ParseCellConfig(const nlohmann::json& j, CellConfig* o
 // Every key ParseCellConfig reads in the four sections, by dotted path ("model.arch",
 // "train.lr", ...), section by section: the fields a study may vary.
 const std::vector<std::string>& CellConfigFields();
+
+// The shortest NIAH prompt with `records` records of a key_len-token key and a value_len-token
+// value (niah_tasks.h lays them out): BOS, the records with room to place them wherever the
+// first one sits, a background token, and the question `<Q> key <A>`.
+int MinNiahLength(const DataConfig& data, int records);
 
 // "250K" -> 250000, "1.5M" -> 1500000, "2B" -> 2000000000, "1000" -> 1000. Suffixes are
 // decimal (K = 1e3). Returns nullopt on anything else (negative, fractional tokens, junk).

@@ -1,4 +1,6 @@
-// bf16 autocast on CUDA for the duration of a scope; a no-op when disabled (CPU trains fp32).
+// bf16 autocast for the duration of a scope, on the device the model runs on (CUDA or CPU); a
+// no-op when disabled. Which numerics a cell trains with is its train.precision, never the
+// device's choice.
 #pragma once
 
 #include <ATen/autocast_mode.h>
@@ -7,15 +9,17 @@ namespace onset::model {
 
 class AutocastScope {
  public:
-  explicit AutocastScope(bool enabled) : enabled_(enabled) {
+  AutocastScope(bool enabled, at::DeviceType device) : enabled_(enabled), device_(device) {
     if (!enabled_) return;
-    previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    previous_ = at::autocast::is_autocast_enabled(device_);
+    previous_dtype_ = at::autocast::get_autocast_dtype(device_);
+    at::autocast::set_autocast_enabled(device_, true);
+    at::autocast::set_autocast_dtype(device_, at::kBFloat16);
   }
   ~AutocastScope() {
     if (!enabled_) return;
-    at::autocast::set_autocast_enabled(at::kCUDA, previous_);
+    at::autocast::set_autocast_enabled(device_, previous_);
+    at::autocast::set_autocast_dtype(device_, previous_dtype_);
     at::autocast::clear_cache();
   }
   AutocastScope(const AutocastScope&) = delete;
@@ -23,7 +27,9 @@ class AutocastScope {
 
  private:
   bool enabled_;
+  at::DeviceType device_;
   bool previous_ = false;
+  at::ScalarType previous_dtype_ = at::kBFloat16;
 };
 
 }  // namespace onset::model

@@ -22,39 +22,32 @@ std::vector<double> SampleRetrievalScores(const RetrievalSample& s) {
   return score;
 }
 
-bool MostlyRight(const RetrievalSample& s) {
-  int right = 0;
+bool AnsweredRight(const RetrievalSample& s) {
+  if (s.value_len <= 0) return false;
   for (int i = 0; i < s.value_len; ++i) {
     const size_t at = static_cast<size_t>(s.prompt_len + i);
-    right += at < s.sequence.size() && s.sequence[at] == s.sequence[s.value_begin + i];
+    if (at >= s.sequence.size() || s.sequence[at] != s.sequence[s.value_begin + i]) return false;
   }
-  return 2 * right >= s.value_len;
+  return true;
 }
 
-void RetrievalHeadScorer::Add(const RetrievalSample& sample) {
-  std::vector<double> score = SampleRetrievalScores(sample);
-  if (score.size() != sum_all_.size()) {
+bool RetrievalHeadScorer::Add(const RetrievalSample& sample) {
+  const size_t heads = sample.top1.empty() ? sum_.size() : sample.top1[0].size();
+  if (heads != sum_.size()) {
     throw std::invalid_argument("retrieval sample: head count differs from the scorer's");
   }
-  const bool right = MostlyRight(sample);
-  for (size_t h = 0; h < score.size(); ++h) {
-    sum_all_[h] += score[h];
-    if (right) sum_right_[h] += score[h];
-  }
-  ++samples_;
-  right_ += right;
+  ++seen_;
+  if (sample.prompt_len > max_prompt_len_ || !AnsweredRight(sample)) return false;
+  const std::vector<double> score = SampleRetrievalScores(sample);
+  for (size_t h = 0; h < score.size(); ++h) sum_[h] += score[h];
+  ++counted_;
+  return true;
 }
 
 std::vector<double> RetrievalHeadScorer::Scores() const {
-  std::vector<double> out(sum_all_.size(), 0.0);
-  for (size_t h = 0; h < out.size() && samples_ > 0; ++h) out[h] = sum_all_[h] / samples_;
-  return out;
-}
-
-std::vector<double> RetrievalHeadScorer::MostlyRightScores() const {
-  if (right_ == 0) return {};
-  std::vector<double> out(sum_right_.size());
-  for (size_t h = 0; h < out.size(); ++h) out[h] = sum_right_[h] / right_;
+  if (counted_ == 0) return {};
+  std::vector<double> out(sum_.size());
+  for (size_t h = 0; h < out.size(); ++h) out[h] = sum_[h] / counted_;
   return out;
 }
 

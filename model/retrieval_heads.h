@@ -4,7 +4,12 @@
 //
 // While the model decodes the needle's value, at generated step s each head's most-attended
 // position p counts if p lies in the needle's value span and the token at p equals the token
-// just generated; each such step adds 1 / value_len. A head's score is the mean over samples.
+// just generated; each such step adds 1 / value_len. A head's score is the mean of that over
+// the samples the model answered exactly right at prompt lengths within the training length
+// (Wu et al. keep only right answers). Over every sample the mean would be roughly accuracy x
+// specialisation: a perfect copying head would score 0.3 at 30% accuracy, so the score could
+// never rise before the accuracy does. Over right answers it is 1.0 there.
+//
 // Heads are numbered flat over the attention layers: index a * H + h for the a-th F/S layer.
 #pragma once
 
@@ -27,27 +32,28 @@ struct RetrievalSample {
 // Per-head score of one sample, in [0, 1].
 std::vector<double> SampleRetrievalScores(const RetrievalSample& sample);
 
-// Whether at least half of the value tokens were decoded right (position by position): the
-// original protocol's filter.
-bool MostlyRight(const RetrievalSample& sample);
+// Whether every value token was generated exactly (the needle's value is in the prompt).
+bool AnsweredRight(const RetrievalSample& sample);
 
-// Accumulates samples; not thread-safe.
+// Accumulates the samples that count; not thread-safe.
 class RetrievalHeadScorer {
  public:
-  explicit RetrievalHeadScorer(int heads) : sum_all_(heads, 0.0), sum_right_(heads, 0.0) {}
-  void Add(const RetrievalSample& sample);
+  // `max_prompt_len`: samples with a longer prompt (beyond the training length) do not count.
+  RetrievalHeadScorer(int heads, int max_prompt_len)
+      : sum_(heads, 0.0), max_prompt_len_(max_prompt_len) {}
+  // Counts `sample` when it was answered right within the length; returns whether it did.
+  // Throws std::invalid_argument when its head count differs from the scorer's.
+  bool Add(const RetrievalSample& sample);
 
-  // Mean over every sample (what the evaluator reports as rh/...: defined at every eval point,
-  // so emergence can be timed) and over the mostly-right samples only (the original protocol;
-  // empty when no sample was mostly right). All zeros before any sample.
+  // Mean over the counted samples; empty when none counted (no score, rather than 0).
   std::vector<double> Scores() const;
-  std::vector<double> MostlyRightScores() const;
-  int samples() const { return samples_; }
-  int mostly_right_samples() const { return right_; }
+  int samples() const { return counted_; }  // counted samples (rh/samples)
+  int seen() const { return seen_; }         // samples offered
 
  private:
-  std::vector<double> sum_all_, sum_right_;
-  int samples_ = 0, right_ = 0;
+  std::vector<double> sum_;
+  int max_prompt_len_;
+  int counted_ = 0, seen_ = 0;
 };
 
 }  // namespace onset::model

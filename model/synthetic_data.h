@@ -1,4 +1,4 @@
-// The built-in synthetic pretraining stream and its needle-in-a-haystack probes (SCIENCE.md,
+// The built-in synthetic pretraining stream (SCIENCE.md,
 // "Data that makes retrieval learnable at small scale"). Torch-free: sequences are plain token
 // vectors; the trainer turns them into tensors.
 //
@@ -7,12 +7,20 @@
 //   ... <K> k1..kk <V> v1..vm ... background ... <Q> k1..kk <A> v1..vm ...
 //        ^record_pos   ^value_pos                  ^query_pos   ^answer_pos (the <A> token)
 //
+// or, with data.value_marker false, `<K> k1..kk v1..vm`: then the value's first token sits right
+// after the key in the record, as the answer's first token is predicted right after the key
+// (at <A>) in the query, so one attention hop that matches "the key just before me" finds it;
+// with the marker the value is one position further from its key than <A> is.
+//
 // The record-to-query distance is answer_pos - value_pos: how far back the <A> position (which
 // predicts v1) must look to copy v1. A single attention layer with window w can copy the value
 // directly iff distance < w. The smallest possible distance (query right after the record) is
 // k + m + 1; sampled distances are clamped into what fits the sequence.
 //
-// The markers <K> <V> <Q> <A> and the sequence start are the vocabulary's specials (vocab.h);
+// A query whose key no record of the sequence has (data.absent_queries) is answered by value_len
+// <N> tokens:  ... <Q> k1..kk <A> <N>..<N> ...
+//
+// The markers <K> <V> <Q> <A> <N> and the sequence start are the vocabulary's specials (vocab.h);
 // keys and values are drawn uniformly from its record alphabet. What fills the rest is the
 // background (background.h): the Markov chain or a token file.
 //
@@ -41,14 +49,7 @@ struct RecordSpan {
 struct Sequence {
   std::vector<Token> tokens;         // tokens[0] is the vocabulary's BOS
   std::vector<RecordSpan> records;   // in placement order
-};
-
-// One needle-in-a-haystack probe: `prompt` has exactly the requested length and ends with
-// `<Q> key <A>`; the model must continue it with `answer`.
-struct NiahSample {
-  std::vector<Token> prompt;
-  std::vector<Token> answer;   // data.value_len tokens
-  RecordSpan needle;           // answer_pos == prompt.size() - 1
+  std::vector<int> absent_queries;   // the <Q> positions of queries no record answers
 };
 
 class SyntheticData {
@@ -62,21 +63,20 @@ class SyntheticData {
   // data.records_per_seq records and queries (Poisson), placed without overlap.
   Sequence Sample(int length, Rng* rng) const;
 
-  // A NIAH prompt of `length` tokens with one record whose <K> sits at relative depth `depth`
-  // (0 = right after kBos, 1 = right before the query). Requires length >= MinNiahLength().
-  NiahSample Niah(int length, double depth, Rng* rng) const;
-  int MinNiahLength() const;
-
   const Vocab& vocab() const { return vocab_; }
+  const DataConfig& config() const { return config_; }
   int key_len() const { return config_.key_len; }
   int value_len() const { return config_.value_len; }
   int min_distance() const;  // the smallest distance any placement can have: k + m + 1
 
-  // `n` tokens drawn uniformly from the vocabulary's record alphabet: a key or a value.
-  std::vector<Token> RandomRecordTokens(int n, Rng* rng) const;
+  // `n` tokens drawn uniformly from the key alphabet (data.key_alphabet) or the value alphabet
+  // (the vocabulary's record alphabet).
+  std::vector<Token> RandomKey(int n, Rng* rng) const;
+  std::vector<Token> RandomValue(int n, Rng* rng) const;
+  int key_alphabet() const { return key_alphabet_; }
 
-  // Fills every position not marked in `taken` with the background (niah_tasks.cc builds its
-  // prompts with it too).
+  // Fills every position not marked in `taken` with the background (niah_tasks.cc builds the
+  // NIAH prompts with it).
   void FillBackground(const std::vector<bool>& taken, std::vector<Token>* tokens, Rng* rng) const;
 
  private:
@@ -85,6 +85,7 @@ class SyntheticData {
 
   DataConfig config_;
   Vocab vocab_;
+  int key_alphabet_;
   int max_distance_;
   std::shared_ptr<const Background> background_;
 };

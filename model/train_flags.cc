@@ -108,22 +108,7 @@ std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* o
   }
   CellConfig config;
   if (auto e = ParseCellConfig(j, &config)) return path + ": " + e->ToString();
-  if (auto e = ValidateForTraining(config)) return path + ": " + e->ToString();
   *out = std::move(config);
-  return std::nullopt;
-}
-
-std::optional<FieldError> ValidateForTraining(const CellConfig& config) {
-  SyntheticData data(config.data, config.model.seq_len);
-  const int min_len = data.MinNiahLength();
-  for (int len : config.eval.resolved_niah_lengths(config.model.seq_len)) {
-    if (len < min_len) {
-      return FieldError{"eval.niah_lengths", "every entry must be at least " +
-                                                 std::to_string(min_len) +
-                                                 " to hold a record and its query, got " +
-                                                 std::to_string(len)};
-    }
-  }
   return std::nullopt;
 }
 

@@ -51,7 +51,4 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
 // Reads and parses a cell config file. Errors read "FILE: key.path: message".
 std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out);
 
-// Constraints the trainer adds to ParseCellConfig's (e.g. NIAH lengths must fit a record).
-std::optional<FieldError> ValidateForTraining(const CellConfig& config);
-
 }  // namespace onset::model

@@ -43,7 +43,7 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
                  std::string checkpoint_dir, Collective* collective)
     : config_(config),
       device_(device),
-      bf16_(device.is_cuda()),
+      bf16_(config.train.precision == "bf16"),
       collective_(collective != nullptr ? collective : &single_process_),
       sink_(lead() ? sink : &dropped_),
       backgrounds_(OpenOrThrow(config)),
@@ -155,7 +155,7 @@ double Trainer::Step(double lr) {
     at::Tensor y = batch.narrow(1, 1, batch.size(1) - 1);  // (n, T)
     at::Tensor loss;
     {
-      AutocastScope autocast(bf16_);
+      AutocastScope autocast(bf16_, device_.type());
       at::Tensor logits = model_(x);  // (n, T, V)
       loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
     }

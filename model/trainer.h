@@ -118,7 +118,7 @@ class Trainer {
 
   CellConfig config_;
   at::Device device_;
-  bool bf16_;
+  bool bf16_;  // train.precision == "bf16": autocast on whatever device runs the cell
   SingleProcess single_process_;
   Collective* collective_;  // &single_process_ unless given
   NullSink dropped_;

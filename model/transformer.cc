@@ -22,12 +22,14 @@ at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   return at::rms_norm(x, {weight.size(0)}, weight.to(x.scalar_type()), eps_);  // (..., dim)
 }
 
-AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope)
+AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope,
+                               bool use_logn)
     : heads_(config.heads),
       kv_heads_(config.resolved_kv_heads()),
       head_dim_(config.head_dim()),
       window_(window),
-      use_rope_(use_rope) {
+      use_rope_(use_rope),
+      use_logn_(use_logn && !use_rope) {
   const int64_t C = config.d_model, QKV = (heads_ + 2 * kv_heads_) * head_dim_;
   qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, QKV).bias(false)));
   out_ = register_module("out", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(false)));
@@ -50,7 +52,7 @@ AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerCont
   }
   if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, H+G, D)
   at::Tensor q = qk.narrow(2, 0, H).transpose(1, 2);             // (B, H, T, D)
-  if (!use_rope_ && ctx.logn_scale.defined()) {
+  if (use_logn_ && ctx.logn_scale.defined()) {
     q = q * ctx.logn_scale.to(q.scalar_type()).view({1, 1, T, 1});  // (B, H, T, D)
   }
   at::Tensor k = qk.narrow(2, H, G).transpose(1, 2);             // (B, G, T, D)
@@ -117,9 +119,11 @@ at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, La
 
 std::shared_ptr<Mixer> MakeMixer(const ModelConfig& config, int layer) {
   const char kind = config.pattern.at(layer);
-  const bool rope = config.LayerUsesRope(layer);
-  if (kind == kFullAttention) return std::make_shared<AttentionMixer>(config, 0, rope);
-  if (kind == kSlidingWindow) return std::make_shared<AttentionMixer>(config, config.window, rope);
+  const bool rope = config.LayerUsesRope(layer), logn = config.LayerUsesLogn(layer);
+  if (kind == kFullAttention) return std::make_shared<AttentionMixer>(config, 0, rope, logn);
+  if (kind == kSlidingWindow) {
+    return std::make_shared<AttentionMixer>(config, config.window, rope, logn);
+  }
   if (kind == kLinearAttention) return std::make_shared<LinearAttentionMixer>(config);
   if (kind == kGatedDeltaNet) return std::make_shared<GatedDeltaNetMixer>(config);
   TORCH_CHECK(false, "layer ", layer, ": unknown mixer '", kind, "'");
@@ -193,7 +197,7 @@ at::Tensor TransformerImpl::Logits(at::Tensor x) {
 }
 
 at::Tensor TransformerImpl::LognScale(int64_t offset, int64_t T, const at::Device& device) const {
-  if (!config_.logn_scaling) return {};
+  if (config_.logn_scaling == kLognOff) return {};
   at::Tensor p = at::arange(offset + 1, offset + T + 1, at::TensorOptions().dtype(at::kFloat));
   at::Tensor scale = (p.log() / std::log(static_cast<double>(config_.seq_len))).clamp_min(1.0);
   return scale.to(device);  // (T)

@@ -40,8 +40,9 @@ TORCH_MODULE(RMSNorm);
 // What every mixer sees besides its input: the positions of the sequence.
 struct MixerContext {
   const RopeTables* rope = nullptr;  // tables for positions offset .. offset + T - 1
-  // model.logn_scaling: the query factor of NoPE attention layers per position, (T) float,
-  // max(1, log(p + 1) / log(seq_len)); undefined when off.
+  // model.logn_scaling: the query factor per position, (T) float, max(1, log(p + 1) /
+  // log(seq_len)), applied by the layers that ModelConfig::LayerUsesLogn names; undefined
+  // when off.
   at::Tensor logn_scale;
 };
 
@@ -78,7 +79,8 @@ class Mixer : public torch::nn::Module {
 // grouped-query (config.kv_heads = G < H: query head h reads key/value head h / (H / G)).
 class AttentionMixer : public Mixer {
  public:
-  AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope);
+  // `use_logn`: scale queries by MixerContext::logn_scale (NoPE layers only).
+  AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope, bool use_logn = false);
   at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;
   at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
   // The step attends its one query over the cache with explicit probabilities (one row: cheap),
@@ -102,7 +104,7 @@ class AttentionMixer : public Mixer {
   at::Tensor Output(at::Tensor y);  // (B, H, T, D) -> (B, T, C): head mask, output projection
 
   int64_t heads_, kv_heads_, head_dim_, window_;
-  bool use_rope_;
+  bool use_rope_, use_logn_;
   torch::nn::Linear qkv_{nullptr}, out_{nullptr};
   at::Tensor qk_norm_weight_;  // (2, 1, D) RMSNorm gains of q and k; undefined without QK-norm
   at::Tensor head_mask_;       // (H), undefined = no mask
@@ -164,9 +166,9 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   void InitWeights();
-  at::Tensor Logits(at::Tensor x);
+  at::Tensor Logits(at::Tensor x);  // final norm and output projection: (B, T, C) -> (B, T, V)
   // MixerContext::logn_scale for positions offset .. offset + T - 1; undefined when off.
-  at::Tensor LognScale(int64_t offset, int64_t T, const at::Device& device) const;  // final norm and output projection: (B, T, C) -> (B, T, V)
+  at::Tensor LognScale(int64_t offset, int64_t T, const at::Device& device) const;
 
   ModelConfig config_;
   torch::nn::Embedding wte_{nullptr};

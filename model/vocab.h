@@ -1,4 +1,4 @@
-// The trainer's vocabulary: the text tokens, then five special tokens.
+// The trainer's vocabulary: the text tokens, then six special tokens.
 //
 // Text tokens are ids 0..text_tokens-1. With the built-in Markov background they are the 256
 // byte values; with a token-file background (data.background: file) they are the file's
@@ -7,6 +7,7 @@
 //
 //   bos  start of every sequence    key  <K>: a record's key follows
 //   val  <V>: the value follows     qry  <Q>: a query's key follows    ans  <A>: the answer follows
+//   none <N>: the answer to a query whose key no record has (data.absent_queries)
 //
 // The embedding table is padded to a multiple of 8 rows so matrix shapes stay friendly to
 // vectorised kernels. Padding rows are never produced by the data and the model learns to give
@@ -20,7 +21,7 @@ namespace onset::model {
 using Token = int32_t;
 
 inline constexpr Token kNumByteTokens = 256;
-inline constexpr int kNumSpecialTokens = 5;
+inline constexpr int kNumSpecialTokens = 6;
 
 constexpr int PaddedVocabSize(int text_tokens) {
   return (text_tokens + kNumSpecialTokens + 7) / 8 * 8;
@@ -36,6 +37,7 @@ class Vocab {
   constexpr Token val() const { return text_tokens_ + 2; }
   constexpr Token qry() const { return text_tokens_ + 3; }
   constexpr Token ans() const { return text_tokens_ + 4; }
+  constexpr Token none() const { return text_tokens_ + 5; }
   constexpr int size() const { return PaddedVocabSize(text_tokens_); }  // embedding rows
   constexpr bool IsText(Token t) const { return t >= 0 && t < text_tokens_; }
   // Record keys and values are drawn from the first min(256, text_tokens) ids.
@@ -53,6 +55,7 @@ inline constexpr Token kKey = kByteVocab.key();         // 257
 inline constexpr Token kVal = kByteVocab.val();         // 258
 inline constexpr Token kQry = kByteVocab.qry();         // 259
 inline constexpr Token kAns = kByteVocab.ans();         // 260
+inline constexpr Token kNone = kByteVocab.none();       // 261
 inline constexpr Token kVocabSize = kByteVocab.size();  // 264
 
 static_assert(kVocabSize == 264 && kAns == 260);

@@ -94,6 +94,14 @@ def rope(x, base):
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)               # (B, T, N, D)
 
 
+def logn_applies(model, window):
+    """model.logn_scaling: "full" (or true) scales NoPE F layers, "all" NoPE F and S layers."""
+    mode = model.get("logn_scaling", "off")
+    if mode is True:
+        mode = "full"
+    return mode == "all" or (mode == "full" and window == 0)
+
+
 def attention(p, x, model, window, use_rope):
     """F (window 0) or S layer: causal softmax attention, query i sees keys j with j <= i and,
     for S, i - j < window. GQA: query head h reads key/value head h // (H / G)."""
@@ -108,7 +116,7 @@ def attention(p, x, model, window, use_rope):
         k = rms_norm(k, p["qk_norm_weight"][1])                      # (B, T, G, D)
     if use_rope:
         q, k = rope(q, model["rope_base"]), rope(k, model["rope_base"])
-    elif model.get("logn_scaling"):
+    elif logn_applies(model, window):
         # Beyond the training length, NoPE queries sharpen by log(p + 1) / log(seq_len).
         p1 = torch.arange(1, T + 1, dtype=torch.float32)
         scale = (p1.log() / math.log(model["seq_len"])).clamp_min(1.0)

@@ -124,7 +124,7 @@ seqs=4096,16384,32768; windows=128,512,2048
 gpus=$(nvidia-smi -L | wc -l)
 cat > "$out/dp-cell.json" <<JSON
 {"model": {"layers": 4, "d_model": 256, "heads": 4, "seq_len": 512, "arch": "swa", "window": 64},
- "train": {"tokens": 1048576, "batch_tokens": 65536, "micro_batch": 16},
+ "train": {"tokens": 1048576, "batch_tokens": 65536, "micro_batch": 16, "precision": "bf16"},
  "eval": {"every_tokens": 1048576, "niah_lengths": [512], "niah_samples": 2}}
 JSON
 for n in 1 2; do

@@ -83,8 +83,8 @@ TEST(CheckAppendOnlyTest, RefusesToRedefineAStoredGridPoint) {
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(),
             "cell arch=full window=- pos=rope tokens=1000000 seed=0 exists with "
-            "data.max_distance = 64, eval.niah_lengths = [32,64,128], model.layers = 4 and 2 "
-            "more; this file gives data.max_distance = 128, eval.niah_lengths = [64,128,256], "
+            "data.max_distance = 64, eval.niah_lengths = [64,128], model.layers = 4 and 2 more; "
+            "this file gives data.max_distance = 128, eval.niah_lengths = [64,128,256], "
             "model.layers = 8: make the changed fields axes or use a new study name (a study's "
             "cells never change)");
 }

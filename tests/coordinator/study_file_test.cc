@@ -381,7 +381,7 @@ grid:
   model.seq_len: [64, 128]
 depends:
   window: {by: model.seq_len, values: {64: 16, 128: 32}}
-  eval.niah_lengths: {by: model.seq_len, values: {64: [32, 64], 128: [64, 128]}}
+  eval.niah_lengths: {by: model.seq_len, values: {64: [48, 64], 128: [96, 128]}}
 )yaml";
   absl::StatusOr<StudySpec> spec = ParseStudyFile("w.yaml", yaml);
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -392,7 +392,7 @@ depends:
     if (c.axes.at("arch") == "swa") {
       EXPECT_EQ(config["model"]["window"], seq_len / 4);
     }
-    EXPECT_EQ(config["eval"]["niah_lengths"], (std::vector<int>{seq_len / 2, seq_len}));
+    EXPECT_EQ(config["eval"]["niah_lengths"], (std::vector<int>{seq_len * 3 / 4, seq_len}));
     EXPECT_EQ(config["eval"]["short_context"], 16);  // the smallest window of the study
   }
 }

@@ -34,7 +34,7 @@ constexpr char kPairStudy[] = R"(name: pair
 model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
 train: {batch_tokens: 1K, micro_batch: 4, log_every_steps: 4}
 data: {}
-eval: {every_tokens: 20K, heldout_seqs: 4, niah_lengths: [32, 64], niah_samples: 2}
+eval: {every_tokens: 20K, heldout_seqs: 4, niah_lengths: [48, 64], niah_samples: 2}
 resources: {devices: 2}
 grid:
   arch: [full]

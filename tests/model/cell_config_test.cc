@@ -100,16 +100,67 @@ TEST(CellConfigTest, ShortContextDefaultsToTheWindowOrAQuarterOfTheContext) {
 
 TEST(CellConfigTest, NiahVariantsAndAblationHeads) {
   CellConfig d = ParseOk(json::object());
-  EXPECT_EQ(d.eval.niah_variants, (std::vector<std::string>{"single"}));
+  EXPECT_TRUE(d.eval.niah_variants.empty());
+  EXPECT_EQ(d.eval.niah_records, 4);
+  EXPECT_EQ(d.train.precision, "fp32");
   EXPECT_EQ(d.eval.ablation_heads, 0);
   CellConfig set =
-      ParseOk({{"eval", {{"niah_variants", {"multi-key", "multi-query"}}, {"ablation_heads", 4}}}});
-  EXPECT_EQ(set.ToJson()["eval"]["niah_variants"], json({"multi-key", "multi-query"}));
+      ParseOk({{"eval", {{"niah_variants", {"single", "multi-query"}}, {"ablation_heads", 4}}}});
+  EXPECT_EQ(set.ToJson()["eval"]["niah_variants"], json({"single", "multi-query"}));
   EXPECT_EQ(set.ToJson()["eval"]["ablation_heads"], 4);
+  EXPECT_EQ(set.ToJson()["eval"]["ablation_draws"], 5);
   EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi"}}}}}),
-            "eval.niah_variants: every entry must be one of single, multi-key, multi-value, "
-            "multi-query");
+            "eval.niah_variants: every entry must be one of single, multi-value, multi-query");
+  // The headline and its control always run: naming them is a mistake worth explaining.
+  EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi-key"}}}}}).rfind(
+                "eval.niah_variants: 'multi-key' always runs", 0),
+            0u);
   EXPECT_EQ(ParseError({{"eval", {{"ablation_heads", -1}}}}).rfind("eval.ablation_heads", 0), 0u);
+  // Draws mean nothing without the ablation: they never split cells then.
+  EXPECT_EQ(ParseOk({{"eval", {{"ablation_draws", 9}}}}).CanonicalText(),
+            ParseOk(json::object()).CanonicalText());
+  // Precision is part of the cell.
+  EXPECT_NE(ParseOk({{"train", {{"precision", "bf16"}}}}).CanonicalText(),
+            ParseOk(json::object()).CanonicalText());
+  EXPECT_EQ(ParseError({{"train", {{"precision", "fp16"}}}}).rfind("train.precision: unknown", 0),
+            0u);
+  // The bucket window: this cell's window, seq_len / 4 without S layers, or what the study set.
+  CellConfig swa = ParseOk({{"model", {{"arch", "swa"}, {"window", 16}, {"seq_len", 128}}}});
+  EXPECT_EQ(swa.eval.resolved_niah_window(swa.model), 16);
+  CellConfig full = ParseOk({{"model", {{"arch", "full"}, {"seq_len", 128}}}});
+  EXPECT_EQ(full.eval.resolved_niah_window(full.model), 32);
+  CellConfig study = ParseOk({{"model", {{"arch", "full"}}}, {"eval", {{"niah_window", 8}}}});
+  EXPECT_EQ(study.ToJson()["eval"]["niah_window"], 8);
+}
+
+TEST(CellConfigTest, NiahLengthsMustHoldTheRecords) {
+  // 4-token keys, 3-token values: records of 9 tokens; 4 of them need 60 tokens.
+  DataConfig long_keys;
+  long_keys.key_len = 4;
+  long_keys.value_len = 3;
+  EXPECT_EQ(MinNiahLength(long_keys, 4), 60);
+  long_keys.value_marker = false;  // records of 8 tokens
+  EXPECT_EQ(MinNiahLength(long_keys, 4), 1 + 8 + 5 * 8 - 2 + 1 + 6);
+  const json data = {{"key_len", 4}, {"value_len", 3}};
+  EXPECT_EQ(ParseError({{"eval", {{"niah_lengths", {16, 64}}}}, {"data", data}}),
+            "eval.niah_lengths: every entry must be at least 60 to hold eval.niah_records = 4 "
+            "records with room between them and the query, got 16");
+  // The defaults keep what fits: seq_len 64 gives 32 (too short), 64 and 128.
+  CellConfig c = ParseOk({{"model", {{"seq_len", 64}}}, {"data", data}});
+  EXPECT_EQ(c.eval.niah_lengths, (std::vector<int>{64, 128}));
+  EXPECT_EQ(c.ToJson()["eval"]["niah_lengths"], json({64, 128}));
+  EXPECT_EQ(ParseError({{"model", {{"seq_len", 16}}}, {"data", data}}).rfind(
+                "eval.niah_lengths: none of the default lengths", 0),
+            0u);
+  // The control needs one key more than the records: 2 one-token keys cannot give 5.
+  EXPECT_EQ(ParseError({{"data", {{"key_len", 1}, {"key_alphabet", 2}}}}),
+            "eval.niah_records: needs 5 distinct keys; data.key_alphabet ^ data.key_len gives "
+            "fewer");
+  EXPECT_EQ(ParseOk({{"data", {{"key_alphabet", 16}}}}).ToJson()["data"]["key_alphabet"], 16);
+  EXPECT_EQ(ParseOk(json::object()).ToJson()["data"]["key_alphabet"], 256);
+  // No NIAH samples: no lengths to check.
+  EXPECT_FALSE(ParseCellConfig(
+      {{"model", {{"seq_len", 16}}}, {"data", data}, {"eval", {{"niah_samples", 0}}}}, &c));
 }
 
 TEST(CellConfigTest, EvalPointsAreEvenlyOrLogSpaced) {
@@ -267,15 +318,28 @@ TEST(CellConfigTest, ExplicitPerTypePositionsAndLognScaling) {
         << bad;
   }
 
-  // Log-n scaling: kept where a NoPE attention layer exists, written only when on.
+  // Log-n scaling: true means NoPE F layers ("full"); kept only where a layer it names
+  // exists, written only when on.
   CellConfig on = ParseOk({{"model", {{"pos", "nope"}, {"logn_scaling", true}}}});
-  EXPECT_TRUE(on.model.logn_scaling);
-  EXPECT_EQ(on.ToJson()["model"]["logn_scaling"], true);
+  EXPECT_EQ(on.model.logn_scaling, "full");
+  EXPECT_EQ(on.ToJson()["model"]["logn_scaling"], "full");
   EXPECT_EQ(ParseOk(on.ToJson()).CanonicalText(), on.CanonicalText());
   CellConfig moot = ParseOk({{"model", {{"pos", "rope"}, {"logn_scaling", true}}}});
-  EXPECT_FALSE(moot.model.logn_scaling);
+  EXPECT_EQ(moot.model.logn_scaling, "off");
   EXPECT_EQ(moot.CanonicalText(), ParseOk(json::object()).CanonicalText());
   EXPECT_FALSE(ParseOk(json::object()).ToJson()["model"].contains("logn_scaling"));
+  // NoPE only in S layers: "full" touches nothing there, "all" does.
+  const json s_nope = {{"arch", "swa"}, {"window", 8}, {"pos", "F:rope,S:nope"}};
+  json with = s_nope;
+  with["logn_scaling"] = "full";
+  EXPECT_EQ(ParseOk({{"model", with}}).model.logn_scaling, "off");
+  with["logn_scaling"] = "all";
+  EXPECT_EQ(ParseOk({{"model", with}}).model.logn_scaling, "all");
+  // "all" in a model whose NoPE layers are all F is "full": the same model.
+  EXPECT_EQ(ParseOk({{"model", {{"pos", "nope"}, {"logn_scaling", "all"}}}}).CanonicalText(),
+            on.CanonicalText());
+  EXPECT_EQ(ParseError({{"model", {{"logn_scaling", "yes"}}}}).rfind("model.logn_scaling: must be", 0),
+            0u);
 }
 
 TEST(CellConfigTest, CanonicalJsonRoundTrips) {
@@ -298,7 +362,7 @@ TEST(CellConfigDataTest, AFileBackgroundSetsTheVocabularyAndItsCanonicalKeys) {
                             {"vocab_size", 50257},
                             {"heldout_path", "/data/owt/val.bin"}}}});
   EXPECT_EQ(c.data.text_tokens(), 50257);
-  EXPECT_EQ(c.model.vocab_size, 50264);  // 50257 + 5 specials, padded to a multiple of 8
+  EXPECT_EQ(c.model.vocab_size, 50264);  // 50257 + 6 specials, padded to a multiple of 8
   const json j = c.ToJson();
   EXPECT_EQ(j["data"]["background"], "file");
   EXPECT_EQ(j["data"]["path"], "/data/owt/train.bin");

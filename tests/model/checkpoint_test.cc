@@ -34,7 +34,7 @@ CellConfig TinyCell(const nlohmann::json& train_extra = nlohmann::json::object()
                             {"eval",
                              {{"every_tokens", 1536},
                               {"heldout_seqs", 2},
-                              {"niah_lengths", {32}},
+                              {"niah_lengths", {48}},
                               {"niah_depths", {0.5}},
                               {"niah_samples", 1}}}},
                            &c);

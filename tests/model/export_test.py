@@ -41,9 +41,13 @@ KINDS = {
     "DDDF": {"arch": "gdn"},
     "GQA-kv1": {"arch": "swa", "window": 8, "kv_heads": 1, "tie_embeddings": False},
     "nope-full": {"arch": "swa", "window": 8, "pos": "nope-full"},
-    # RoPE in F, NoPE in S, and log-n scaling: seq_len 16 puts the last 12 tokens beyond it.
+    # RoPE in F, NoPE in S, and log-n scaling there too ("all"; "full" would leave S layers
+    # alone): seq_len 16 puts the last 12 tokens beyond it.
     "F-rope-S-nope-logn": {"arch": "swa", "window": 8, "pos": "F:rope,S:nope",
-                           "logn_scaling": True, "seq_len": 16},
+                           "logn_scaling": "all", "seq_len": 16},
+    # NoPE everywhere with the default log-n scaling: F layers only.
+    "nope-logn-full": {"arch": "swa", "window": 8, "pos": "nope", "logn_scaling": True,
+                       "seq_len": 16},
 }
 
 
@@ -52,7 +56,7 @@ def cell(model_overrides):
         "model": {**BASE_MODEL, **model_overrides},
         "train": {"tokens": 2048, "batch_tokens": 512, "micro_batch": 8, "seed": 1,
                   "log_every_steps": 2, "threads": 1},
-        "eval": {"every_tokens": 2048, "heldout_seqs": 1, "niah_lengths": [32],
+        "eval": {"every_tokens": 2048, "heldout_seqs": 1, "niah_lengths": [48],
                  "niah_depths": [0.5], "niah_samples": 1},
     }
 

@@ -31,7 +31,7 @@ TEST(RetrievalHeadsTest, CopyHeadScoresOneOthersCountExactly) {
   EXPECT_DOUBLE_EQ(score[1], 0.0);
   EXPECT_DOUBLE_EQ(score[2], 0.5);
   EXPECT_DOUBLE_EQ(score[3], 0.0);
-  EXPECT_TRUE(MostlyRight(s));
+  EXPECT_TRUE(AnsweredRight(s));
 }
 
 // The token at the attended position must equal the token generated, not the right answer.
@@ -40,29 +40,37 @@ TEST(RetrievalHeadsTest, WrongGenerationsDoNotCount) {
   s.top1 = Top1();
   std::vector<double> score = SampleRetrievalScores(s);
   EXPECT_DOUBLE_EQ(score[0], 0.5);  // steps 2 and 3 generated 99, not the attended token
-  EXPECT_TRUE(MostlyRight(s));
-  s.sequence[11] = 99;  // one of four right
-  EXPECT_FALSE(MostlyRight(s));
+  EXPECT_FALSE(AnsweredRight(s));
 }
 
-TEST(RetrievalHeadsTest, ScorerAveragesOverAllAndOverMostlyRightSamples) {
-  RetrievalHeadScorer scorer(4);
-  RetrievalSample right = Sample({41, 42, 43, 44});
-  right.top1 = Top1();
-  RetrievalSample wrong = Sample({99, 99, 99, 44});
-  wrong.top1 = Top1();  // head 0 scores 0.25 (last step)
-  scorer.Add(right);
-  scorer.Add(wrong);
-  EXPECT_EQ(scorer.samples(), 2);
-  EXPECT_EQ(scorer.mostly_right_samples(), 1);
-  std::vector<double> all = scorer.Scores(), kept = scorer.MostlyRightScores();
-  EXPECT_DOUBLE_EQ(all[0], (1.0 + 0.25) / 2);
-  EXPECT_DOUBLE_EQ(all[2], 0.5 / 2);
-  EXPECT_DOUBLE_EQ(kept[0], 1.0);
-  EXPECT_DOUBLE_EQ(kept[2], 0.5);
-  RetrievalHeadScorer empty(4);
-  EXPECT_TRUE(empty.MostlyRightScores().empty());
-  EXPECT_EQ(empty.Scores(), std::vector<double>(4, 0.0));
+// A perfect copying head in a model that is right 30% of the time: over the right answers it
+// scores 1.0; averaged over every sample it would read 0.3 and could never precede accuracy.
+TEST(RetrievalHeadsTest, APerfectHeadAtThirtyPercentAccuracyScoresOne) {
+  RetrievalHeadScorer scorer(4, /*max_prompt_len=*/10);
+  for (int i = 0; i < 10; ++i) {
+    RetrievalSample s = i < 3 ? Sample({41, 42, 43, 44}) : Sample({99, 98, 97, 96});
+    s.top1 = Top1();
+    EXPECT_EQ(scorer.Add(s), i < 3);
+  }
+  EXPECT_EQ(scorer.samples(), 3);
+  EXPECT_EQ(scorer.seen(), 10);
+  const std::vector<double> score = scorer.Scores();
+  EXPECT_DOUBLE_EQ(score[0], 1.0);
+  EXPECT_DOUBLE_EQ(score[2], 0.5);
+}
+
+// Prompts longer than the training length do not count, right or not; with nothing counted
+// there is no score at all (not a 0 that reads as "no retrieval head").
+TEST(RetrievalHeadsTest, OnlyRightAnswersWithinTheTrainingLengthCount) {
+  RetrievalHeadScorer scorer(4, /*max_prompt_len=*/9);
+  RetrievalSample s = Sample({41, 42, 43, 44});  // prompt of 10 tokens
+  s.top1 = Top1();
+  EXPECT_FALSE(scorer.Add(s));
+  EXPECT_EQ(scorer.samples(), 0);
+  EXPECT_TRUE(scorer.Scores().empty());
+  RetrievalSample other_heads = s;
+  other_heads.top1 = {{3, 0}, {4, 8}, {5, 9}, {6, 1}};
+  EXPECT_THROW(scorer.Add(other_heads), std::invalid_argument);
 }
 
 }  // namespace

@@ -162,7 +162,8 @@ TEST_F(SafetensorsTest, ExportHoldsEveryParameterUnderItsModuleName) {
                                {"kv_heads", 2},
                                {"seq_len", 16},
                                {"arch", "SLDF"},
-                               {"window", 4}}}},
+                               {"window", 4}}},
+                             {"eval", {{"niah_samples", 0}}}},
                             &c),
             std::nullopt);
   Transformer model(c.model);

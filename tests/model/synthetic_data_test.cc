@@ -85,30 +85,66 @@ TEST(SyntheticDataTest, StreamsAreDeterministicAndDistinct) {
   EXPECT_NE(sa.tokens, a.Next().tokens);
 }
 
-TEST(SyntheticDataTest, NiahPlacesTheNeedleAtTheRequestedDepth) {
-  SyntheticData data(Data(), 256);
-  const int L = 200;
-  for (double depth : {0.0, 0.25, 0.5, 0.9, 1.0}) {
-    Rng rng(11);
-    NiahSample s = data.Niah(L, depth, &rng);
-    ASSERT_EQ(static_cast<int>(s.prompt.size()), L);
-    EXPECT_EQ(s.prompt[0], kBos);
-    EXPECT_EQ(s.prompt.back(), kAns);
-    EXPECT_EQ(s.needle.answer_pos, L - 1);
-    EXPECT_EQ(s.prompt[s.needle.record_pos], kKey);
-    EXPECT_EQ(s.prompt[s.needle.query_pos], kQry);
-    // Relative depth of <K> between the first and the last admissible position.
-    const int last = s.needle.query_pos - 1 - (2 + 3 + 2);
-    EXPECT_NEAR(static_cast<double>(s.needle.record_pos - 1) / (last - 1), depth, 0.01);
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(s.prompt[s.needle.value_pos + i], s.answer[i]);
-    EXPECT_EQ(s.needle.distance(), L - 1 - s.needle.value_pos);
-    // Exactly one record and one query in the prompt.
-    EXPECT_EQ(std::count(s.prompt.begin(), s.prompt.end(), kKey), 1);
-    EXPECT_EQ(std::count(s.prompt.begin(), s.prompt.end(), kQry), 1);
+// Without the <V> marker a record is <K> key value, and distances keep their meaning: the <A>
+// position minus the value's first position.
+TEST(SyntheticDataTest, RecordsWithoutTheValueMarker) {
+  DataConfig d = Data();
+  d.value_marker = false;
+  d.records_per_seq = 4;
+  SyntheticData data(d, 256);
+  int records = 0;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    Rng rng(seed);
+    const Sequence s = data.Sample(256, &rng);
+    EXPECT_EQ(std::count(s.tokens.begin(), s.tokens.end(), kVal), 0);
+    for (const RecordSpan& r : s.records) {
+      ++records;
+      ASSERT_EQ(s.tokens[r.record_pos], kKey);
+      EXPECT_EQ(r.value_pos, r.record_pos + 3);  // <K> k1 k2 v1
+      ASSERT_EQ(s.tokens[r.query_pos], kQry);
+      EXPECT_EQ(s.tokens[r.answer_pos], kAns);
+      EXPECT_GE(r.distance(), data.min_distance());
+      for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(s.tokens[r.record_pos + 1 + i], s.tokens[r.query_pos + 1 + i]);  // the key
+      }
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(s.tokens[r.value_pos + i], s.tokens[r.answer_pos + 1 + i]);  // the value
+      }
+    }
   }
+  EXPECT_GT(records, 60);
+}
+
+// Absent-key queries ask a key no record of the sequence has and are answered by <N> tokens.
+TEST(SyntheticDataTest, AbsentQueriesAskKeysNoRecordHas) {
+  DataConfig d = Data();
+  d.absent_queries = 1.0;
+  d.records_per_seq = 3;
+  SyntheticData data(d, 256);
+  int absent = 0;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    Rng rng(seed);
+    const Sequence s = data.Sample(256, &rng);
+    std::vector<std::vector<Token>> keys;
+    for (const RecordSpan& r : s.records) {
+      keys.emplace_back(s.tokens.begin() + r.record_pos + 1, s.tokens.begin() + r.record_pos + 3);
+    }
+    for (int q : s.absent_queries) {
+      ++absent;
+      ASSERT_EQ(s.tokens[q], kQry);
+      const std::vector<Token> key(s.tokens.begin() + q + 1, s.tokens.begin() + q + 3);
+      EXPECT_EQ(std::count(keys.begin(), keys.end(), key), 0);
+      EXPECT_EQ(s.tokens[q + 3], kAns);
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(s.tokens[q + 4 + i], kNone);
+    }
+    EXPECT_EQ(std::count(s.tokens.begin(), s.tokens.end(), kNone), 3 * s.absent_queries.size());
+  }
+  EXPECT_GT(absent, 50);  // about one per record
+  // Off by default: no <N> anywhere.
+  SyntheticData plain(Data(), 256);
   Rng rng(1);
-  EXPECT_THROW(data.Niah(data.MinNiahLength() - 1, 0.5, &rng), std::invalid_argument);
-  EXPECT_NO_THROW(data.Niah(data.MinNiahLength(), 0.5, &rng));
+  const Sequence s = plain.Sample(256, &rng);
+  EXPECT_EQ(std::count(s.tokens.begin(), s.tokens.end(), kNone), 0);
 }
 
 TEST(SyntheticDataTest, ExactMatchNeedsEveryValueToken) {

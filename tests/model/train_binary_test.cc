@@ -126,7 +126,7 @@ TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
   std::string path = WriteConfig(R"({
     "model": {"layers": 2, "d_model": 32, "heads": 2, "seq_len": 32, "arch": "swa:1", "window": 8},
     "train": {"tokens": 4096, "batch_tokens": 512, "micro_batch": 8, "log_every_steps": 2},
-    "eval": {"heldout_seqs": 2, "niah_lengths": [32, 64], "niah_samples": 1}})");
+    "eval": {"heldout_seqs": 2, "niah_lengths": [48, 64], "niah_samples": 1}})");
   RunResult r = Run("--config " + path + " --device cpu --threads 1 --checkpoint-dir " + ckpt());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.out);
@@ -175,7 +175,7 @@ TEST_F(TrainBinaryTest, PreparedTextTrainsAndABadTokenFileExitsTwo) {
     "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 32},
     "train": {"tokens": 1024, "batch_tokens": 256, "micro_batch": 8},
     "data": {"background": "file", "path": ")" + dir_ + R"(/text.bin", "vocab_size": VOCAB},
-    "eval": {"heldout_seqs": 2, "niah_lengths": [32], "niah_samples": 1}})";
+    "eval": {"heldout_seqs": 2, "niah_lengths": [48], "niah_samples": 1}})";
   auto with_vocab = [&](const std::string& v) {
     std::string c = config;
     c.replace(c.find("VOCAB"), 5, v);
@@ -209,7 +209,7 @@ TEST_F(TrainBinaryTest, SigtermCheckpointsAndExitsFour) {
   const std::string path = WriteConfig(R"({
     "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
     "train": {"tokens": 20000000, "batch_tokens": 128, "micro_batch": 8, "log_every_steps": 1},
-    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
+    "eval": {"heldout_seqs": 1, "niah_lengths": [48], "niah_samples": 1}})");
   const std::string out = dir_ + "/out.txt";
   const std::string script =
       binary_ + " --config " + path + " --device cpu --threads 1 --checkpoint-dir " + ckpt() +
@@ -231,7 +231,7 @@ TEST_F(TrainBinaryTest, MetricsGoToTheRequestedFd) {
   std::string path = WriteConfig(R"({
     "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
     "train": {"tokens": 256, "batch_tokens": 128, "micro_batch": 8},
-    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
+    "eval": {"heldout_seqs": 1, "niah_lengths": [48], "niah_samples": 1}})");
   const std::string metrics = dir_ + "/metrics.jsonl";
   RunResult r =
       Run("--config " + path + " --checkpoint-dir " + ckpt() + " --metrics-fd 3 3>" + metrics);
@@ -246,7 +246,7 @@ TEST_F(TrainBinaryTest, ResumesFromItsCheckpointsAndRefusesAnotherConfig) {
   const char* cell = R"({
     "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
     "train": {"tokens": 512, "batch_tokens": 128, "micro_batch": 8, "lr": %s},
-    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})";
+    "eval": {"heldout_seqs": 1, "niah_lengths": [48], "niah_samples": 1}})";
   auto config = [&](const char* lr) {
     char text[512];
     std::snprintf(text, sizeof text, cell, lr);
@@ -318,7 +318,7 @@ void ExpectSameRun(const std::vector<nlohmann::json>& ranks,
 constexpr const char* kDataParallelCell = R"({
     "model": {"layers": 2, "d_model": 32, "heads": 2, "seq_len": 32, "arch": "swa:1", "window": 8},
     "train": {"tokens": 2048, "batch_tokens": 480, "micro_batch": 4, "log_every_steps": 1},
-    "eval": {"heldout_seqs": 2, "niah_lengths": [32], "niah_samples": 1}})";
+    "eval": {"heldout_seqs": 2, "niah_lengths": [48], "niah_samples": 1}})";
 
 TEST_F(TrainBinaryTest, NprocTwoReportsWhatOneProcessReports) {
   // 15 sequences a step: shares of 7 and 8; 5 steps (the last one past the budget).
@@ -377,7 +377,7 @@ TEST_F(TrainBinaryTest, ARankThatDiesFailsTheRunNamingIt) {
   const std::string path = WriteConfig(R"({
     "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 16},
     "train": {"tokens": 100000000, "batch_tokens": 128, "micro_batch": 8, "log_every_steps": 1},
-    "eval": {"heldout_seqs": 1, "niah_lengths": [16], "niah_samples": 1}})");
+    "eval": {"heldout_seqs": 1, "niah_lengths": [48], "niah_samples": 1}})");
   const std::string out = dir_ + "/out.txt", err = dir_ + "/err.txt";
   std::vector<std::string> args = {binary_, "--config",         path,  "--device",
                                    "cpu",   "--threads",        "2",   "--nproc",

@@ -60,16 +60,6 @@ TEST(TrainFlagsTest, RejectsBadInput) {
             "'fast'");
 }
 
-TEST(TrainFlagsTest, NiahLengthsMustHoldARecord) {
-  CellConfig c;
-  ASSERT_FALSE(ParseCellConfig({{"eval", {{"niah_lengths", {16, 64}}}},
-                                {"data", {{"key_len", 4}, {"min_distance", 8}}}},
-                               &c));
-  auto e = ValidateForTraining(c);
-  ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->path, "eval.niah_lengths");
-}
-
 TEST(TrainFlagsTest, LoadNamesFileAndKey) {
   const std::string path = ::testing::TempDir() + "onset_train_flags_test.json";
   auto load = [&](const std::string& text) {

@@ -40,7 +40,7 @@ CellConfig TinyCell(int64_t tokens, int64_t seed = 0) {
                             {"eval",
                              {{"every_tokens", tokens / 2},
                               {"heldout_seqs", 4},
-                              {"niah_lengths", {32, 64}},
+                              {"niah_lengths", {48, 64}},
                               {"niah_depths", {0.5}},
                               {"niah_samples", 2}}}},
                            &c);
@@ -74,7 +74,7 @@ TEST(TrainerTest, LossFallsOnTheSyntheticStream) {
     tokens = e.tokens;
     if (e.event != "eval") continue;
     ++evals;
-    for (const char* m : {"eval/heldout_loss", "eval/short_loss", "niah/acc", "niah/acc@32",
+    for (const char* m : {"eval/heldout_loss", "eval/short_loss", "niah/acc", "niah/acc@48",
                           "niah/acc@64", "eval/seconds"}) {
       EXPECT_TRUE(e.metrics.count(m)) << m;
     }
@@ -108,6 +108,24 @@ TEST(TrainerTest, SameSeedSameLosses) {
   ASSERT_EQ(a.step_losses.size(), 4u);
   EXPECT_EQ(a.step_losses, b.step_losses);
   EXPECT_NE(a.step_losses, c.step_losses);
+}
+
+// A cell's numerics are its train.precision, never the device's: a bf16 cell trains with bf16
+// autocast on the CPU too (its losses differ from the fp32 twin's), deterministically.
+TEST(TrainerTest, PrecisionIsTheCellsNotTheDevices) {
+  at::set_num_threads(1);
+  CellConfig fp32 = TinyCell(2048);
+  CellConfig bf16 = fp32;
+  bf16.train.precision = "bf16";
+  auto losses = [](const CellConfig& c) {
+    MemorySink sink;
+    return Trainer(c, at::kCPU, &sink).Run().step_losses;
+  };
+  const std::vector<double> a = losses(fp32), b = losses(bf16);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_NE(a, b);
+  EXPECT_EQ(b, losses(bf16));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 0.05) << i;  // same model
 }
 
 TEST(TrainerTest, DivergenceStopsTheRun) {
@@ -187,7 +205,7 @@ CellConfig FileCell(const std::string& path, int64_t tokens) {
        {"train", {{"tokens", tokens}, {"batch_tokens", 512}, {"micro_batch", 8}, {"lr", 1e-2}}},
        {"data", {{"background", "file"}, {"path", path}, {"dtype", "uint32"},
                  {"vocab_size", 300}, {"heldout_fraction", 0.1}}},
-       {"eval", {{"heldout_seqs", 4}, {"niah_lengths", {32, 64}}, {"niah_depths", {0.5}},
+       {"eval", {{"heldout_seqs", 4}, {"niah_lengths", {48, 64}}, {"niah_depths", {0.5}},
                  {"niah_samples", 2}}}},
       &c);
   EXPECT_FALSE(e) << e->ToString();

@@ -80,7 +80,7 @@ TEST(TransformerTest, LognScalingActsOnlyBeyondTheTrainingLength) {
   ModelConfig plain_config = Tiny("full", "nope", 1);
   Transformer plain(plain_config);
   ModelConfig scaled_config = plain_config;
-  scaled_config.logn_scaling = true;
+  scaled_config.logn_scaling = kLognFull;
   torch::manual_seed(0);  // the same weights: the option adds none
   Transformer scaled(scaled_config);
   at::Tensor a = plain(tokens), b = scaled(tokens);  // (1, 48, V)
@@ -94,6 +94,25 @@ TEST(TransformerTest, LognScalingActsOnlyBeyondTheTrainingLength) {
     at::Tensor step = scaled->Step(tokens.narrow(1, p, 1), p, &caches);  // (1, 1, V)
     EXPECT_TRUE(at::allclose(step, b.narrow(1, p, 1), 1e-4, 1e-4)) << p;
   }
+}
+
+// "full" log-n scaling leaves NoPE S layers alone (they never see more than w keys); "all"
+// scales them too.
+TEST(TransformerTest, LognScalingFullSparesSlidingLayers) {
+  at::Tensor tokens = RandomTokens(1, 48, 5);  // seq_len 32: 16 positions beyond
+  ModelConfig plain_config = Tiny("S", "nope", 1, 8);
+  torch::manual_seed(0);
+  Transformer plain(plain_config);
+  ModelConfig full_config = plain_config, all_config = plain_config;
+  full_config.logn_scaling = kLognFull;
+  all_config.logn_scaling = kLognAll;
+  torch::manual_seed(0);
+  Transformer full(full_config);
+  torch::manual_seed(0);
+  Transformer all(all_config);
+  at::Tensor a = plain(tokens);
+  EXPECT_TRUE(at::equal(a, full(tokens)));
+  EXPECT_GT((a.narrow(1, 32, 16) - all(tokens).narrow(1, 32, 16)).abs().max().item<float>(), 1e-4);
 }
 
 // Two sliding-window layers with w = 4 see 2 * (4 - 1) = 6 positions back: changing token 0
