@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace onset::analysis {
 namespace {
@@ -35,6 +36,35 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// A crossing as the interval its true value lies in: lo 0 is no bound below, hi infinity none
+// above.
+struct Bounds {
+  double lo = 0;
+  double hi = std::numeric_limits<double>::infinity();
+};
+
+Bounds BoundsOf(const Crossing& c) {
+  switch (c.kind) {
+    case Crossing::kExact:
+      return {c.at, c.at};
+    case Crossing::kLeft:
+      return {0, c.at};
+    case Crossing::kRight:
+      return {c.at, std::numeric_limits<double>::infinity()};
+    case Crossing::kUnknown:
+      break;
+  }
+  return {};
+}
+
+// The three-valued report of an interval (convergence.h, GroupSummary).
+Crossing FromBounds(const Bounds& b) {
+  if (b.lo == b.hi) return {Crossing::kExact, b.lo};
+  if (std::isfinite(b.hi)) return {Crossing::kLeft, b.hi};
+  if (b.lo > 0) return {Crossing::kRight, b.lo};
+  return {Crossing::kUnknown, 0};
+}
+
 }  // namespace
 
 Direction DefaultDirection(const std::string& metric) {
@@ -46,18 +76,18 @@ Crossing TokensToThreshold(std::vector<Point> curve, double threshold, Direction
   curve = Clean(std::move(curve));
   for (size_t i = 0; i < curve.size(); ++i) {
     if (!Crosses(curve[i].value, threshold, direction)) continue;
-    if (i == 0) return {true, static_cast<double>(curve[0].tokens)};
+    if (i == 0) return {Crossing::kLeft, static_cast<double>(curve[0].tokens)};
     const Point& a = curve[i - 1];
     const Point& b = curve[i];
     const double f = (threshold - a.value) / (b.value - a.value);  // in [0, 1]: a misses, b hits
     const double log_t = std::log(static_cast<double>(a.tokens)) +
                          f * (std::log(static_cast<double>(b.tokens)) -
                               std::log(static_cast<double>(a.tokens)));
-    return {true, std::exp(log_t)};
+    return {Crossing::kExact, std::exp(log_t)};
   }
   const double bound =
       std::max<double>(static_cast<double>(budget), curve.empty() ? 0.0 : curve.back().tokens);
-  return {false, bound};
+  return {Crossing::kRight, bound};
 }
 
 std::optional<double> MeanOverLogTokens(std::vector<Point> curve) {
@@ -84,29 +114,28 @@ GroupSummary Summarise(const std::vector<CellSummary>& cells) {
   GroupSummary g;
   g.n = static_cast<int>(cells.size());
   if (cells.empty()) return g;
-  // Order: crossings by tokens, then censored cells by their bound (all larger than any
-  // crossing: a cell that did not cross by its budget may cross anywhere later).
-  std::vector<Crossing> order;
-  for (const CellSummary& c : cells) order.push_back(c.crossing);
-  std::sort(order.begin(), order.end(), [](const Crossing& a, const Crossing& b) {
-    if (a.crossed != b.crossed) return a.crossed;
-    return a.tokens < b.tokens;
-  });
-  for (const Crossing& c : order) g.censored += c.crossed ? 0 : 1;
-  g.min = order.front();
-  g.max = order.back();
-  const size_t n = order.size();
+  // The k-th smallest value lies between the k-th smallest lower end and the k-th smallest
+  // upper end of the cells' intervals.
+  std::vector<double> lows, highs;
+  for (const CellSummary& c : cells) {
+    const Bounds b = BoundsOf(c.crossing);
+    lows.push_back(b.lo);
+    highs.push_back(b.hi);
+    g.left_censored += c.crossing.kind == Crossing::kLeft ? 1 : 0;
+    g.censored += c.crossing.kind == Crossing::kRight ? 1 : 0;
+  }
+  std::sort(lows.begin(), lows.end());
+  std::sort(highs.begin(), highs.end());
+  const size_t n = lows.size();
+  g.min = FromBounds({lows.front(), highs.front()});
+  g.max = FromBounds({lows.back(), highs.back()});
   if (n % 2) {
-    g.median = order[n / 2];
+    g.median = FromBounds({lows[n / 2], highs[n / 2]});
   } else {
-    const Crossing& lo = order[n / 2 - 1];
-    const Crossing& hi = order[n / 2];
-    if (lo.crossed && hi.crossed) {
-      // The geometric mean: tokens are compared on a log scale.
-      g.median = {true, std::sqrt(lo.tokens * hi.tokens)};
-    } else {
-      g.median = lo.crossed ? hi : lo;  // at least one side censored: the median is too
-    }
+    // The geometric mean of the middle two (tokens compare on a log scale), end by end: 0 and
+    // infinity stay what they are (no upper end is 0, no lower end infinite).
+    g.median = FromBounds(
+        {std::sqrt(lows[n / 2 - 1] * lows[n / 2]), std::sqrt(highs[n / 2 - 1] * highs[n / 2])});
   }
   std::vector<double> finals, means;
   for (const CellSummary& c : cells) {
@@ -119,9 +148,18 @@ GroupSummary Summarise(const std::vector<CellSummary>& cells) {
 }
 
 SpeedUp SpeedUpOver(const Crossing& group, const Crossing& baseline) {
-  if (group.crossed && baseline.crossed) return {SpeedUp::kExact, baseline.tokens / group.tokens};
-  if (baseline.crossed) return {SpeedUp::kAtMost, baseline.tokens / group.tokens};
-  if (group.crossed) return {SpeedUp::kAtLeast, baseline.tokens / group.tokens};
+  if (group.kind == Crossing::kUnknown || baseline.kind == Crossing::kUnknown || !(group.at > 0) ||
+      !(baseline.at > 0)) {
+    return {SpeedUp::kUnknown, 0};
+  }
+  const double ratio = baseline.at / group.at;
+  // The true ratio is at least b/g when the group needed at most g (exact or left-censored) and
+  // the baseline at least b (exact or right-censored); at most b/g the other way round.
+  const bool at_least = group.kind != Crossing::kRight && baseline.kind != Crossing::kLeft;
+  const bool at_most = group.kind != Crossing::kLeft && baseline.kind != Crossing::kRight;
+  if (at_least && at_most) return {SpeedUp::kExact, ratio};
+  if (at_least) return {SpeedUp::kAtLeast, ratio};
+  if (at_most) return {SpeedUp::kAtMost, ratio};
   return {SpeedUp::kUnknown, 0};
 }
 

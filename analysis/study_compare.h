@@ -1,11 +1,14 @@
 // Comparing a study's cells (`onset compare`, the dashboard): cells grouped by the axes asked
-// for (seeds aggregated), per group tokens-to-threshold, the final value, the mean over log
-// tokens, and the speed-up against a baseline group (convergence.h). Pure: the study and its
-// curves in, the table or its JSON out.
+// for (seeds aggregated), per group tokens-to-threshold (or training FLOPs to threshold), the
+// final value, the mean over log tokens, the model's size and cost, the final copy rate of the
+// NIAH control beside a NIAH accuracy, and the speed-up against a baseline group
+// (convergence.h). Pure: the study and its curves in, the table or its JSON out.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,33 +22,86 @@ namespace onset::analysis {
 using Curves =
     std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>;
 
+// What the crossings are counted in: tokens seen, or training FLOPs (tokens x the cell's
+// training FLOPs per token, v1::Cell::train_flops_per_token). Log-linear interpolation commutes
+// with that per-cell factor, so a cell's FLOPs to threshold is its tokens to threshold times
+// its FLOPs per token (censoring bounds alike), and the mean over log x is unchanged.
+enum class XAxis { kTokens, kFlops };
+// "tokens", "flops".
+const char* XAxisName(XAxis x);
+
 struct CompareSpec {
   std::string metric;
   double threshold = 0;
   Direction direction = Direction::kUp;
   std::vector<std::string> by;                   // empty: every display axis but seed
   std::pair<std::string, std::string> baseline;  // axis, value; empty axis: none
+  XAxis x = XAxis::kTokens;
+};
+
+// A cell's model, as the coordinator sizes it (v1::Cell); 0 when unknown (an older
+// coordinator, or a config it cannot read).
+struct CellCost {
+  int64_t non_embedding_params = 0;
+  double train_flops_per_token = 0;
+};
+
+// The least and the largest value over a group's cells.
+struct Range {
+  double min = 0;
+  double max = 0;
 };
 
 struct CompareRow {
   std::map<std::string, std::string> axes;  // the group's values of the `by` axes
+  // Other values of the `by` axes that its cells also stand for (v1::Cell::axis_aliases: the
+  // grid merged them into these cells, e.g. pos nope-full of a full-attention cell stored as
+  // pos nope).
+  std::map<std::string, std::set<std::string>> aliases;
   std::vector<std::string> cell_ids;
-  std::vector<CellSummary> cells;
+  std::vector<CellSummary> cells;  // crossings in the spec's x: tokens or FLOPs
+  std::vector<CellCost> costs;     // parallel to cells
+  // Parallel to cells: the final value of the table's copy_rate_metric, when it has one.
+  std::vector<std::optional<double>> copy_rates;
   GroupSummary summary;
+  std::optional<Range> params;           // non-embedding parameters over the cells that know
+  std::optional<Range> flops_per_token;  // training FLOPs per token likewise
+  std::optional<double> copy_rate_median;
   bool has_baseline = false;
-  SpeedUp speed_up;
+  size_t baseline_row = 0;  // the index of the baseline group, when has_baseline
+  SpeedUp speed_up;         // on the spec's x
 };
 
 struct CompareTable {
   std::vector<std::string> by;   // resolved grouping axes, in order
   std::vector<CompareRow> rows;  // in the study's cell order of their first cell
   int cells_without_points = 0;  // cells that have not reported the metric yet
+  int cells_without_flops = 0;   // XAxis::kFlops: cells left out, their FLOPs per token unknown
+  // The copy-rate metric shown beside the metric (CopyRateMetric), when some grouped cell
+  // reported it; empty otherwise.
+  std::string copy_rate_metric;
 };
 
-// InvalidArgument-style problems (an unknown axis in `by` or the baseline) go to *error.
+// The NIAH control's copy rate that belongs beside an accuracy: for "niah/acc@L" the one at
+// that length, "niah/control/distractor_copy_rate@L"; for any other "niah/acc..." metric (the
+// headline accuracy, by depth, in or beyond the window) the overall
+// "niah/control/distractor_copy_rate". Empty for other metrics. A model that retrieves keeps it
+// near 0 while its accuracy is high; one that copies whatever value follows a <V> does not.
+std::string CopyRateMetric(const std::string& metric);
+
+// Groups the cells that reported spec.metric. A group's baseline is the group with the baseline
+// value on the baseline axis and the same values on every other grouping axis, except axes that
+// do not apply to it ("-", e.g. the window of a full-attention cell); a value the baseline
+// group's cells stand for through merged schemes (CompareRow::aliases) matches too, but only
+// when no group matches directly. None, or more than one, and the row has no baseline. The
+// baseline's axis is made a grouping axis when `by` leaves it out. InvalidArgument-style
+// problems (an unknown axis in `by` or the baseline) go to *error.
 CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
                      const CompareSpec& spec, std::string* error);
 
+// The table as JSON: a crossing is {"tokens": T} (or "flops" under XAxis::kFlops), with null
+// for the value and "censored_below": B beside it when left-censored ("<= B"),
+// "censored_above": B when right-censored ("> B"), neither when unknown.
 std::string CompareJson(const CompareTable& table, const CompareSpec& spec);
 
 }  // namespace onset::analysis

@@ -53,13 +53,22 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
                                  const CompareSpec& spec, std::ostream& err, Grouped* out) {
   absl::StatusOr<v1::GetStudyResponse> study = client.Get(study_name);
   if (!study.ok()) return ReportError(study.status(), err);
-  absl::StatusOr<Curves> curves = client.Metrics(study_name, {spec.metric});
+  std::vector<std::string> metrics = {spec.metric};
+  if (const std::string copy = analysis::CopyRateMetric(spec.metric); !copy.empty()) {
+    metrics.push_back(copy);
+  }
+  absl::StatusOr<Curves> curves = client.Metrics(study_name, metrics);
   if (!curves.ok()) return ReportError(curves.status(), err);
   std::string error;
   out->table = Compare(*study, *curves, spec, &error);
   if (!error.empty()) {
     err << error << "\n";
     return kExitBadInput;
+  }
+  if (out->table.rows.empty() && out->table.cells_without_flops > 0) {
+    err << "no cell of study " << study_name << " has a FLOPs count (the coordinator is older "
+        << "than --x flops); use --x tokens\n";
+    return kExitFailure;
   }
   if (out->table.rows.empty()) {
     err << "no cell of study " << study_name << " has reported " << spec.metric
@@ -81,6 +90,14 @@ std::optional<analysis::Direction> ParseDirection(const std::string& direction,
   return std::nullopt;
 }
 
+// --x: tokens or flops; nullopt (and a message) otherwise.
+std::optional<analysis::XAxis> ParseXAxis(const std::string& x, std::ostream& err) {
+  if (x == "tokens") return analysis::XAxis::kTokens;
+  if (x == "flops") return analysis::XAxis::kFlops;
+  err << "--x: must be tokens or flops, got '" << x << "'\n";
+  return std::nullopt;
+}
+
 }  // namespace
 
 int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
@@ -92,6 +109,9 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
       ParseDirection(options.direction, options.metric, err);
   if (!direction) return kExitBadInput;
   spec.direction = *direction;
+  const std::optional<analysis::XAxis> x = ParseXAxis(options.x, err);
+  if (!x) return kExitBadInput;
+  spec.x = *x;
   spec.by = SplitList(options.by);
   if (!options.baseline.empty()) {
     const size_t eq = options.baseline.find('=');
@@ -118,6 +138,9 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
       ParseDirection(options.direction, options.metric, err);
   if (!direction) return kExitBadInput;
   spec.direction = *direction;
+  const std::optional<analysis::XAxis> x = ParseXAxis(options.x, err);
+  if (!x) return kExitBadInput;
+  spec.x = *x;
   spec.by = SplitList(options.by);
   Grouped g;
   if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {

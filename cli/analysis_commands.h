@@ -18,9 +18,11 @@ struct CompareOptions {
   std::string direction = "auto";  // auto (down for losses), up or down
   std::string by;                  // comma-separated axes; empty: every axis but seed
   std::string baseline;            // AXIS=VALUE or empty
+  std::string x = "tokens";        // tokens or flops: what T(x) and the speed-up count
   bool json = false;
 };
-// Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis).
+// Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis). Beside a NIAH
+// accuracy it also fetches the control's copy rate (analysis::CopyRateMetric).
 int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
                    std::ostream& err);
 
@@ -30,6 +32,7 @@ struct PlotCommandOptions {
   std::string by;                // as compare's
   std::optional<double> threshold;  // drawn, and T(x) in the legend, when given
   std::string direction = "auto";
+  std::string x = "tokens";      // the x axis: tokens or flops
   std::string out;               // the SVG file; "-" for stdout
   std::string title;
 };

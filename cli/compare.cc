@@ -35,11 +35,37 @@ std::string DescribeSpeedUp(const CompareRow& row) {
   return "-";
 }
 
+// "1.2M" for one value, "800K-1.2M" when the group's cells differ, "-" when unknown.
+std::string DescribeRange(const std::optional<analysis::Range>& r) {
+  if (!r) return "-";
+  const std::string lo = FormatTokens(static_cast<int64_t>(std::llround(r->min)));
+  const std::string hi = FormatTokens(static_cast<int64_t>(std::llround(r->max)));
+  return lo == hi ? lo : lo + "-" + hi;
+}
+
+void Append(std::vector<std::string>* to, const std::vector<std::string>& more) {
+  to->insert(to->end(), more.begin(), more.end());
+}
+
 }  // namespace
 
-std::string FormatCrossing(const analysis::Crossing& c) {
-  const std::string tokens = FormatTokens(static_cast<int64_t>(std::llround(c.tokens)));
-  return c.crossed ? tokens : "> " + tokens;
+std::string FormatX(double at, XAxis x) {
+  return x == XAxis::kFlops ? FormatFlops(at)
+                            : FormatTokens(static_cast<int64_t>(std::llround(at)));
+}
+
+std::string FormatCrossing(const analysis::Crossing& c, XAxis x) {
+  switch (c.kind) {
+    case analysis::Crossing::kExact:
+      return FormatX(c.at, x);
+    case analysis::Crossing::kLeft:
+      return "<= " + FormatX(c.at, x);
+    case analysis::Crossing::kRight:
+      return "> " + FormatX(c.at, x);
+    case analysis::Crossing::kUnknown:
+      break;
+  }
+  return "?";
 }
 
 std::vector<std::string> GroupHeaders(const CompareTable& table) {
@@ -53,40 +79,62 @@ std::vector<std::string> GroupHeaders(const CompareTable& table) {
 }
 
 std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
+  const bool copy = !table.copy_rate_metric.empty();
+  const bool sized = std::any_of(table.rows.begin(), table.rows.end(),
+                                 [](const CompareRow& r) { return r.params.has_value(); });
+  const std::string x = spec.x == XAxis::kFlops ? "FLOPS" : "T";
   std::vector<std::string> headers = GroupHeaders(table);
   const size_t first = headers.size();
-  const std::string t = "T(" + FormatValue(spec.threshold) + ")";
-  for (const std::string& h : {std::string("N"), t, std::string("MIN-MAX"), std::string("FINAL"),
-                               std::string("MEAN/LOG-T"), std::string("SPEED-UP")}) {
+  for (const std::string& h : {std::string("N"), x + "(" + FormatValue(spec.threshold) + ")",
+                               std::string("MIN-MAX"), std::string("FINAL")}) {
     headers.push_back(h);
   }
+  if (copy) headers.push_back("COPY-RATE");
+  headers.push_back("MEAN/LOG-T");
+  if (sized) Append(&headers, {"PARAMS", "FLOPS/TOK"});
+  headers.push_back("SPEED-UP");
   Table out(headers);
   for (size_t c = first; c < headers.size(); ++c) out.AlignRight(c);
   for (const CompareRow& row : table.rows) {
     std::vector<std::string> cells;
     for (const std::string& a : table.by) cells.push_back(row.axes.at(a));
     const analysis::GroupSummary& s = row.summary;
-    cells.push_back(s.censored > 0 ? absl::StrCat(s.n, " (", s.censored, " >)")
-                                   : std::to_string(s.n));
-    cells.push_back(FormatCrossing(s.median));
-    cells.push_back(FormatCrossing(s.min) + " - " + FormatCrossing(s.max));
+    std::vector<std::string> censored;
+    if (s.left_censored > 0) censored.push_back(absl::StrCat(s.left_censored, " <="));
+    if (s.censored > 0) censored.push_back(absl::StrCat(s.censored, " >"));
+    cells.push_back(censored.empty() ? std::to_string(s.n)
+                                     : absl::StrCat(s.n, " (", absl::StrJoin(censored, ", "), ")"));
+    cells.push_back(FormatCrossing(s.median, spec.x));
+    cells.push_back(FormatCrossing(s.min, spec.x) + " - " + FormatCrossing(s.max, spec.x));
     cells.push_back(s.final_median ? Number(*s.final_median) : "-");
+    if (copy) cells.push_back(row.copy_rate_median ? Number(*row.copy_rate_median) : "-");
     cells.push_back(s.mean_log_median ? Number(*s.mean_log_median) : "-");
+    if (sized) {
+      cells.push_back(DescribeRange(row.params));
+      cells.push_back(DescribeRange(row.flops_per_token));
+    }
     cells.push_back(DescribeSpeedUp(row));
     out.AddRow(std::move(cells));
   }
   std::string text = absl::StrCat(
       spec.metric,
       spec.direction == analysis::Direction::kUp ? " >= " : " <= ", FormatValue(spec.threshold),
-      ": tokens to threshold, median over each group's cells (\"> X\": not "
-      "reached within X tokens)");
+      spec.x == XAxis::kFlops ? ": training FLOPs to threshold" : ": tokens to threshold",
+      ", median over each group's cells (\"<= X\": reached by the first eval point, at X; "
+      "\"> X\": not reached within X)");
   if (!spec.baseline.first.empty()) {
     absl::StrAppend(&text, "; speed-up against ", spec.baseline.first, "=", spec.baseline.second);
   }
+  if (copy) absl::StrAppend(&text, "; COPY-RATE: final ", table.copy_rate_metric);
   text += "\n" + out.Render();
   if (table.cells_without_points > 0) {
     absl::StrAppend(&text, table.cells_without_points, " cells have no ", spec.metric,
                     " point yet and are left out\n");
+  }
+  if (table.cells_without_flops > 0) {
+    absl::StrAppend(&text, table.cells_without_flops,
+                    " cells have no FLOPs per token (a coordinator too old to size them) and are "
+                    "left out\n");
   }
   return text;
 }

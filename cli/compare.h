@@ -1,4 +1,7 @@
-// `onset compare`'s text: the table of analysis/study_compare.h for people.
+// `onset compare`'s text: the table of analysis/study_compare.h for people. Columns: the
+// grouping axes, N (with how many cells are censored, "3 (1 <=, 1 >)"), T(x) (or FLOPS(x)),
+// MIN-MAX, FINAL, COPY-RATE beside a NIAH accuracy when its cells reported the control's copy
+// rate, MEAN/LOG-T, PARAMS and FLOPS/TOK when known, SPEED-UP.
 #pragma once
 
 #include <string>
@@ -15,8 +18,13 @@ using analysis::CompareSpec;
 using analysis::CompareTable;
 using analysis::Curves;
 
-// "> 6M" for a censored crossing, "2.35M" otherwise.
-std::string FormatCrossing(const analysis::Crossing& c);
+using analysis::XAxis;
+
+// "2.35M" for a crossing, "<= 250K" for a left-censored one (reached by the first eval point),
+// "> 6M" for a right-censored one (never reached), "?" when unknown; FLOPs as "2.35e15".
+std::string FormatCrossing(const analysis::Crossing& c, XAxis x = XAxis::kTokens);
+// A point on the x axis: tokens as "250K", FLOPs as "2.35e15".
+std::string FormatX(double at, XAxis x);
 std::string RenderCompare(const CompareTable& table, const CompareSpec& spec);
 // The grouping axes as table headers: "ARCH", "WINDOW", ...
 std::vector<std::string> GroupHeaders(const CompareTable& table);

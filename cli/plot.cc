@@ -44,26 +44,28 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// A group's curve: at each tokens value any of its cells measured, the median, min and max of
-// the cells measured there.
+// A group's curve: at each x any of its cells measured (tokens, or tokens times the cell's
+// FLOPs per token), the median, min and max of the cells measured there.
 struct Band {
-  std::vector<double> tokens, median, lo, hi;
+  std::vector<double> tokens, median, lo, hi;  // tokens: the x, in either unit
 };
 
-Band GroupBand(const CompareRow& row, const Curves& curves, const std::string& metric) {
-  std::map<int64_t, std::vector<double>> at;
-  for (const std::string& id : row.cell_ids) {
-    auto c = curves.find(id);
+Band GroupBand(const CompareRow& row, const Curves& curves, const CompareSpec& spec) {
+  std::map<double, std::vector<double>> at;
+  for (size_t i = 0; i < row.cell_ids.size(); ++i) {
+    auto c = curves.find(row.cell_ids[i]);
     if (c == curves.end()) continue;
-    auto m = c->second.find(metric);
+    auto m = c->second.find(spec.metric);
     if (m == c->second.end()) continue;
+    const double scale =
+        spec.x == analysis::XAxis::kFlops ? row.costs[i].train_flops_per_token : 1.0;
     for (const auto& [t, v] : m->second) {
-      if (t > 0 && std::isfinite(v)) at[t].push_back(v);
+      if (t > 0 && std::isfinite(v)) at[static_cast<double>(t) * scale].push_back(v);
     }
   }
   Band b;
   for (const auto& [t, values] : at) {
-    b.tokens.push_back(static_cast<double>(t));
+    b.tokens.push_back(t);
     b.median.push_back(Median(values));
     b.lo.push_back(*std::min_element(values.begin(), values.end()));
     b.hi.push_back(*std::max_element(values.begin(), values.end()));
@@ -111,7 +113,7 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
   double v_min = std::numeric_limits<double>::infinity();
   double v_max = -std::numeric_limits<double>::infinity();
   for (const CompareRow& row : table.rows) {
-    bands.push_back(GroupBand(row, curves, spec.metric));
+    bands.push_back(GroupBand(row, curves, spec));
     const Band& b = bands.back();
     for (size_t i = 0; i < b.tokens.size(); ++i) {
       t_min = std::min(t_min, b.tokens[i]);
@@ -165,8 +167,7 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
   for (double d = d_lo; d <= d_hi; ++d) {
     const double t = std::pow(10.0, d);
     absl::StrAppend(&svg, "<text x=\"", Num(X(t)), "\" y=\"", Num(top + ph + 16),
-                    "\" text-anchor=\"middle\">", FormatTokens(static_cast<int64_t>(t)),
-                    "</text>\n");
+                    "\" text-anchor=\"middle\">", FormatX(t, spec.x), "</text>\n");
   }
   for (int i = 0; i <= y_ticks; ++i) {
     const double v = v_min + step * i;
@@ -175,8 +176,9 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
                     "</text>\n");
   }
   absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(H - 10),
-                  "\" text-anchor=\"middle\">tokens seen (log scale)</text>\n",
-                  "<text transform=\"translate(16,", Num(top + ph / 2),
+                  "\" text-anchor=\"middle\">",
+                  spec.x == analysis::XAxis::kFlops ? "training FLOPs" : "tokens seen",
+                  " (log scale)</text>\n", "<text transform=\"translate(16,", Num(top + ph / 2),
                   ") rotate(-90)\" text-anchor=\"middle\">", Escape(spec.metric), "</text>\n",
                   "</g>\n<rect x=\"", Num(left), "\" y=\"", Num(top), "\" width=\"", Num(pw),
                   "\" height=\"", Num(ph), "\" fill=\"none\" stroke=\"#333\"/>\n");
@@ -215,7 +217,7 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
       absl::StrAppend(&svg, "<path class=\"curve\" d=\"", line, "\" fill=\"none\" stroke=\"",
                       colour, "\" stroke-width=\"2\"", dash, "/>\n");
     }
-    const bool censored = !row.summary.median.crossed;
+    const bool censored = row.summary.median.kind == analysis::Crossing::kRight;
     if (censored && !b.tokens.empty()) {
       // Never reached the threshold: an open circle at the end of its curve.
       absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(X(b.tokens.back())),
@@ -229,8 +231,9 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
                     "\" y=\"", Num(ly + 4), "\">", Escape(label), "</text>\n");
     if (options.threshold) {
       absl::StrAppend(&svg, "<text x=\"", Num(left + pw + 38), "\" y=\"", Num(ly + 18),
-                      "\" fill=\"#555\" font-size=\"11\">T = ",
-                      Escape(FormatCrossing(row.summary.median)), ", n = ", row.summary.n,
+                      "\" fill=\"#555\" font-size=\"11\">",
+                      spec.x == analysis::XAxis::kFlops ? "FLOPs" : "T", " = ",
+                      Escape(FormatCrossing(row.summary.median, spec.x)), ", n = ", row.summary.n,
                       "</text>\n");
     }
     absl::StrAppend(&svg, "</g>\n");

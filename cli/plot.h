@@ -1,7 +1,9 @@
-// `onset plot`: a metric's curves against tokens (log axis) as a standalone SVG, one line per
-// group of cells (cli/compare.h's grouping: the median over the group's seeds, their min-max
-// shaded), the threshold as a dashed line, and groups that never reached it marked. Written by
-// onset itself: no plotting stack, nothing fetched, readable as a figure in a paper.
+// `onset plot`: a metric's curves against tokens, or training FLOPs under spec.x (log axis), as
+// a standalone SVG, one line per group of cells (cli/compare.h's grouping: the median over the
+// group's seeds, their min-max shaded), the threshold as a dashed line, each group's T(x) in
+// the legend ("<= 250K" when reached by the first eval point), and groups that never reached it
+// marked. Written by onset itself: no plotting stack, nothing fetched, readable as a figure in
+// a paper.
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -144,6 +145,20 @@ std::string FormatValue(double value) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.4g", value);
   return buf;
+}
+
+std::string FormatFlops(double flops) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", flops);
+  std::string s(buf);
+  // "2.35e+15" -> "2.35e15", "1e-05" -> "1e-5".
+  const size_t e = s.find('e');
+  if (e == std::string::npos) return s;
+  std::string exponent = s.substr(e + 1);
+  const bool negative = exponent[0] == '-';
+  if (exponent[0] == '+' || negative) exponent.erase(0, 1);
+  exponent.erase(0, std::min(exponent.find_first_not_of('0'), exponent.size() - 1));
+  return s.substr(0, e + 1) + (negative ? "-" : "") + exponent;
 }
 
 std::string StateName(v1::CellState state) {
@@ -379,15 +394,26 @@ std::string RenderResults(const v1::GetResultsResponse& results) {
   std::vector<std::string> headers = {"CELL"};
   Append(&headers, AxisHeaders(extra));
   headers.push_back("STATE");
-  const size_t first_metric = headers.size();
+  const size_t first_number = headers.size();
+  const bool sized =
+      std::any_of(results.results().begin(), results.results().end(),
+                  [](const v1::CellResult& r) { return r.cell().non_embedding_params() > 0; });
+  if (sized) Append(&headers, {"PARAMS", "FLOPS/TOK"});
   Append(&headers, metrics);
   Table table(headers);
-  for (size_t c = first_metric; c < headers.size(); ++c) table.AlignRight(c);
+  for (size_t c = first_number; c < headers.size(); ++c) table.AlignRight(c);
   for (const v1::CellResult& r : results.results()) {
     const v1::Cell& cell = r.cell();
     std::vector<std::string> row = {cell.id()};
     Append(&row, AxisCells(cell, extra));
     row.push_back(StateName(cell.state()));
+    if (sized) {
+      row.push_back(cell.non_embedding_params() > 0 ? FormatTokens(cell.non_embedding_params())
+                                                    : "-");
+      row.push_back(cell.train_flops_per_token() > 0
+                        ? FormatTokens(std::llround(cell.train_flops_per_token()))
+                        : "-");
+    }
     for (const std::string& m : metrics) {
       auto it = r.final_metrics().find(m);
       row.push_back(it == r.final_metrics().end() ? "-" : FormatValue(it->second));

@@ -31,6 +31,8 @@ class Table {
 std::string FormatTokens(int64_t tokens);
 // Four significant digits: "3.142", "0.0123", "1.235e+05".
 std::string FormatValue(double value);
+// FLOPs in three significant digits with a power of ten: "2.35e15", "1e18"; "950" below 1e4.
+std::string FormatFlops(double flops);
 // "queued", "running", "succeeded", "failed", "unspecified".
 std::string StateName(v1::CellState state);
 // `text` cut to `max_chars` with "..." at the end, newlines flattened.
@@ -60,7 +62,9 @@ std::string StudySummary(const v1::Study& study, const Style& style = Style());
 // `onset submit --dry-run FILE`: one row per cell of the file, "new" or "exists (STATE)" and
 // its axes, then the counts.
 std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview);
-// `onset results STUDY`: one row per cell, its axes, state and final metrics as columns.
+// `onset results STUDY`: one row per cell, its axes, state, its model's non-embedding
+// parameters and training FLOPs per token (columns PARAMS, FLOPS/TOK, left out when no cell
+// has them: an older coordinator), and final metrics as columns.
 std::string RenderResults(const v1::GetResultsResponse& results);
 // The metric columns of RenderResults, in display order: train/loss, eval/heldout_loss,
 // eval/short_loss, other eval/ metrics, niah/acc, niah/acc@L by increasing L, other niah/.

@@ -191,6 +191,9 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
     spec.direction = direction == "auto" ? analysis::DefaultDirection(metric)
                      : direction == "up" ? analysis::Direction::kUp
                                          : analysis::Direction::kDown;
+    const std::string x = query.count("x") ? query["x"] : "tokens";
+    if (x != "tokens" && x != "flops") return Error(400, "x: must be tokens or flops");
+    spec.x = x == "flops" ? analysis::XAxis::kFlops : analysis::XAxis::kTokens;
     spec.by = List(query["by"]);
     if (!query["baseline"].empty()) {
       const std::string& b = query["baseline"];
@@ -200,7 +203,11 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
     }
     absl::StatusOr<v1::GetStudyResponse> got = StudyProto(*store_, study);
     if (!got.ok()) return FromStatus(got.status());
-    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, {metric}, {});
+    std::vector<std::string> metrics = {metric};
+    if (const std::string copy = analysis::CopyRateMetric(metric); !copy.empty()) {
+      metrics.push_back(copy);  // shown beside the accuracy
+    }
+    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, metrics, {});
     if (!curves.ok()) return FromStatus(curves.status());
     std::string error;
     const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "absl/status/status.h"
 #include "common/sha256.h"
@@ -32,6 +32,32 @@ std::optional<int64_t> AsTokenCount(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_string()) return model::ParseTokenCount(v.get<std::string>());
   return std::nullopt;
+}
+
+// The value at a dotted path of a cell JSON object; null when absent.
+const json* At(const json& cell, const std::string& path) {
+  auto [section, key] = SplitPath(path);
+  auto s = cell.find(section);
+  if (s == cell.end() || !s->is_object()) return nullptr;
+  auto it = s->find(key);
+  return it == s->end() ? nullptr : &*it;
+}
+
+// Records in cell->axis_aliases the values `point` (a grid point's cell JSON, as validated)
+// gives the display fields `paths` where the cell's canonical config holds another value.
+void RecordAliases(const json& point, const json& canonical, const std::vector<std::string>& paths,
+                   CellSpec* cell) {
+  for (const std::string& path : paths) {
+    const json* given = At(point, path);
+    const json* kept = At(canonical, path);
+    if (!given || !kept || SameValue(*given, *kept)) continue;
+    const NamedAxis* named = FindNamedAxis(path);
+    const std::string axis = named ? named->display : path;
+    const std::string value = DisplayValue(*given);
+    if (auto own = cell->axes.find(axis); own != cell->axes.end() && own->second == value) continue;
+    std::vector<std::string>& values = cell->axis_aliases[axis];
+    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+  }
 }
 
 }  // namespace
@@ -178,7 +204,9 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& g
                                       std::to_string(kMaxGridPoints));
   }
   std::vector<std::string> extra;
-  auto show = [&extra](const std::string& path) {
+  std::vector<std::string> varied;  // every field an axis or a dependent sets
+  auto show = [&extra, &varied](const std::string& path) {
+    if (std::find(varied.begin(), varied.end(), path) == varied.end()) varied.push_back(path);
     if (!FindNamedAxis(path) && std::find(extra.begin(), extra.end(), path) == extra.end()) {
       extra.push_back(path);
     }
@@ -192,7 +220,7 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& g
     return absl::InvalidArgumentError(describe ? describe(e, p) : e.ToString());
   };
   std::vector<CellSpec> cells;
-  std::unordered_set<std::string> seen;
+  std::unordered_map<std::string, size_t> seen;  // id -> index in cells
   for (const GridPoint& p : CartesianProduct(grid)) {
     if (MatchingExcludeRule(grid, p) >= 0) continue;
     for (size_t d = 0; d < grid.depends.size(); ++d) {
@@ -211,7 +239,9 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& g
       return fail(*e, p);
     }
     CellSpec cell = MakeCellSpec(config, extra);
-    if (seen.insert(cell.id).second) cells.push_back(std::move(cell));
+    auto [it, added] = seen.emplace(cell.id, cells.size());
+    if (added) cells.push_back(std::move(cell));
+    RecordAliases(j, config.ToJson(), varied, &cells[it->second]);
   }
   return cells;
 }

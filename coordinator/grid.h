@@ -104,6 +104,13 @@ struct CellSpec {
   // For display: arch, window ("-" without S layers), pos, tokens (integer) and seed always,
   // plus every other field the grid varies, by its dotted path ("train.lr"), as resolved.
   std::map<std::string, std::string> axes;
+  // Other values that grid points gave these display axes and that expanded to this same cell,
+  // as displayed, in expansion order: the grid merged them into it. E.g. arch=full with
+  // pos=nope-full trains what pos=nope trains (model/cell_config.cc), so that cell, shown as
+  // pos nope, has {pos: [nope-full]}; a full-attention cell expanded with windows 16 and 64 has
+  // {window: [16, 64]}. Values that only spell the cell's own differently (1M for 1000000) are
+  // not aliases.
+  std::map<std::string, std::vector<std::string>> axis_aliases;
   std::string config_json;  // canonical resolved config (CanonicalText)
   int64_t tokens_budget = 0;
 };
@@ -120,8 +127,9 @@ using ErrorDescriber = std::function<std::string(const model::FieldError&, const
 using CellAdjuster = std::function<void(nlohmann::json*)>;
 
 // Expands the points that no rule excludes, validates each cell (model::ParseCellConfig) and
-// deduplicates by id, keeping the first occurrence, in expansion order. Every field an axis or
-// a dependent sets is a display axis of every cell. Errors: InvalidArgument with the first bad
+// deduplicates by id, keeping the first occurrence, in expansion order, with the axis values of
+// the points it absorbed recorded as its axis_aliases. Every field an axis or a dependent sets
+// is a display axis of every cell. Errors: InvalidArgument with the first bad
 // cell's message, made by `describe` (FieldError::ToString() when null); a dependent field
 // without a value at a point is such an error, on its path; a grid over kMaxGridPoints.
 absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const nlohmann::json& base, const Grid& grid,

@@ -1,9 +1,11 @@
 #include "coordinator/sqlite_rows.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/status_macros.h"
+#include "coordinator/model_cost.h"
 
 namespace onset::coordinator::rows {
 namespace {
@@ -15,13 +17,14 @@ constexpr const char* kCellColumns = R"sql(
   COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
             FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
             ORDER BY a.attempt DESC LIMIT 1), ''),
-  c.tokens_per_second, c.failures, c.retry_at, c.devices)sql";
+  c.tokens_per_second, c.failures, c.retry_at, c.devices, c.config_json)sql";
 
 CellInfo ReadCell(const db::Statement& row) {
   CellInfo cell;
   cell.id = row.Text(0);
   cell.study = row.Text(1);
   cell.axes = ParseAxes(row.Text(2));
+  cell.axis_aliases = ParseAxisAliases(row.Text(2));
   cell.state = CellStateFromName(row.Text(3)).value_or(CellState::kQueued);
   cell.tokens_done = row.Int(4);
   cell.tokens_budget = row.Int(5);
@@ -32,6 +35,9 @@ CellInfo ReadCell(const db::Statement& row) {
   cell.failures = static_cast<int>(row.Int(10));
   cell.retry_at_unix_ms = row.Int(11);
   cell.devices = static_cast<int>(row.Int(12));
+  const ModelCost cost = ModelCostOf(row.Text(13));
+  cell.non_embedding_params = cost.non_embedding_params;
+  cell.train_flops_per_token = cost.train_flops_per_token;
   return cell;
 }
 
@@ -46,6 +52,45 @@ std::map<std::string, std::string> ParseAxes(const std::string& axes_json) {
     }
   }
   return axes;
+}
+
+AxisAliases ParseAxisAliases(const std::string& axes_json) {
+  AxisAliases aliases;
+  nlohmann::json parsed = nlohmann::json::parse(axes_json, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return aliases;
+  auto it = parsed.find(kAxisAliasesKey);
+  if (it == parsed.end() || !it->is_object()) return aliases;
+  for (const auto& [axis, values] : it->items()) {
+    if (!values.is_array()) continue;
+    for (const nlohmann::json& v : values) {
+      if (v.is_string()) aliases[axis].push_back(v.get<std::string>());
+    }
+  }
+  return aliases;
+}
+
+std::string AxesJson(const std::map<std::string, std::string>& axes, const AxisAliases& aliases) {
+  nlohmann::json j(axes);
+  if (!aliases.empty()) j[kAxisAliasesKey] = aliases;
+  return j.dump();
+}
+
+AxisAliases MergeAxisAliases(AxisAliases stored, const AxisAliases& more,
+                             const std::map<std::string, std::string>& axes) {
+  for (const auto& [axis, values] : more) {
+    for (const std::string& v : values) {
+      std::vector<std::string>& to = stored[axis];
+      if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
+    }
+  }
+  for (auto it = stored.begin(); it != stored.end();) {
+    std::vector<std::string>& values = it->second;
+    if (auto own = axes.find(it->first); own != axes.end()) {
+      values.erase(std::remove(values.begin(), values.end(), own->second), values.end());
+    }
+    it = values.empty() ? stored.erase(it) : std::next(it);
+  }
+  return stored;
 }
 
 absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name) {
@@ -176,6 +221,7 @@ absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t 
     CellSpec cell;
     cell.id = stmt.Text(0);
     cell.axes = ParseAxes(stmt.Text(1));
+    cell.axis_aliases = ParseAxisAliases(stmt.Text(1));
     cell.config_json = stmt.Text(2);
     cell.tokens_budget = stmt.Int(3);
     cells.push_back(std::move(cell));

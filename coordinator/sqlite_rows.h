@@ -41,4 +41,18 @@ std::vector<std::string> SplitDevices(const std::string& stored);
 // damaged row shows without its axes rather than failing a whole listing).
 std::map<std::string, std::string> ParseAxes(const std::string& axes_json);
 
+// axes_json also holds the cell's axis aliases (CellSpec::axis_aliases), under this key: an
+// object of arrays of strings, {"pos": ["nope-full"]}, absent when there are none. No axis has
+// this name (axes are the named ones or dotted field paths), and ParseAxes, which keeps string
+// values only, never sees it, so databases written before it read alike.
+inline constexpr const char* kAxisAliasesKey = "aliases";
+using AxisAliases = std::map<std::string, std::vector<std::string>>;
+AxisAliases ParseAxisAliases(const std::string& axes_json);
+// The axes_json of a cell with these axes and aliases (axes and aliases sorted by name).
+std::string AxesJson(const std::map<std::string, std::string>& axes, const AxisAliases& aliases);
+// `stored` with the values of `more` it lacks appended, leaving out any that is the axis' own
+// value in `axes`.
+AxisAliases MergeAxisAliases(AxisAliases stored, const AxisAliases& more,
+                             const std::map<std::string, std::string>& axes);
+
 }  // namespace onset::coordinator::rows

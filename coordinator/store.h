@@ -58,6 +58,7 @@ struct CellInfo {
   std::string id;  // content hash
   std::string study;
   std::map<std::string, std::string> axes;
+  std::map<std::string, std::vector<std::string>> axis_aliases;  // CellSpec::axis_aliases
   CellState state = CellState::kQueued;
   int64_t tokens_done = 0;
   int64_t tokens_budget = 0;
@@ -68,6 +69,9 @@ struct CellInfo {
   int failures = 0;              // counted failures since it was last queued by hand
   int64_t retry_at_unix_ms = 0;  // state kBackoff: claimable from then on
   int devices = 1;               // devices one attempt needs
+  // The model of its config (model_cost.h); 0 when the config cannot be read.
+  int64_t non_embedding_params = 0;
+  double train_flops_per_token = 0;
 };
 
 // A change of a cell's state, from the durable event log (one row per change, in order).

@@ -75,6 +75,12 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   out->set_failures(in.failures);
   out->set_retry_at_unix_ms(in.retry_at_unix_ms);
   out->set_devices(in.devices);
+  for (const auto& [axis, values] : in.axis_aliases) {
+    onset::v1::AxisValues& to = (*out->mutable_axis_aliases())[axis];
+    for (const std::string& v : values) to.add_values(v);
+  }
+  out->set_non_embedding_params(in.non_embedding_params);
+  out->set_train_flops_per_token(in.train_flops_per_token);
 }
 
 void ToProto(const CellEvent& in, onset::v1::CellEvent* out) {

@@ -14,6 +14,30 @@ double MeanWindowKeys(int64_t T, int64_t w) {
 
 }  // namespace
 
+int64_t NonEmbeddingParams(const ModelConfig& model) {
+  const int64_t C = model.d_model, H = model.heads, G = model.resolved_kv_heads();
+  const int64_t D = model.head_dim(), F = model.resolved_mlp_hidden();
+  int64_t n = C;  // the final norm
+  for (char kind : model.pattern) {
+    n += 2 * C + 3 * C * F;  // norms and the SwiGLU MLP
+    switch (kind) {
+      case kFullAttention:
+      case kSlidingWindow:
+        n += C * (H + 2 * G) * D + C * C + (model.qk_norm ? 2 * D : 0);
+        break;
+      case kLinearAttention:
+        n += C * (4 * C + H) + C * C + D;
+        break;
+      case kGatedDeltaNet:
+        n += C * (4 * C + 2 * H) + C * C + 2 * H + D;
+        break;
+      default:
+        break;
+    }
+  }
+  return n;
+}
+
 double TrainFlopsPerToken(const ModelConfig& model, int64_t non_embedding_params) {
   const double d = model.d_model;
   double flops = 6.0 * (static_cast<double>(non_embedding_params) + d * model.vocab_size);

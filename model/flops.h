@@ -1,4 +1,6 @@
-// Model FLOPs of training, for the MFU (model FLOPs utilisation) estimate on GPUs. Torch-free.
+// A model's size and the FLOPs of training it: the MFU (model FLOPs utilisation) estimate on
+// GPUs, and the parameter and FLOPs columns of `onset results` and `onset compare` (the
+// coordinator computes them from each cell's config). Torch-free.
 //
 // Counted per trained token, forward + backward (= 3x forward), multiply-add = 2 FLOPs, and only
 // the work the model needs (no padding, no masked-out attention):
@@ -23,6 +25,20 @@
 #include "model/cell_config.h"
 
 namespace onset::model {
+
+// The parameters of the LibTorch model (transformer.h) but the token embedding and, when the
+// output projection is untied, the output matrix: exactly TransformerImpl::CountParams()
+// .non_embedding, counted from the config. Per layer (C d_model, H heads, G key/value heads,
+// D = C / H, F the SwiGLU hidden size):
+//   two RMSNorm gains                   2 C
+//   SwiGLU MLP (gate+up, down)          3 C F
+//   F, S attention: qkv, output         C (H + 2 G) D + C^2, plus 2 D QK-norm gains
+//   L: in_proj (q, k, v, gate, H gate logits), output, head-norm gain
+//                                       C (4 C + H) + C^2 + D
+//   D: in_proj (q, k, v, gate, H beta and H decay inputs), output, A_log and dt_bias per head,
+//      head-norm gain                   C (4 C + 2 H) + C^2 + 2 H + D
+// and the final RMSNorm gain, C.
+int64_t NonEmbeddingParams(const ModelConfig& model);
 
 double TrainFlopsPerToken(const ModelConfig& model, int64_t non_embedding_params);
 

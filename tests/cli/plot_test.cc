@@ -56,5 +56,40 @@ TEST(PlotTest, OneCurvePerGroupTheThresholdAndCensoredGroupsMarked) {
   EXPECT_EQ(Count(RenderSvg(table, curves, spec, options), "class=\"threshold\""), 0u);
 }
 
+TEST(PlotTest, AFirstPointCrossingIsABoundAndFlopsCanBeTheAxis) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  for (int i = 0; i < 2; ++i) {
+    v1::Cell* c = study.add_cells();
+    c->set_id("c" + std::to_string(i));
+    c->set_state(v1::CELL_STATE_SUCCEEDED);
+    c->set_tokens_budget(4'000'000);
+    c->set_train_flops_per_token(i == 0 ? 1e6 : 3e6);
+    (*c->mutable_axes())["arch"] = i == 0 ? "full" : "swa";
+  }
+  Curves curves;
+  curves["c0"]["m"] = {{250'000, 0.6}, {4'000'000, 0.8}};  // past 0.5 at its first point
+  curves["c1"]["m"] = {{1'000'000, 0.2}, {4'000'000, 0.8}};
+  CompareSpec spec;
+  spec.metric = "m";
+  spec.threshold = 0.5;
+  std::string error;
+  PlotOptions options;
+  options.threshold = true;
+  std::string svg = RenderSvg(Compare(study, curves, spec, &error), curves, spec, options);
+  EXPECT_THAT(svg, HasSubstr("T = &lt;= 250K, n = 1"));
+  EXPECT_THAT(svg, HasSubstr("T = 2M, n = 1"));
+  EXPECT_EQ(Count(svg, "class=\"censored\""), 0u);  // reached, however early
+  EXPECT_THAT(svg, HasSubstr("tokens seen (log scale)"));
+
+  spec.x = analysis::XAxis::kFlops;
+  svg = RenderSvg(Compare(study, curves, spec, &error), curves, spec, options);
+  EXPECT_THAT(svg, HasSubstr("FLOPs = &lt;= 2.5e11, n = 1"));
+  EXPECT_THAT(svg, HasSubstr("FLOPs = 6e12, n = 1"));
+  EXPECT_THAT(svg, HasSubstr("training FLOPs (log scale)"));
+  EXPECT_THAT(svg, HasSubstr(">1e12<"));  // decade ticks in FLOPs
+  EXPECT_THAT(svg, Not(HasSubstr(">1M<")));
+}
+
 }  // namespace
 }  // namespace onset::cli

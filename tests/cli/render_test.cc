@@ -55,6 +55,13 @@ TEST(FormatTest, Tokens) {
   EXPECT_EQ(FormatTokens(0), "0");
 }
 
+TEST(FormatTest, Flops) {
+  EXPECT_EQ(FormatFlops(2.346e15), "2.35e15");
+  EXPECT_EQ(FormatFlops(1e18), "1e18");
+  EXPECT_EQ(FormatFlops(1.2e5), "1.2e5");
+  EXPECT_EQ(FormatFlops(950), "950");
+}
+
 TEST(FormatTest, TruncateFlattensAndCuts) {
   EXPECT_EQ(Truncate("exit code 1", 40), "exit code 1");
   EXPECT_EQ(Truncate("a\nb", 40), "a b");
@@ -171,6 +178,22 @@ TEST(RenderTest, ResultsTableHasAxesStateAndMetrics) {
             "CELL  ARCH  WINDOW  POS   TOKENS  SEED  STATE      train/loss  niah/acc\n"
             "aaaa  full  -       rope  20K     0     succeeded         2.5      0.25\n"
             "bbbb  swa   64      rope  20K     0     failed              4         -\n");
+}
+
+TEST(RenderTest, ResultsShowEachCellsParametersAndFlopsPerToken) {
+  v1::GetResultsResponse results;
+  v1::CellResult* a = results.add_results();
+  *a->mutable_cell() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
+  a->mutable_cell()->set_non_embedding_params(1'234'567);
+  a->mutable_cell()->set_train_flops_per_token(8.5e6);
+  (*a->mutable_final_metrics())["niah/acc"] = 0.25;
+  v1::CellResult* b = results.add_results();
+  *b->mutable_cell() = MakeCell("bbbb", v1::CELL_STATE_QUEUED, "swa");  // not sized
+
+  EXPECT_EQ(RenderResults(results),
+            "CELL  ARCH  WINDOW  POS   TOKENS  SEED  STATE      PARAMS  FLOPS/TOK  niah/acc\n"
+            "aaaa  full  -       rope  20K     0     succeeded    1.2M       8.5M      0.25\n"
+            "bbbb  swa   64      rope  20K     0     queued          -          -         -\n");
 }
 
 TEST(RenderTest, FieldsTheStudyVariesGetColumnsAfterTheNamedAxes) {

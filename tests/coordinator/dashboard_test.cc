@@ -123,6 +123,72 @@ TEST_F(DashboardTest, CompareGivesTheCliNumbers) {
               HasSubstr("--by: nope is not an axis"));
 }
 
+// full x {rope, nope-full, nope} and swa x {rope, nope-full}: full with nope-full is stored as
+// the full nope cell, and the swa nope-full group still finds it as its arch=full baseline.
+TEST(DashboardCompareTest, PairsGroupsThroughTheSchemesTheGridMerged) {
+  TempDir dir;
+  common::FakeClock clock;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(dir.File("db"), clock);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("pos.yaml", R"yaml(name: pos
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {tokens: 64K, batch_tokens: 512}
+grid:
+  arch: [full, swa]
+  window: [16]
+  pos: [rope, nope-full, nope]
+exclude:
+  - {arch: swa, pos: nope}
+)yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->cells.size(), 4u);  // full rope, full nope (= nope-full), swa rope, nope-full
+  ASSERT_TRUE(
+      (*store)->AddStudy({spec->name, "", "pos.yaml", spec->source_yaml, spec->cells}).ok());
+  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
+  ASSERT_TRUE(worker.ok());
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<std::optional<ClaimedJob>> job = (*store)->ClaimNextCell(*worker, {"cpu:0"});
+    ASSERT_TRUE(job.ok() && job->has_value());
+    const CellInfo cell = testing::FindCell(**store, "pos", (*job)->cell_id);
+    // full reaches 0.5 at 2000 tokens, swa at sqrt(2) * 1000.
+    const int64_t hit = cell.axes.at("arch") == "full" ? 4000 : 2000;
+    ASSERT_TRUE((*store)->AddMetrics((*job)->lease_id, {{"m", 1000, 0.2}, {"m", hit, 0.8}}).ok());
+  }
+  DashboardApi api(store->get(), kToken);
+  HttpResponse r = api.Handle({"GET",
+                               "/api/studies/pos/compare?metric=m&threshold=0.5&"
+                               "baseline=arch%3Dfull&by=arch,window,pos",
+                               std::string("Bearer ") + kToken});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json got = nlohmann::json::parse(r.body);
+  ASSERT_EQ(got["groups"].size(), 4u);
+  bool seen = false;
+  for (const nlohmann::json& g : got["groups"]) {
+    if (g["axes"]["arch"] != "swa" || g["axes"]["pos"] != "nope-full") continue;
+    seen = true;
+    ASSERT_TRUE(g.contains("speed_up")) << g.dump();
+    EXPECT_EQ(g["speed_up"]["kind"], "exact");
+    EXPECT_NEAR(g["speed_up"]["value"].get<double>(), std::sqrt(2.0), 1e-9);
+    EXPECT_EQ(g["speed_up"]["baseline_axes"]["pos"], "nope");
+    // Every cell is sized, so the group is too.
+    EXPECT_GT(g["non_embedding_params"]["min"].get<double>(), 0);
+    EXPECT_GT(g["train_flops_per_token"]["max"].get<double>(), 0);
+  }
+  EXPECT_TRUE(seen);
+  // The study's cells carry what they stand for and their size.
+  const nlohmann::json study = nlohmann::json::parse(
+      api.Handle({"GET", "/api/studies/pos", std::string("Bearer ") + kToken}).body);
+  int aliased = 0;
+  for (const nlohmann::json& c : study["cells"]) {
+    EXPECT_NE(c["non_embedding_params"], "0");  // int64 as a JSON string
+    if (c["axis_aliases"].contains("pos")) {
+      ++aliased;
+      EXPECT_EQ(c["axis_aliases"]["pos"]["values"], nlohmann::json({"nope-full"}));
+    }
+  }
+  EXPECT_EQ(aliased, 1);
+}
+
 TEST_F(DashboardTest, ServesOverHttpAndStopsWithAConnectionOpen) {
   namespace beast = boost::beast;
   namespace http = beast::http;

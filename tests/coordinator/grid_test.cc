@@ -99,6 +99,49 @@ TEST(GridTest, AxesAreShownAsResolvedValues) {
   EXPECT_EQ(CellId(parsed), c.id);  // the canonical text round-trips to the same id
 }
 
+// The cell a display point landed on, by its display axes; a test failure if none.
+const CellSpec* Find(const std::vector<CellSpec>& cells,
+                     const std::map<std::string, std::string>& want) {
+  for (const CellSpec& c : cells) {
+    bool match = true;
+    for (const auto& [k, v] : want) match = match && c.axes.at(k) == v;
+    if (match) return &c;
+  }
+  ADD_FAILURE() << "no cell " << json(want).dump();
+  return nullptr;
+}
+
+TEST(GridTest, MergedSchemesRecordTheValuesTheyStandFor) {
+  Grid grid;
+  grid.axes = {Axis("train.tokens", {"1M"}), Axis("model.arch", {"full", "swa", "lightning:0"}),
+               Axis("model.window", {16, 64}), Axis("model.pos", {"rope", "nope-full", "nope"})};
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(Base(), grid);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  // full: rope and nope (nope-full is nope: no S layer keeps RoPE); swa: 2 windows x 3 schemes;
+  // lightning:0 (LLLL): one cell, no attention layer uses RoPE under any scheme.
+  EXPECT_EQ(cells->size(), 2u + 6u + 1u);
+
+  const CellSpec* full_nope = Find(*cells, {{"arch", "full"}, {"pos", "nope"}});
+  ASSERT_NE(full_nope, nullptr);
+  EXPECT_EQ(full_nope->axis_aliases, (std::map<std::string, std::vector<std::string>>{
+                                         {"pos", {"nope-full"}}, {"window", {"16", "64"}}}));
+  const CellSpec* full_rope = Find(*cells, {{"arch", "full"}, {"pos", "rope"}});
+  ASSERT_NE(full_rope, nullptr);
+  EXPECT_EQ(full_rope->axis_aliases.count("pos"), 0u);  // nothing else is full rope
+  EXPECT_THAT(full_rope->axis_aliases.at("window"), ElementsAre("16", "64"));
+  // A model that every scheme gives alike stands for all of them; "1M" is just how 1000000 is
+  // written, not another value.
+  const CellSpec* linear = Find(*cells, {{"arch", "lightning:0"}});
+  ASSERT_NE(linear, nullptr);
+  EXPECT_EQ(linear->axes.at("pos"), "rope");
+  EXPECT_THAT(linear->axis_aliases.at("pos"), ElementsAre("nope-full", "nope"));
+  EXPECT_EQ(linear->axis_aliases.count("tokens"), 0u);
+  // Cells nothing merged into have none.
+  const CellSpec* swa = Find(*cells, {{"arch", "swa"}, {"window", "16"}, {"pos", "nope-full"}});
+  ASSERT_NE(swa, nullptr);
+  EXPECT_TRUE(swa->axis_aliases.empty());
+}
+
 TEST(GridTest, IdsAreStableAcrossRunsAndKeyOrder) {
   absl::StatusOr<std::vector<CellSpec>> a = ExpandGrid(Base(), FullGrid());
   absl::StatusOr<std::vector<CellSpec>> b = ExpandGrid(Base(), FullGrid());

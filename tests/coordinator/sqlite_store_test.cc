@@ -126,6 +126,46 @@ TEST_F(SqliteStoreTest, AStudyIsAppendOnly) {
   for (const CellInfo& cell : grown->cells) EXPECT_EQ(cell.axes.count("train.lr"), 1u) << cell.id;
 }
 
+TEST_F(SqliteStoreTest, CellsKeepTheValuesTheyStandForAndSizeTheirModels) {
+  const std::string yaml = R"yaml(name: pos
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {tokens: 64K, batch_tokens: 512}
+grid:
+  arch: [full, swa]
+  window: [16]
+  pos: [rope, nope]
+)yaml";
+  absl::StatusOr<AddStudyResult> first = store_->AddStudy(Study(yaml));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->cells.size(), 4u);
+  const CellInfo& full_nope = first->cells[1];
+  ASSERT_EQ(full_nope.axes.at("pos"), "nope");
+  EXPECT_EQ(full_nope.axis_aliases,
+            (std::map<std::string, std::vector<std::string>>{{"window", {"16"}}}));
+
+  // The file now also asks for nope-full: for full attention that is the stored nope cell,
+  // which keeps what it stood for and records the new value; no cell is added for it.
+  std::string more = yaml;
+  more.replace(more.find("[rope, nope]"), 12, "[rope, nope-full, nope]");
+  absl::StatusOr<AddStudyResult> grown = store_->AddStudy(Study(more));
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->cells_added, 1);  // swa nope-full
+  const CellInfo stored = testing::FindCell(*store_, "pos", full_nope.id);
+  EXPECT_EQ(stored.axis_aliases, (std::map<std::string, std::vector<std::string>>{
+                                     {"pos", {"nope-full"}}, {"window", {"16"}}}));
+  EXPECT_EQ(stored.axes.count("aliases"), 0u);  // not an axis
+
+  // Each cell is sized from its config.
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("pos");
+  ASSERT_TRUE(detail.ok());
+  for (const CellInfo& cell : detail->cells) {
+    // d_model 32, 4 layers, SwiGLU hidden 96, 2 heads of 16, vocab 264 (not counted):
+    // per layer 2 * 32 norms + 3 * 32 * 96 MLP + 32 * 96 qkv + 32 * 32 out + 2 * 16 QK-norm.
+    EXPECT_EQ(cell.non_embedding_params, 32 + 4 * (64 + 9216 + 3072 + 1024 + 32)) << cell.id;
+    EXPECT_GT(cell.train_flops_per_token, 6.0 * cell.non_embedding_params) << cell.id;
+  }
+}
+
 TEST_F(SqliteStoreTest, PreviewStudyWritesNothing) {
   absl::StatusOr<AddStudyResult> preview = store_->PreviewStudy(Study(testing::kSmallStudy));
   ASSERT_TRUE(preview.ok()) << preview.status();

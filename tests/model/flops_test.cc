@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <torch/utils.h>
+
+#include "model/transformer.h"
+
 namespace onset::model {
 namespace {
 
@@ -39,6 +43,53 @@ TEST(FlopsTest, RecurrentLayersCostAChunkAndAState) {
   const double expected =
       6.0 * (1000 + 64.0 * 264) + 2 * 12.0 * 64 * (32.5 + 32) + 2 * 12.0 * 64 * 128.5;
   EXPECT_DOUBLE_EQ(TrainFlopsPerToken(gdn, 1000), expected);
+}
+
+// Every mixer and option that changes the parameter set, in the real LibTorch model.
+TEST(NonEmbeddingParamsTest, CountsWhatTheModelHasButItsEmbeddings) {
+  struct Case {
+    const char* what;
+    nlohmann::json model;
+  };
+  const nlohmann::json base = {{"layers", 4}, {"d_model", 64}, {"heads", 4}, {"seq_len", 64}};
+  auto with = [&base](nlohmann::json more) {
+    nlohmann::json m = base;
+    m.update(more);
+    return m;
+  };
+  const Case cases[] = {
+      {"F", with({{"arch", "full"}})},
+      {"S", with({{"arch", "swa"}, {"window", 16}})},
+      {"L", with({{"arch", "lightning"}})},
+      {"D", with({{"arch", "gdn"}})},
+      {"FSLD", with({{"arch", "FSLD"}, {"window", 16}})},
+      {"GQA", with({{"arch", "swa"}, {"window", 16}, {"kv_heads", 2}})},
+      {"untied", with({{"arch", "full"}, {"tie_embeddings", false}})},
+      {"no QK-norm", with({{"arch", "swa"}, {"window", 16}, {"qk_norm", false}})},
+      {"MLP width", with({{"arch", "gdn:1"}, {"mlp_hidden", 100}, {"d_model", 48}, {"heads", 3}})},
+  };
+  for (const Case& c : cases) {
+    CellConfig config;
+    auto e = ParseCellConfig({{"model", c.model}}, &config);
+    ASSERT_FALSE(e) << c.what << ": " << e->ToString();
+    torch::manual_seed(0);
+    Transformer model(config.model);
+    int64_t all = 0;
+    for (const at::Tensor& p : model->parameters()) all += p.numel();
+    const int64_t embeddings = (config.model.tie_embeddings ? 1 : 2) *
+                               int64_t{config.model.vocab_size} * config.model.d_model;
+    EXPECT_EQ(NonEmbeddingParams(config.model), all - embeddings) << c.what;
+    EXPECT_EQ(NonEmbeddingParams(config.model), model->CountParams().non_embedding) << c.what;
+  }
+}
+
+TEST(NonEmbeddingParamsTest, ByHand) {
+  CellConfig c;
+  ASSERT_FALSE(ParseCellConfig(
+      {{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}}}}, &c));
+  // Per layer: qkv 3*32*32 + out 32*32 + QK-norm 2*16 + two norms 2*32 + SwiGLU 3*32*96; and
+  // the final norm.
+  EXPECT_EQ(NonEmbeddingParams(c.model), 2 * (3072 + 1024 + 32 + 64 + 9216) + 32);
 }
 
 TEST(FlopsTest, KnowsThePeaksOfCommonGpus) {
