@@ -16,6 +16,8 @@
 #include "cli/analysis_commands.h"
 #include "cli/cell_commands.h"
 #include "cli/commands.h"
+#include "cli/connect.h"
+#include "cli/dashboard_command.h"
 #include "cli/exit_codes.h"
 #include "cli/follow_commands.h"
 #include "cli/progress_bars.h"
@@ -33,7 +35,8 @@ int main(int argc, char** argv) {
   std::string coordinator;
   app.add_option("--coordinator", coordinator,
                  "coordinator host:port (else $ONSET_COORDINATOR, else the address of a running "
-                 "`onset run` in ./onset-data, else 127.0.0.1:7070)");
+                 "`onset run` in ./onset-data, else its onset.db read-only for the commands that "
+                 "only read, else 127.0.0.1:7070)");
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "file holding the coordinator's token (else $ONSET_TOKEN, else the file named by "
@@ -116,6 +119,10 @@ int main(int argc, char** argv) {
                       "group by these axes, e.g. arch,pos (default: every axis but seed)");
   compare->add_option("--baseline", compare_options.baseline,
                       "speed-up against the group with this axis value, e.g. arch=full");
+  compare->add_option("--x", compare_options.x,
+                      "count tokens, or training FLOPs (tokens x FLOPs per token): flops")
+      ->check(CLI::IsMember({"tokens", "flops"}))
+      ->capture_default_str();
   compare->add_flag("--json", compare_options.json, "print JSON");
   onset::cli::PlotCommandOptions plot_options;
   double plot_threshold = 0;
@@ -128,6 +135,9 @@ int main(int argc, char** argv) {
       plot->add_option("--threshold", plot_threshold, "draw this value and each group's T(x)");
   plot->add_option("--by", plot_options.by, "group by these axes (default: every axis but seed)");
   plot->add_option("--direction", plot_options.direction, "as compare's")->capture_default_str();
+  plot->add_option("--x", plot_options.x, "the x axis: tokens or flops (training FLOPs)")
+      ->check(CLI::IsMember({"tokens", "flops"}))
+      ->capture_default_str();
   plot->add_option("--title", plot_options.title, "the figure's title");
   plot->add_option("--out", plot_options.out, "the SVG file to write ('-': stdout)")->required();
   onset::cli::FitOptions fit_options;
@@ -180,6 +190,14 @@ int main(int argc, char** argv) {
   run->add_flag("--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
                 "log the coordinator and workers");
 
+  onset::cli::DashboardOptions dashboard_options;
+  CLI::App* dashboard = app.add_subcommand(
+      "dashboard", "serve the dashboard of ./onset-data's database, read-only, until Ctrl-C");
+  dashboard->add_option("--http", dashboard_options.http, "loopback host:port to serve on")
+      ->capture_default_str();
+  dashboard->add_option("--data-dir", dashboard_options.data_dir, "the `onset run` data directory")
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,14 +205,14 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? onset::cli::kExitOk : onset::cli::kExitBadInput;
   }
 
-  if (run->parsed()) {
+  static std::atomic<bool> interrupted{false};
+  const auto take_signals = [] {
     // Signals are taken by one thread; every thread started later inherits the mask.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    static std::atomic<bool> interrupted{false};
     std::thread([signals] {
       int sig = 0;
       sigwait(&signals, &sig);
@@ -203,8 +221,20 @@ int main(int argc, char** argv) {
       sigwait(&signals, &sig);
       _exit(130);
     }).detach();
+  };
+  if (run->parsed()) {
+    take_signals();
     run_options.progress_bars = isatty(2) == 1;
     return onset::cli::RunCommand(run_options, interrupted, std::cout, std::cerr);
+  }
+  if (dashboard->parsed()) {
+    if (!coordinator.empty()) {
+      std::cerr << "--coordinator: onset dashboard serves ./onset-data's database; a coordinator "
+                   "serves its own (onsetd --http)\n";
+      return onset::cli::kExitBadInput;
+    }
+    take_signals();
+    return onset::cli::DashboardCommand(dashboard_options, interrupted, std::cout, std::cerr);
   }
 
   const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
@@ -214,9 +244,23 @@ int main(int argc, char** argv) {
           onset::cli::DefaultTokenFile(coordinator, env_coordinator, onset::cli::kDefaultDataDir)),
       tls_ca, /*require_token=*/false);
   if (!security.ok()) return onset::cli::ReportError(security.status(), std::cerr);
-  onset::cli::StudyClient client(onset::cli::ResolveCoordinatorAddress(coordinator, env_coordinator,
-                                                                       onset::cli::kDefaultDataDir),
-                                 *security);
+  // A coordinator; or, when none serves ./onset-data, its database read here (reads only).
+  onset::cli::ConnectOptions connect_options;
+  connect_options.coordinator = coordinator;
+  connect_options.env = env_coordinator;
+  connect_options.security = *security;
+  for (CLI::App* writer : {submit, cancel, rerun}) {
+    if (!writer->parsed()) continue;
+    connect_options.writer = writer->get_name();
+    connect_options.probe_timeout = std::chrono::seconds(3);  // a busy run is still a run
+  }
+  absl::StatusOr<onset::cli::StudyConnection> connection =
+      onset::cli::Connect(connect_options, std::cerr);
+  if (!connection.ok()) {
+    std::cerr << connection.status().message() << "\n";
+    return onset::cli::kExitFailure;
+  }
+  onset::cli::StudyClient& client = *connection->client;
   if (submit->parsed()) {
     return onset::cli::SubmitCommand(client, file, dry_run, json, std::cout, std::cerr);
   }

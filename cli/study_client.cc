@@ -12,7 +12,33 @@ StudyClient::StudyClient(std::string address, const common::ClientSecurity& secu
                          std::chrono::milliseconds timeout)
     : address_(std::move(address)),
       timeout_(timeout),
-      stub_(v1::StudyService::NewStub(common::NewClientChannel(address_, security))) {}
+      channel_(common::NewClientChannel(address_, security)),
+      stub_(v1::StudyService::NewStub(channel_)) {}
+
+StudyClient::StudyClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+                         std::chrono::milliseconds timeout)
+    : address_(std::move(address)),
+      timeout_(timeout),
+      channel_(std::move(channel)),
+      stub_(v1::StudyService::NewStub(channel_)) {}
+
+bool StudyClient::Connects(std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::system_clock::now() + within;
+  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
+  while (true) {
+    switch (state) {
+      case GRPC_CHANNEL_READY:
+        return true;
+      case GRPC_CHANNEL_TRANSIENT_FAILURE:
+      case GRPC_CHANNEL_SHUTDOWN:
+        return false;
+      default:  // idle or connecting
+        break;
+    }
+    if (!channel_->WaitForStateChange(state, deadline)) return false;
+    state = channel_->GetState(/*try_to_connect=*/true);
+  }
+}
 
 void StudyClient::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + timeout_);

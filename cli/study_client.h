@@ -1,5 +1,6 @@
 // The CLI's client of the coordinator's StudyService: deadlines on every call and errors that
-// name the coordinator. Only this file pair and cli/run_command.cc touch gRPC.
+// name the coordinator. Only this file pair, cli/run_command.cc, cli/connect.cc and
+// cli/dashboard_command.cc (which hand it a read-only server's channel) touch gRPC.
 #pragma once
 
 #include <chrono>
@@ -25,8 +26,17 @@ class StudyClient {
  public:
   StudyClient(std::string address, const common::ClientSecurity& security,
               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Calls go over `channel`, which carries its own token (e.g. the channel of a
+  // coordinator/read_only_server.h in this process); `address` only names the other end in errors.
+  StudyClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+              std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   const std::string& address() const { return address_; }
+
+  // Whether a connection to the coordinator is up within `within`, connecting now if there is
+  // none: false when nothing answers there (the connection is refused, fails its handshake or
+  // takes longer). Makes no call; the connection is kept for the calls that follow.
+  bool Connects(std::chrono::milliseconds within);
 
   // `base_dir`: the absolute directory of the study file (relative data paths resolve there).
   // `dry_run`: the coordinator checks and expands the file and writes nothing.
@@ -62,6 +72,7 @@ class StudyClient {
 
   const std::string address_;
   const std::chrono::milliseconds timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::StudyService::Stub> stub_;
 };
 

@@ -85,6 +85,29 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
       new SqliteStore(std::move(writer), std::move(readers), clock, policy));
 }
 
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::OpenReadOnly(const std::string& path,
+                                                                       const common::Clock& clock,
+                                                                       const Options& options) {
+  if (path.empty() || path == ":memory:" || path.find("mode=memory") != std::string::npos) {
+    return absl::InvalidArgumentError("a read-only store needs a database file, not " +
+                                      (path.empty() ? std::string("''") : path));
+  }
+  db::Connection::Options read_only;
+  read_only.read_only = true;
+  ONSET_ASSIGN_OR_RETURN(std::unique_ptr<db::Connection> versions,
+                         db::OpenDatabaseReadOnly(path, read_only));
+  ONSET_ASSIGN_OR_RETURN(std::unique_ptr<db::ReadPool> readers,
+                         db::ReadPool::Open(path, std::max(1, options.readers), read_only));
+  return std::unique_ptr<SqliteStore>(
+      new SqliteStore(std::move(readers), std::move(versions), clock, options));
+}
+
+absl::Status SqliteStore::ReadOnlyError() const {
+  return absl::FailedPreconditionError("database " + versions_->path() +
+                                       " is open read-only here: changes go through a "
+                                       "coordinator serving it");
+}
+
 // ----- studies ---------------------------------------------------------------------------------
 
 absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
@@ -101,12 +124,16 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
     AddStudyResult result;
     int64_t study_id = 0;
     std::unordered_map<std::string, std::string> stored_axes;  // hash -> axes_json
+    std::unordered_map<std::string, rows::AxisAliases> stored_aliases;  // hash -> its aliases
     absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
     if (existing.ok()) {
       study_id = *existing;
       ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, rows::LoadCellSpecs(db, study_id));
       ONSET_RETURN_IF_ERROR(CheckAppendOnly(stored, study.cells));
-      for (const CellSpec& cell : stored) stored_axes[cell.id] = nlohmann::json(cell.axes).dump();
+      for (const CellSpec& cell : stored) {
+        stored_axes[cell.id] = rows::AxesJson(cell.axes, cell.axis_aliases);
+        stored_aliases[cell.id] = cell.axis_aliases;
+      }
       ONSET_ASSIGN_OR_RETURN(db::Statement update,
                              db.Prepare("UPDATE studies SET description = ?, source_name = ?, "
                                         "source_yaml = ? WHERE id = ?"));
@@ -132,19 +159,23 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
                    "created_at, updated_at, devices) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                    "ON CONFLICT (study_id, hash) DO NOTHING"));
     // A stored cell is shown with the display axes of the latest submission that names it
-    // (e.g. a field the study has since made an axis); its config never changes.
+    // (e.g. a field the study has since made an axis), and keeps the axis aliases of every
+    // submission (each records grid points it stands for); its config never changes.
     ONSET_ASSIGN_OR_RETURN(
         db::Statement relabel_cell,
         db.Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
     for (const CellSpec& cell : study.cells) {
-      const std::string axes_json = nlohmann::json(cell.axes).dump();
       if (auto it = stored_axes.find(cell.id); it != stored_axes.end()) {
+        const std::string axes_json = rows::AxesJson(
+            cell.axes,
+            rows::MergeAxisAliases(stored_aliases[cell.id], cell.axis_aliases, cell.axes));
         if (it->second == axes_json) continue;
         relabel_cell.Reset();
         relabel_cell.BindAll(axes_json, study_id, cell.id);
         ONSET_RETURN_IF_ERROR(relabel_cell.Run());
         continue;
       }
+      const std::string axes_json = rows::AxesJson(cell.axes, cell.axis_aliases);
       insert_cell.Reset();
       insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
                           now, std::max(1, study.devices));
@@ -165,6 +196,7 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
     }
     return result;
   };
+  if (!writer_) return ReadOnlyError();
   return writer_->Run<AddStudyResult>(op, /*roll_back=*/!write);
 }
 
@@ -459,11 +491,13 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
 }
 
 absl::Status SqliteStore::FinishAttempt(const std::string& lease_id, const AttemptEnd& end) {
+  if (!writer_) return ReadOnlyError();
   return writer_->Run(
       [&](db::Connection& db) { return EndAttempt(db, lease_id, end, /*lost=*/false); });
 }
 
 absl::Status SqliteStore::RequeueAttempt(const std::string& lease_id, const std::string& reason) {
+  if (!writer_) return ReadOnlyError();
   AttemptEnd end;
   end.reason = reason;
   return writer_->Run(

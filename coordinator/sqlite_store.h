@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/clock.h"
@@ -19,11 +20,17 @@ namespace onset::coordinator {
 // in-memory database has no readers: its reads queue behind the writes.) Several SqliteStores
 // (or processes) may share one file; SQLite's locking and busy_timeout serialise their writers.
 // Timestamps come from `clock` (wall time).
+//
+// Opened read-only (OpenReadOnly) it has readers only: it never writes the file, and every write
+// fails with FailedPrecondition, so a process that only looks (`onset status` when no coordinator
+// serves the file) cannot disturb the coordinator that may start on the same file meanwhile.
 class SqliteStore final : public Store {
  public:
   struct Options {
     int readers = 4;            // reader connections (file databases)
     int max_write_batch = 512;  // operations per write transaction at most
+    // Read-only: how often WaitForChange looks for commits of other processes.
+    int change_poll_ms = 100;
   };
 
   // Opens `path` (creating it and its parent directories; ":memory:" for a private in-memory
@@ -38,6 +45,21 @@ class SqliteStore final : public Store {
                                                            const common::Clock& clock,
                                                            RetryPolicy policy = RetryPolicy()) {
     return Open(path, clock, policy, Options());
+  }
+
+  // Opens the existing database file at `path` read-only (db::OpenDatabaseReadOnly): nothing is
+  // created, migrated or written, and its schema must be the one this binary knows. Reads see
+  // what other processes commit to the file; ChangeVersion changes with their commits, which
+  // WaitForChange notices within Options::change_poll_ms. Every write (AddStudy, PreviewStudy,
+  // the lease and log calls, CancelCells, RerunCells, RegisterWorker) returns FailedPrecondition.
+  // Errors: those of db::OpenDatabaseReadOnly (NotFound: no such file; FailedPrecondition: another
+  // schema version). `clock` must outlive the store.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> OpenReadOnly(const std::string& path,
+                                                                   const common::Clock& clock,
+                                                                   const Options& options);
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> OpenReadOnly(const std::string& path,
+                                                                   const common::Clock& clock) {
+    return OpenReadOnly(path, clock, Options());
   }
 
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
@@ -77,6 +99,17 @@ class SqliteStore final : public Store {
   SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,
               const common::Clock& clock, RetryPolicy policy)
       : writer_(std::move(writer)), readers_(std::move(readers)), clock_(clock), policy_(policy) {}
+  // Read-only: `versions` (a read-only connection) tells other processes' commits apart.
+  SqliteStore(std::unique_ptr<db::ReadPool> readers, std::unique_ptr<db::Connection> versions,
+              const common::Clock& clock, const Options& options)
+      : readers_(std::move(readers)),
+        versions_(std::move(versions)),
+        change_poll_ms_(options.change_poll_ms),
+        clock_(clock),
+        policy_(RetryPolicy()) {}
+
+  // What every write returns on a read-only store (FailedPrecondition naming the file).
+  absl::Status ReadOnlyError() const;
 
   // AddStudy, or with `write` false PreviewStudy.
   absl::StatusOr<AddStudyResult> AddOrPreviewStudy(const NewStudy& study, bool write);
@@ -92,11 +125,16 @@ class SqliteStore final : public Store {
   }
   template <typename T>
   absl::StatusOr<T> Write(std::function<absl::StatusOr<T>(db::Connection&)> op) {
+    if (!writer_) return ReadOnlyError();
     return writer_->Run<T>(std::move(op));
   }
 
-  std::unique_ptr<db::WriteQueue> writer_;
+  std::unique_ptr<db::WriteQueue> writer_;  // null when read-only
   std::unique_ptr<db::ReadPool> readers_;  // null for an in-memory database
+  // Read-only only: the connection whose PRAGMA data_version is the change counter.
+  std::unique_ptr<db::Connection> versions_;
+  std::mutex versions_mu_;  // guards versions_
+  const int change_poll_ms_ = 100;
   const common::Clock& clock_;
   const RetryPolicy policy_;
 };

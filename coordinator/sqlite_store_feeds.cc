@@ -1,8 +1,10 @@
 // SqliteStore's feeds: the cell event log that `onset watch` follows, and the trainers' logs.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -102,10 +104,26 @@ absl::StatusOr<std::vector<CellEvent>> SqliteStore::StudyEvents(const std::strin
       });
 }
 
-int64_t SqliteStore::ChangeVersion() { return writer_->commits(); }
+int64_t SqliteStore::ChangeVersion() {
+  if (writer_) return writer_->commits();
+  // PRAGMA data_version changes whenever another connection (here: another process) commits.
+  std::lock_guard<std::mutex> lock(versions_mu_);
+  absl::StatusOr<db::Statement> stmt = versions_->Prepare("PRAGMA data_version");
+  if (!stmt.ok()) return 0;
+  absl::StatusOr<bool> row = stmt->Step();
+  return row.ok() && *row ? stmt->Int(0) : 0;
+}
 
 int64_t SqliteStore::WaitForChange(int64_t seen, int64_t timeout_ms) {
-  return writer_->WaitForCommit(seen, timeout_ms);
+  if (writer_) return writer_->WaitForCommit(seen, timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    const int64_t version = ChangeVersion();
+    const auto now = std::chrono::steady_clock::now();
+    if (version != seen || now >= deadline) return version;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        deadline - now, std::chrono::milliseconds(change_poll_ms_)));
+  }
 }
 
 absl::StatusOr<int> SqliteStore::AppendLogs(const std::string& lease_id,

@@ -4,10 +4,11 @@
 
 namespace onset::db {
 
-absl::StatusOr<std::unique_ptr<ReadPool>> ReadPool::Open(const std::string& path, int size) {
+absl::StatusOr<std::unique_ptr<ReadPool>> ReadPool::Open(const std::string& path, int size,
+                                                         const Connection::Options& options) {
   std::vector<std::unique_ptr<Connection>> connections;
   for (int i = 0; i < size; ++i) {
-    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path, options);
     if (!db.ok()) return db.status();
     // A reader that tried to write would take the lock from the writer: refuse it outright.
     if (absl::Status s = (*db)->Exec("PRAGMA query_only=ON"); !s.ok()) return s;

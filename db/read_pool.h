@@ -24,8 +24,10 @@ namespace onset::db {
 class ReadPool {
  public:
   // Opens `size` query-only connections to `path`, which must be a file already migrated (an
-  // in-memory database cannot be shared between connections).
-  static absl::StatusOr<std::unique_ptr<ReadPool>> Open(const std::string& path, int size);
+  // in-memory database cannot be shared between connections), with `options` (read_only: the
+  // connections open the file read-only, for a database this process must never write).
+  static absl::StatusOr<std::unique_ptr<ReadPool>> Open(
+      const std::string& path, int size, const Connection::Options& options = Connection::Options());
 
   // Runs `op` in a read transaction on a free connection.
   absl::Status Run(const std::function<absl::Status(Connection&)>& op);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "db/migrations.h"
 
@@ -91,6 +92,37 @@ absl::StatusOr<std::unique_ptr<Connection>> OpenDatabase(const std::string& path
   absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path, options);
   if (!db.ok()) return db.status();
   if (absl::Status s = Migrate(db->get()); !s.ok()) return s;
+  return db;
+}
+
+absl::StatusOr<std::unique_ptr<Connection>> OpenDatabaseReadOnly(const std::string& path,
+                                                                 Connection::Options options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::NotFoundError("no database " + path);
+  }
+  options.read_only = true;
+  absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path, options);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<int> version = UserVersion(db->get());
+  if (!version.ok()) return version.status();
+  const int latest = LatestSchemaVersion();
+  if (*version > latest) {
+    return absl::FailedPreconditionError(
+        "database " + path + " has schema version " + std::to_string(*version) +
+        ", newer than this onset reads (" + std::to_string(latest) + "); use a newer onset");
+  }
+  if (*version == 0) {
+    return absl::FailedPreconditionError("database " + path +
+                                         " holds no onset tables (schema version 0)");
+  }
+  if (*version < latest) {
+    return absl::FailedPreconditionError(
+        "database " + path + " has schema version " + std::to_string(*version) + ", older than " +
+        "this onset reads (" + std::to_string(latest) + "), and reading it changes nothing: " +
+        "start a coordinator on it once (`onset run FILE`, or `onsetd --db " + path +
+        "`), which upgrades it, then try again");
+  }
   return db;
 }
 

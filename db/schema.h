@@ -23,4 +23,12 @@ absl::Status Migrate(Connection* db);
 absl::StatusOr<std::unique_ptr<Connection>> OpenDatabase(
     const std::string& path, const Connection::Options& options = Connection::Options());
 
+// Opens the existing database at `path` read-only (Connection::Options::read_only; nothing is
+// created, migrated or written) and checks that it is at LatestSchemaVersion(). Errors: NotFound
+// when there is no such file; FailedPrecondition when it holds no onset tables, or its schema is
+// older (the message says that a coordinator upgrades it on its next start) or newer (use a newer
+// onset); Unavailable/Internal naming the file otherwise.
+absl::StatusOr<std::unique_ptr<Connection>> OpenDatabaseReadOnly(
+    const std::string& path, Connection::Options options = Connection::Options());
+
 }  // namespace onset::db

@@ -111,7 +111,9 @@ std::string Statement::Text(int column) const {
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& path,
                                                              const Options& options) {
   sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int flags = (options.read_only ? SQLITE_OPEN_READONLY
+                                       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                    SQLITE_OPEN_NOMUTEX;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
@@ -121,6 +123,11 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
   std::unique_ptr<Connection> db(new Connection(raw, path));
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  // The file is another process's to configure; query_only makes a stray write an error.
+  if (options.read_only) {
+    if (absl::Status s = db->Exec("PRAGMA query_only=ON;"); !s.ok()) return s;
+    return db;
+  }
   // journal_mode answers with a row ("wal", or "memory" for :memory:); Exec ignores it.
   if (absl::Status s = db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                                 "PRAGMA foreign_keys=ON;");

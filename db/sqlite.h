@@ -82,11 +82,16 @@ class Connection {
  public:
   struct Options {
     int busy_timeout_ms = 5000;  // how long a write waits for another connection's lock
+    // Open the file read-only (SQLITE_OPEN_READONLY and query_only): it must exist, nothing is
+    // created or changed, not even the journal mode. A WAL database's -wal and -shm files are
+    // still shared with its writers, so reads see their commits.
+    bool read_only = false;
   };
 
   // Opens `path`, creating the file if missing (not its directory); ":memory:" gives a private
   // in-memory database. Applies journal_mode=WAL, synchronous=NORMAL, foreign_keys=ON and
-  // busy_timeout. Errors: Unavailable/Internal naming the file.
+  // busy_timeout (read_only: busy_timeout only). Errors: Unavailable/Internal naming the file
+  // (Unavailable for a read_only file that does not exist).
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path,
                                                           const Options& options);
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path) {

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "db/migrations.h"
 #include "tests/coordinator/test_util.h"
 
@@ -146,6 +149,58 @@ TEST(SchemaTest, TablesAreStrictAndConstrained) {
   EXPECT_FALSE(c->Exec("INSERT INTO cells (study_id, hash, axes_json, config_json, "
                        "tokens_budget, created_at, updated_at) "
                        "VALUES (99, 'h', '{}', '{}', 1, 1, 1)").ok());
+}
+
+// What `onset status` opens when no coordinator serves the file: never created, migrated or
+// written, and refused unless its schema is this binary's.
+TEST(SchemaTest, ReadOnlyOpenNeedsTheFileAtThisVersionAndWritesNothing) {
+  TempDir dir;
+  const std::string path = dir.File("onset.db");
+  absl::StatusOr<std::unique_ptr<Connection>> missing = OpenDatabaseReadOnly(path);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  ASSERT_TRUE(OpenDatabase(path).ok());
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabaseReadOnly(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+  EXPECT_EQ(CountTables(db->get()), 7);
+  EXPECT_FALSE((*db)->Exec("INSERT INTO workers VALUES ('w', 'h', 1, 'v', 1, 1, '')").ok());
+  EXPECT_FALSE((*db)->Exec("PRAGMA user_version = 1").ok());
+}
+
+TEST(SchemaTest, ReadOnlyOpenRefusesAnotherVersionAndLeavesItAlone) {
+  TempDir dir;
+  const std::string path = dir.File("onset.db");
+  const auto set_version = [&](int version) {
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = " + std::to_string(version)).ok());
+  };
+  ASSERT_TRUE(OpenDatabase(path).ok());
+
+  set_version(LatestSchemaVersion() - 1);
+  absl::Status older = OpenDatabaseReadOnly(path).status();
+  EXPECT_EQ(older.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(older.message()), ::testing::HasSubstr(path));
+  EXPECT_THAT(std::string(older.message()), ::testing::HasSubstr("older"));
+  EXPECT_THAT(std::string(older.message()), ::testing::HasSubstr("onset run FILE"));
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion() - 1);  // not migrated
+  }
+
+  set_version(LatestSchemaVersion() + 1);
+  absl::Status newer = OpenDatabaseReadOnly(path).status();
+  EXPECT_EQ(newer.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(newer.message()), ::testing::HasSubstr("newer"));
+
+  const std::string empty = dir.File("empty.db");
+  { std::ofstream created(empty); }
+  absl::Status none = OpenDatabaseReadOnly(empty).status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(none.message()), ::testing::HasSubstr("no onset tables"));
 }
 
 }  // namespace
