@@ -187,6 +187,8 @@ int main(int argc, char** argv) {
   run->add_option("--data-dir", run_options.data_dir, "database and work directory")
       ->capture_default_str();
   run->add_flag("--json", run_options.json, "print the results as JSON");
+  run->add_flag("--no-results", [&run_options](int64_t) { run_options.print_results = false; },
+                "end without the results table (e.g. to follow with onset compare)");
   run->add_flag("--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
                 "log the coordinator and workers");
 

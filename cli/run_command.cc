@@ -230,7 +230,9 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
       code = ReportError(results.status(), err);
     } else {
       KeepSubmitted(submitted_ids, &*results);
-      out << (options.json ? ToJson(*results) : RenderResults(*results));
+      if (options.print_results) {
+        out << (options.json ? ToJson(*results) : RenderResults(*results));
+      }
       std::vector<std::string> failed;
       int diverged = 0;
       for (const v1::CellResult& r : results->results()) {

@@ -15,6 +15,7 @@ struct RunOptions {
   // (resources.devices). 0: one per two cores, at least 1 (2 on a 2-core machine).
   int workers = 0;
   bool json = false;                // print the final results as JSON
+  bool print_results = true;        // false: no results at the end (failures still on stderr)
   std::string trainer_path;         // empty: onset-train next to this executable
   int poll_ms = 500;                // progress refresh
   // Bars per running cell redrawn in place (stderr is a terminal); else a line per change.

@@ -164,6 +164,25 @@ TEST(RenderTest, ResultColumnsAreSortedSensibly) {
                           "rh/max_full", "ablation/top_k/niah_acc"));
 }
 
+// The table answers whether cells retrieve; breakdowns stay in JSON.
+TEST(RenderTest, ResultColumnsLeaveTheBreakdownsToJson) {
+  v1::GetResultsResponse results;
+  v1::CellResult* r = results.add_results();
+  *r->mutable_cell() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
+  for (const char* name :
+       {"niah/acc", "niah/acc@64", "niah/acc_beyond_window", "niah/acc_beyond_own_window",
+        "niah/acc_depth@0.5", "niah/control/distractor_copy_rate",
+        "niah/control/distractor_copy_rate@64", "niah/single/acc", "niah/single/acc@64",
+        "rh/samples", "ablation/random_k/niah_acc_mean", "ablation/random_k/niah_acc_std",
+        "ablation/random_k/draws"}) {
+    (*r->mutable_final_metrics())[name] = 0.5;
+  }
+  EXPECT_THAT(ResultColumns(results),
+              ElementsAre("niah/acc", "niah/acc@64", "niah/acc_beyond_window",
+                          "niah/control/distractor_copy_rate", "niah/single/acc", "rh/samples",
+                          "ablation/random_k/niah_acc_mean"));
+}
+
 TEST(RenderTest, ResultsTableHasAxesStateAndMetrics) {
   v1::GetResultsResponse results;
   v1::CellResult* a = results.add_results();
