@@ -608,6 +608,18 @@ absl::StatusOr<std::vector<RunningAttempt>> SqliteStore::RunningAttempts() {
       });
 }
 
+namespace {
+
+// Metrics an evaluation reports (model/evaluator.h); the others come from training steps.
+bool IsEvalMetric(const std::string& name) {
+  for (const char* prefix : {"eval/", "niah/", "rh/", "ablation/"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<CellResult>> SqliteStore::Results(const std::string& study) {
   return Read<std::vector<CellResult>>(
       [&](db::Connection& db) -> absl::StatusOr<std::vector<CellResult>> {
@@ -626,14 +638,30 @@ absl::StatusOr<std::vector<CellResult>> SqliteStore::Results(const std::string& 
                        "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? "
                        "GROUP BY m.cell_id, m.name"));
         stmt.BindAll(study_id);
+        // An evaluation reports its metrics together, but not always the same ones (no
+        // retrieval-head score without a right answer, the ablation only at the end): a metric
+        // the cell's last evaluation did not report is left out rather than shown stale.
+        std::vector<std::unordered_map<std::string, std::pair<int64_t, double>>> last(
+            results.size());
+        std::vector<int64_t> last_eval(results.size(), -1);
         while (true) {
           ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-          if (!row) return results;
+          if (!row) break;
           auto it = index.find(stmt.Text(0));
           if (it == index.end()) continue;
-          results[it->second].final_metrics[stmt.Text(1)] =
-              stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2);
+          const std::string name = stmt.Text(1);
+          const int64_t tokens = stmt.Int(3);
+          last[it->second][name] = {
+              tokens, stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2)};
+          if (IsEvalMetric(name)) last_eval[it->second] = std::max(last_eval[it->second], tokens);
         }
+        for (size_t i = 0; i < results.size(); ++i) {
+          for (const auto& [name, point] : last[i]) {
+            if (IsEvalMetric(name) && point.first < last_eval[i]) continue;
+            results[i].final_metrics[name] = point.second;
+          }
+        }
+        return results;
       });
 }
 

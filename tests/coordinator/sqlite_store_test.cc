@@ -314,6 +314,25 @@ TEST_F(SqliteStoreTest, ProgressAndMetricsUpsertIdempotently) {
   EXPECT_TRUE((*results)[1].final_metrics.empty());
 }
 
+// A metric the last evaluation did not report is absent from the results, not its stale
+// earlier value: here rh/max_full was measured at 1000 tokens but not at 2000.
+TEST_F(SqliteStoreTest, ResultsShowTheLastEvaluationOnly) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"eval/heldout_loss", 1000, 4.0},
+                                                {"rh/max_full", 1000, 0.9},
+                                                {"niah/acc", 1000, 0.2},
+                                                {"eval/heldout_loss", 2000, 3.0},
+                                                {"niah/acc", 2000, 0.1},
+                                                {"train/loss", 2500, 2.5}})
+                  .ok());
+  absl::StatusOr<std::vector<CellResult>> results = store_->Results("small");
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(results->front().final_metrics,
+            (std::map<std::string, double>{
+                {"eval/heldout_loss", 3.0}, {"niah/acc", 0.1}, {"train/loss", 2.5}}));
+}
+
 TEST_F(SqliteStoreTest, NanMetricsSurvive) {
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
   ClaimedJob job = Claim();
