@@ -423,7 +423,7 @@ TEST(StudyFileTest, LimitsOnAxesAndValues) {
 }
 
 TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {
-  const std::map<std::string, size_t> kCells = {{"studies/demo.yaml", 6},
+  const std::map<std::string, size_t> kCells = {{"studies/demo.yaml", 4},
                                                 {"studies/hybrid-design.yaml", 48},
                                                 {"studies/retrieval-cpu.yaml", 8}};
   for (const auto& [file, cells] : kCells) {
