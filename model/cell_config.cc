@@ -300,7 +300,7 @@ int DataConfig::resolved_key_alphabet() const {
 
 int MinNiahLength(const DataConfig& data, int records) {
   const int span = data.record_len();
-  return 1 + span + (records > 1 ? (records + 1) * span - 2 : 0) + 1 + (data.key_len + 2);
+  return 1 + span + (records > 1 ? (records + 1) * span - 2 : 0) + 1 + data.question_len();
 }
 
 int EvalConfig::resolved_short_context(const ModelConfig& model) const {
@@ -608,6 +608,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   d.Int("value_len", &dc.value_len, 1, 64);
   d.Int("key_alphabet", &dc.key_alphabet, 0, 256);
   d.Bool("value_marker", &dc.value_marker);
+  d.Bool("answer_marker", &dc.answer_marker);
   d.Double("absent_queries", &dc.absent_queries, 0.0, 1.0);
   d.Int("min_distance", &dc.min_distance, 1, 1 << 22);
   d.Int("max_distance", &dc.max_distance, 0, 1 << 22);
@@ -809,6 +810,7 @@ nlohmann::json CellConfig::ToJson() const {
                {"key_len", data.key_len},
                {"key_alphabet", data.resolved_key_alphabet()},
                {"value_marker", data.value_marker},
+               {"answer_marker", data.answer_marker},
                {"absent_queries", data.absent_queries},
                {"value_len", data.value_len},
                {"min_distance", data.min_distance},

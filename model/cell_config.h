@@ -168,6 +168,11 @@ struct DataConfig {
   // `<K> key value` (false). Without it the value's first token directly follows the key, as
   // the answer directly follows `<Q> key <A>`'s key... one position later; see synthetic_data.h.
   bool value_marker = true;
+  // Whether queries carry the <A> marker after the key: `<Q> key <A> value` (true) or
+  // `<Q> key value` (false; the value then follows the key in the query as in a record
+  // without the value marker: `<K> key value ... <Q> key value`). NIAH prompts end with the
+  // question either way.
+  bool answer_marker = true;
   // Record keys are drawn from the first key_alphabet text tokens, values from the first
   // min(256, text tokens). 0 = the same as values. A small key alphabet makes each key token
   // recur often, which is what lets a small model learn to match keys in few tokens.
@@ -185,6 +190,8 @@ struct DataConfig {
   int resolved_max_distance(int seq_len) const;
   // Tokens of a record: <K>, the key, <V> when value_marker, the value.
   int record_len() const { return key_len + value_len + 1 + (value_marker ? 1 : 0); }
+  // Tokens of a question: <Q>, the key, <A> when answer_marker.
+  int question_len() const { return key_len + 1 + (answer_marker ? 1 : 0); }
   int resolved_key_alphabet() const;
   // The text vocabulary size: 256 bytes for markov, vocab_size for file.
   int text_tokens() const { return background == kBackgroundFile ? vocab_size : 256; }

@@ -7,10 +7,10 @@
 namespace onset::model {
 namespace {
 
-std::vector<Token> Question(const Vocab& vocab, const std::vector<Token>& key) {
-  std::vector<Token> q = {vocab.qry()};
+std::vector<Token> Question(const SyntheticData& data, const std::vector<Token>& key) {
+  std::vector<Token> q = {data.vocab().qry()};
   q.insert(q.end(), key.begin(), key.end());
-  q.push_back(vocab.ans());
+  if (data.config().answer_marker) q.push_back(data.vocab().ans());
   return q;
 }
 
@@ -68,7 +68,7 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
   t.prompt[0] = data.vocab().bos();
   std::vector<bool> taken(length, false);
   taken[0] = true;
-  const int query_pos = length - k - 2;
+  const int query_pos = length - data.config().question_len();
   for (int i = query_pos; i < length; ++i) taken[i] = true;
   const int last = query_pos - 1 - span;  // the last record start leaving a background token
 
@@ -125,7 +125,7 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
       spans.push_back(place(seg_begin[side] + offsets[i] + i * span, r++));
     }
   }
-  const std::vector<Token> question = Question(data.vocab(), asked);
+  const std::vector<Token> question = Question(data, asked);
   std::copy(question.begin(), question.end(), t.prompt.begin() + query_pos);
   data.FillBackground(taken, &t.prompt, rng);
 
@@ -147,7 +147,7 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
     case NiahVariant::kMultiQuery:
       t.needles = spans;
       t.answers = t.values;
-      for (int i = 1; i < n; ++i) t.suffixes.push_back(Question(data.vocab(), keys[i]));
+      for (int i = 1; i < n; ++i) t.suffixes.push_back(Question(data, keys[i]));
       break;
   }
   return t;

@@ -28,7 +28,9 @@ std::vector<Token> SyntheticData::RandomValue(int n, Rng* rng) const {
   return out;
 }
 
-int SyntheticData::min_distance() const { return config_.key_len + config_.value_len + 1; }
+int SyntheticData::min_distance() const {
+  return config_.key_len + config_.value_len + (config_.answer_marker ? 1 : 0);
+}
 
 void SyntheticData::WriteRecord(const std::vector<Token>& key, const std::vector<Token>& value,
                                 const RecordSpan& s, std::vector<Token>* tokens) const {
@@ -40,8 +42,8 @@ void SyntheticData::WriteRecord(const std::vector<Token>& key, const std::vector
   std::copy(value.begin(), value.end(), t.begin() + s.value_pos);
   t[s.query_pos] = vocab_.qry();
   std::copy(key.begin(), key.end(), t.begin() + s.query_pos + 1);
-  t[s.answer_pos] = vocab_.ans();
-  // The answer after <A> is written only when it fits (a NIAH prompt ends at <A>).
+  if (config_.answer_marker) t[s.answer_pos] = vocab_.ans();
+  // The answer is written only when it fits (a NIAH prompt ends with the question).
   for (int i = 0; i < config_.value_len && s.answer_pos + 1 + i < static_cast<int>(t.size()); ++i)
     t[s.answer_pos + 1 + i] = value[i];
 }
@@ -53,8 +55,9 @@ void SyntheticData::FillBackground(const std::vector<bool>& taken, std::vector<T
 
 Sequence SyntheticData::Sample(int length, Rng* rng) const {
   const int k = config_.key_len, m = config_.value_len;
-  const int rspan = config_.record_len(), qspan = k + m + 2;  // record; <Q> key <A> answer
-  const int marker = config_.value_marker ? 1 : 0;
+  const int rspan = config_.record_len();
+  const int qspan = config_.question_len() + m;  // <Q> key [<A>] answer
+  const int a = config_.answer_marker ? 1 : 0;
   Sequence seq;
   seq.tokens.assign(length, 0);
   seq.tokens[0] = vocab_.bos();
@@ -62,9 +65,9 @@ Sequence SyntheticData::Sample(int length, Rng* rng) const {
   taken[0] = true;
 
   // Placement: p = record_pos >= 1, distance d = answer_pos - value_pos, so the query starts
-  // at q = value_pos + d - k - 1 (>= p + rspan exactly when d >= min_distance()), and
-  // q + qspan <= length, i.e. p <= length - qspan - d - marker.
-  const int d_fit = length - qspan - marker - 2;  // the largest distance with p = 1, and slack
+  // at q = value_pos + d - k - a (>= p + rspan exactly when d >= min_distance()), and
+  // q + qspan <= length, i.e. p <= length - rspan - d - 1.
+  const int d_fit = length - rspan - 3;  // the largest distance with p = 1, and slack
   const int d_lo = std::max(min_distance(), config_.min_distance);
   const int d_hi = std::min(max_distance_, d_fit);
   const int wanted = std::min(rng->Poisson(config_.records_per_seq), length / (rspan + qspan));
@@ -78,12 +81,12 @@ Sequence SyntheticData::Sample(int length, Rng* rng) const {
         double lo = std::log(d_lo), hi = std::log(d_hi + 1.0);
         d = std::min(d_hi, static_cast<int>(std::exp(lo + (hi - lo) * rng->Uniform())));
       }
-      const int p_max = length - qspan - d - marker;  // q + qspan <= length
+      const int p_max = length - rspan - d - 1;  // q + qspan <= length
       RecordSpan s;
       s.record_pos = 1 + static_cast<int>(rng->Below(p_max));
       s.value_pos = s.record_pos + rspan - m;
-      s.query_pos = s.value_pos + d - k - 1;
-      s.answer_pos = s.query_pos + k + 1;
+      s.query_pos = s.value_pos + d - k - a;
+      s.answer_pos = s.query_pos + k + a;
       bool free = true;
       for (int i = 0; i < rspan && free; ++i) free = !taken[s.record_pos + i];
       for (int i = 0; i < qspan && free; ++i) free = !taken[s.query_pos + i];
@@ -111,8 +114,8 @@ Sequence SyntheticData::Sample(int length, Rng* rng) const {
         for (int i = 0; i < qspan; ++i) taken[q + i] = true;
         seq.tokens[q] = vocab_.qry();
         std::copy(key.begin(), key.end(), seq.tokens.begin() + q + 1);
-        seq.tokens[q + k + 1] = vocab_.ans();
-        std::fill_n(seq.tokens.begin() + q + k + 2, m, vocab_.none());
+        if (a) seq.tokens[q + k + 1] = vocab_.ans();
+        std::fill_n(seq.tokens.begin() + q + k + 1 + a, m, vocab_.none());
         seq.absent_queries.push_back(q);
         keys.push_back(std::move(key));
         break;

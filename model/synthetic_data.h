@@ -42,7 +42,8 @@ struct RecordSpan {
   int record_pos = 0;  // the <K> token
   int value_pos = 0;   // v1 in the record
   int query_pos = 0;   // the <Q> token
-  int answer_pos = 0;  // the <A> token; the answer v1..vm follows it
+  int answer_pos = 0;  // the position that predicts v1: the <A> token (the key's last token
+                       // without data.answer_marker); the answer v1..vm follows it
   int distance() const { return answer_pos - value_pos; }
 };
 

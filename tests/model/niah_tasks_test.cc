@@ -175,6 +175,19 @@ TEST(NiahTasksTest, RecordsWithoutTheValueMarker) {
   }
 }
 
+TEST(NiahTasksTest, PromptsEndWithTheKeyWithoutTheAnswerMarker) {
+  DataConfig d = Data();
+  d.value_marker = false;
+  d.answer_marker = false;
+  SyntheticData data(d, 128);
+  Rng rng(3);
+  const NiahTask t = MakeNiahTask(data, NiahVariant::kMultiKey, 80, 0.5, 4, &rng);
+  EXPECT_EQ(t.prompt[80 - 3], kQry);
+  EXPECT_EQ(Slice(t.prompt, 80 - 2, 2), Slice(t.prompt, t.needles[0].record_pos + 1, 2));
+  EXPECT_EQ(std::count(t.prompt.begin(), t.prompt.end(), kAns), 0);
+  EXPECT_EQ(t.needles[0].answer_pos, 79);
+}
+
 TEST(NiahTasksTest, ScorerCountsExactly) {
   NiahTask t;
   t.variant = NiahVariant::kMultiQuery;

@@ -115,6 +115,32 @@ TEST(SyntheticDataTest, RecordsWithoutTheValueMarker) {
   EXPECT_GT(records, 60);
 }
 
+// Without either marker records and queries read alike, `<K> key value` and `<Q> key value`:
+// the answer follows the key, and answer_pos is the key's last token.
+TEST(SyntheticDataTest, QueriesWithoutTheAnswerMarker) {
+  DataConfig d = Data();
+  d.value_marker = false;
+  d.answer_marker = false;
+  d.records_per_seq = 4;
+  SyntheticData data(d, 256);
+  int records = 0;
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    Rng rng(seed);
+    const Sequence s = data.Sample(256, &rng);
+    EXPECT_EQ(std::count(s.tokens.begin(), s.tokens.end(), kAns), 0);
+    for (const RecordSpan& r : s.records) {
+      ++records;
+      ASSERT_EQ(s.tokens[r.query_pos], kQry);
+      EXPECT_EQ(r.answer_pos, r.query_pos + 2);  // <Q> k1 k2, then v1
+      EXPECT_GE(r.distance(), data.min_distance());
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(s.tokens[r.value_pos + i], s.tokens[r.answer_pos + 1 + i]);
+      }
+    }
+  }
+  EXPECT_GT(records, 60);
+}
+
 // Absent-key queries ask a key no record of the sequence has and are answered by <N> tokens.
 TEST(SyntheticDataTest, AbsentQueriesAskKeysNoRecordHas) {
   DataConfig d = Data();
