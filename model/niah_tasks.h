@@ -38,9 +38,6 @@ enum class NiahVariant { kSingle, kMultiKey, kMultiValue, kMultiQuery, kControl 
 // anything else.
 NiahVariant ParseNiahVariant(const std::string& name);
 
-// Records in the haystack by default (eval.niah_records).
-inline constexpr int kDefaultNiahRecords = 4;
-
 struct NiahTask {
   NiahVariant variant = NiahVariant::kSingle;
   std::vector<Token> prompt;                 // ends with round 0's <Q> key <A>
