@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "common/sha256.h"
+#include "model/flops.h"
 
 namespace onset::coordinator {
 namespace {
@@ -176,6 +177,8 @@ CellSpec MakeCellSpec(const model::CellConfig& config, const std::vector<std::st
   cell.config_json = config.CanonicalText();
   cell.id = common::Sha256Hex(cell.config_json).substr(0, 16);
   cell.tokens_budget = config.train.tokens;
+  cell.non_embedding_params = model::NonEmbeddingParams(config.model);
+  cell.train_flops_per_token = model::TrainFlopsPerToken(config.model, cell.non_embedding_params);
   cell.axes = {
       {"arch", config.model.arch},
       {"window", config.model.HasSliding() ? std::to_string(config.model.window) : "-"},

@@ -113,6 +113,10 @@ struct CellSpec {
   std::map<std::string, std::vector<std::string>> axis_aliases;
   std::string config_json;  // canonical resolved config (CanonicalText)
   int64_t tokens_budget = 0;
+  // The model's size and training cost (model/flops.h), computed once at expansion and stored
+  // with the cell, so that reading a cell never parses its config.
+  int64_t non_embedding_params = 0;
+  double train_flops_per_token = 0;
 };
 
 // The first 16 hex digits of SHA-256(config.CanonicalText()).

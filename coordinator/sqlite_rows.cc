@@ -17,7 +17,9 @@ constexpr const char* kCellColumns = R"sql(
   COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
             FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
             ORDER BY a.attempt DESC LIMIT 1), ''),
-  c.tokens_per_second, c.failures, c.retry_at, c.devices, c.config_json)sql";
+  c.tokens_per_second, c.failures, c.retry_at, c.devices, c.non_embedding_params,
+  c.train_flops_per_token, CASE WHEN c.non_embedding_params IS NULL THEN c.config_json END)sql";
+constexpr int kCellColumnCount = 16;
 
 CellInfo ReadCell(const db::Statement& row) {
   CellInfo cell;
@@ -35,9 +37,15 @@ CellInfo ReadCell(const db::Statement& row) {
   cell.failures = static_cast<int>(row.Int(10));
   cell.retry_at_unix_ms = row.Int(11);
   cell.devices = static_cast<int>(row.Int(12));
-  const ModelCost cost = ModelCostOf(row.Text(13));
-  cell.non_embedding_params = cost.non_embedding_params;
-  cell.train_flops_per_token = cost.train_flops_per_token;
+  if (!row.IsNull(13)) {
+    cell.non_embedding_params = row.Int(13);
+    cell.train_flops_per_token = row.Double(14);
+  } else {
+    // A cell stored before its cost was (schema version 4): computed from its config.
+    const ModelCost cost = ModelCostOf(row.Text(15));
+    cell.non_embedding_params = cost.non_embedding_params;
+    cell.train_flops_per_token = cost.train_flops_per_token;
+  }
   return cell;
 }
 
@@ -195,12 +203,39 @@ std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id) {
          " cells) failed alike: " + (first_reason.empty() ? first_class : first_reason);
 }
 
-absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id) {
+absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id,
+                                                const CellPage& page, int64_t* next_after) {
+  // One row more than the page holds tells whether another page follows.
   ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
                          db.Prepare(std::string("SELECT ") + kCellColumns +
-                                    " FROM cells c JOIN studies s ON s.id = c.study_id"
-                                    " WHERE c.study_id = ? ORDER BY c.id"));
-  stmt.BindAll(study_id);
+                                    ", c.id FROM cells c JOIN studies s ON s.id = c.study_id"
+                                    " WHERE c.study_id = ? AND c.id > ? ORDER BY c.id LIMIT ?"));
+  stmt.BindAll(study_id, page.after, page.limit > 0 ? int64_t{page.limit} + 1 : int64_t{-1});
+  std::vector<CellInfo> cells;
+  int64_t last = 0;
+  if (next_after != nullptr) *next_after = 0;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return cells;
+    if (page.limit > 0 && static_cast<int>(cells.size()) == page.limit) {
+      if (next_after != nullptr) *next_after = last;
+      return cells;
+    }
+    cells.push_back(ReadCell(stmt));
+    last = stmt.Int(kCellColumnCount);
+  }
+}
+
+absl::StatusOr<std::vector<CellInfo>> FindCells(db::Connection& db, int64_t study_id,
+                                                const CellFilter& filter) {
+  // The ids travel as a JSON array bound to one parameter: the SQL text never changes.
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db.Prepare(std::string("SELECT ") + kCellColumns +
+                 " FROM cells c JOIN studies s ON s.id = c.study_id WHERE c.study_id = ?1 AND "
+                 "((?2 AND c.state = 'running') OR c.hash IN (SELECT value FROM json_each(?3))) "
+                 "ORDER BY c.id"));
+  stmt.BindAll(study_id, int64_t{filter.running}, nlohmann::json(filter.ids).dump());
   std::vector<CellInfo> cells;
   while (true) {
     ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());

@@ -18,8 +18,14 @@ namespace onset::coordinator::rows {
 absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name);
 // The study with its counts per state, its repeated-failure alert and its device note.
 absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id);
-// Its cells in queue order.
-absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id);
+// Its cells of `page`, in queue order; `next_after`, when given, receives the next page's
+// `after` (0 when no cell follows the page).
+absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id,
+                                                const CellPage& page = {},
+                                                int64_t* next_after = nullptr);
+// The study's cells that `filter` selects, in queue order.
+absl::StatusOr<std::vector<CellInfo>> FindCells(db::Connection& db, int64_t study_id,
+                                                const CellFilter& filter);
 // Its cells as stored: id, display axes, config and budget.
 absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id);
 // The row ids of the given cells of a study, in order; NotFound naming an unknown one.

@@ -156,7 +156,8 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
     ONSET_ASSIGN_OR_RETURN(
         db::Statement insert_cell,
         db.Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
-                   "created_at, updated_at, devices) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                   "created_at, updated_at, devices, non_embedding_params, "
+                   "train_flops_per_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                    "ON CONFLICT (study_id, hash) DO NOTHING"));
     // A stored cell is shown with the display axes of the latest submission that names it
     // (e.g. a field the study has since made an axis), and keeps the axis aliases of every
@@ -178,7 +179,8 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
       const std::string axes_json = rows::AxesJson(cell.axes, cell.axis_aliases);
       insert_cell.Reset();
       insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
-                          now, std::max(1, study.devices));
+                          now, std::max(1, study.devices), cell.non_embedding_params,
+                          cell.train_flops_per_token);
       ONSET_RETURN_IF_ERROR(insert_cell.Run());
       if (db.Changes() > 0) {
         ++result.cells_added;
@@ -220,14 +222,23 @@ absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
       });
 }
 
-absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name) {
+absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name, const CellPage& page) {
   return Read<StudyDetail>([&](db::Connection& db) -> absl::StatusOr<StudyDetail> {
     ONSET_ASSIGN_OR_RETURN(int64_t id, rows::StudyId(db, name));
     StudyDetail detail;
     ONSET_ASSIGN_OR_RETURN(detail.study, rows::LoadStudy(db, id));
-    ONSET_ASSIGN_OR_RETURN(detail.cells, rows::LoadCells(db, id));
+    ONSET_ASSIGN_OR_RETURN(detail.cells, rows::LoadCells(db, id, page, &detail.next_after));
     return detail;
   });
+}
+
+absl::StatusOr<std::vector<CellInfo>> SqliteStore::FindCells(const std::string& study,
+                                                             const CellFilter& filter) {
+  return Read<std::vector<CellInfo>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<CellInfo>> {
+        ONSET_ASSIGN_OR_RETURN(int64_t id, rows::StudyId(db, study));
+        return rows::FindCells(db, id, filter);
+      });
 }
 
 absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration& worker) {
@@ -322,10 +333,15 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
     // database's write lock, so no one claims it in between.
     ONSET_ASSIGN_OR_RETURN(
         db::Statement pick,
+        // The first fitting queued cell and the first fitting backoff cell that is due, each
+        // found by walking cells_by_state (state, id) from its start, then the earlier of the
+        // two: an OR of the two states would sort every queued cell on each lease.
         db.Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh, "
-                   "c.devices FROM cells c JOIN studies s ON s.id = c.study_id "
-                   "WHERE (c.state = 'queued' OR (c.state = 'backoff' AND c.retry_at <= ?)) "
-                   "AND c.devices <= ? ORDER BY c.id LIMIT 1"));
+                   "c.devices FROM cells c JOIN studies s ON s.id = c.study_id WHERE c.id IN ("
+                   "SELECT id FROM (SELECT id FROM cells WHERE state = 'queued' AND devices <= ?2 "
+                   "ORDER BY id LIMIT 1) UNION ALL "
+                   "SELECT id FROM (SELECT id FROM cells WHERE state = 'backoff' AND retry_at <= ?1 "
+                   "AND devices <= ?2 ORDER BY id LIMIT 1)) ORDER BY c.id LIMIT 1"));
     pick.BindAll(now, static_cast<int64_t>(free_devices.size()));
     ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
     if (!row) {
@@ -620,49 +636,52 @@ bool IsEvalMetric(const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<CellResult>> SqliteStore::Results(const std::string& study) {
-  return Read<std::vector<CellResult>>(
-      [&](db::Connection& db) -> absl::StatusOr<std::vector<CellResult>> {
-        ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
-        ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, rows::LoadCells(db, study_id));
-        std::vector<CellResult> results;
-        std::unordered_map<std::string, size_t> index;
-        for (CellInfo& cell : cells) {
-          index[cell.id] = results.size();
-          results.push_back(CellResult{std::move(cell), {}});
-        }
-        // With a bare MAX(), SQLite takes the other columns from the row holding the maximum.
-        ONSET_ASSIGN_OR_RETURN(
-            db::Statement stmt,
-            db.Prepare("SELECT c.hash, m.name, m.value, MAX(m.tokens) FROM metrics m "
-                       "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? "
-                       "GROUP BY m.cell_id, m.name"));
-        stmt.BindAll(study_id);
-        // An evaluation reports its metrics together, but not always the same ones (no
-        // retrieval-head score without a right answer, the ablation only at the end): a metric
-        // the cell's last evaluation did not report is left out rather than shown stale.
-        std::vector<std::unordered_map<std::string, std::pair<int64_t, double>>> last(
-            results.size());
-        std::vector<int64_t> last_eval(results.size(), -1);
-        while (true) {
-          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-          if (!row) break;
-          auto it = index.find(stmt.Text(0));
-          if (it == index.end()) continue;
-          const std::string name = stmt.Text(1);
-          const int64_t tokens = stmt.Int(3);
-          last[it->second][name] = {
-              tokens, stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2)};
-          if (IsEvalMetric(name)) last_eval[it->second] = std::max(last_eval[it->second], tokens);
-        }
-        for (size_t i = 0; i < results.size(); ++i) {
-          for (const auto& [name, point] : last[i]) {
-            if (IsEvalMetric(name) && point.first < last_eval[i]) continue;
-            results[i].final_metrics[name] = point.second;
-          }
-        }
-        return results;
-      });
+absl::StatusOr<ResultPage> SqliteStore::Results(const std::string& study, const CellPage& page) {
+  return Read<ResultPage>([&](db::Connection& db) -> absl::StatusOr<ResultPage> {
+    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+    ResultPage out;
+    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells,
+                           rows::LoadCells(db, study_id, page, &out.next_after));
+    std::unordered_map<std::string, size_t> index;
+    for (CellInfo& cell : cells) {
+      index[cell.id] = out.results.size();
+      out.results.push_back(CellResult{std::move(cell), {}});
+    }
+    // The page's cells are those of the study with queue positions in (page.after, last]; the
+    // metrics are read for that range only. With a bare MAX(), SQLite takes the other columns
+    // from the row holding the maximum.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement stmt,
+        db.Prepare("SELECT c.hash, m.name, m.value, MAX(m.tokens) FROM metrics m "
+                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? AND c.id > ? "
+                   "AND c.id <= ? GROUP BY m.cell_id, m.name"));
+    stmt.BindAll(study_id, page.after,
+                 out.next_after > 0 ? out.next_after : std::numeric_limits<int64_t>::max());
+    // An evaluation reports its metrics together, but not always the same ones (no
+    // retrieval-head score without a right answer, the ablation only at the end): a metric the
+    // cell's last evaluation did not report is left out rather than shown stale.
+    std::vector<std::unordered_map<std::string, std::pair<int64_t, double>>> last(
+        out.results.size());
+    std::vector<int64_t> last_eval(out.results.size(), -1);
+    while (true) {
+      ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      auto it = index.find(stmt.Text(0));
+      if (it == index.end()) continue;
+      const std::string name = stmt.Text(1);
+      const int64_t tokens = stmt.Int(3);
+      last[it->second][name] = {
+          tokens, stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2)};
+      if (IsEvalMetric(name)) last_eval[it->second] = std::max(last_eval[it->second], tokens);
+    }
+    for (size_t i = 0; i < out.results.size(); ++i) {
+      for (const auto& [name, point] : last[i]) {
+        if (IsEvalMetric(name) && point.first < last_eval[i]) continue;
+        out.results[i].final_metrics[name] = point.second;
+      }
+    }
+    return out;
+  });
 }
 
 }  // namespace onset::coordinator

@@ -65,7 +65,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
   absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
-  absl::StatusOr<StudyDetail> GetStudy(const std::string& name) override;
+  using Store::GetStudy;
+  absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) override;
+  absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,
+                                                  const CellFilter& filter) override;
   absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
@@ -80,7 +83,8 @@ class SqliteStore final : public Store {
                                   const std::vector<std::string>& cell_ids) override;
   absl::StatusOr<int> RerunCells(const RerunRequest& request) override;
   absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() override;
-  absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) override;
+  using Store::Results;
+  absl::StatusOr<ResultPage> Results(const std::string& study, const CellPage& page) override;
   absl::StatusOr<StudySnapshot> SnapshotStudy(const std::string& name) override;
   absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study, int64_t after_seq,
                                                      int limit) override;

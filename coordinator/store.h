@@ -132,10 +132,26 @@ struct AddStudyResult {
   std::vector<std::string> new_cell_ids;  // those that did not exist before, in its order
 };
 
+// Which of a study's cells a read returns, in queue order: those after queue position `after`
+// (0: from the first), at most `limit` of them (0: all).
+struct CellPage {
+  int64_t after = 0;
+  int limit = 0;
+};
+
+// Which cells a watcher's progress check reads: the running ones and the named ones.
+struct CellFilter {
+  bool running = false;
+  std::vector<std::string> ids;
+};
+
 struct StudyDetail {
   StudyInfo study;
   std::vector<CellInfo> cells;  // queue order
+  int64_t next_after = 0;       // the `after` of the next page; 0 when this one is the last
 };
+
+
 
 // A study as of one instant, with the seq of the last event that instant includes.
 struct StudySnapshot {
@@ -223,6 +239,12 @@ struct CellResult {
   std::map<std::string, double> final_metrics;  // name -> value at its largest tokens count
 };
 
+// A page of results; next_after as in StudyDetail.
+struct ResultPage {
+  std::vector<CellResult> results;  // queue order
+  int64_t next_after = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -239,8 +261,13 @@ class Store {
   virtual absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) = 0;
   // Oldest first.
   virtual absl::StatusOr<std::vector<StudyInfo>> ListStudies() = 0;
-  // NotFound for an unknown name.
-  virtual absl::StatusOr<StudyDetail> GetStudy(const std::string& name) = 0;
+  // The study and the cells of `page`. NotFound for an unknown name.
+  virtual absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) = 0;
+  absl::StatusOr<StudyDetail> GetStudy(const std::string& name) { return GetStudy(name, {}); }
+  // The study's cells that `filter` selects (queue order), without the study. NotFound for an
+  // unknown study.
+  virtual absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,
+                                                          const CellFilter& filter) = 0;
 
   // Registers a worker; returns its new id. InvalidArgument for bad device names
   // (CheckDeviceNames).
@@ -286,8 +313,14 @@ class Store {
   // Attempts without an end, oldest first.
   virtual absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() = 0;
 
-  // Every cell of the study with its final metrics. NotFound for an unknown study.
-  virtual absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) = 0;
+  // The cells of `page` with their final metrics. NotFound for an unknown study.
+  virtual absl::StatusOr<ResultPage> Results(const std::string& study, const CellPage& page) = 0;
+  // Every cell of the study with its final metrics.
+  absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) {
+    absl::StatusOr<ResultPage> all = Results(study, {});
+    if (!all.ok()) return all.status();
+    return std::move(all->results);
+  }
 
   // The study and the seq of the newest event it reflects, read in one snapshot, so that the
   // events after last_seq are exactly the changes since. NotFound for an unknown study.
