@@ -189,7 +189,7 @@ int LogsCommand(StudyClient& client, const LogsOptions& options, std::ostream& o
       request.set_after_line(line.line());
     }
     out << std::flush;
-    if (r->lines_size() == kLogPage) continue;  // more of the backlog
+    if (r->more() || r->lines_size() == kLogPage) continue;  // more of the backlog
     if (backlog) {
       for (const v1::LogLine& line : tail) print(*r, line);
       tail.clear();

@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_status.h"
@@ -61,6 +63,10 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
   }
 }
 
+namespace {
+constexpr std::chrono::milliseconds kSubmitTimeout = std::chrono::minutes(5);
+}  // namespace
+
 absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& source_name,
                                                             const std::string& yaml,
                                                             const std::string& base_dir,
@@ -70,11 +76,31 @@ absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& s
   request.set_yaml(yaml);
   request.set_base_dir(base_dir);
   request.set_dry_run(dry_run);
-  v1::SubmitStudyResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context);
-  if (auto s = Convert("SubmitStudy", stub_->SubmitStudy(&context, request, &response)); !s.ok()) {
-    return s;
+  // Expanding and storing a study at the cell limit takes the coordinator tens of seconds on a
+  // small machine: more than the other calls' deadline.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::max<std::chrono::milliseconds>(timeout_, kSubmitTimeout));
+  std::unique_ptr<grpc::ClientReader<v1::SubmitStudyResponse>> reader =
+      stub_->SubmitStudy(&context, request);
+  // The answer comes in pieces: the first with the study and the counts, each with more cells.
+  v1::SubmitStudyResponse response;
+  v1::SubmitStudyResponse piece;
+  bool first = true;
+  while (reader->Read(&piece)) {
+    if (first) {
+      response = std::move(piece);
+      first = false;
+      continue;
+    }
+    for (v1::Cell& cell : *piece.mutable_cells()) *response.add_cells() = std::move(cell);
+    for (std::string& id : *piece.mutable_new_cell_ids()) response.add_new_cell_ids(std::move(id));
+  }
+  if (auto s = Convert("SubmitStudy", reader->Finish()); !s.ok()) return s;
+  if (first || response.cells_size() != response.cells_in_file()) {
+    return absl::DataLossError(absl::StrCat("SubmitStudy to ", address_, ": the answer ended after ",
+                                            response.cells_size(), " of ",
+                                            response.cells_in_file(), " cells"));
   }
   return response;
 }
@@ -102,25 +128,35 @@ absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers() {
 absl::StatusOr<v1::GetStudyResponse> StudyClient::Get(const std::string& name) {
   v1::GetStudyRequest request;
   request.set_name(name);
-  v1::GetStudyResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (auto s = Convert("GetStudy", stub_->GetStudy(&context, request, &response)); !s.ok()) {
-    return s;
-  }
-  return response;
+  v1::GetStudyResponse all;
+  // Page by page; the study's counts are those of the last page read.
+  do {
+    v1::GetStudyResponse page;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    if (auto s = Convert("GetStudy", stub_->GetStudy(&context, request, &page)); !s.ok()) return s;
+    *all.mutable_study() = std::move(*page.mutable_study());
+    for (v1::Cell& cell : *page.mutable_cells()) *all.add_cells() = std::move(cell);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return all;
 }
 
 absl::StatusOr<v1::GetResultsResponse> StudyClient::Results(const std::string& study) {
   v1::GetResultsRequest request;
   request.set_study(study);
-  v1::GetResultsResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (auto s = Convert("GetResults", stub_->GetResults(&context, request, &response)); !s.ok()) {
-    return s;
-  }
-  return response;
+  v1::GetResultsResponse all;
+  do {
+    v1::GetResultsResponse page;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    if (auto s = Convert("GetResults", stub_->GetResults(&context, request, &page)); !s.ok()) {
+      return s;
+    }
+    for (v1::CellResult& r : *page.mutable_results()) *all.add_results() = std::move(r);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return all;
 }
 
 absl::StatusOr<v1::CancelCellsResponse> StudyClient::Cancel(

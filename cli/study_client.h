@@ -39,14 +39,18 @@ class StudyClient {
   bool Connects(std::chrono::milliseconds within);
 
   // `base_dir`: the absolute directory of the study file (relative data paths resolve there).
-  // `dry_run`: the coordinator checks and expands the file and writes nothing.
+  // `dry_run`: the coordinator checks and expands the file and writes nothing. The streamed
+  // answer is put together into one message; DataLoss when it ends short.
   absl::StatusOr<v1::SubmitStudyResponse> Submit(const std::string& source_name,
                                                  const std::string& yaml,
                                                  const std::string& base_dir = "",
                                                  bool dry_run = false);
   absl::StatusOr<v1::ListStudiesResponse> List();
   absl::StatusOr<v1::ListWorkersResponse> Workers();
+  // The study with every cell, read page by page (one deadline per page); the counts are those
+  // of the last page.
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
+  // Every cell's results, page by page.
   absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);
   absl::StatusOr<v1::CancelCellsResponse> Cancel(const std::string& study,
                                                  const std::vector<std::string>& cells);

@@ -53,10 +53,19 @@ std::string DescribeAxes(const google::protobuf::Map<std::string, std::string>& 
 std::string WatchView::Apply(const v1::WatchStudyResponse& message, int64_t now_unix_ms) {
   std::string out;
   if (message.has_snapshot()) {
-    study_ = message.snapshot();
-    index_.clear();
-    for (int i = 0; i < study_.cells_size(); ++i) index_[study_.cells(i).id()] = i;
-    out += StudySummary(study_.study(), style_) + "\n";
+    // A snapshot may come in several messages: the first replaces what was known, the others
+    // add their cells; the summary is printed once it is complete.
+    if (!snapshot_pending_) {
+      study_.Clear();
+      index_.clear();
+    }
+    *study_.mutable_study() = message.snapshot().study();
+    for (const v1::Cell& cell : message.snapshot().cells()) {
+      index_[cell.id()] = study_.cells_size();
+      *study_.add_cells() = cell;
+    }
+    snapshot_pending_ = message.snapshot_more();
+    if (!snapshot_pending_) out += StudySummary(study_.study(), style_) + "\n";
   }
   if (message.last_seq() > last_seq_) last_seq_ = message.last_seq();
   for (const v1::CellEvent& e : message.events()) {
@@ -104,7 +113,7 @@ std::string WatchView::Apply(const v1::WatchStudyResponse& message, int64_t now_
   // with the snapshot, and when the study has just finished).
   const std::string progress = ProgressLine();
   if (progress_every_ms_ > 0 && !progress.empty() && progress != progress_printed_ &&
-      (message.has_snapshot() || Finished() ||
+      ((message.has_snapshot() && !snapshot_pending_) || Finished() ||
        now_unix_ms - progress_printed_at_ms_ >= progress_every_ms_)) {
     out += style_.Dim(progress) + "\n";
     progress_printed_ = progress;
@@ -122,7 +131,7 @@ std::string WatchView::ProgressLine() const {
 }
 
 bool WatchView::Finished() const {
-  if (study_.cells().empty()) return false;
+  if (study_.cells().empty() || snapshot_pending_) return false;
   for (const v1::Cell& c : study_.cells()) {
     if (!Ended(c.state())) return false;
   }

@@ -26,8 +26,9 @@ class WatchView {
   // lines, possibly none).
   std::string Apply(const v1::WatchStudyResponse& message, int64_t now_unix_ms);
 
-  // Resume a broken stream after this (0 before the first message).
-  int64_t last_seq() const { return last_seq_; }
+  // Resume a broken stream after this (0 before the first message, and while a snapshot that
+  // comes in several messages is incomplete: a break then asks for the whole snapshot again).
+  int64_t last_seq() const { return snapshot_pending_ ? 0 : last_seq_; }
   // The study has cells and none of them can still change by itself (every one succeeded,
   // failed, diverged or was cancelled).
   bool Finished() const;
@@ -45,6 +46,7 @@ class WatchView {
   v1::GetStudyResponse study_;             // the latest state of every cell
   std::map<std::string, int> index_;       // cell id -> position in study_.cells()
   int64_t last_seq_ = 0;
+  bool snapshot_pending_ = false;          // the next message continues the snapshot
   int64_t progress_printed_at_ms_ = 0;
   std::string progress_printed_;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -23,6 +25,8 @@ Progress ProgressOf(const CellInfo& cell) {
 absl::Status WatchStudy(Store& store, const std::string& study, int64_t after_seq,
                         const std::function<bool(const WatchUpdate&)>& send,
                         const std::function<bool()>& stopped, const FeedOptions& options) {
+  const size_t snapshot_cells = static_cast<size_t>(std::max(1, options.snapshot_cells));
+  const size_t max_progress = static_cast<size_t>(std::max(1, options.max_progress));
   std::map<std::string, Progress> told;
   int64_t seq = after_seq;
   int64_t version = store.ChangeVersion();
@@ -35,36 +39,62 @@ absl::Status WatchStudy(Store& store, const std::string& study, int64_t after_se
                                    "; start again from 0 (was the database replaced?)");
     }
     if (after_seq == 0) {
-      WatchUpdate first;
-      for (const CellInfo& cell : snapshot.detail.cells) told[cell.id] = ProgressOf(cell);
-      first.study = snapshot.detail.study;
-      first.last_seq = snapshot.last_seq;
-      first.snapshot = std::move(snapshot.detail);
-      if (!send(first)) return absl::OkStatus();
-      seq = first.last_seq;
+      std::vector<CellInfo>& cells = snapshot.detail.cells;
+      for (const CellInfo& cell : cells) told[cell.id] = ProgressOf(cell);
+      // The snapshot in pieces: every piece carries the study, the last one ends it.
+      size_t from = 0;
+      do {
+        const size_t to = std::min(cells.size(), from + snapshot_cells);
+        WatchUpdate piece;
+        piece.study = snapshot.detail.study;
+        piece.last_seq = snapshot.last_seq;
+        piece.snapshot.emplace();
+        piece.snapshot->study = snapshot.detail.study;
+        piece.snapshot->cells.assign(std::make_move_iterator(cells.begin() + from),
+                                     std::make_move_iterator(cells.begin() + to));
+        piece.snapshot_more = to < cells.size();
+        if (!send(piece)) return absl::OkStatus();
+        from = to;
+      } while (from < cells.size());
+      seq = snapshot.last_seq;
     }
-    // Resuming: the events after after_seq come below, with every cell's current progress
-    // (progress is a gauge: the latest value is all a watcher needs).
+    // Resuming: the events after after_seq come below, with the current progress of the
+    // running cells and of those the events name (progress is a gauge: the latest value is all
+    // a watcher needs).
   }
+  // A page past every cell: the study's counts and alert without its cells.
+  const CellPage no_cells{std::numeric_limits<int64_t>::max(), 0};
   while (!stopped()) {
     ONSET_ASSIGN_OR_RETURN(std::vector<CellEvent> events,
                            store.StudyEvents(study, seq, options.max_events));
-    ONSET_ASSIGN_OR_RETURN(StudyDetail detail, store.GetStudy(study));
-    WatchUpdate update;
-    for (const CellInfo& cell : detail.cells) {
+    CellFilter changed{.running = true, .ids = {}};
+    for (const CellEvent& e : events) changed.ids.push_back(e.cell_id);
+    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, store.FindCells(study, changed));
+    ONSET_ASSIGN_OR_RETURN(StudyDetail detail, store.GetStudy(study, no_cells));
+    std::vector<CellInfo> progress;
+    for (CellInfo& cell : cells) {
       auto it = told.find(cell.id);
       const Progress now = ProgressOf(cell);
       if (it != told.end() && it->second == now) continue;
       told[cell.id] = now;
-      update.progress.push_back(cell);
+      progress.push_back(std::move(cell));
     }
-    if (!events.empty() || !update.progress.empty()) {
+    if (!events.empty() || !progress.empty()) {
       if (!events.empty()) seq = events.back().seq;
       const bool more = static_cast<int>(events.size()) == options.max_events;
-      update.events = std::move(events);
-      update.last_seq = seq;
-      update.study = std::move(detail.study);
-      if (!send(update)) return absl::OkStatus();
+      // The events in one message, the progress in pieces of at most max_progress.
+      size_t from = 0;
+      do {
+        const size_t to = std::min(progress.size(), from + max_progress);
+        WatchUpdate update;
+        if (from == 0) update.events = std::move(events);
+        update.progress.assign(std::make_move_iterator(progress.begin() + from),
+                               std::make_move_iterator(progress.begin() + to));
+        update.last_seq = seq;
+        update.study = detail.study;
+        if (!send(update)) return absl::OkStatus();
+        from = to;
+      } while (from < progress.size());
       if (more) continue;
       std::this_thread::sleep_for(std::chrono::milliseconds(options.min_interval_ms));
     }

@@ -20,7 +20,10 @@ namespace onset::coordinator {
 
 // One message to a watcher.
 struct WatchUpdate {
-  std::optional<StudyDetail> snapshot;  // the first message of a watch from seq 0
+  // The first message(s) of a watch from seq 0: at most FeedOptions::snapshot_cells cells each;
+  // snapshot_more while the next message continues the snapshot.
+  std::optional<StudyDetail> snapshot;
+  bool snapshot_more = false;
   int64_t last_seq = 0;                 // resume after this
   std::vector<CellEvent> events;        // in seq order
   std::vector<CellInfo> progress;       // cells whose tokens, throughput or loss changed
@@ -31,8 +34,14 @@ struct FeedOptions {
   int64_t poll_ms = 500;          // longest wait between two looks at the store
   int64_t min_interval_ms = 200;  // shortest gap between two messages (progress is a gauge)
   int max_events = 1000;          // events per message
+  int snapshot_cells = 2000;      // cells per snapshot message
+  int max_progress = 5000;        // progress entries per message
 };
 
+// Every message stays far below gRPC's message size limit whatever the study's size: the
+// snapshot, the events and the progress come in bounded pieces. Progress is checked on the
+// running cells and those the new events name, never by reading the whole study.
+//
 // Sends `study`'s changes after `after_seq` (0: first a snapshot) to `send` until `send`
 // returns false or `stopped()` returns true; returns OK then. NotFound for an unknown study,
 // OutOfRange when after_seq is ahead of the event log (a watcher of another coordinator's

@@ -1,5 +1,10 @@
 #include "coordinator/study_service.h"
 
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+
 #include "common/grpc_status.h"
 #include "coordinator/feeds.h"
 #include "coordinator/study_file.h"
@@ -46,6 +51,37 @@ std::optional<CellState> FromProto(onset::v1::CellState s) {
     default:
       return std::nullopt;
   }
+}
+
+// Cells per message of SubmitStudy and WatchStudy's snapshot, and per GetStudy page by default:
+// a cell takes ~120 bytes, so a piece stays far below gRPC's 4 MB message limit.
+constexpr size_t kPageCells = 2000;
+constexpr int kMaxPageCells = 10'000;
+// Results carry every metric's final value: fewer cells per page by default.
+constexpr int kResultPageCells = 1000;
+
+// A page token is the queue position of the previous page's last cell, in decimal; clients
+// treat it as opaque.
+std::string PageToken(int64_t next_after) {
+  return next_after > 0 ? std::to_string(next_after) : "";
+}
+
+absl::StatusOr<CellPage> ParsePage(int32_t page_size, const std::string& token,
+                                   int default_size) {
+  if (page_size < 0 || page_size > kMaxPageCells) {
+    return absl::InvalidArgumentError("page_size: must be 0..10000 (0 = " +
+                                      std::to_string(default_size) + ")");
+  }
+  CellPage page;
+  page.limit = page_size == 0 ? default_size : page_size;
+  if (!token.empty()) {
+    int64_t after = 0;
+    if (!absl::SimpleAtoi(token, &after) || after <= 0) {
+      return absl::InvalidArgumentError("page_token: not one this coordinator gave out");
+    }
+    page.after = after;
+  }
+  return page;
 }
 
 }  // namespace
@@ -95,9 +131,9 @@ void ToProto(const CellEvent& in, onset::v1::CellEvent* out) {
   out->set_reason(in.reason);
 }
 
-grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext* context,
-                                           const onset::v1::SubmitStudyRequest* request,
-                                           onset::v1::SubmitStudyResponse* response) {
+grpc::Status StudyServiceImpl::SubmitStudy(
+    grpc::ServerContext* context, const onset::v1::SubmitStudyRequest* request,
+    grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
@@ -107,10 +143,26 @@ grpc::Status StudyServiceImpl::SubmitStudy(grpc::ServerContext* context,
   absl::StatusOr<AddStudyResult> added =
       request->dry_run() ? store_->PreviewStudy(study) : store_->AddStudy(study);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
-  ToProto(added->study, response->mutable_study());
-  response->set_cells_added(added->cells_added);
-  for (const CellInfo& cell : added->cells) ToProto(cell, response->add_cells());
-  for (const std::string& id : added->new_cell_ids) response->add_new_cell_ids(id);
+  // The file's cells in pieces of kPageCells, each with the new ones among them.
+  const std::set<std::string> fresh(added->new_cell_ids.begin(), added->new_cell_ids.end());
+  const std::vector<CellInfo>& cells = added->cells;
+  size_t from = 0;
+  do {
+    onset::v1::SubmitStudyResponse out;
+    if (from == 0) {
+      ToProto(added->study, out.mutable_study());
+      out.set_cells_added(added->cells_added);
+      out.set_cells_in_file(static_cast<int32_t>(cells.size()));
+    }
+    const size_t to = std::min(cells.size(), from + kPageCells);
+    for (size_t i = from; i < to; ++i) {
+      ToProto(cells[i], out.add_cells());
+      if (fresh.count(cells[i].id) > 0) out.add_new_cell_ids(cells[i].id);
+    }
+    // The study is stored by now: a client gone meanwhile loses only the answer.
+    if (!writer->Write(out)) return grpc::Status::OK;
+    from = to;
+  } while (from < cells.size());
   return grpc::Status::OK;
 }
 
@@ -154,10 +206,14 @@ grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
                                         const onset::v1::GetStudyRequest* request,
                                         onset::v1::GetStudyResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  absl::StatusOr<StudyDetail> detail = store_->GetStudy(request->name());
+  absl::StatusOr<CellPage> page =
+      ParsePage(request->page_size(), request->page_token(), static_cast<int>(kPageCells));
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy(request->name(), *page);
   if (!detail.ok()) return common::ToGrpcStatus(detail.status());
   ToProto(detail->study, response->mutable_study());
   for (const CellInfo& cell : detail->cells) ToProto(cell, response->add_cells());
+  response->set_next_page_token(PageToken(detail->next_after));
   return grpc::Status::OK;
 }
 
@@ -165,13 +221,17 @@ grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext* context,
                                           const onset::v1::GetResultsRequest* request,
                                           onset::v1::GetResultsResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  absl::StatusOr<std::vector<CellResult>> results = store_->Results(request->study());
+  absl::StatusOr<CellPage> page =
+      ParsePage(request->page_size(), request->page_token(), kResultPageCells);
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  absl::StatusOr<ResultPage> results = store_->Results(request->study(), *page);
   if (!results.ok()) return common::ToGrpcStatus(results.status());
-  for (const CellResult& r : *results) {
+  for (const CellResult& r : results->results) {
     onset::v1::CellResult* out = response->add_results();
     ToProto(r.cell, out->mutable_cell());
     for (const auto& [name, value] : r.final_metrics) (*out->mutable_final_metrics())[name] = value;
   }
+  response->set_next_page_token(PageToken(results->next_after));
   return grpc::Status::OK;
 }
 
@@ -222,6 +282,7 @@ grpc::Status StudyServiceImpl::WatchStudy(
   }
   auto send = [&](const WatchUpdate& update) {
     onset::v1::WatchStudyResponse out;
+    out.set_snapshot_more(update.snapshot_more);
     if (update.snapshot) {
       ToProto(update.snapshot->study, out.mutable_snapshot()->mutable_study());
       for (const CellInfo& cell : update.snapshot->cells) {
@@ -279,7 +340,16 @@ grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
   response->set_ended(chunk->ended);
   response->set_cell_state(ToProto(chunk->cell_state));
   response->set_first_line(chunk->first_line);
+  // At most about kMaxLogBytes of text an answer (lines are up to a few KB each, so `limit`
+  // alone does not bound it); the rest comes with the next ask.
+  constexpr size_t kMaxLogBytes = 2 << 20;
+  size_t bytes = 0;
   for (const LogLine& line : chunk->lines) {
+    if (bytes > 0 && bytes + line.text.size() > kMaxLogBytes) {
+      response->set_more(true);
+      break;
+    }
+    bytes += line.text.size() + 32;
     onset::v1::LogLine* out = response->add_lines();
     out->set_line(line.line);
     out->set_at_unix_ms(line.at_unix_ms);

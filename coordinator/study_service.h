@@ -19,7 +19,7 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
 
   grpc::Status SubmitStudy(grpc::ServerContext* context,
                            const onset::v1::SubmitStudyRequest* request,
-                           onset::v1::SubmitStudyResponse* response) override;
+                           grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) override;
   grpc::Status ListStudies(grpc::ServerContext* context,
                            const onset::v1::ListStudiesRequest* request,
                            onset::v1::ListStudiesResponse* response) override;

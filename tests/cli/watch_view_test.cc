@@ -118,6 +118,30 @@ TEST(WatchViewTest, ColourOnlyWhenAsked) {
   EXPECT_THAT(text, Not(HasSubstr("\x1b")));
 }
 
+TEST(WatchViewTest, ASnapshotInSeveralMessagesIsPutTogetherBeforeItCounts) {
+  // Three ended cells, sent as two messages: the first two, then the third.
+  v1::WatchStudyResponse all = Snapshot(3);
+  for (v1::Cell& c : *all.mutable_snapshot()->mutable_cells()) c.set_state(v1::CELL_STATE_SUCCEEDED);
+  v1::WatchStudyResponse first = all;
+  first.mutable_snapshot()->mutable_cells()->DeleteSubrange(2, 1);
+  first.set_snapshot_more(true);
+  v1::WatchStudyResponse second = all;
+  second.mutable_snapshot()->mutable_cells()->DeleteSubrange(0, 2);
+
+  WatchView view;
+  EXPECT_EQ(view.Apply(first, 0), "");  // nothing printed for half a snapshot
+  EXPECT_FALSE(view.Finished());        // the third cell has not been seen yet
+  EXPECT_EQ(view.last_seq(), 0);        // a break now must ask for the whole snapshot again
+  EXPECT_THAT(view.Apply(second, 0), HasSubstr("demo: 3 cells"));
+  EXPECT_EQ(view.study().cells_size(), 3);
+  EXPECT_TRUE(view.Finished());
+  EXPECT_EQ(view.last_seq(), 10);
+
+  // A new snapshot (after a reconnection from 0) replaces the cells, it does not add to them.
+  view.Apply(all, 0);
+  EXPECT_EQ(view.study().cells_size(), 3);
+}
+
 TEST(DescribeAxesTest, NamedAxesFirstThenTheOthersSorted) {
   google::protobuf::Map<std::string, std::string> axes;
   axes["train.lr"] = "0.001";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <set>
 #include <thread>
 
 #include "common/fake_clock.h"
@@ -105,6 +106,67 @@ TEST_F(WatchTest, AResumedWatchGetsExactlyWhatItMissedAndTheCurrentProgress) {
     if (c.id == job.cell_id) saw_progress = c.tokens_done == 4096;
   }
   EXPECT_TRUE(saw_progress);
+}
+
+TEST_F(WatchTest, ABigSnapshotComesInPiecesThatTogetherHoldEveryCellOnce) {
+  std::vector<WatchUpdate> got;
+  FeedOptions options;
+  options.snapshot_cells = 4;  // the small study has 6 cells: 4 + 2
+  ASSERT_TRUE(WatchStudy(
+                  *store_, "small", 0,
+                  [&](const WatchUpdate& u) {
+                    got.push_back(u);
+                    return u.snapshot_more;
+                  },
+                  [] { return false; }, options)
+                  .ok());
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_TRUE(got[0].snapshot && got[1].snapshot);
+  EXPECT_TRUE(got[0].snapshot_more);
+  EXPECT_FALSE(got[1].snapshot_more);
+  EXPECT_EQ(got[0].snapshot->cells.size(), 4u);
+  EXPECT_EQ(got[1].snapshot->cells.size(), 2u);
+  EXPECT_EQ(got[0].last_seq, got[1].last_seq);
+  std::vector<std::string> ids;
+  for (const WatchUpdate& u : got) {
+    EXPECT_EQ(u.snapshot->study.cells_total, 6);
+    for (const CellInfo& c : u.snapshot->cells) ids.push_back(c.id);
+  }
+  std::vector<std::string> expected;
+  absl::StatusOr<StudyDetail> stored = store_->GetStudy("small");
+  ASSERT_TRUE(stored.ok());
+  for (const CellInfo& c : stored->cells) expected.push_back(c.id);
+  EXPECT_EQ(ids, expected);  // queue order, each once
+}
+
+TEST_F(WatchTest, ProgressComesInBoundedPieces) {
+  // Three running cells with progress, at most two progress entries a message.
+  std::vector<std::string> running;
+  for (int i = 0; i < 3; ++i) {
+    ClaimedJob job = Claim();
+    ASSERT_TRUE(store_->RecordProgress(job.lease_id, 1000 + i, 1.0).ok());
+    running.push_back(job.cell_id);
+  }
+  // Resumed after the latest event: the watcher is owed every running cell's progress.
+  absl::StatusOr<StudySnapshot> now = store_->SnapshotStudy("small");
+  ASSERT_TRUE(now.ok());
+  std::vector<WatchUpdate> got;
+  FeedOptions options;
+  options.poll_ms = 20;
+  options.min_interval_ms = 0;
+  options.max_progress = 2;
+  std::set<std::string> seen;
+  ASSERT_TRUE(WatchStudy(
+                  *store_, "small", now->last_seq,
+                  [&](const WatchUpdate& u) {
+                    got.push_back(u);
+                    for (const CellInfo& c : u.progress) seen.insert(c.id);
+                    return seen.size() < 3;
+                  },
+                  [] { return false; }, options)
+                  .ok());
+  for (const WatchUpdate& u : got) EXPECT_LE(u.progress.size(), 2u);
+  EXPECT_EQ(seen, std::set<std::string>(running.begin(), running.end()));
 }
 
 TEST_F(WatchTest, UnknownStudyAndAFutureSeqAreRefused) {

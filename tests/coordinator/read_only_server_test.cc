@@ -100,8 +100,9 @@ TEST_F(ReadOnlyServerTest, ServesStudiesInProcessAndRefusesWrites) {
   submit.set_yaml(testing::kSmallStudy);
   submit.set_dry_run(true);
   v1::SubmitStudyResponse submitted;
-  EXPECT_EQ(stub->SubmitStudy(&submit_context, submit, &submitted).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+  auto reader = stub->SubmitStudy(&submit_context, submit);
+  EXPECT_FALSE(reader->Read(&submitted));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 
   // Still all queued: nothing was written.
   grpc::ClientContext again_context;

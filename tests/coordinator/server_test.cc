@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <future>
+#include <set>
 
 #include "common/grpc_auth.h"
 #include "db/sqlite.h"
@@ -104,8 +105,23 @@ class ServerTest : public ::testing::Test {
     req.set_source_name("studies/small.yaml");
     req.set_yaml(yaml);
     req.set_dry_run(dry_run);
+    // The answer streams: the first piece has the study and counts, each piece more cells.
     v1::SubmitStudyResponse resp;
-    *status = studies_->SubmitStudy(Ctx().get(), req, &resp);
+    auto ctx = Ctx();
+    auto reader = studies_->SubmitStudy(ctx.get(), req);
+    v1::SubmitStudyResponse piece;
+    bool first = true;
+    while (reader->Read(&piece)) {
+      if (first) {
+        resp = piece;
+        first = false;
+      } else {
+        for (const v1::Cell& cell : piece.cells()) *resp.add_cells() = cell;
+        for (const std::string& id : piece.new_cell_ids()) resp.add_new_cell_ids(id);
+      }
+      ++submit_pieces_;
+    }
+    *status = reader->Finish();
     return resp;
   }
 
@@ -125,6 +141,7 @@ class ServerTest : public ::testing::Test {
   testing::TempDir dir_;
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<v1::StudyService::Stub> studies_;
+  int submit_pieces_ = 0;  // messages of SubmitStudy answers so far
   std::unique_ptr<v1::WorkerService::Stub> workers_;
 };
 
@@ -628,6 +645,71 @@ TEST(ServerStartTest, ABusyPortIsUnavailable) {
   config.listen = (*first)->address();
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> second = CoordinatorServer::Start(config);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ServerTest, StudiesAndResultsComeInPagesAndSubmitInPieces) {
+  // 2,500 cells: more than a submit piece and a default page (2,000) hold.
+  std::string yaml = testing::kSmallStudy;
+  yaml.replace(yaml.find("name: small"), 11, "name: wide");
+  yaml.replace(yaml.find("seeds: 2"), 8, "seeds: 500");
+  yaml.replace(yaml.find("window: [16, 32]"), 16, "window: [8, 16, 32, 48]");
+  grpc::Status status;
+  v1::SubmitStudyResponse preview = Submit(yaml, &status, /*dry_run=*/true);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(submit_pieces_, 2);
+  EXPECT_EQ(preview.cells_in_file(), 2500);
+  EXPECT_EQ(preview.cells_size(), 2500);
+  EXPECT_EQ(preview.new_cell_ids_size(), 2500);
+
+  submit_pieces_ = 0;
+  v1::SubmitStudyResponse submitted = Submit(yaml, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(submit_pieces_, 2);
+  EXPECT_EQ(submitted.cells_added(), 2500);
+  ASSERT_EQ(submitted.cells_size(), 2500);
+  std::set<std::string> fresh(submitted.new_cell_ids().begin(), submitted.new_cell_ids().end());
+  EXPECT_EQ(fresh.size(), 2500u);
+
+  // Default pages: 2,000 then 500.
+  v1::GetStudyRequest get;
+  get.set_name("wide");
+  v1::GetStudyResponse page;
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &page).ok());
+  EXPECT_EQ(page.cells_size(), 2000);
+  EXPECT_EQ(page.study().cells_total(), 2500);
+  ASSERT_FALSE(page.next_page_token().empty());
+  get.set_page_token(page.next_page_token());
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &page).ok());
+  EXPECT_EQ(page.cells_size(), 500);
+  EXPECT_EQ(page.cells(499).id(), submitted.cells(2499).id());
+  EXPECT_TRUE(page.next_page_token().empty());
+
+  // Pages of 999 results: 999, 999, 502, in the submission's order.
+  v1::GetResultsRequest results_req;
+  results_req.set_study("wide");
+  results_req.set_page_size(999);
+  std::vector<int> sizes;
+  std::vector<std::string> ids;
+  do {
+    v1::GetResultsResponse results;
+    ASSERT_TRUE(studies_->GetResults(Ctx().get(), results_req, &results).ok());
+    sizes.push_back(results.results_size());
+    for (const v1::CellResult& r : results.results()) ids.push_back(r.cell().id());
+    results_req.set_page_token(results.next_page_token());
+  } while (!results_req.page_token().empty());
+  EXPECT_THAT(sizes, ElementsAre(999, 999, 502));
+  ASSERT_EQ(ids.size(), 2500u);
+  for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], submitted.cells(i).id()) << i;
+
+  // Bad page requests say what is wrong.
+  get.set_page_token("not-a-token");
+  EXPECT_EQ(studies_->GetStudy(Ctx().get(), get, &page).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  get.set_page_token("");
+  get.set_page_size(10'001);
+  grpc::Status too_big = studies_->GetStudy(Ctx().get(), get, &page);
+  EXPECT_EQ(too_big.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(too_big.error_message(), HasSubstr("page_size"));
 }
 
 }  // namespace

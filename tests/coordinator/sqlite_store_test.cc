@@ -11,6 +11,7 @@
 
 #include "common/fake_clock.h"
 #include "coordinator/study_file.h"
+#include "db/sqlite.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -164,6 +165,82 @@ grid:
     EXPECT_EQ(cell.non_embedding_params, 32 + 4 * (64 + 9216 + 3072 + 1024 + 32)) << cell.id;
     EXPECT_GT(cell.train_flops_per_token, 6.0 * cell.non_embedding_params) << cell.id;
   }
+}
+
+TEST_F(SqliteStoreTest, ACellStoredBeforeItsCostWasIsSizedFromItsConfig) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  const std::vector<CellInfo> stored = store_->GetStudy("small")->cells;
+  // As a database from before schema version 4 holds it: no cost columns set.
+  {
+    absl::StatusOr<std::unique_ptr<db::Connection>> raw = db::Connection::Open(dir_.File("onset.db"));
+    ASSERT_TRUE(raw.ok()) << raw.status();
+    ASSERT_TRUE((*raw)->Exec("UPDATE cells SET non_embedding_params = NULL, "
+                             "train_flops_per_token = NULL").ok());
+  }
+  const std::vector<CellInfo> read = store_->GetStudy("small")->cells;
+  ASSERT_EQ(read.size(), stored.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_GT(read[i].non_embedding_params, 0);
+    EXPECT_EQ(read[i].non_embedding_params, stored[i].non_embedding_params);
+    EXPECT_DOUBLE_EQ(read[i].train_flops_per_token, stored[i].train_flops_per_token);
+  }
+}
+
+TEST_F(SqliteStoreTest, PagesHoldEveryCellOnceInQueueOrderWithItsResults) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());  // 6 cells
+  const std::string other = R"yaml(name: other
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {tokens: 64K, batch_tokens: 512}
+grid:
+  seeds: 3
+)yaml";
+  ASSERT_TRUE(store_->AddStudy(Study(other)).ok());
+  // Then a third seed for "small": its queue positions now have the other study's between.
+  std::string grown = testing::kSmallStudy;
+  grown.replace(grown.find("seeds: 2"), 8, "seeds: 3");
+  ASSERT_TRUE(store_->AddStudy(Study(grown)).ok());
+  const std::vector<CellInfo> all = store_->GetStudy("small")->cells;
+  ASSERT_EQ(all.size(), 9u);
+  // Metrics on the first two cells (claims go in queue order).
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(worker_, {"cpu:0"});
+    ASSERT_TRUE(job.ok() && *job);
+    ASSERT_TRUE(store_->AddMetrics((*job)->lease_id, {{"train/loss", 64, 1.5}}).ok());
+    AttemptEnd end;
+    end.outcome = AttemptOutcome::kSucceeded;
+    ASSERT_TRUE(store_->FinishAttempt((*job)->lease_id, end).ok());
+  }
+
+  std::vector<std::string> ids, result_ids;
+  std::map<std::string, int> with_loss;
+  CellPage page{0, 4};
+  CellPage results_page{0, 4};
+  for (int pages = 0; pages < 10; ++pages) {
+    absl::StatusOr<StudyDetail> detail = store_->GetStudy("small", page);
+    ASSERT_TRUE(detail.ok()) << detail.status();
+    EXPECT_LE(detail->cells.size(), 4u);
+    EXPECT_EQ(detail->study.cells_total, 9);
+    for (const CellInfo& c : detail->cells) ids.push_back(c.id);
+    absl::StatusOr<ResultPage> results = store_->Results("small", results_page);
+    ASSERT_TRUE(results.ok()) << results.status();
+    for (const CellResult& r : results->results) {
+      result_ids.push_back(r.cell.id);
+      with_loss[r.cell.id] = static_cast<int>(r.final_metrics.count("train/loss"));
+    }
+    EXPECT_EQ(results->next_after, detail->next_after);
+    if (detail->next_after == 0) break;
+    page.after = detail->next_after;
+    results_page.after = results->next_after;
+  }
+  std::vector<std::string> expected;
+  for (const CellInfo& c : all) expected.push_back(c.id);
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(result_ids, expected);
+  // The cells that ran first in queue order: the first two of the study.
+  EXPECT_EQ(with_loss[expected[0]], 1);
+  EXPECT_EQ(with_loss[expected[1]], 1);
+  EXPECT_EQ(with_loss[expected[2]], 0);
+  EXPECT_EQ(with_loss[expected[8]], 0);
 }
 
 TEST_F(SqliteStoreTest, PreviewStudyWritesNothing) {
