@@ -21,12 +21,37 @@ constexpr const char* kCellColumns = R"sql(
   c.train_flops_per_token, CASE WHEN c.non_embedding_params IS NULL THEN c.config_json END)sql";
 constexpr int kCellColumnCount = 16;
 
+std::map<std::string, std::string> AxesOf(const nlohmann::json& parsed) {
+  std::map<std::string, std::string> axes;
+  if (parsed.is_object()) {
+    for (const auto& [k, v] : parsed.items()) {
+      if (v.is_string()) axes[k] = v.get<std::string>();
+    }
+  }
+  return axes;
+}
+
+AxisAliases AliasesOf(const nlohmann::json& parsed) {
+  AxisAliases aliases;
+  if (!parsed.is_object()) return aliases;
+  auto it = parsed.find(kAxisAliasesKey);
+  if (it == parsed.end() || !it->is_object()) return aliases;
+  for (const auto& [axis, values] : it->items()) {
+    if (!values.is_array()) continue;
+    for (const nlohmann::json& v : values) {
+      if (v.is_string()) aliases[axis].push_back(v.get<std::string>());
+    }
+  }
+  return aliases;
+}
+
 CellInfo ReadCell(const db::Statement& row) {
   CellInfo cell;
   cell.id = row.Text(0);
   cell.study = row.Text(1);
-  cell.axes = ParseAxes(row.Text(2));
-  cell.axis_aliases = ParseAxisAliases(row.Text(2));
+  const nlohmann::json axes = nlohmann::json::parse(row.Text(2), nullptr, /*allow_exceptions=*/false);
+  cell.axes = AxesOf(axes);
+  cell.axis_aliases = AliasesOf(axes);
   cell.state = CellStateFromName(row.Text(3)).value_or(CellState::kQueued);
   cell.tokens_done = row.Int(4);
   cell.tokens_budget = row.Int(5);
@@ -52,29 +77,11 @@ CellInfo ReadCell(const db::Statement& row) {
 }  // namespace
 
 std::map<std::string, std::string> ParseAxes(const std::string& axes_json) {
-  std::map<std::string, std::string> axes;
-  nlohmann::json parsed = nlohmann::json::parse(axes_json, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_object()) {
-    for (const auto& [k, v] : parsed.items()) {
-      if (v.is_string()) axes[k] = v.get<std::string>();
-    }
-  }
-  return axes;
+  return AxesOf(nlohmann::json::parse(axes_json, nullptr, /*allow_exceptions=*/false));
 }
 
 AxisAliases ParseAxisAliases(const std::string& axes_json) {
-  AxisAliases aliases;
-  nlohmann::json parsed = nlohmann::json::parse(axes_json, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object()) return aliases;
-  auto it = parsed.find(kAxisAliasesKey);
-  if (it == parsed.end() || !it->is_object()) return aliases;
-  for (const auto& [axis, values] : it->items()) {
-    if (!values.is_array()) continue;
-    for (const nlohmann::json& v : values) {
-      if (v.is_string()) aliases[axis].push_back(v.get<std::string>());
-    }
-  }
-  return aliases;
+  return AliasesOf(nlohmann::json::parse(axes_json, nullptr, /*allow_exceptions=*/false));
 }
 
 std::string AxesJson(const std::map<std::string, std::string>& axes, const AxisAliases& aliases) {
