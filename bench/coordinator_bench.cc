@@ -4,6 +4,8 @@
 //
 //   onset-coordinator-bench [--workers 16] [--cells 256] [--batches 20] [--points 50]
 //                           [--readers 0] [--watchers 0] [--dir DIR]
+//   onset-coordinator-bench --scale [--cells 100000] [--workers 1000] [--rounds 2]
+//                                   [--interval-ms 1000]
 //
 // --readers N adds N clients that read the whole study (GetStudy) back to back, and
 // --watchers N that many `onset watch` streams, to show what reads cost the write path.
@@ -21,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/coordinator_scale.h"
 #include "cli/study_client.h"
 #include "coordinator/coordinator_server.h"
 #include "worker/coordinator_client.h"
@@ -28,34 +31,30 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using onset::bench::Latencies;
 
-struct Latencies {
-  std::mutex mu;
-  std::vector<double> ms;
-  void Add(Clock::duration d) {
-    std::lock_guard<std::mutex> lock(mu);
-    ms.push_back(std::chrono::duration<double, std::milli>(d).count());
-  }
-  std::string Summary() {
-    std::lock_guard<std::mutex> lock(mu);
-    if (ms.empty()) return "-";
-    std::sort(ms.begin(), ms.end());
-    auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "n=%zu p50=%.2f ms p99=%.2f ms max=%.2f ms", ms.size(), at(0.5),
-                  at(0.99), ms.back());
-    return buf;
-  }
-};
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int workers = 16, cells = 256, batches = 20, points = 50, readers = 0, watchers = 0;
   std::string dir;
+  bool scale = false;
+  onset::bench::ScaleOptions scale_options;
   CLI::App app{"onset-coordinator-bench: metric ingest and RPC latency of onsetd on loopback"};
-  app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 1024));
-  app.add_option("--cells", cells, "cells in the study")->check(CLI::Range(1, 100000));
+  app.add_flag("--scale", scale,
+               "the scale run instead: a --cells study (default 100000) paged through, then "
+               "--workers workers (default 1000) leasing --rounds cells each");
+  app.add_option("--rounds", scale_options.rounds, "--scale: cells each worker runs")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--interval-ms", scale_options.interval_ms,
+                 "--scale: each worker makes one call this often (0: back to back)")
+      ->check(CLI::Range(0, 60000));
+  auto* workers_option =
+      app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 1024));
+  auto* cells_option =
+      app.add_option("--cells", cells, "cells in the study")->check(CLI::Range(1, 100000));
   app.add_option("--batches", batches, "metric batches per cell")->check(CLI::Range(1, 100000));
   app.add_option("--points", points, "points per batch")->check(CLI::Range(1, 100000));
   app.add_option("--readers", readers, "clients reading the study meanwhile")
@@ -63,6 +62,14 @@ int main(int argc, char** argv) {
   app.add_option("--watchers", watchers, "WatchStudy streams meanwhile")->check(CLI::Range(0, 1024));
   app.add_option("--dir", dir, "directory for the database (default: a fresh temporary one)");
   CLI11_PARSE(app, argc, argv);
+  if (scale) {
+    if (workers_option->count() > 0) scale_options.workers = workers;
+    if (cells_option->count() > 0) scale_options.cells = cells;
+    if (app.count("--batches") > 0) scale_options.batches = batches;
+    if (app.count("--points") > 0) scale_options.points = points;
+    scale_options.dir = dir;
+    return onset::bench::RunScaleBench(scale_options);
+  }
   if (dir.empty()) {
     std::string tmpl = std::filesystem::temp_directory_path() / "onset-bench-XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) return 1;
@@ -109,7 +116,7 @@ int main(int argc, char** argv) {
       while (true) {
         auto start = Clock::now();
         auto job = client->Lease(reg->worker_id, {"cpu:0"});
-        lease.Add(Clock::now() - start);
+        lease.Add(Ms(Clock::now() - start));
         if (!job.ok()) {
           ++errors;
           return;
@@ -123,20 +130,20 @@ int main(int argc, char** argv) {
           }
           start = Clock::now();
           if (!client->ReportMetrics(reg->worker_id, (*job)->lease_id, batch).ok()) ++errors;
-          report.Add(Clock::now() - start);
+          report.Add(Ms(Clock::now() - start));
           ingested += points;
           start = Clock::now();
           if (!client->Heartbeat(reg->worker_id, (*job)->lease_id, {int64_t{b} * points, 1.0})
                    .ok()) {
             ++errors;
           }
-          heartbeat.Add(Clock::now() - start);
+          heartbeat.Add(Ms(Clock::now() - start));
         }
         onset::worker::JobResult result;
         result.outcome = onset::worker::JobOutcome::kSucceeded;
         start = Clock::now();
         if (!client->Finish(reg->worker_id, (*job)->lease_id, result).ok()) ++errors;
-        finish.Add(Clock::now() - start);
+        finish.Add(Ms(Clock::now() - start));
       }
     });
   }
@@ -151,7 +158,7 @@ int main(int argc, char** argv) {
       while (!workers_done) {
         const auto start = Clock::now();
         if (!reader.Get("bench").ok()) ++errors;
-        reads.Add(Clock::now() - start);
+        reads.Add(Ms(Clock::now() - start));
       }
     });
   }
