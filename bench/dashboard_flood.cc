@@ -481,8 +481,9 @@ int main(int argc, char** argv) {
       "%d s quiet, then %d s flooded\n",
       onsetd_nofile, workers, points, interval_ms, duration_s / 2, duration_s / 2);
   std::printf(
-      "flood: %d idle connections held (%lld opened, %lld closed by onsetd, %lld "
-      "connects failed); %lld malformed requests (%lld answered 4xx, %lld not)\n",
+      "flood: %d idle connections kept open, each re-opened when onsetd closes it (%lld "
+      "opened, %lld closed by onsetd, %lld connects failed); %lld malformed requests (%lld "
+      "answered 4xx, %lld not)\n",
       idle, static_cast<long long>(opened.load()), static_cast<long long>(closed_by_server.load()),
       static_cast<long long>(failed_connects.load()), static_cast<long long>(malformed_sent.load()),
       static_cast<long long>(malformed_400.load()), static_cast<long long>(malformed_other.load()));
