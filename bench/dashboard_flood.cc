@@ -479,7 +479,8 @@ int main(int argc, char** argv) {
   std::printf(
       "onsetd open-file limit %d; %d workers, %d points per batch every %d ms; "
       "%d s quiet, then %d s flooded\n",
-      onsetd_nofile, workers, points, interval_ms, duration_s / 2, duration_s / 2);
+      onsetd_nofile > 0 ? onsetd_nofile : static_cast<int>(limit.rlim_cur), workers, points,
+      interval_ms, duration_s / 2, duration_s / 2);
   std::printf(
       "flood: %d idle connections kept open, each re-opened when onsetd closes it (%lld "
       "opened, %lld closed by onsetd, %lld connects failed); %lld malformed requests (%lld "
