@@ -233,7 +233,7 @@ class BeastDashboardServer final : public DashboardServer {
     address_ = bound.address().to_string() + ":" + std::to_string(bound.port());
     asio::post(accept_strand_, [this] { Accept(); });
     for (int i = 0; i < std::max(1, options_.threads); ++i) {
-      threads_.emplace_back([this] { io_.run(); });
+      threads_.emplace_back([this] { Run(); });
     }
     return absl::OkStatus();
   }
@@ -281,6 +281,20 @@ class BeastDashboardServer final : public DashboardServer {
   }
 
  private:
+  // A handler that throws must not end the thread, still less onsetd (std::terminate).
+  void Run() {
+    while (true) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        spdlog::error("dashboard: {}", e.what());
+      } catch (...) {
+        spdlog::error("dashboard: unknown exception");
+      }
+    }
+  }
+
   void Accept() {
     acceptor_.async_accept(
         asio::make_strand(io_),
@@ -411,7 +425,8 @@ void Session::OnHeader(beast::error_code ec) {
     spdlog::error("dashboard: {} {}: {}", request.method, request.target, e.what());
     answer =
         HttpResponse{500, "application/json",
-                     nlohmann::json{{"error", std::string("internal error: ") + e.what()}}.dump()};
+                     nlohmann::json{{"error", std::string("internal error: ") + e.what()}}.dump(
+                         -1, ' ', false, nlohmann::json::error_handler_t::replace)};
   }
   http::response<http::string_body> response{static_cast<http::status>(answer.status),
                                              req.version()};

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -371,6 +372,24 @@ TEST_F(DashboardServerTest, ConnectionsOverTheLimitGet503WhenAllAreBusy) {
   RawClient next(port);
   ASSERT_TRUE(next.Send(kGetPageAndClose));
   EXPECT_THAT(next.ReadToClose().data, StartsWith("HTTP/1.1 200"));
+}
+
+// A handler that throws answers 500; the server goes on serving.
+TEST(DashboardServerHandlerTest, AnExceptionIsA500AndServingGoesOn) {
+  HttpHandler handler = [](const HttpRequest& request) -> HttpResponse {
+    if (request.target == "/boom") throw std::runtime_error("no such luck \xff");
+    return HttpResponse{200, "text/plain", "fine"};
+  };
+  absl::StatusOr<std::unique_ptr<DashboardServer>> server =
+      DashboardServer::Start("127.0.0.1:0", handler);
+  ASSERT_TRUE(server.ok()) << server.status();
+  RawClient client(PortOf(**server));
+  ASSERT_TRUE(client.Send("GET /boom HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const std::string boom = client.ReadResponse();
+  EXPECT_THAT(boom, StartsWith("HTTP/1.1 500"));
+  EXPECT_THAT(boom, HasSubstr("no such luck"));
+  ASSERT_TRUE(client.Send(kGetPageAndClose));
+  EXPECT_THAT(client.ReadToClose().data, StartsWith("HTTP/1.1 200"));
 }
 
 }  // namespace
