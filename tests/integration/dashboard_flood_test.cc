@@ -92,10 +92,12 @@ TEST(DashboardFloodTest, GrpcAndThePageAnswerWhileTheDashboardPortIsFlooded) {
     ASSERT_GE(fd, 0) << "connection " << i << ": " << std::strerror(errno);
     flood.push_back(fd);
   }
-  // A fresh gRPC connection (a new client's channel) is accepted and answered.
-  cli::StudyClient client(address, common::ClientSecurity{*token, ""}, std::chrono::seconds(20));
-  absl::StatusOr<v1::ListWorkersResponse> workers = client.Workers();
-  EXPECT_TRUE(workers.ok()) << workers.status() << "\n" << daemon.process->StderrTail();
+  {  // A fresh gRPC connection (a new client's channel) is accepted and answered. The channel
+     // closes at the end of the block: an open one holds onsetd's shutdown for its 5 s grace.
+    cli::StudyClient client(address, common::ClientSecurity{*token, ""}, std::chrono::seconds(20));
+    absl::StatusOr<v1::ListWorkersResponse> workers = client.Workers();
+    EXPECT_TRUE(workers.ok()) << workers.status() << "\n" << daemon.process->StderrTail();
+  }
   // The page too: the idle connections make room.
   EXPECT_EQ(StatusLineOfThePage(port), "HTTP/1.1 200 OK") << daemon.process->StderrTail();
   EXPECT_FALSE(daemon.process->WaitFor(std::chrono::milliseconds(0))) << "onsetd has exited";
