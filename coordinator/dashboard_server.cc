@@ -97,7 +97,8 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // Closes now, whatever it is doing (a request being handled finishes first).
+  // Closes now, whatever it is doing (a handler already running finishes first; its answer is
+  // not sent).
   void Shutdown() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
       self->displaced_ = true;
