@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
+#include "common/utf8.h"
 #include "tests/worker/fake_coordinator_client.h"
 
 namespace onset::worker {
@@ -191,6 +192,18 @@ TEST_F(JobRunnerTest, EveryStderrLineIsRelayedNumberedBeforeTheEnd) {
   for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i].line, static_cast<int64_t>(i + 1));
   EXPECT_EQ(lines[2].text, "stderr line 1");
   EXPECT_EQ(lines.back().text, "stderr line 200");
+}
+
+TEST_F(JobRunnerTest, InvalidUtf8OnStderrReachesTheCoordinatorRepaired) {
+  JobRunner runner(Config(), "w1", Job("bad_utf8"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[2].text, "bad byte \xEF\xBF\xBD here");
+  EXPECT_EQ(lines[3].text, "cut \xEF\xBF\xBD");
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_TRUE(common::IsValidUtf8(client_.finished[0].result.stderr_tail));
+  EXPECT_THAT(client_.finished[0].result.stderr_tail, HasSubstr("bad byte \xEF\xBF\xBD here"));
 }
 
 TEST_F(JobRunnerTest, LogsThatCannotBeRelayedDoNotFailTheJob) {

@@ -45,6 +45,11 @@ case "$mode" in
     done
     echo '{"event":"train","tokens":50,"metrics":{"train/loss":4.0}}'
     exit 1 ;;
+  bad_utf8)
+    printf 'bad byte \377 here\n' >&2
+    echo '{"event":"train","tokens":100,"metrics":{"train/loss":3.5}}'
+    printf 'cut \342\202' >&2
+    exit 0 ;;
   diverged)
     echo '{"event":"diverged","tokens":300,"metrics":{"train/loss":null}}'
     echo "loss is NaN" >&2

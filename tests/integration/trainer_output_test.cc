@@ -1,0 +1,140 @@
+// A trainer's output, however unruly, must not cost its cell nor its log: invalid UTF-8 on
+// stderr, bad metric lines, floods and huge lines, with the real onsetd, onset-worker and onset
+// on loopback. The trainer is a shell script each test writes, run by the worker in place of
+// onset-train. Skips when a binary is missing from ONSET_BIN_DIR.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/study_client.h"
+#include "common/utf8.h"
+#include "tests/integration/harness.h"
+
+namespace onset {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Child;
+using testing::HaveBinaries;
+using testing::Start;
+using worker::PosixProcessLauncher;
+
+constexpr auto kTimeout = std::chrono::seconds(90);
+
+// One cell; the study's model is never trained, the script stands in for onset-train.
+constexpr char kStudy[] = R"(name: unruly
+model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 1024, micro_batch: 16}
+grid:
+  arch: [full]
+  tokens: [4096]
+  seeds: 1
+)";
+
+class TrainerOutputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string missing;
+    if (!HaveBinaries({"onsetd", "onset-worker", "onset"}, &missing)) {
+      GTEST_SKIP() << missing << " not built";
+    }
+    dir_ = fs::temp_directory_path() /
+           ("onset-unruly-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // A short lease: a cell whose worker cannot report its end is requeued within seconds.
+    daemon_ = testing::StartDaemon(launcher_, dir_,
+                                   {"--lease-ttl-ms", "3000", "--heartbeat-interval-ms", "200",
+                                    "--retry-backoff-ms", "100"});
+    ASSERT_FALSE(daemon_.address.empty() || daemon_.token.empty());
+    client_ = std::make_unique<cli::StudyClient>(
+        daemon_.address, common::ClientSecurity{daemon_.token, ""}, std::chrono::seconds(10));
+  }
+  void TearDown() override {
+    if (worker_.process) worker_.process->Terminate(std::chrono::seconds(10));
+    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(10));
+    if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
+  }
+
+  fs::path Db() const { return dir_ / "onset.db"; }
+
+  // Runs the study's one cell with a trainer made of the shell commands `body`, and waits until
+  // the cell has ended; returns its state ("" when it did not end in time).
+  std::string RunCell(const std::string& body) {
+    const fs::path trainer = dir_ / "trainer.sh";
+    std::ofstream(trainer) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(trainer, fs::perms::owner_all);
+    worker_ = Start(launcher_, "onset-worker",
+                    {"--coordinator", daemon_.address, "--work-dir", (dir_ / "work").string(),
+                     "--trainer", trainer.string(), "--slots", "1", "--token-file",
+                     daemon_.token_file});
+    EXPECT_NE(worker_.process, nullptr);
+    absl::StatusOr<v1::SubmitStudyResponse> submitted = client_->Submit("unruly.yaml", kStudy);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return "";
+    EXPECT_EQ(submitted->cells_size(), 1);
+    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      absl::StatusOr<v1::GetStudyResponse> study = client_->Get("unruly");
+      if (study.ok() && study->cells_size() == 1) {
+        cell_ = study->cells(0);
+        const v1::CellState state = cell_.state();
+        if (state != v1::CELL_STATE_QUEUED && state != v1::CELL_STATE_RUNNING &&
+            state != v1::CELL_STATE_BACKOFF) {
+          return v1::CellState_Name(state);
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "the cell did not end in time:\n" << cell_.DebugString() << "\nworker:\n"
+                  << worker_.process->StderrTail();
+    return "";
+  }
+
+  // What `onset logs CELL` prints (the first attempt's lines), and its exit status.
+  std::string Logs(int* exit_code) {
+    Child logs = Start(launcher_, "onset",
+                       {"--coordinator", daemon_.address, "--token-file", daemon_.token_file,
+                        "logs", cell_.id(), "--attempt", "1"});
+    *exit_code = logs.process ? logs.process->Wait().exit_code : -1;
+    if (*exit_code != 0 && logs.process) ADD_FAILURE() << logs.process->StderrTail();
+    return logs.Out();
+  }
+
+  fs::path dir_;
+  PosixProcessLauncher launcher_;
+  testing::Daemon daemon_;
+  Child worker_;
+  std::unique_ptr<cli::StudyClient> client_;
+  v1::Cell cell_;
+};
+
+TEST_F(TrainerOutputTest, InvalidUtf8OnStderrNeitherFailsTheCellNorLosesItsLog) {
+  const std::string state = RunCell(R"(printf 'before\n' >&2
+printf 'bad byte \377 and a cut euro \342\202\n' >&2
+printf 'after\n' >&2
+echo '{"event":"train","tokens":1024,"metrics":{"train/loss":3.5}}'
+exit 0)");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  EXPECT_EQ(cell_.attempts(), 1);
+  int exit_code = 0;
+  const std::string log = Logs(&exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_TRUE(common::IsValidUtf8(log));
+  EXPECT_THAT(log, HasSubstr("before\nbad byte \xEF\xBF\xBD and a cut euro \xEF\xBF\xBD\nafter\n"));
+}
+
+}  // namespace
+}  // namespace onset
