@@ -136,5 +136,42 @@ exit 0)");
   EXPECT_THAT(log, HasSubstr("before\nbad byte \xEF\xBF\xBD and a cut euro \xEF\xBF\xBD\nafter\n"));
 }
 
+TEST_F(TrainerOutputTest, ALineCutAtTheLengthBoundStaysReadable) {
+  // 3000 euro signs: 9000 bytes, over the 8 KiB bound, which falls inside a character.
+  const std::string state = RunCell(R"(printf 'first\n' >&2
+i=0; while [ $i -lt 3000 ]; do printf '\342\202\254' >&2; i=$((i+1)); done
+printf '\nlast\n' >&2
+exit 0)");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  int exit_code = 0;
+  const std::string log = Logs(&exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_TRUE(common::IsValidUtf8(log));
+  EXPECT_THAT(log, HasSubstr("first\n\xE2\x82\xAC\xE2\x82\xAC"));
+  EXPECT_THAT(log, HasSubstr("\xE2\x82\xAC [... cut: the line had 9000 bytes]\nlast\n"));
+}
+
+TEST_F(TrainerOutputTest, LinesStoredWithBrokenUtf8AreReadableAgain) {
+  const std::string state = RunCell("printf 'one\\ntwo\\nthree\\n' >&2; exit 0");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  // As a coordinator that cut lines inside characters left them: 'two' loses half a character.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE log_lines SET text = CAST(X'74776FE282' AS TEXT) "
+                             "WHERE text = 'two'",
+                         nullptr, nullptr, &error),
+            SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  int exit_code = 0;
+  const std::string log = Logs(&exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_THAT(log, HasSubstr("one\ntwo\xEF\xBF\xBD\nthree\n"));
+}
+
 }  // namespace
 }  // namespace onset
