@@ -44,6 +44,17 @@ bool IsTransient(const absl::Status& status) {
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
+// A refusal that sending the same request again cannot change: the request is dropped, not
+// retried.
+bool IsPermanent(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+         status.code() == absl::StatusCode::kOutOfRange ||
+         status.code() == absl::StatusCode::kResourceExhausted;
+}
+
+// What the worker adds to a cell's log (between the trainer's lines) starts with this.
+constexpr char kWorkerNote[] = "onset-worker: ";
+
 absl::Status WriteFile(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -209,19 +220,41 @@ JobRunOutcome JobRunner::Run() {
   std::vector<MetricPoint> pending;
   bool lease_lost = false;
   bool cancelled = false;
+  // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs.
+  auto note = [&](const std::string& text) {
+    logs->Add(kWorkerNote + text, clock_.WallUnixMs());
+  };
+  bool drop_noted = false;         // the first dropped metric point was noted in the cell's log
+  int64_t refused_points = 0;      // points the coordinator refused for good
+  std::string refused_reason;      // and why, the first time
 
+  // Sends the pending points, at most flush_points per call (so that a backlog never makes a
+  // request too large). A transient failure keeps the rest for the next try (the coordinator
+  // de-duplicates re-sent points); a permanent refusal drops that call's points, counted, so
+  // that one bad batch is never re-sent forever.
   auto flush = [&]() {
-    if (pending.empty()) return;
-    absl::Status s = client_->ReportMetrics(worker_id_, job_.lease_id, pending);
-    if (s.ok()) {
-      pending.clear();
-    } else if (IsLeaseLost(s)) {
-      lease_lost = true;
-      spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
-    } else {
-      // Kept and re-sent with the next batch; the coordinator de-duplicates.
-      spdlog::warn("{}: reporting {} metric points failed: {}", Context(), pending.size(),
-                   s.ToString());
+    const size_t per_call = std::max<size_t>(1, config_.flush_points);
+    while (!pending.empty() && !lease_lost) {
+      const size_t n = std::min(pending.size(), per_call);
+      std::vector<MetricPoint> batch(pending.begin(), pending.begin() + n);
+      absl::Status s = client_->ReportMetrics(worker_id_, job_.lease_id, batch);
+      if (IsLeaseLost(s)) {
+        lease_lost = true;
+        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
+        return;
+      }
+      if (!s.ok() && !IsPermanent(s)) {
+        spdlog::warn("{}: reporting {} metric points failed: {}", Context(), pending.size(),
+                     s.ToString());
+        return;
+      }
+      if (!s.ok()) {
+        spdlog::error("{}: the coordinator refused {} metric points: {}", Context(), n,
+                      s.ToString());
+        if (refused_points == 0) refused_reason = std::string(s.message());
+        refused_points += static_cast<int64_t>(n);
+      }
+      pending.erase(pending.begin(), pending.begin() + n);
     }
   };
   // Sends the trainer's stderr lines that are waiting. Best effort: a failure keeps them for the
@@ -249,6 +282,24 @@ JobRunOutcome JobRunner::Run() {
       if (pending.size() >= config_.flush_points && !lease_lost) flush();
     }
     lines->clear();
+    if (!drop_noted && parser.dropped_points() > 0) {
+      note("dropped a metric point: " + parser.first_drop_reason() +
+           " (later ones are counted, the total comes when the attempt ends)");
+      drop_noted = true;
+    }
+  };
+  // Renews the lease with the progress so far (sets lease_lost when it is gone); true when the
+  // coordinator says the cell was cancelled.
+  auto heartbeat = [&]() {
+    absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
+        worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
+    if (IsLeaseLost(reply.status())) {
+      lease_lost = true;
+      spdlog::warn("{}: lease lost: {}", Context(), reply.status().ToString());
+      return false;
+    }
+    if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), reply.status().ToString());
+    return reply.ok() && reply->cancel;
   };
 
   auto next_flush = clock_.MonotonicNow() + config_.flush_interval;
@@ -280,18 +331,8 @@ JobRunOutcome JobRunner::Run() {
       if (lease_lost) break;
     }
     if (now >= next_heartbeat) {
-      absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
-          worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
-      if (IsLeaseLost(reply.status())) {
-        lease_lost = true;
-        spdlog::warn("{}: lease lost: {}", Context(), reply.status().ToString());
-        break;
-      }
-      if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), reply.status().ToString());
-      if (reply.ok() && reply->cancel) {
-        cancelled = true;
-        break;
-      }
+      cancelled = heartbeat();
+      if (lease_lost || cancelled) break;
       next_heartbeat = now + config_.heartbeat_interval;
     }
   }
@@ -323,11 +364,17 @@ JobRunOutcome JobRunner::Run() {
     spdlog::warn("{}: {} malformed metrics lines skipped", Context(), parser.malformed_lines());
   }
   {
+    // The lease is kept alive meanwhile: a slow coordinator must not cost the attempt.
     const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
     for (auto delay = kRetryDelay; !pending.empty() && !lease_lost;
          delay = std::min(delay * 2, kMaxRetryDelay)) {
       flush();
       if (pending.empty() || lease_lost) break;
+      if (clock_.MonotonicNow() >= next_heartbeat) {
+        heartbeat();
+        next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
+        if (lease_lost) break;
+      }
       if (stop_requested_ || std::chrono::steady_clock::now() + delay > give_up) {
         // Finishing now would lose these points: leave the lease to expire instead, and the
         // retry (resuming from the checkpoint) sends them again.
@@ -341,6 +388,19 @@ JobRunOutcome JobRunner::Run() {
     }
   }
   if (!lease_lost) {
+    // What became of the trainer's metrics output, where whoever reads the log will see it.
+    if (parser.malformed_lines() > 0) {
+      note(absl::StrCat("skipped ", parser.malformed_lines(),
+                        " metrics lines that were not onset-train's JSON"));
+    }
+    if (parser.dropped_points() > 0) {
+      note(absl::StrCat("dropped ", parser.dropped_points(),
+                        " metric points: first: ", parser.first_drop_reason()));
+    }
+    if (refused_points > 0) {
+      note(absl::StrCat("the coordinator refused ", refused_points,
+                        " metric points: first: ", refused_reason));
+    }
     // The stderr reader has finished by now (the process was reaped), so this is all of it.
     flush_logs();
     if (logs->pending() > 0) flush_logs();  // one more try for what a hiccup kept back

@@ -173,5 +173,36 @@ TEST_F(TrainerOutputTest, LinesStoredWithBrokenUtf8AreReadableAgain) {
   EXPECT_THAT(log, HasSubstr("one\ntwo\xEF\xBF\xBD\nthree\n"));
 }
 
+TEST_F(TrainerOutputTest, BadMetricLinesCostOnlyTheirOwnPoints) {
+  const std::string state = RunCell(R"(
+echo '{"event":"train","tokens":1024,"metrics":{"train/loss":3.5}}'
+echo '{"event":"train","tokens":-1,"metrics":{"train/loss":3.4}}'
+echo '{"event":"train","tokens":18446744073709551615,"metrics":{"train/loss":3.3}}'
+echo '{"event":"train","tokens":9223372036854775807,"metrics":{"train/loss":3.2}}'
+echo '{"event":"train","tokens":2048,"metrics":{"":1.0,"train/loss":3.0}}'
+name=$(head -c 10000000 /dev/zero | tr '\0' a)
+printf '{"event":"eval","tokens":2048,"metrics":{"%s":1.0,"eval/heldout_loss":2.9}}\n' "$name"
+sleep 1
+echo '{"event":"done","tokens":3072,"metrics":{"train/loss":2.5}}'
+exit 0)");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  EXPECT_EQ(cell_.attempts(), 1);
+  // Every good point, and no other.
+  std::vector<std::string> points;
+  testing::ForEachRow(Db(), "SELECT name, tokens FROM metrics ORDER BY name, tokens", {},
+                      [&](sqlite3_stmt* row) {
+                        points.push_back(testing::Text(row, 0) + "@" + testing::Text(row, 1));
+                      });
+  EXPECT_THAT(points, ::testing::ElementsAre("eval/heldout_loss@2048", "train/loss@1024",
+                                             "train/loss@2048", "train/loss@3072"));
+  // Progress never showed an absurd token count.
+  EXPECT_GE(cell_.tokens_done(), 0);
+  EXPECT_LE(cell_.tokens_done(), 3072);
+  int exit_code = 0;
+  const std::string log = Logs(&exit_code);
+  EXPECT_THAT(log, HasSubstr("dropped 5 metric points: first: tokens -1: must be "
+                             "0..1000000000000000"));
+}
+
 }  // namespace
 }  // namespace onset
