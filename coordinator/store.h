@@ -260,8 +260,9 @@ class Store {
 
   // The following take the lease of a running attempt; FailedPrecondition when the lease is
   // unknown or its attempt has ended.
+  // `tokens_done` nullopt: the cell's progress stays as it was (the figure sent was absurd).
   virtual absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
-                                                     int64_t tokens_done,
+                                                     std::optional<int64_t> tokens_done,
                                                      double tokens_per_second) = 0;
   // Upserts all points in one transaction: a point re-sent for the same (cell, name, tokens)
   // replaces the stored one. Returns the number of points written.
