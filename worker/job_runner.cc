@@ -32,8 +32,10 @@ constexpr int kExitStopped = 4;
 // to JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points.
 constexpr std::chrono::milliseconds kRetryDelay{250};
 constexpr std::chrono::milliseconds kMaxRetryDelay{5'000};
-// Log lines per AppendLogs call.
+// Log lines per AppendLogs call, and bytes of text: with lines of up to 8 KiB a call stays far
+// below gRPC's 4 MiB message limit.
 constexpr size_t kLogBatch = 2'000;
+constexpr size_t kLogBatchBytes = 1 << 20;
 
 bool IsLeaseLost(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition;
@@ -70,6 +72,7 @@ struct JobRunner::Events {
   std::condition_variable cv;
   std::vector<std::string> lines;  // stdout lines not yet parsed
   bool exited = false;             // the trainer has exited and all its lines are in `lines`
+  bool logs_waiting = false;       // log_flush_lines stderr lines wait to be relayed
 };
 
 JobRunner::JobRunner(JobRunnerConfig config, std::string worker_id, JobSpec job,
@@ -193,10 +196,18 @@ JobRunOutcome JobRunner::Run() {
   options.working_dir = dir.string();
   std::shared_ptr<Events> events = events_;
   // Shared with the stderr reader thread, which may outlive this frame by a little.
-  auto logs = std::make_shared<LogBuffer>();
+  auto logs = std::make_shared<LogBuffer>(config_.log_buffer_lines, config_.log_buffer_bytes);
   const common::Clock* clock = &clock_;
-  options.on_stderr_line = [logs, clock](const std::string& line) {
+  // A burst wakes the run loop to relay at once rather than at the next flush_interval, so that
+  // it is not dropped for want of room meanwhile.
+  const size_t log_flush_lines = config_.log_flush_lines;
+  options.on_stderr_line = [logs, clock, events, log_flush_lines](const std::string& line) {
     logs->Add(line, clock->WallUnixMs());
+    if (logs->pending() >= log_flush_lines) {
+      std::lock_guard<std::mutex> lock(events->mu);
+      events->logs_waiting = true;
+      events->cv.notify_all();
+    }
   };
   options.on_stdout_line = [events](std::string line) {
     std::lock_guard<std::mutex> lock(events->mu);
@@ -257,21 +268,33 @@ JobRunOutcome JobRunner::Run() {
       pending.erase(pending.begin(), pending.begin() + n);
     }
   };
-  // Sends the trainer's stderr lines that are waiting. Best effort: a failure keeps them for the
-  // next try (the buffer is bounded), and they never hold up the job or its outcome.
+  // Sends the trainer's stderr lines that are waiting, in calls bounded in lines and bytes.
+  // Best effort: a failure keeps them for the next try (the buffer is bounded), a permanent
+  // refusal drops that call's lines, and they never hold up the job or its outcome.
+  int64_t log_calls_failed = 0;   // AppendLogs calls that failed (lines kept for a retry)
+  int64_t log_lines_refused = 0;  // lines of calls the coordinator refused for good
+  std::string last_log_error;
   auto flush_logs = [&]() {
     while (logs->pending() > 0 && !lease_lost) {
-      std::vector<LogLine> batch = logs->Take(kLogBatch);
+      std::vector<LogLine> batch = logs->Take(kLogBatch, kLogBatchBytes);
       absl::Status s = client_->AppendLogs(worker_id_, job_.lease_id, batch);
       if (s.ok()) continue;
       if (IsLeaseLost(s)) {
         lease_lost = true;
         spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
-      } else {
-        spdlog::warn("{}: relaying {} log lines failed: {}", Context(), batch.size(),
-                     s.ToString());
-        logs->PutBack(std::move(batch));
+        return;
       }
+      last_log_error = s.ToString();
+      if (IsPermanent(s)) {
+        spdlog::error("{}: the coordinator refused {} log lines: {}", Context(), batch.size(),
+                      last_log_error);
+        log_lines_refused += static_cast<int64_t>(batch.size());
+        continue;
+      }
+      spdlog::warn("{}: relaying {} log lines failed: {}", Context(), batch.size(),
+                   last_log_error);
+      ++log_calls_failed;
+      logs->PutBack(std::move(batch));
       return;
     }
   };
@@ -305,6 +328,7 @@ JobRunOutcome JobRunner::Run() {
   auto next_flush = clock_.MonotonicNow() + config_.flush_interval;
   auto next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
   bool exited = false;
+  bool logs_waiting = false;
   std::vector<std::string> lines;
   while (true) {
     {
@@ -315,13 +339,20 @@ JobRunOutcome JobRunner::Run() {
       auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
                              std::chrono::milliseconds(0), config_.max_wait);
       events_->cv.wait_for(lock, wait, [&] {
-        return !events_->lines.empty() || events_->exited || stop_requested_;
+        return !events_->lines.empty() || events_->exited || events_->logs_waiting ||
+               stop_requested_;
       });
       lines.swap(events_->lines);
       exited = events_->exited;
+      logs_waiting = events_->logs_waiting;
+      events_->logs_waiting = false;
     }
     take_lines(&lines);
     if (lease_lost || exited || stop_requested_) break;
+    if (logs_waiting) {
+      flush_logs();
+      if (lease_lost) break;
+    }
 
     const auto now = clock_.MonotonicNow();
     if ((!pending.empty() || logs->pending() > 0) && now >= next_flush) {
@@ -405,8 +436,24 @@ JobRunOutcome JobRunner::Run() {
     flush_logs();
     if (logs->pending() > 0) flush_logs();  // one more try for what a hiccup kept back
     if (logs->dropped() > 0) {
-      spdlog::warn("{}: {} trainer log lines were dropped while the coordinator was unreachable",
-                   Context(), logs->dropped());
+      // Said as it happened: the buffer was full, because the trainer wrote faster than the
+      // lines were relayed or because relaying failed (then how often, and the last error).
+      std::string why = absl::StrCat(
+          logs->dropped(), " trainer log lines were dropped, the oldest first: the worker holds at "
+          "most ", logs->max_lines(), " unsent lines (", logs->max_bytes() >> 20, " MiB) and ");
+      if (log_calls_failed > 0) {
+        absl::StrAppend(&why, log_calls_failed, " calls relaying them failed (the last: ",
+                        last_log_error, ")");
+      } else {
+        absl::StrAppend(&why, "the trainer wrote them faster than the coordinator took them");
+      }
+      spdlog::warn("{}: {}", Context(), why);
+      note(why);
+      flush_logs();
+    }
+    if (log_lines_refused > 0) {
+      spdlog::warn("{}: the coordinator refused {} trainer log lines (the last error: {})",
+                   Context(), log_lines_refused, last_log_error);
     }
   }
   if (lease_lost) {

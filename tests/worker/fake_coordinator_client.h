@@ -95,6 +95,9 @@ class FakeCoordinatorClient : public CoordinatorClient {
                           const std::vector<LogLine>& lines) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!logs_status.ok()) return logs_status;
+    size_t bytes = 0;
+    for (const LogLine& line : lines) bytes += line.text.size();
+    log_call_bytes.push_back(bytes);
     log_lines.insert(log_lines.end(), lines.begin(), lines.end());
     cv_.notify_all();
     return absl::OkStatus();
@@ -134,6 +137,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::vector<std::vector<MetricPoint>> batches;
   std::vector<Finished> finished;
   std::vector<LogLine> log_lines;  // every line accepted, in the order sent
+  std::vector<size_t> log_call_bytes;  // the text each accepted AppendLogs call carried
   // "heartbeat", "report", "report failed", "report refused", "finish", in order.
   std::vector<std::string> calls;
 

@@ -261,6 +261,33 @@ TEST_F(JobRunnerTest, InvalidUtf8OnStderrReachesTheCoordinatorRepaired) {
   EXPECT_THAT(client_.finished[0].result.stderr_tail, HasSubstr("bad byte \xEF\xBF\xBD here"));
 }
 
+TEST_F(JobRunnerTest, LinesDroppedForWantOfRoomAreExplainedInTheCellsLog) {
+  JobRunnerConfig config = Config();
+  config.log_buffer_lines = 100;
+  config.log_flush_lines = 1'000;                   // no early relay
+  config.flush_interval = std::chrono::seconds(60);  // nothing is relayed before the exit
+  JobRunner runner(config, "w1", Job("fail"), &client_, &launcher_);
+  runner.Run();
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  ASSERT_EQ(lines.size(), 101u);  // the newest 100 of 202, then what became of the others
+  EXPECT_EQ(lines.front().line, 103);
+  EXPECT_EQ(lines[99].text, "stderr line 200");
+  EXPECT_EQ(lines.back().text,
+            "onset-worker: 102 trainer log lines were dropped, the oldest first: the worker holds "
+            "at most 100 unsent lines (32 MiB) and the trainer wrote them faster than the "
+            "coordinator took them");
+}
+
+TEST_F(JobRunnerTest, LogCallsAreBoundedInBytes) {
+  JobRunner runner(Config(), "w1", Job("long_lines"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  EXPECT_EQ(lines.size(), 2u + 400u);
+  for (size_t bytes : client_.Locked([&] { return client_.log_call_bytes; })) {
+    EXPECT_LE(bytes, 1u << 20);
+  }
+}
+
 TEST_F(JobRunnerTest, LogsThatCannotBeRelayedDoNotFailTheJob) {
   client_.logs_status = absl::UnavailableError("AppendLogs to fake: connection refused");
   JobRunner runner(Config(), "w1", Job("success"), &client_, &launcher_);

@@ -57,6 +57,14 @@ case "$mode" in
     echo '{"event":"train","tokens":200,"metrics":{"":1.0,"train/loss":3.0}}'
     sleep 0.3
     exit 0 ;;
+  long_lines)
+    line=$(head -c 8000 /dev/zero | tr '\0' L)
+    i=1
+    while [ $i -le 400 ]; do
+      echo "$line" >&2
+      i=$((i + 1))
+    done
+    exit 0 ;;
   diverged)
     echo '{"event":"diverged","tokens":300,"metrics":{"train/loss":null}}'
     echo "loss is NaN" >&2
