@@ -19,6 +19,9 @@ namespace {
 
 // Cells named by prefix need at least this many hex digits, so that a typo is not a match.
 constexpr size_t kMinCellPrefix = 4;
+// Text of log lines per ReadLogs chunk: with lines of up to 8 KiB, a page of them would not fit
+// in one gRPC reply (4 MiB by default).
+constexpr size_t kMaxLogChunkBytes = 1 << 20;
 
 absl::StatusOr<int64_t> LastSeq(db::Connection& db) {
   ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
@@ -223,12 +226,16 @@ absl::StatusOr<LogChunk> SqliteStore::ReadLogs(const LogQuery& query) {
         db.Prepare("SELECT line, at, text FROM log_lines WHERE attempt_id = ? AND line > ? "
                    "ORDER BY line LIMIT ?"));
     lines.BindAll(attempt_id, query.after_line, std::max(1, query.limit));
+    size_t bytes = 0;
     while (true) {
       ONSET_ASSIGN_OR_RETURN(bool row, lines.Step());
       if (!row) return chunk;
       // Repaired on the way out too: databases written before lines were cut between
       // characters hold some that are not UTF-8, which no reply could carry.
-      chunk.lines.push_back(LogLine{lines.Int(0), lines.Int(1), common::SanitizeUtf8(lines.Text(2))});
+      std::string text = common::SanitizeUtf8(lines.Text(2));
+      bytes += text.size();
+      if (!chunk.lines.empty() && bytes > kMaxLogChunkBytes) return chunk;  // the rest next time
+      chunk.lines.push_back(LogLine{lines.Int(0), lines.Int(1), std::move(text)});
     }
   });
 }

@@ -113,7 +113,9 @@ struct LogChunk {
   bool ended = false;  // the attempt has ended: no more lines will come
   CellState cell_state = CellState::kQueued;
   int64_t first_line = 0;      // the oldest line still kept (older ones were dropped), 0 if none
-  std::vector<LogLine> lines;  // in order, after query.after_line, at most query.limit
+  // In order, after query.after_line, at most query.limit and about 1 MiB of text (at least
+  // one line): fewer than the limit does not mean there are no more.
+  std::vector<LogLine> lines;
 };
 
 struct NewStudy {

@@ -222,6 +222,33 @@ TEST_F(FeedsTest, ALongLineIsCutBetweenCharactersAndSaysSo) {
   EXPECT_EQ(stored, text);
 }
 
+TEST_F(FeedsTest, AChunkOfLongLinesIsBoundedInBytesAndTheRestFollows) {
+  ClaimedJob job = Claim();
+  std::vector<LogLine> lines;
+  for (int64_t i = 1; i <= 300; ++i) lines.push_back({i, 0, std::string(8000, 'a')});
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, lines).ok());
+  LogQuery query;
+  query.cell = job.cell_id;
+  query.limit = 1000;
+  int64_t read = 0;
+  int chunks = 0;
+  while (true) {
+    absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+    ASSERT_TRUE(chunk.ok()) << chunk.status();
+    if (chunk->lines.empty()) break;
+    ++chunks;
+    size_t bytes = 0;
+    for (const LogLine& line : chunk->lines) {
+      EXPECT_EQ(line.line, ++read);
+      bytes += line.text.size();
+    }
+    EXPECT_LE(bytes, size_t{1} << 20);
+    query.after_line = chunk->lines.back().line;
+  }
+  EXPECT_EQ(read, 300);
+  EXPECT_EQ(chunks, 3);
+}
+
 TEST_F(FeedsTest, LinesStoredWithBrokenUtf8AreReadBackRepaired) {
   ClaimedJob job = Claim();
   ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{1, 0, "fine"}, {2, 0, "to be broken"}}).ok());

@@ -204,5 +204,61 @@ exit 0)");
                              "0..1000000000000000"));
 }
 
+// The lines of `log` that start with `prefix`.
+std::vector<std::string> LinesStartingWith(const std::string& log, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+TEST_F(TrainerOutputTest, AStderrFloodKeepsTheNewest20000Lines) {
+  const std::string state = RunCell("seq 1 30000 | sed 's/^/flood /' >&2; exit 0");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  int exit_code = 0;
+  const std::vector<std::string> flood = LinesStartingWith(Logs(&exit_code), "flood ");
+  EXPECT_EQ(exit_code, 0);
+  // The coordinator keeps the newest 20,000 lines of an attempt; a note of the worker's (on
+  // lines it had to drop) may take the place of the oldest.
+  ASSERT_GE(flood.size(), 19'999u);
+  ASSERT_LE(flood.size(), 20'000u);
+  EXPECT_EQ(flood.back(), "flood 30000");
+  const int first = 30'000 - static_cast<int>(flood.size()) + 1;
+  for (size_t i = 0; i < flood.size(); ++i) {
+    ASSERT_EQ(flood[i], "flood " + std::to_string(first + static_cast<int>(i))) << i;
+  }
+}
+
+TEST_F(TrainerOutputTest, AHugeStderrLineIsCutAndTheRestOfTheLogKept) {
+  const std::string state = RunCell(R"(echo before >&2
+head -c 5000000 /dev/zero | tr '\0' x >&2
+printf '\nafter\n' >&2
+exit 0)");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  int exit_code = 0;
+  const std::string log = Logs(&exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_THAT(log, HasSubstr("before\nxxxxxxxx"));
+  EXPECT_THAT(log, HasSubstr("x [... cut: the line had 5000000 bytes]\nafter\n"));
+  EXPECT_LT(log.size(), 10'000u);
+}
+
+TEST_F(TrainerOutputTest, ALogOfLongLinesIsReadWhole) {
+  // 6,000 lines of 1,000 bytes: more than one reply of gRPC's default 4 MiB could carry.
+  const std::string state = RunCell(
+      "line=$(head -c 1000 /dev/zero | tr '\\0' y); i=1; "
+      "while [ $i -le 6000 ]; do echo \"$i $line\"; i=$((i+1)); done >&2; exit 0");
+  EXPECT_EQ(state, "CELL_STATE_SUCCEEDED") << cell_.DebugString();
+  int exit_code = 0;
+  const std::string log = Logs(&exit_code);
+  EXPECT_EQ(exit_code, 0);
+  const std::vector<std::string> lines = LinesStartingWith(log, "");
+  ASSERT_EQ(lines.size(), 6'000u);
+  EXPECT_EQ(lines.front().substr(0, 4), "1 yy");
+  EXPECT_EQ(lines.back().substr(0, 7), "6000 yy");
+}
+
 }  // namespace
 }  // namespace onset
