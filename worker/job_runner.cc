@@ -231,8 +231,10 @@ JobRunOutcome JobRunner::Run() {
   std::vector<MetricPoint> pending;
   bool lease_lost = false;
   bool cancelled = false;
-  // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs.
+  // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs,
+  // and says it in the worker's log too.
   auto note = [&](const std::string& text) {
+    spdlog::warn("{}: {}", Context(), text);
     logs->Add(kWorkerNote + text, clock_.WallUnixMs());
   };
   bool drop_noted = false;         // the first dropped metric point was noted in the cell's log
@@ -391,9 +393,6 @@ JobRunOutcome JobRunner::Run() {
     lines.swap(events_->lines);
   }
   take_lines(&lines);
-  if (parser.malformed_lines() > 0) {
-    spdlog::warn("{}: {} malformed metrics lines skipped", Context(), parser.malformed_lines());
-  }
   {
     // The lease is kept alive meanwhile: a slow coordinator must not cost the attempt.
     const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
@@ -447,7 +446,6 @@ JobRunOutcome JobRunner::Run() {
       } else {
         absl::StrAppend(&why, "the trainer wrote them faster than the coordinator took them");
       }
-      spdlog::warn("{}: {}", Context(), why);
       note(why);
       flush_logs();
     }
