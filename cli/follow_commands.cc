@@ -189,7 +189,9 @@ int LogsCommand(StudyClient& client, const LogsOptions& options, std::ostream& o
       request.set_after_line(line.line());
     }
     out << std::flush;
-    if (r->more() || r->lines_size() == kLogPage) continue;  // more of the backlog
+    // A reply is bounded in bytes as well as lines: only one without lines says the backlog has
+    // been read.
+    if (r->lines_size() > 0) continue;
     if (backlog) {
       for (const v1::LogLine& line : tail) print(*r, line);
       tail.clear();

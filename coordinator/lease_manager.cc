@@ -81,7 +81,8 @@ void LeaseManager::ForgetIfEnded(const std::string& lease_id, const absl::Status
 
 absl::StatusOr<LeaseStatus> LeaseManager::Heartbeat(const std::string& worker_id,
                                                     const std::string& lease_id,
-                                                    int64_t tokens_done, double tokens_per_second) {
+                                                    std::optional<int64_t> tokens_done,
+                                                    double tokens_per_second) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());

@@ -46,10 +46,12 @@ class LeaseManager {
   // lease ids are random and only ever told to the worker they belong to, so together they are
   // that worker's proof of holding the lease.
 
-  // Renews the lease to now + ttl and records progress. The status says whether the cell was
-  // cancelled meanwhile (the worker then stops the trainer and reports kCancelled).
+  // Renews the lease to now + ttl and records progress (`tokens_done` nullopt: kept as it was).
+  // The status says whether the cell was cancelled meanwhile (the worker then stops the trainer
+  // and reports kCancelled).
   absl::StatusOr<LeaseStatus> Heartbeat(const std::string& worker_id, const std::string& lease_id,
-                                        int64_t tokens_done, double tokens_per_second);
+                                        std::optional<int64_t> tokens_done,
+                                        double tokens_per_second);
   // Stores the points (idempotent); returns how many were accepted.
   absl::StatusOr<int> ReportMetrics(const std::string& worker_id, const std::string& lease_id,
                                     const std::vector<MetricPoint>& points);

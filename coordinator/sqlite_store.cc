@@ -24,8 +24,13 @@ constexpr int kWorkerIdBytes = 8;
 constexpr size_t kMaxReasonBytes = 4 * 1024;
 constexpr size_t kMaxStderrTailBytes = 64 * 1024;
 
+// The last at most `max` bytes of `s`, from the start of a character on (a cut inside one
+// would leave text that no reply could carry).
 std::string Tail(const std::string& s, size_t max) {
-  return s.size() <= max ? s : s.substr(s.size() - max);
+  if (s.size() <= max) return s;
+  size_t from = s.size() - max;
+  while (from < s.size() && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) ++from;
+  return s.substr(from);
 }
 
 // The running attempt a lease names.
@@ -379,15 +384,15 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
 }
 
 absl::StatusOr<LeaseStatus> SqliteStore::RecordProgress(const std::string& lease_id,
-                                                        int64_t tokens_done,
+                                                        std::optional<int64_t> tokens_done,
                                                         double tokens_per_second) {
   return Write<LeaseStatus>([&](db::Connection& db) -> absl::StatusOr<LeaseStatus> {
     const int64_t now = clock_.WallUnixMs();
     ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
     ONSET_ASSIGN_OR_RETURN(
         db::Statement cell,
-        db.Prepare("UPDATE cells SET tokens_done = ?, tokens_per_second = ?, updated_at = ? "
-                   "WHERE id = ?"));
+        db.Prepare("UPDATE cells SET tokens_done = COALESCE(?, tokens_done), "
+                   "tokens_per_second = ?, updated_at = ? WHERE id = ?"));
     cell.BindAll(tokens_done, std::isfinite(tokens_per_second) ? tokens_per_second : 0.0, now,
                  attempt.cell_id);
     ONSET_RETURN_IF_ERROR(cell.Run());

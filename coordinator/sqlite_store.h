@@ -73,7 +73,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) override;
-  absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id, int64_t tokens_done,
+  absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
+                                             std::optional<int64_t> tokens_done,
                                              double tokens_per_second) override;
   absl::StatusOr<int> AddMetrics(const std::string& lease_id,
                                  const std::vector<MetricPoint>& points) override;

@@ -8,17 +8,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_line.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "coordinator/sqlite_rows.h"
 #include "coordinator/sqlite_store.h"
 
 namespace onset::coordinator {
 namespace {
 
-// One line is capped so that a trainer printing a huge blob cannot bloat the database.
-constexpr size_t kMaxLogLineBytes = 8 * 1024;
 // Cells named by prefix need at least this many hex digits, so that a typo is not a match.
 constexpr size_t kMinCellPrefix = 4;
+// Text of log lines per ReadLogs chunk: with lines of up to 8 KiB, a page of them would not fit
+// in one gRPC reply (4 MiB by default).
+constexpr size_t kMaxLogChunkBytes = 1 << 20;
 
 absl::StatusOr<int64_t> LastSeq(db::Connection& db) {
   ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
@@ -153,9 +156,9 @@ absl::StatusOr<int> SqliteStore::AppendLogs(const std::string& lease_id,
     int64_t newest = 0;
     for (const LogLine& line : lines) {
       upsert.Reset();
-      upsert.BindAll(
-          attempt_id, line.line, line.at_unix_ms,
-          line.text.size() <= kMaxLogLineBytes ? line.text : line.text.substr(0, kMaxLogLineBytes));
+      // Bounded (so that a trainer printing a huge blob cannot bloat the database) and cut on a
+      // character boundary, so that what is stored can always be read back into a proto.
+      upsert.BindAll(attempt_id, line.line, line.at_unix_ms, common::BoundLogLine(line.text));
       ONSET_RETURN_IF_ERROR(upsert.Run());
       newest = std::max(newest, line.line);
     }
@@ -223,10 +226,16 @@ absl::StatusOr<LogChunk> SqliteStore::ReadLogs(const LogQuery& query) {
         db.Prepare("SELECT line, at, text FROM log_lines WHERE attempt_id = ? AND line > ? "
                    "ORDER BY line LIMIT ?"));
     lines.BindAll(attempt_id, query.after_line, std::max(1, query.limit));
+    size_t bytes = 0;
     while (true) {
       ONSET_ASSIGN_OR_RETURN(bool row, lines.Step());
       if (!row) return chunk;
-      chunk.lines.push_back(LogLine{lines.Int(0), lines.Int(1), lines.Text(2)});
+      // Repaired on the way out too: databases written before lines were cut between
+      // characters hold some that are not UTF-8, which no reply could carry.
+      std::string text = common::SanitizeUtf8(lines.Text(2));
+      bytes += text.size();
+      if (!chunk.lines.empty() && bytes > kMaxLogChunkBytes) return chunk;  // the rest next time
+      chunk.lines.push_back(LogLine{lines.Int(0), lines.Int(1), std::move(text)});
     }
   });
 }

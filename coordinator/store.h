@@ -113,7 +113,9 @@ struct LogChunk {
   bool ended = false;  // the attempt has ended: no more lines will come
   CellState cell_state = CellState::kQueued;
   int64_t first_line = 0;      // the oldest line still kept (older ones were dropped), 0 if none
-  std::vector<LogLine> lines;  // in order, after query.after_line, at most query.limit
+  // In order, after query.after_line, at most query.limit and about 1 MiB of text (at least
+  // one line): fewer than the limit does not mean there are no more.
+  std::vector<LogLine> lines;
 };
 
 struct NewStudy {
@@ -287,8 +289,9 @@ class Store {
 
   // The following take the lease of a running attempt; FailedPrecondition when the lease is
   // unknown or its attempt has ended.
+  // `tokens_done` nullopt: the cell's progress stays as it was (the figure sent was absurd).
   virtual absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
-                                                     int64_t tokens_done,
+                                                     std::optional<int64_t> tokens_done,
                                                      double tokens_per_second) = 0;
   // Upserts all points in one transaction: a point re-sent for the same (cell, name, tokens)
   // replaces the stored one. Returns the number of points written.

@@ -340,16 +340,7 @@ grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
   response->set_ended(chunk->ended);
   response->set_cell_state(ToProto(chunk->cell_state));
   response->set_first_line(chunk->first_line);
-  // At most about kMaxLogBytes of text an answer (lines are up to a few KB each, so `limit`
-  // alone does not bound it); the rest comes with the next ask.
-  constexpr size_t kMaxLogBytes = 2 << 20;
-  size_t bytes = 0;
   for (const LogLine& line : chunk->lines) {
-    if (bytes > 0 && bytes + line.text.size() > kMaxLogBytes) {
-      response->set_more(true);
-      break;
-    }
-    bytes += line.text.size() + 32;
     onset::v1::LogLine* out = response->add_lines();
     out->set_line(line.line);
     out->set_at_unix_ms(line.at_unix_ms);

@@ -1,8 +1,31 @@
 #include "coordinator/worker_service.h"
 
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
 #include "common/grpc_status.h"
+#include "common/metric_limits.h"
 
 namespace onset::coordinator {
+namespace {
+
+// Counts what a request carried that is refused item by item, and logs it once per request.
+struct Refusals {
+  int count = 0;
+  std::string first;
+  void Add(const absl::Status& why) {
+    if (count++ == 0) first = std::string(why.message());
+  }
+  void Log(const std::string& lease_id, const char* what, int total) const {
+    if (count == 0) return;
+    spdlog::warn("lease {}: refused {} of {} {}: first: {}", lease_id, count, total, what, first);
+  }
+};
+
+}  // namespace
 
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const onset::v1::RegisterWorkerRequest* request,
@@ -52,9 +75,18 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const onset::v1::HeartbeatRequest* request,
                                           onset::v1::HeartbeatResponse* response) {
   if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
-  absl::StatusOr<LeaseStatus> s =
-      leases_->Heartbeat(request->worker_id(), request->lease_id(), request->tokens_done(),
-                         request->tokens_per_second());
+  // Absurd progress is not recorded, but the lease is renewed all the same: refusing the
+  // heartbeat would let the lease expire and cost the attempt.
+  std::optional<int64_t> tokens_done = request->tokens_done();
+  if (absl::Status bad = common::CheckTokens(request->tokens_done()); !bad.ok()) {
+    spdlog::warn("lease {}: heartbeat progress not recorded: {}", request->lease_id(),
+                 std::string(bad.message()));
+    tokens_done.reset();
+  }
+  double tokens_per_second = request->tokens_per_second();
+  if (!std::isfinite(tokens_per_second) || tokens_per_second < 0) tokens_per_second = 0;
+  absl::StatusOr<LeaseStatus> s = leases_->Heartbeat(request->worker_id(), request->lease_id(),
+                                                     tokens_done, tokens_per_second);
   if (!s.ok()) return common::ToGrpcStatus(s.status());
   response->set_lease_ttl_ms(leases_->ttl().count());
   response->set_cancel(s->cancelled);
@@ -65,11 +97,25 @@ grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
                                               const onset::v1::ReportMetricsRequest* request,
                                               onset::v1::ReportMetricsResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  // Each point is checked alone (common/metric_limits.h): a bad one is refused, counted in
+  // `accepted` falling short and logged, and the others are stored.
   std::vector<MetricPoint> points;
   points.reserve(request->points_size());
+  Refusals refused;
   for (const onset::v1::MetricPoint& p : request->points()) {
-    points.push_back(MetricPoint{p.name(), p.tokens(), p.value()});
+    absl::Status bad = common::CheckMetricName(p.name());
+    if (bad.ok()) bad = common::CheckTokens(p.tokens());
+    if (!bad.ok()) {
+      refused.Add(bad);
+      continue;
+    }
+    // Stored as NULL, "not finite", like NaN.
+    const double value =
+        std::isinf(p.value()) ? std::numeric_limits<double>::quiet_NaN() : p.value();
+    points.push_back(MetricPoint{p.name(), p.tokens(), value});
   }
+  refused.Log(request->lease_id(), "metric points", request->points_size());
+  // Called even with no point left: the caller learns whether its lease still holds.
   absl::StatusOr<int> accepted =
       leases_->ReportMetrics(request->worker_id(), request->lease_id(), points);
   if (!accepted.ok()) return common::ToGrpcStatus(accepted.status());
@@ -123,9 +169,16 @@ grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
   }
   std::vector<LogLine> lines;
   lines.reserve(request->lines_size());
+  Refusals refused;
   for (const onset::v1::LogLine& l : request->lines()) {
+    if (l.line() < 1) {
+      refused.Add(absl::InvalidArgumentError("log line number " + std::to_string(l.line()) +
+                                             ": lines are numbered from 1"));
+      continue;
+    }
     lines.push_back(LogLine{l.line(), l.at_unix_ms(), l.text()});
   }
+  refused.Log(request->lease_id(), "log lines", request->lines_size());
   absl::StatusOr<int> accepted =
       leases_->AppendLogs(request->worker_id(), request->lease_id(), lines);
   if (!accepted.ok()) return common::ToGrpcStatus(accepted.status());

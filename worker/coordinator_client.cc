@@ -1,8 +1,12 @@
 // gRPC glue for CoordinatorClient: proto <-> worker types and grpc::Status -> absl::Status.
+// Text that comes from the trainer (log lines, metric names, the stderr tail and the reasons
+// quoting it) is made valid UTF-8 here at the latest: protobuf refuses a whole message whose
+// string field holds one invalid byte.
 #include <grpcpp/grpcpp.h>
 
 #include "common/grpc_auth.h"
 #include "common/grpc_status.h"
+#include "common/utf8.h"
 #include "onset/v1/onset.grpc.pb.h"
 #include "worker/coordinator_client.h"
 
@@ -110,7 +114,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     request.set_lease_id(lease_id);
     for (const MetricPoint& p : points) {
       v1::MetricPoint* out = request.add_points();
-      out->set_name(p.name);
+      out->set_name(common::SanitizeUtf8(p.name));
       out->set_tokens(p.tokens);
       out->set_value(p.value);
     }
@@ -128,8 +132,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     request.set_outcome(ToProto(result.outcome));
     request.set_exit_code(result.exit_code);
     request.set_signal(result.signal);
-    request.set_reason(result.reason);
-    request.set_stderr_tail(result.stderr_tail);
+    request.set_reason(common::SanitizeUtf8(result.reason));
+    request.set_stderr_tail(common::SanitizeUtf8(result.stderr_tail));
     v1::FinishJobResponse response;
     grpc::ClientContext context;
     SetDeadline(&context);
@@ -145,7 +149,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
       v1::LogLine* out = request.add_lines();
       out->set_line(l.line);
       out->set_at_unix_ms(l.at_unix_ms);
-      out->set_text(l.text);
+      out->set_text(common::SanitizeUtf8(l.text));
     }
     v1::AppendLogsResponse response;
     grpc::ClientContext context;

@@ -32,8 +32,10 @@ constexpr int kExitStopped = 4;
 // to JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points.
 constexpr std::chrono::milliseconds kRetryDelay{250};
 constexpr std::chrono::milliseconds kMaxRetryDelay{5'000};
-// Log lines per AppendLogs call.
+// Log lines per AppendLogs call, and bytes of text: with lines of up to 8 KiB a call stays far
+// below gRPC's 4 MiB message limit.
 constexpr size_t kLogBatch = 2'000;
+constexpr size_t kLogBatchBytes = 1 << 20;
 
 bool IsLeaseLost(const absl::Status& status) {
   return status.code() == absl::StatusCode::kFailedPrecondition;
@@ -43,6 +45,17 @@ bool IsTransient(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
+
+// A refusal that sending the same request again cannot change: the request is dropped, not
+// retried.
+bool IsPermanent(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+         status.code() == absl::StatusCode::kOutOfRange ||
+         status.code() == absl::StatusCode::kResourceExhausted;
+}
+
+// What the worker adds to a cell's log (between the trainer's lines) starts with this.
+constexpr char kWorkerNote[] = "onset-worker: ";
 
 absl::Status WriteFile(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -59,6 +72,7 @@ struct JobRunner::Events {
   std::condition_variable cv;
   std::vector<std::string> lines;  // stdout lines not yet parsed
   bool exited = false;             // the trainer has exited and all its lines are in `lines`
+  bool logs_waiting = false;       // log_flush_lines stderr lines wait to be relayed
 };
 
 JobRunner::JobRunner(JobRunnerConfig config, std::string worker_id, JobSpec job,
@@ -182,10 +196,18 @@ JobRunOutcome JobRunner::Run() {
   options.working_dir = dir.string();
   std::shared_ptr<Events> events = events_;
   // Shared with the stderr reader thread, which may outlive this frame by a little.
-  auto logs = std::make_shared<LogBuffer>();
+  auto logs = std::make_shared<LogBuffer>(config_.log_buffer_lines, config_.log_buffer_bytes);
   const common::Clock* clock = &clock_;
-  options.on_stderr_line = [logs, clock](const std::string& line) {
+  // A burst wakes the run loop to relay at once rather than at the next flush_interval, so that
+  // it is not dropped for want of room meanwhile.
+  const size_t log_flush_lines = config_.log_flush_lines;
+  options.on_stderr_line = [logs, clock, events, log_flush_lines](const std::string& line) {
     logs->Add(line, clock->WallUnixMs());
+    if (logs->pending() >= log_flush_lines) {
+      std::lock_guard<std::mutex> lock(events->mu);
+      events->logs_waiting = true;
+      events->cv.notify_all();
+    }
   };
   options.on_stdout_line = [events](std::string line) {
     std::lock_guard<std::mutex> lock(events->mu);
@@ -209,36 +231,72 @@ JobRunOutcome JobRunner::Run() {
   std::vector<MetricPoint> pending;
   bool lease_lost = false;
   bool cancelled = false;
+  // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs,
+  // and says it in the worker's log too.
+  auto note = [&](const std::string& text) {
+    spdlog::warn("{}: {}", Context(), text);
+    logs->Add(kWorkerNote + text, clock_.WallUnixMs());
+  };
+  bool drop_noted = false;         // the first dropped metric point was noted in the cell's log
+  int64_t refused_points = 0;      // points the coordinator refused for good
+  std::string refused_reason;      // and why, the first time
 
+  // Sends the pending points, at most flush_points per call (so that a backlog never makes a
+  // request too large). A transient failure keeps the rest for the next try (the coordinator
+  // de-duplicates re-sent points); a permanent refusal drops that call's points, counted, so
+  // that one bad batch is never re-sent forever.
   auto flush = [&]() {
-    if (pending.empty()) return;
-    absl::Status s = client_->ReportMetrics(worker_id_, job_.lease_id, pending);
-    if (s.ok()) {
-      pending.clear();
-    } else if (IsLeaseLost(s)) {
-      lease_lost = true;
-      spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
-    } else {
-      // Kept and re-sent with the next batch; the coordinator de-duplicates.
-      spdlog::warn("{}: reporting {} metric points failed: {}", Context(), pending.size(),
-                   s.ToString());
+    const size_t per_call = std::max<size_t>(1, config_.flush_points);
+    while (!pending.empty() && !lease_lost) {
+      const size_t n = std::min(pending.size(), per_call);
+      std::vector<MetricPoint> batch(pending.begin(), pending.begin() + n);
+      absl::Status s = client_->ReportMetrics(worker_id_, job_.lease_id, batch);
+      if (IsLeaseLost(s)) {
+        lease_lost = true;
+        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
+        return;
+      }
+      if (!s.ok() && !IsPermanent(s)) {
+        spdlog::warn("{}: reporting {} metric points failed: {}", Context(), pending.size(),
+                     s.ToString());
+        return;
+      }
+      if (!s.ok()) {
+        spdlog::error("{}: the coordinator refused {} metric points: {}", Context(), n,
+                      s.ToString());
+        if (refused_points == 0) refused_reason = std::string(s.message());
+        refused_points += static_cast<int64_t>(n);
+      }
+      pending.erase(pending.begin(), pending.begin() + n);
     }
   };
-  // Sends the trainer's stderr lines that are waiting. Best effort: a failure keeps them for the
-  // next try (the buffer is bounded), and they never hold up the job or its outcome.
+  // Sends the trainer's stderr lines that are waiting, in calls bounded in lines and bytes.
+  // Best effort: a failure keeps them for the next try (the buffer is bounded), a permanent
+  // refusal drops that call's lines, and they never hold up the job or its outcome.
+  int64_t log_calls_failed = 0;   // AppendLogs calls that failed (lines kept for a retry)
+  int64_t log_lines_refused = 0;  // lines of calls the coordinator refused for good
+  std::string last_log_error;
   auto flush_logs = [&]() {
     while (logs->pending() > 0 && !lease_lost) {
-      std::vector<LogLine> batch = logs->Take(kLogBatch);
+      std::vector<LogLine> batch = logs->Take(kLogBatch, kLogBatchBytes);
       absl::Status s = client_->AppendLogs(worker_id_, job_.lease_id, batch);
       if (s.ok()) continue;
       if (IsLeaseLost(s)) {
         lease_lost = true;
         spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
-      } else {
-        spdlog::warn("{}: relaying {} log lines failed: {}", Context(), batch.size(),
-                     s.ToString());
-        logs->PutBack(std::move(batch));
+        return;
       }
+      last_log_error = s.ToString();
+      if (IsPermanent(s)) {
+        spdlog::error("{}: the coordinator refused {} log lines: {}", Context(), batch.size(),
+                      last_log_error);
+        log_lines_refused += static_cast<int64_t>(batch.size());
+        continue;
+      }
+      spdlog::warn("{}: relaying {} log lines failed: {}", Context(), batch.size(),
+                   last_log_error);
+      ++log_calls_failed;
+      logs->PutBack(std::move(batch));
       return;
     }
   };
@@ -249,11 +307,30 @@ JobRunOutcome JobRunner::Run() {
       if (pending.size() >= config_.flush_points && !lease_lost) flush();
     }
     lines->clear();
+    if (!drop_noted && parser.dropped_points() > 0) {
+      note("dropped a metric point: " + parser.first_drop_reason() +
+           " (later ones are counted, the total comes when the attempt ends)");
+      drop_noted = true;
+    }
+  };
+  // Renews the lease with the progress so far (sets lease_lost when it is gone); true when the
+  // coordinator says the cell was cancelled.
+  auto heartbeat = [&]() {
+    absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
+        worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
+    if (IsLeaseLost(reply.status())) {
+      lease_lost = true;
+      spdlog::warn("{}: lease lost: {}", Context(), reply.status().ToString());
+      return false;
+    }
+    if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), reply.status().ToString());
+    return reply.ok() && reply->cancel;
   };
 
   auto next_flush = clock_.MonotonicNow() + config_.flush_interval;
   auto next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
   bool exited = false;
+  bool logs_waiting = false;
   std::vector<std::string> lines;
   while (true) {
     {
@@ -264,13 +341,20 @@ JobRunOutcome JobRunner::Run() {
       auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
                              std::chrono::milliseconds(0), config_.max_wait);
       events_->cv.wait_for(lock, wait, [&] {
-        return !events_->lines.empty() || events_->exited || stop_requested_;
+        return !events_->lines.empty() || events_->exited || events_->logs_waiting ||
+               stop_requested_;
       });
       lines.swap(events_->lines);
       exited = events_->exited;
+      logs_waiting = events_->logs_waiting;
+      events_->logs_waiting = false;
     }
     take_lines(&lines);
     if (lease_lost || exited || stop_requested_) break;
+    if (logs_waiting) {
+      flush_logs();
+      if (lease_lost) break;
+    }
 
     const auto now = clock_.MonotonicNow();
     if ((!pending.empty() || logs->pending() > 0) && now >= next_flush) {
@@ -280,18 +364,8 @@ JobRunOutcome JobRunner::Run() {
       if (lease_lost) break;
     }
     if (now >= next_heartbeat) {
-      absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
-          worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
-      if (IsLeaseLost(reply.status())) {
-        lease_lost = true;
-        spdlog::warn("{}: lease lost: {}", Context(), reply.status().ToString());
-        break;
-      }
-      if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), reply.status().ToString());
-      if (reply.ok() && reply->cancel) {
-        cancelled = true;
-        break;
-      }
+      cancelled = heartbeat();
+      if (lease_lost || cancelled) break;
       next_heartbeat = now + config_.heartbeat_interval;
     }
   }
@@ -319,15 +393,18 @@ JobRunOutcome JobRunner::Run() {
     lines.swap(events_->lines);
   }
   take_lines(&lines);
-  if (parser.malformed_lines() > 0) {
-    spdlog::warn("{}: {} malformed metrics lines skipped", Context(), parser.malformed_lines());
-  }
   {
+    // The lease is kept alive meanwhile: a slow coordinator must not cost the attempt.
     const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
     for (auto delay = kRetryDelay; !pending.empty() && !lease_lost;
          delay = std::min(delay * 2, kMaxRetryDelay)) {
       flush();
       if (pending.empty() || lease_lost) break;
+      if (clock_.MonotonicNow() >= next_heartbeat) {
+        heartbeat();
+        next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
+        if (lease_lost) break;
+      }
       if (stop_requested_ || std::chrono::steady_clock::now() + delay > give_up) {
         // Finishing now would lose these points: leave the lease to expire instead, and the
         // retry (resuming from the checkpoint) sends them again.
@@ -341,12 +418,40 @@ JobRunOutcome JobRunner::Run() {
     }
   }
   if (!lease_lost) {
+    // What became of the trainer's metrics output, where whoever reads the log will see it.
+    if (parser.malformed_lines() > 0) {
+      note(absl::StrCat("skipped ", parser.malformed_lines(),
+                        " metrics lines that were not onset-train's JSON"));
+    }
+    if (parser.dropped_points() > 0) {
+      note(absl::StrCat("dropped ", parser.dropped_points(),
+                        " metric points: first: ", parser.first_drop_reason()));
+    }
+    if (refused_points > 0) {
+      note(absl::StrCat("the coordinator refused ", refused_points,
+                        " metric points: first: ", refused_reason));
+    }
     // The stderr reader has finished by now (the process was reaped), so this is all of it.
     flush_logs();
     if (logs->pending() > 0) flush_logs();  // one more try for what a hiccup kept back
     if (logs->dropped() > 0) {
-      spdlog::warn("{}: {} trainer log lines were dropped while the coordinator was unreachable",
-                   Context(), logs->dropped());
+      // Said as it happened: the buffer was full, because the trainer wrote faster than the
+      // lines were relayed or because relaying failed (then how often, and the last error).
+      std::string why = absl::StrCat(
+          logs->dropped(), " trainer log lines were dropped, the oldest first: the worker holds at "
+          "most ", logs->max_lines(), " unsent lines (", logs->max_bytes() >> 20, " MiB) and ");
+      if (log_calls_failed > 0) {
+        absl::StrAppend(&why, log_calls_failed, " calls relaying them failed (the last: ",
+                        last_log_error, ")");
+      } else {
+        absl::StrAppend(&why, "the trainer wrote them faster than the coordinator took them");
+      }
+      note(why);
+      flush_logs();
+    }
+    if (log_lines_refused > 0) {
+      spdlog::warn("{}: the coordinator refused {} trainer log lines (the last error: {})",
+                   Context(), log_lines_refused, last_log_error);
     }
   }
   if (lease_lost) {

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "worker/coordinator_client.h"
+#include "worker/log_buffer.h"
 #include "worker/process_launcher.h"
 
 namespace onset::worker {
@@ -21,6 +22,11 @@ struct JobRunnerConfig {
   std::chrono::milliseconds heartbeat_interval{5'000};  // as the coordinator asks
   std::chrono::milliseconds flush_interval{1'000};      // metric points wait at most this long
   size_t flush_points = 500;                            // or until this many are pending
+  // The trainer's stderr lines held until relayed (log_buffer.h): at most this many, and bytes.
+  size_t log_buffer_lines = LogBuffer::kDefaultMaxLines;
+  size_t log_buffer_bytes = LogBuffer::kDefaultMaxBytes;
+  // Once this many lines wait they are relayed at once, not at the next flush_interval.
+  size_t log_flush_lines = 2'000;
   std::chrono::milliseconds terminate_grace{10'000};    // SIGTERM -> SIGKILL delay
   // How long the end of a job (last metrics, FinishJob) is retried while the coordinator is
   // unreachable (e.g. restarting).

@@ -6,14 +6,20 @@ namespace onset::worker {
 
 void LogBuffer::Add(std::string text, int64_t at_unix_ms) {
   std::lock_guard<std::mutex> lock(mu_);
+  pending_bytes_ += text.size();
   pending_.push_back(LogLine{next_line_++, at_unix_ms, std::move(text)});
   Trim();
 }
 
-std::vector<LogLine> LogBuffer::Take(size_t max) {
+std::vector<LogLine> LogBuffer::Take(size_t max_lines, size_t max_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<LogLine> taken;
-  while (!pending_.empty() && taken.size() < max) {
+  size_t bytes = 0;
+  while (!pending_.empty() && taken.size() < max_lines) {
+    const size_t size = pending_.front().text.size();
+    if (!taken.empty() && bytes + size > max_bytes) break;
+    bytes += size;
+    pending_bytes_ -= size;
     taken.push_back(std::move(pending_.front()));
     pending_.pop_front();
   }
@@ -22,6 +28,7 @@ std::vector<LogLine> LogBuffer::Take(size_t max) {
 
 void LogBuffer::PutBack(std::vector<LogLine> lines) {
   std::lock_guard<std::mutex> lock(mu_);
+  for (const LogLine& line : lines) pending_bytes_ += line.text.size();
   pending_.insert(pending_.begin(), std::make_move_iterator(lines.begin()),
                   std::make_move_iterator(lines.end()));
   Trim();
@@ -38,7 +45,8 @@ int64_t LogBuffer::dropped() const {
 }
 
 void LogBuffer::Trim() {
-  while (pending_.size() > max_pending_) {
+  while (!pending_.empty() && (pending_.size() > max_lines_ || pending_bytes_ > max_bytes_)) {
+    pending_bytes_ -= pending_.front().text.size();
     pending_.pop_front();
     ++dropped_;
   }

@@ -1,6 +1,7 @@
 // The trainer's stderr on its way to the coordinator: lines numbered from 1 as they arrive,
-// held until sent. Bounded: while the coordinator is unreachable the oldest unsent lines are
-// dropped (their numbers stay used, so a reader sees the gap) instead of growing without end.
+// held until sent. Bounded in lines and bytes: when the trainer writes faster than the lines are
+// relayed (or while the coordinator cannot be reached) the oldest unsent lines are dropped and
+// counted (their numbers stay used, so a reader sees the gap) instead of growing without end.
 //
 // Thread-safe: the trainer's stderr reader adds, the job's run loop takes and puts back.
 #pragma once
@@ -18,23 +19,35 @@ namespace onset::worker {
 
 class LogBuffer {
  public:
-  explicit LogBuffer(size_t max_pending = 10'000) : max_pending_(max_pending) {}
+  // As many lines as the coordinator keeps of an attempt, so that a burst loses none of those
+  // it would keep; the byte bound caps the memory a burst of long lines takes.
+  static constexpr size_t kDefaultMaxLines = 20'000;
+  static constexpr size_t kDefaultMaxBytes = 32 << 20;
+
+  explicit LogBuffer(size_t max_lines = kDefaultMaxLines, size_t max_bytes = kDefaultMaxBytes)
+      : max_lines_(max_lines), max_bytes_(max_bytes) {}
 
   void Add(std::string text, int64_t at_unix_ms);
-  // Up to `max` of the oldest unsent lines, removed from the buffer.
-  std::vector<LogLine> Take(size_t max);
+  // The oldest unsent lines, removed from the buffer: up to `max_lines`, and no more than
+  // `max_bytes` of text unless the first line alone is longer.
+  std::vector<LogLine> Take(size_t max_lines, size_t max_bytes = SIZE_MAX);
   // Returns lines whose sending failed to the front, to be sent again (still bounded).
   void PutBack(std::vector<LogLine> lines);
 
   size_t pending() const;
   int64_t dropped() const;  // lines dropped so far for lack of room
 
+  size_t max_lines() const { return max_lines_; }
+  size_t max_bytes() const { return max_bytes_; }
+
  private:
   void Trim();  // caller holds mu_
 
-  const size_t max_pending_;
+  const size_t max_lines_;
+  const size_t max_bytes_;
   mutable std::mutex mu_;
   std::deque<LogLine> pending_;  // guarded by mu_
+  size_t pending_bytes_ = 0;     // guarded by mu_: the text of pending_
   int64_t next_line_ = 1;        // guarded by mu_
   int64_t dropped_ = 0;          // guarded by mu_
 };

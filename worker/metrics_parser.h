@@ -30,6 +30,9 @@ class MetricsParser {
   // Parses one line of the stream and appends its points to `out`. A malformed line (not JSON,
   // not an object, missing or mistyped "event"/"tokens"/"metrics") is counted and logged, never
   // fatal; null and non-numeric metric values are skipped; blank lines are ignored.
+  // Points outside common/metric_limits.h are dropped and counted, each alone: a bad name costs
+  // its point, bad tokens (negative, above 1e15, not an int64) the points of its line, which
+  // then do not count as progress either. Infinite values become NaN (stored as "not finite").
   void Consume(std::string_view line, std::vector<MetricPoint>* out);
 
   int64_t tokens_done() const { return tokens_done_; }
@@ -37,18 +40,24 @@ class MetricsParser {
   double tokens_per_second() const { return tokens_per_second_; }
   std::optional<double> latest_loss() const { return latest_loss_; }
   int malformed_lines() const { return malformed_lines_; }
+  // Points dropped for breaking the limits, and why the first one was.
+  int64_t dropped_points() const { return dropped_points_; }
+  const std::string& first_drop_reason() const { return first_drop_reason_; }
   // Whether a "diverged" / "done" event was seen.
   bool diverged() const { return diverged_; }
   bool done() const { return done_; }
 
  private:
   void Malformed(std::string_view line, const char* why);
+  void Dropped(int64_t points, std::string_view why);
 
   std::string context_;
   int64_t tokens_done_ = 0;
   double tokens_per_second_ = 0;
   std::optional<double> latest_loss_;
   int malformed_lines_ = 0;
+  int64_t dropped_points_ = 0;
+  std::string first_drop_reason_;
   bool diverged_ = false;
   bool done_ = false;
 };

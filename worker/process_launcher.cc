@@ -9,15 +9,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/log_line.h"
+#include "common/utf8.h"
 
 extern char** environ;
 
@@ -36,7 +40,12 @@ class TailRing {
   TailRing(size_t max_lines, size_t max_bytes) : max_lines_(max_lines), max_bytes_(max_bytes) {}
 
   void Add(std::string line) {
-    if (line.size() > max_bytes_) line.erase(0, line.size() - max_bytes_);
+    if (line.size() > max_bytes_) {
+      // Keep the end of the line, from the start of a character on.
+      size_t cut = line.size() - max_bytes_;
+      while (cut < line.size() && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) ++cut;
+      line.erase(0, cut);
+    }
     bytes_ += line.size() + 1;
     lines_.push_back(std::move(line));
     while (!lines_.empty() && (lines_.size() > max_lines_ || bytes_ > max_bytes_)) {
@@ -70,7 +79,7 @@ class PosixProcess : public Process {
         options_(std::move(options)),
         tail_(options_.stderr_tail_lines, options_.stderr_tail_bytes) {
     stdout_reader_ = std::thread([this] {
-      ReadLines(stdout_fd_, [this](std::string line) {
+      ReadLines(stdout_fd_, options_.stdout_max_line_bytes, [this](std::string line, size_t) {
         if (options_.on_stdout_line) options_.on_stdout_line(std::move(line));
       });
       std::lock_guard<std::mutex> lock(mu_);
@@ -78,7 +87,8 @@ class PosixProcess : public Process {
       cv_.notify_all();
     });
     stderr_reader_ = std::thread([this] {
-      ReadLines(stderr_fd_, [this](std::string line) {
+      ReadLines(stderr_fd_, options_.stderr_max_line_bytes, [this](std::string raw, size_t full) {
+        std::string line = common::BoundLogLine(raw, full, options_.stderr_max_line_bytes);
         if (options_.on_stderr_line) options_.on_stderr_line(line);
         std::lock_guard<std::mutex> lock(mu_);
         tail_.Add(std::move(line));
@@ -131,9 +141,37 @@ class PosixProcess : public Process {
   }
 
  private:
-  // Splits the stream on '\n' until EOF, an error or stop_readers_.
-  void ReadLines(int fd, const std::function<void(std::string)>& on_line) {
-    std::string partial;
+  // Splits the stream on '\n' until EOF, an error or stop_readers_. A line longer than
+  // `max_line_bytes` is kept as its first bytes, cut before a character that would straddle the
+  // bound (for UTF-8 text), and the rest of it skipped as it arrives; `on_line` gets what was
+  // kept and the length of the whole line.
+  void ReadLines(int fd, size_t max_line_bytes,
+                 const std::function<void(std::string, size_t)>& on_line) {
+    std::string partial;  // the start of the current line, at most max_line_bytes
+    size_t skipped = 0;   // bytes of the current line beyond max_line_bytes
+    auto take = [&](std::string_view bytes) {
+      if (skipped > 0) {
+        skipped += bytes.size();
+        return;
+      }
+      if (partial.size() + bytes.size() <= max_line_bytes) {
+        partial.append(bytes);
+        return;
+      }
+      // The line outgrows the bound: keep what fits (looking 3 bytes further, to see whether a
+      // character straddles the bound) and count the rest.
+      const size_t look = std::min(bytes.size(), max_line_bytes - partial.size() + 3);
+      partial.append(bytes.substr(0, look));
+      const size_t keep = common::Utf8PrefixLength(partial, max_line_bytes);
+      skipped = partial.size() - keep + (bytes.size() - look);
+      partial.resize(keep);
+    };
+    auto emit = [&] {
+      const size_t full = partial.size() + skipped;
+      on_line(std::move(partial), full);
+      partial.clear();
+      skipped = 0;
+    };
     char buf[4096];
     while (true) {
       {
@@ -148,14 +186,15 @@ class PosixProcess : public Process {
       ssize_t n = read(fd, buf, sizeof(buf));
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) break;
-      partial.append(buf, static_cast<size_t>(n));
-      size_t start = 0;
-      for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-        on_line(partial.substr(start, nl - start));
+      std::string_view chunk(buf, static_cast<size_t>(n));
+      for (size_t nl; (nl = chunk.find('\n')) != std::string_view::npos;
+           chunk.remove_prefix(nl + 1)) {
+        take(chunk.substr(0, nl));
+        emit();
       }
-      partial.erase(0, start);
+      take(chunk);
     }
-    if (!partial.empty()) on_line(std::move(partial));
+    if (!partial.empty() || skipped > 0) emit();
   }
 
   void WaitForChild() {

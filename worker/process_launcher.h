@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/log_line.h"
 
 namespace onset::worker {
 
@@ -32,6 +33,14 @@ struct SpawnOptions {
   std::string working_dir;                 // empty: inherit this process's directory
   size_t stderr_tail_lines = 50;           // the stderr tail keeps at most this many lines
   size_t stderr_tail_bytes = 8192;         // and at most this many bytes
+  // stderr is text (a log): each line reaches on_stderr_line and the tail as valid UTF-8
+  // (invalid bytes become U+FFFD) of at most this many bytes, a longer one cut on a character
+  // boundary with a marker that gives its length (common/log_line.h). The rest of a long line
+  // is skipped as it is read, never held.
+  size_t stderr_max_line_bytes = common::kMaxLogLineBytes;
+  // stdout lines longer than this reach on_stdout_line as their first this many bytes (the
+  // rest is skipped as it is read); they are passed on as they are otherwise.
+  size_t stdout_max_line_bytes = 16 << 20;
 
   // Called on the process's stdout reader thread, once per line (newline stripped), in order.
   // Must not call back into the Process. May be empty.

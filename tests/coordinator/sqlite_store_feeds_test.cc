@@ -2,9 +2,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <cmath>
+#include <functional>
 
 #include "common/fake_clock.h"
+#include "common/log_line.h"
+#include "common/utf8.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_file.h"
 #include "tests/coordinator/test_util.h"
@@ -33,6 +38,23 @@ class FeedsTest : public ::testing::Test {
     absl::StatusOr<std::vector<CellEvent>> events = store_->StudyEvents("small", after, 1000);
     EXPECT_TRUE(events.ok()) << events.status();
     return events.ok() ? *events : std::vector<CellEvent>{};
+  }
+
+  // Runs `sql` on the database file beside the store, as another process would.
+  void RawSql(const std::string& sql, const std::function<void(sqlite3_stmt*)>& row = nullptr) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir_.File("onset.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* stmt = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      if (row) row(stmt);
+    }
+    EXPECT_EQ(rc, SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
   }
 
   TempDir dir_;
@@ -175,6 +197,70 @@ TEST_F(FeedsTest, OnlyTheNewestLinesOfAnAttemptAreKept) {
   EXPECT_EQ(chunk->first_line, 3);
   ASSERT_EQ(chunk->lines.size(), 2u);
   EXPECT_EQ(chunk->lines[0].text, "c");
+}
+
+TEST_F(FeedsTest, ALongLineIsCutBetweenCharactersAndSaysSo) {
+  ClaimedJob job = Claim();
+  std::string line;
+  while (line.size() < 9000) line += "\xE2\x82\xAC";  // 3-byte characters past the 8 KiB cut
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{1, 0, line}}).ok());
+  LogQuery query;
+  query.cell = job.cell_id;
+  absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  ASSERT_EQ(chunk->lines.size(), 1u);
+  const std::string& text = chunk->lines[0].text;
+  EXPECT_LE(text.size(), common::kMaxLogLineBytes);
+  EXPECT_TRUE(common::IsValidUtf8(text));
+  EXPECT_THAT(text, ::testing::EndsWith("[... cut: the line had 9000 bytes]"));
+  // As stored, not only as read.
+  std::string stored;
+  RawSql("SELECT text FROM log_lines", [&](sqlite3_stmt* row) {
+    stored.assign(reinterpret_cast<const char*>(sqlite3_column_blob(row, 0)),
+                  sqlite3_column_bytes(row, 0));
+  });
+  EXPECT_EQ(stored, text);
+}
+
+TEST_F(FeedsTest, AChunkOfLongLinesIsBoundedInBytesAndTheRestFollows) {
+  ClaimedJob job = Claim();
+  std::vector<LogLine> lines;
+  for (int64_t i = 1; i <= 300; ++i) lines.push_back({i, 0, std::string(8000, 'a')});
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, lines).ok());
+  LogQuery query;
+  query.cell = job.cell_id;
+  query.limit = 1000;
+  int64_t read = 0;
+  int chunks = 0;
+  while (true) {
+    absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+    ASSERT_TRUE(chunk.ok()) << chunk.status();
+    if (chunk->lines.empty()) break;
+    ++chunks;
+    size_t bytes = 0;
+    for (const LogLine& line : chunk->lines) {
+      EXPECT_EQ(line.line, ++read);
+      bytes += line.text.size();
+    }
+    EXPECT_LE(bytes, size_t{1} << 20);
+    query.after_line = chunk->lines.back().line;
+  }
+  EXPECT_EQ(read, 300);
+  EXPECT_EQ(chunks, 3);
+}
+
+TEST_F(FeedsTest, LinesStoredWithBrokenUtf8AreReadBackRepaired) {
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{1, 0, "fine"}, {2, 0, "to be broken"}}).ok());
+  // What older coordinators stored: a line cut inside a character, a raw invalid byte.
+  RawSql("UPDATE log_lines SET text = CAST(X'616263E282' AS TEXT) WHERE line = 2");
+  LogQuery query;
+  query.cell = job.cell_id;
+  absl::StatusOr<LogChunk> chunk = store_->ReadLogs(query);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  ASSERT_EQ(chunk->lines.size(), 2u);
+  EXPECT_EQ(chunk->lines[0].text, "fine");
+  EXPECT_EQ(chunk->lines[1].text, "abc\xEF\xBF\xBD");
 }
 
 }  // namespace

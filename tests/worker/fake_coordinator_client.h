@@ -62,6 +62,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
                                            const Progress& p) override {
     std::lock_guard<std::mutex> lock(mu_);
     heartbeats.push_back(p);
+    calls.push_back("heartbeat");
     cv_.notify_all();
     if (!heartbeat_status.ok()) return heartbeat_status;
     return HeartbeatReply{cancel_cells};
@@ -72,6 +73,12 @@ class FakeCoordinatorClient : public CoordinatorClient {
     std::lock_guard<std::mutex> lock(mu_);
     batches.push_back(points);
     cv_.notify_all();
+    if (report_failures > 0) {
+      --report_failures;
+      calls.push_back("report failed");
+      return absl::UnavailableError("ReportMetrics to fake: connection refused");
+    }
+    calls.push_back(report_status.ok() ? "report" : "report refused");
     return report_status;
   }
 
@@ -79,6 +86,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
                       const JobResult& result) override {
     std::lock_guard<std::mutex> lock(mu_);
     finished.push_back({lease_id, result});
+    calls.push_back("finish");
     cv_.notify_all();
     return absl::OkStatus();
   }
@@ -87,6 +95,9 @@ class FakeCoordinatorClient : public CoordinatorClient {
                           const std::vector<LogLine>& lines) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!logs_status.ok()) return logs_status;
+    size_t bytes = 0;
+    for (const LogLine& line : lines) bytes += line.text.size();
+    log_call_bytes.push_back(bytes);
     log_lines.insert(log_lines.end(), lines.begin(), lines.end());
     cv_.notify_all();
     return absl::OkStatus();
@@ -113,6 +124,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status heartbeat_status;
   bool cancel_cells = false;  // heartbeats answer "cancelled"
   absl::Status report_status;
+  int report_failures = 0;  // before report_status: the first calls fail as unreachable
   absl::Status logs_status;
   std::deque<JobSpec> jobs;
   bool keep_devices = false;
@@ -125,6 +137,9 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::vector<std::vector<MetricPoint>> batches;
   std::vector<Finished> finished;
   std::vector<LogLine> log_lines;  // every line accepted, in the order sent
+  std::vector<size_t> log_call_bytes;  // the text each accepted AppendLogs call carried
+  // "heartbeat", "report", "report failed", "report refused", "finish", in order.
+  std::vector<std::string> calls;
 
  private:
   std::mutex mu_;

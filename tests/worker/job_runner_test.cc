@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
+#include "common/utf8.h"
 #include "tests/worker/fake_coordinator_client.h"
 
 namespace onset::worker {
@@ -166,6 +168,60 @@ TEST_F(JobRunnerTest, MetricsAreBatched) {
   EXPECT_EQ(AllPoints().back(), (MetricPoint{"train/loss", 1200, 1.5}));
 }
 
+TEST_F(JobRunnerTest, ARefusedBatchIsDroppedAndSaidSoNotResentForever) {
+  client_.report_status = absl::InvalidArgumentError("ReportMetrics to fake: bad points");
+  JobRunnerConfig config = Config();
+  config.report_deadline = std::chrono::seconds(2);  // the old loop resent until this ended
+  JobRunner runner(config, "w1", Job("many"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_TRUE(client_.finished[0].result.succeeded());
+  // Each point was offered once.
+  size_t offered = 0;
+  for (const auto& batch : client_.batches) offered += batch.size();
+  EXPECT_EQ(offered, 1200u);
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back().text,
+            "onset-worker: the coordinator refused 1200 metric points: first: ReportMetrics to "
+            "fake: bad points");
+}
+
+TEST_F(JobRunnerTest, BadMetricPointsAreDroppedAloneAndTheLogSaysSo) {
+  JobRunner runner(Config(), "w1", Job("bad_metrics"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  EXPECT_THAT(AllPoints(), ::testing::ElementsAre(MetricPoint{"train/loss", 100, 3.5},
+                                                  MetricPoint{"train/loss", 200, 3.0}));
+  std::vector<std::string> texts;
+  for (const LogLine& line : client_.Locked([&] { return client_.log_lines; })) {
+    texts.push_back(line.text);
+  }
+  EXPECT_THAT(texts, Contains("onset-worker: dropped a metric point: tokens -1: must be "
+                              "0..1000000000000000 (later ones are counted, the total comes "
+                              "when the attempt ends)"));
+  EXPECT_EQ(texts.back(),
+            "onset-worker: dropped 3 metric points: first: tokens -1: must be 0..1000000000000000");
+  for (const Progress& p : client_.Locked([&] { return client_.heartbeats; })) {
+    EXPECT_GE(p.tokens_done, 0);
+    EXPECT_LE(p.tokens_done, 200);
+  }
+}
+
+TEST_F(JobRunnerTest, HeartbeatsGoOnWhileTheLastPointsWaitForTheCoordinator) {
+  client_.report_failures = 3;
+  JobRunnerConfig config = Config();
+  config.flush_interval = std::chrono::seconds(60);  // everything is sent after the exit
+  JobRunner runner(config, "w1", Job("success"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  std::vector<std::string> calls = client_.Locked([&] { return client_.calls; });
+  const auto first_failure = std::find(calls.begin(), calls.end(), "report failed");
+  const auto delivered = std::find(calls.begin(), calls.end(), "report");
+  ASSERT_NE(first_failure, calls.end());
+  ASSERT_NE(delivered, calls.end());
+  EXPECT_GE(std::count(first_failure, delivered, "heartbeat"), 1) << ::testing::PrintToString(calls);
+  EXPECT_EQ(calls.back(), "finish");
+}
+
 TEST_F(JobRunnerTest, FailureReportsExitCodeAndBoundedStderrTail) {
   JobRunner runner(Config(), "w1", Job("fail"), &client_, &launcher_);
   JobRunOutcome outcome = runner.Run();
@@ -191,6 +247,45 @@ TEST_F(JobRunnerTest, EveryStderrLineIsRelayedNumberedBeforeTheEnd) {
   for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i].line, static_cast<int64_t>(i + 1));
   EXPECT_EQ(lines[2].text, "stderr line 1");
   EXPECT_EQ(lines.back().text, "stderr line 200");
+}
+
+TEST_F(JobRunnerTest, InvalidUtf8OnStderrReachesTheCoordinatorRepaired) {
+  JobRunner runner(Config(), "w1", Job("bad_utf8"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[2].text, "bad byte \xEF\xBF\xBD here");
+  EXPECT_EQ(lines[3].text, "cut \xEF\xBF\xBD");
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_TRUE(common::IsValidUtf8(client_.finished[0].result.stderr_tail));
+  EXPECT_THAT(client_.finished[0].result.stderr_tail, HasSubstr("bad byte \xEF\xBF\xBD here"));
+}
+
+TEST_F(JobRunnerTest, LinesDroppedForWantOfRoomAreExplainedInTheCellsLog) {
+  JobRunnerConfig config = Config();
+  config.log_buffer_lines = 100;
+  config.log_flush_lines = 1'000;                   // no early relay
+  config.flush_interval = std::chrono::seconds(60);  // nothing is relayed before the exit
+  JobRunner runner(config, "w1", Job("fail"), &client_, &launcher_);
+  runner.Run();
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  ASSERT_EQ(lines.size(), 101u);  // the newest 100 of 202, then what became of the others
+  EXPECT_EQ(lines.front().line, 103);
+  EXPECT_EQ(lines[99].text, "stderr line 200");
+  EXPECT_EQ(lines.back().text,
+            "onset-worker: 102 trainer log lines were dropped, the oldest first: the worker holds "
+            "at most 100 unsent lines (32 MiB) and the trainer wrote them faster than the "
+            "coordinator took them");
+}
+
+TEST_F(JobRunnerTest, LogCallsAreBoundedInBytes) {
+  JobRunner runner(Config(), "w1", Job("long_lines"), &client_, &launcher_);
+  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
+  std::vector<LogLine> lines = client_.Locked([&] { return client_.log_lines; });
+  EXPECT_EQ(lines.size(), 2u + 400u);
+  for (size_t bytes : client_.Locked([&] { return client_.log_call_bytes; })) {
+    EXPECT_LE(bytes, 1u << 20);
+  }
 }
 
 TEST_F(JobRunnerTest, LogsThatCannotBeRelayedDoNotFailTheJob) {

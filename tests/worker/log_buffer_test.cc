@@ -38,5 +38,32 @@ TEST(LogBufferTest, DropsTheOldestUnsentLinesBeyondItsBound) {
   EXPECT_EQ(buffer.Take(10).front().line, 4);
 }
 
+TEST(LogBufferTest, KeepsAsManyUnsentLinesAsTheCoordinatorKeepsOfAnAttempt) {
+  LogBuffer buffer;
+  for (int i = 1; i <= 25'000; ++i) buffer.Add("line " + std::to_string(i), 0);
+  EXPECT_EQ(buffer.pending(), 20'000u);
+  EXPECT_EQ(buffer.dropped(), 5'000);
+  EXPECT_EQ(buffer.Take(1).front().text, "line 5001");
+}
+
+TEST(LogBufferTest, IsBoundedInBytesToo) {
+  LogBuffer buffer(/*max_lines=*/100, /*max_bytes=*/1000);
+  for (int i = 0; i < 20; ++i) buffer.Add(std::string(100, 'a' + i), 0);
+  EXPECT_EQ(buffer.pending(), 10u);
+  EXPECT_EQ(buffer.dropped(), 10);
+  EXPECT_EQ(buffer.Take(1).front().text[0], 'k');
+}
+
+TEST(LogBufferTest, TakesBatchesBoundedInBytesButNeverNone) {
+  LogBuffer buffer;
+  buffer.Add(std::string(5000, 'x'), 0);
+  buffer.Add(std::string(600, 'y'), 0);
+  buffer.Add(std::string(600, 'z'), 0);
+  EXPECT_EQ(buffer.Take(10, 1000).size(), 1u);  // a first line over the bound goes alone
+  EXPECT_EQ(buffer.Take(10, 1000).size(), 1u);  // 600 + 600 > 1000
+  EXPECT_EQ(buffer.Take(10, 1000).size(), 1u);
+  EXPECT_EQ(buffer.pending(), 0u);
+}
+
 }  // namespace
 }  // namespace onset::worker

@@ -64,5 +64,41 @@ TEST(MetricsParserTest, TracksTokensDoneAndEvents) {
   EXPECT_FALSE(parser.latest_loss().has_value());
 }
 
+TEST(MetricsParserTest, PointsBreakingTheLimitsAreDroppedAloneAndCounted) {
+  MetricsParser parser;
+  std::vector<MetricPoint> points;
+  parser.Consume(R"({"event":"train","tokens":100,"metrics":{"train/loss":3.0}})", &points);
+  parser.Consume(R"({"event":"train","tokens":-1,"metrics":{"train/loss":2.9,"train/lr":0.1}})",
+                 &points);
+  parser.Consume(R"({"event":"train","tokens":18446744073709551615,"metrics":{"train/loss":2.8}})",
+                 &points);
+  parser.Consume(R"({"event":"train","tokens":9223372036854775807,"metrics":{"train/loss":2.7}})",
+                 &points);
+  parser.Consume(R"({"event":"train","tokens":200,"metrics":{"":1,"train/loss":2.6,"a b":1}})",
+                 &points);
+  parser.Consume(R"({"event":"eval","tokens":200,"metrics":{")" + std::string(10 << 20, 'n') +
+                     R"(":1,"eval/heldout_loss":2.5}})",
+                 &points);
+  EXPECT_THAT(points, ElementsAre(MetricPoint{"train/loss", 100, 3.0},
+                                  MetricPoint{"train/loss", 200, 2.6},
+                                  MetricPoint{"eval/heldout_loss", 200, 2.5}));
+  EXPECT_EQ(parser.dropped_points(), 7);
+  EXPECT_EQ(parser.first_drop_reason(), "tokens -1: must be 0..1000000000000000");
+  EXPECT_EQ(parser.malformed_lines(), 0);
+  // Bad tokens are no progress.
+  EXPECT_EQ(parser.tokens_done(), 200);
+}
+
+TEST(MetricsParserTest, ThroughputIsOnlyTakenWhenFiniteAndNotNegative) {
+  MetricsParser parser;
+  std::vector<MetricPoint> points;
+  parser.Consume(R"({"event":"train","tokens":1,"metrics":{"train/tokens_per_second":50}})",
+                 &points);
+  parser.Consume(R"({"event":"train","tokens":2,"metrics":{"train/tokens_per_second":-7}})",
+                 &points);
+  EXPECT_EQ(parser.tokens_per_second(), 50);
+  EXPECT_EQ(parser.tokens_done(), 2);
+}
+
 }  // namespace
 }  // namespace onset::worker

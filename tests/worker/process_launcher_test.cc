@@ -14,6 +14,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/log_line.h"
+#include "common/utf8.h"
+
 namespace onset::worker {
 namespace {
 
@@ -129,6 +132,81 @@ TEST(ProcessLauncherTest, StderrTailIsBoundedInBytes) {
   std::string tail = (*process)->StderrTail();
   EXPECT_LE(tail.size(), 200u);
   EXPECT_THAT(tail, HasSubstr("number 99"));
+}
+
+// Collects stderr lines from the reader thread.
+struct StderrLines {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  void Attach(SpawnOptions* options) {
+    options->on_stderr_line = [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(line);
+    };
+  }
+};
+
+TEST(ProcessLauncherTest, StderrLinesAreValidUtf8WhateverTheTrainerWrote) {
+  PosixProcessLauncher launcher;
+  SpawnOptions options = Shell("printf 'bad \\377 byte\\n' >&2; printf 'cut \\342\\202' >&2");
+  StderrLines lines;
+  lines.Attach(&options);
+  auto process = launcher.Spawn(std::move(options));
+  ASSERT_TRUE(process.ok()) << process.status();
+  (*process)->Wait();
+  EXPECT_THAT(lines.lines, ElementsAre("bad \xEF\xBF\xBD byte", "cut \xEF\xBF\xBD"));
+  EXPECT_EQ((*process)->StderrTail(), "bad \xEF\xBF\xBD byte\ncut \xEF\xBF\xBD");
+}
+
+TEST(ProcessLauncherTest, AHugeStderrLineIsCutAsItIsReadAndTheNextLinesFollow) {
+  PosixProcessLauncher launcher;
+  // 5 MB without a newline, then two short lines: one protobuf message could not carry it.
+  SpawnOptions options = Shell(
+      "head -c 5000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo next >&2; printf 'last' >&2");
+  StderrLines lines;
+  lines.Attach(&options);
+  auto process = launcher.Spawn(std::move(options));
+  ASSERT_TRUE(process.ok()) << process.status();
+  (*process)->Wait();
+  ASSERT_EQ(lines.lines.size(), 3u);
+  EXPECT_LE(lines.lines[0].size(), common::kMaxLogLineBytes);
+  EXPECT_THAT(lines.lines[0], StartsWith("xxxxxxxx"));
+  EXPECT_THAT(lines.lines[0], ::testing::EndsWith(" [... cut: the line had 5000000 bytes]"));
+  EXPECT_EQ(lines.lines[1], "next");
+  EXPECT_EQ(lines.lines[2], "last");
+}
+
+TEST(ProcessLauncherTest, ALongStderrLineIsCutBetweenCharacters) {
+  PosixProcessLauncher launcher;
+  // 3000 euro signs (3 bytes each): a byte bound falls inside one unless the cut backs off.
+  SpawnOptions options = Shell(
+      "i=0; while [ $i -lt 3000 ]; do printf '\\342\\202\\254' >&2; i=$((i+1)); done");
+  options.stderr_max_line_bytes = 1000;
+  options.stderr_tail_bytes = 500;  // the tail keeps the end of the line, from a character on
+  StderrLines lines;
+  lines.Attach(&options);
+  auto process = launcher.Spawn(std::move(options));
+  ASSERT_TRUE(process.ok()) << process.status();
+  (*process)->Wait();
+  ASSERT_EQ(lines.lines.size(), 1u);
+  const std::string& line = lines.lines[0];
+  EXPECT_LE(line.size(), 1000u);
+  EXPECT_TRUE(common::IsValidUtf8(line));
+  EXPECT_THAT(line, ::testing::EndsWith("\xE2\x82\xAC [... cut: the line had 9000 bytes]"));
+  EXPECT_LE((*process)->StderrTail().size(), 500u);
+  EXPECT_TRUE(common::IsValidUtf8((*process)->StderrTail()));
+}
+
+TEST(ProcessLauncherTest, AnOverlongStdoutLineArrivesAsItsFirstBytes) {
+  PosixProcessLauncher launcher;
+  SpawnOptions options = Shell("head -c 100000 /dev/zero | tr '\\0' y; echo; echo after");
+  options.stdout_max_line_bytes = 1000;
+  Lines lines;
+  lines.Attach(&options);
+  auto process = launcher.Spawn(std::move(options));
+  ASSERT_TRUE(process.ok()) << process.status();
+  (*process)->Wait();
+  EXPECT_THAT(lines.lines, ElementsAre(std::string(1000, 'y'), "after"));
 }
 
 TEST(ProcessLauncherTest, TerminateKillsTheWholeGroup) {

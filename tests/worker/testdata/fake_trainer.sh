@@ -45,6 +45,26 @@ case "$mode" in
     done
     echo '{"event":"train","tokens":50,"metrics":{"train/loss":4.0}}'
     exit 1 ;;
+  bad_utf8)
+    printf 'bad byte \377 here\n' >&2
+    echo '{"event":"train","tokens":100,"metrics":{"train/loss":3.5}}'
+    printf 'cut \342\202' >&2
+    exit 0 ;;
+  bad_metrics)
+    echo '{"event":"train","tokens":100,"metrics":{"train/loss":3.5}}'
+    echo '{"event":"train","tokens":-1,"metrics":{"train/loss":3.4}}'
+    echo '{"event":"train","tokens":9223372036854775807,"metrics":{"train/loss":3.3}}'
+    echo '{"event":"train","tokens":200,"metrics":{"":1.0,"train/loss":3.0}}'
+    sleep 0.3
+    exit 0 ;;
+  long_lines)
+    line=$(head -c 8000 /dev/zero | tr '\0' L)
+    i=1
+    while [ $i -le 400 ]; do
+      echo "$line" >&2
+      i=$((i + 1))
+    done
+    exit 0 ;;
   diverged)
     echo '{"event":"diverged","tokens":300,"metrics":{"train/loss":null}}'
     echo "loss is NaN" >&2
