@@ -51,6 +51,9 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
+      // The coordinator's own UNAVAILABLE (e.g. its database is locked) is an answer: its
+      // message says why, under the RPC's name below.
+      if (common::SentByServer(status)) return common::FromGrpcStatus(status, rpc, address_);
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                           absl::StrCat("cannot reach the coordinator at ", address_, ": ",
                                        status.error_message()));

@@ -17,7 +17,8 @@
 namespace onset::cli {
 
 // Thread-safe. Every call carries the token of `security` (over TLS when it has certificates).
-// Errors keep gRPC's code; Unavailable and DeadlineExceeded read
+// Errors keep gRPC's code; Unavailable and DeadlineExceeded that the coordinator did not send
+// (common::SentByServer: the connection failed, or no answer came in time) read
 // "cannot reach the coordinator at ADDR: ...", others "RPC to ADDR: message" except
 // InvalidArgument, NotFound and FailedPrecondition, which carry the coordinator's message
 // verbatim (it already says "file:line: key: problem", which study is missing or which stored

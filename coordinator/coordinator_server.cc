@@ -23,6 +23,8 @@
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_service.h"
 #include "coordinator/worker_service.h"
+#include "db/database_lock.h"
+#include "db/startup_checks.h"
 
 namespace onset::coordinator {
 namespace {
@@ -34,8 +36,10 @@ std::chrono::milliseconds SweepPeriod(std::chrono::milliseconds ttl) {
 
 class CoordinatorServerImpl final : public CoordinatorServer {
  public:
-  CoordinatorServerImpl(const ServerConfig& config, std::unique_ptr<SqliteStore> store)
+  CoordinatorServerImpl(const ServerConfig& config, std::unique_ptr<db::DatabaseLock> lock,
+                        std::unique_ptr<SqliteStore> store)
       : config_(config),
+        lock_(std::move(lock)),
         store_(std::move(store)),
         leases_(store_.get(), &common::SystemClock(), config.lease_ttl),
         auth_(config.token),
@@ -108,6 +112,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     }
     if (sweeper_.joinable()) sweeper_.join();
     store_.reset();  // closes the database
+    lock_.reset();   // and lets another coordinator have it
 
     lock.lock();
     state_ = State::kDone;
@@ -135,6 +140,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   }
 
   const ServerConfig config_;
+  std::unique_ptr<db::DatabaseLock> lock_;  // null for an in-memory database
   std::unique_ptr<SqliteStore> store_;
   LeaseManager leases_;
   const common::BearerTokenChecker auth_;
@@ -215,10 +221,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     if (!pair.ok()) return pair.status();
     tls = std::move(*pair);
   }
+  std::unique_ptr<db::DatabaseLock> lock;
+  if (config.db_path != ":memory:" && config.db_path.find("mode=memory") == std::string::npos) {
+    absl::StatusOr<std::unique_ptr<db::DatabaseLock>> locked =
+        db::DatabaseLock::Acquire(config.db_path);
+    if (!locked.ok()) return locked.status();
+    lock = std::move(*locked);
+    db::StartupCheckOptions checks;
+    checks.allow_empty_file = config.init_empty_db;
+    checks.quick_check = !config.skip_quick_check;
+    if (absl::Status s = db::CheckDatabaseForServing(config.db_path, checks); !s.ok()) return s;
+  }
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
       SqliteStore::Open(config.db_path, common::SystemClock(), config.retry);
   if (!store.ok()) return store.status();
-  auto server = std::make_unique<CoordinatorServerImpl>(config, std::move(*store));
+  auto server = std::make_unique<CoordinatorServerImpl>(config, std::move(lock), std::move(*store));
   if (absl::Status s = server->Init(tls); !s.ok()) return s;
   spdlog::info("coordinator serving {} ({}, database {}, lease ttl {} ms)", server->address(),
                tls ? "TLS" : "plaintext", config.db_path, config.lease_ttl.count());

@@ -16,6 +16,11 @@ namespace onset::coordinator {
 
 struct ServerConfig {
   std::string db_path;                          // SQLite file, created (with parents) if missing
+  // Take an existing 0-byte db_path for a new database; without it such a file is refused
+  // (db/startup_checks.h).
+  bool init_empty_db = false;
+  // Skip PRAGMA quick_check at start (the other start-up checks still run).
+  bool skip_quick_check = false;
   std::string listen = "127.0.0.1:7070";        // host:port; port 0 picks a free port
   std::string token;  // every call must carry it; see common/auth_token.h for files
   // PEM files; both set: TLS (read at Start), both empty: plaintext.
@@ -42,10 +47,13 @@ struct ServerConfig {
 
 class CoordinatorServer {
  public:
-  // Opens (and migrates) the database, binds the port and starts serving.
+  // Locks the database (db/database_lock.h: one coordinator per file, held until Shutdown),
+  // checks it (db/startup_checks.h), opens and migrates it, binds the port and starts serving.
   // Errors: InvalidArgument for a bad config or TLS file, NotFound for a missing TLS file,
-  // Unavailable when the port cannot be bound, Internal/FailedPrecondition for database problems
-  // (message names the file).
+  // Unavailable when the port cannot be bound; for the database (the message names the file and
+  // says what to do) FailedPrecondition when another process holds its lock, or it is empty,
+  // not a database, not writable or of a newer schema, DataLoss when it is damaged,
+  // Internal otherwise.
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const ServerConfig& config);
 
   virtual ~CoordinatorServer() = default;

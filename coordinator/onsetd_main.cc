@@ -48,8 +48,15 @@ int main(int argc, char** argv) {
   std::string token_file;
 
   CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
-  app.add_option("--db", config.db_path, "SQLite database file (created if missing)")
+  app.add_option("--db", config.db_path,
+                 "SQLite database file (created if missing; locked against a second onsetd)")
       ->required();
+  app.add_flag("--init-empty-db", config.init_empty_db,
+               "take an existing empty (0-byte) --db file for a new database; without it such a "
+               "file is refused, as it may be a database lost to a failed copy");
+  app.add_flag("--skip-quick-check", config.skip_quick_check,
+               "do not read the whole --db with PRAGMA quick_check at start (about 4 s per GB "
+               "when cached) to look for damaged pages");
   app.add_option("--listen", config.listen,
                  "host:port to serve on; port 0 picks a free port. A host other than loopback "
                  "needs --tls-cert/--tls-key or --insecure")
@@ -114,7 +121,8 @@ int main(int argc, char** argv) {
 
   auto server = onset::coordinator::CoordinatorServer::Start(config);
   if (!server.ok()) {
-    spdlog::error("cannot start: {}", server.status().ToString());
+    // The message says what is wrong and what to do; the code adds nothing for a person.
+    spdlog::error("cannot start: {}", std::string(server.status().message()));
     return 1;
   }
   spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or {})",

@@ -19,7 +19,13 @@ namespace onset::coordinator {
 // run on their own connections and see the last commit without blocking the writer. (An
 // in-memory database has no readers: its reads queue behind the writes.) Several SqliteStores
 // (or processes) may share one file; SQLite's locking and busy_timeout serialise their writers.
+// (A coordinator serves a file alone: CoordinatorServer takes db/database_lock.h first.)
 // Timestamps come from `clock` (wall time).
+//
+// A write that fails in SQLite returns "database write failed: REASON (FILE)" and is logged
+// (db/write_queue.h): Unavailable when it may pass (the lock is held elsewhere, the disk is
+// full), Internal otherwise (a read-only file, an I/O error): not FailedPrecondition, which tells
+// a worker that its lease has ended.
 //
 // Opened read-only (OpenReadOnly) it has readers only: it never writes the file, and every write
 // fails with FailedPrecondition, so a process that only looks (`onset status` when no coordinator

@@ -2,8 +2,8 @@
 // implements it; tests may fake it.
 //
 // Thread-safety: implementations are safe to call from any thread.
-// Errors shared by all methods: Unavailable/Internal for database failures (the message names
-// the file).
+// Errors shared by all methods: Unavailable (may pass: busy, disk full) or Internal for database
+// failures (the message names the file; db/sqlite.h maps SQLite's errors).
 #pragma once
 
 #include <cstdint>

@@ -1,29 +1,61 @@
 #include "db/sqlite.h"
 
+#include <cstdlib>
 #include <utility>
+
+#include "absl/strings/cord.h"
 
 namespace onset::db {
 namespace {
+
+// The payload that carries SqliteError: "CODE\nMESSAGE".
+constexpr char kSqliteErrorUrl[] = "type.onset.dev/db.SqliteError";
 
 absl::StatusCode CodeFor(int rc) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+    case SQLITE_FULL:
       return absl::StatusCode::kUnavailable;
     case SQLITE_CONSTRAINT:
+    case SQLITE_NOTADB:
       return absl::StatusCode::kFailedPrecondition;
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-    case SQLITE_READONLY:
-    case SQLITE_FULL:
-    case SQLITE_IOERR:
-      return absl::StatusCode::kUnavailable;
+    case SQLITE_CORRUPT:
+      return absl::StatusCode::kDataLoss;
     default:
       return absl::StatusCode::kInternal;
   }
 }
 
+// A status for SQLite's error `rc` (`message`: its text) on the database at `path`. `context`
+// says what onset did; `prefix` starts the message ("database PATH" or "cannot open database
+// PATH").
+absl::Status SqliteStatus(int rc, const std::string& path, const std::string& message,
+                          const std::string& prefix, const std::string& context) {
+  std::string text;
+  if ((rc & 0xff) == SQLITE_NOTADB) {
+    text = path + " is not an SQLite database (SQLite: " + message +
+           "): check that it is the file you meant; if it is, its header is damaged and the "
+           "database must be restored from a backup";
+  } else {
+    text = prefix + ": " + message;
+    if (!context.empty()) text += " (" + context + ")";
+  }
+  absl::Status status(CodeFor(rc), text);
+  status.SetPayload(kSqliteErrorUrl, absl::Cord(std::to_string(rc) + "\n" + message));
+  return status;
+}
+
 }  // namespace
+
+std::optional<SqliteError> SqliteErrorOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kSqliteErrorUrl);  // absl::optional<absl::Cord>
+  if (!payload) return std::nullopt;
+  const std::string text(*payload);
+  const size_t newline = text.find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  return SqliteError{std::atoi(text.substr(0, newline).c_str()), text.substr(newline + 1)};
+}
 
 // ----- Statement -------------------------------------------------------------------------------
 
@@ -118,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
   if (rc != SQLITE_OK) {
     std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close(raw);
-    return absl::Status(CodeFor(rc), "cannot open database " + path + ": " + message);
+    return SqliteStatus(rc, path, message, "cannot open database " + path, "");
   }
   std::unique_ptr<Connection> db(new Connection(raw, path));
   sqlite3_extended_result_codes(raw, 1);
@@ -149,7 +181,10 @@ absl::Status Connection::Exec(std::string_view sql) {
   if (rc == SQLITE_OK) return absl::OkStatus();
   std::string detail = message ? message : sqlite3_errstr(rc);
   sqlite3_free(message);
-  return absl::Status(CodeFor(rc), "database " + path_ + ": " + detail);
+  // Enough of the SQL to tell what failed (a transaction's BEGIN or COMMIT, which pragma).
+  constexpr size_t kShown = 60;
+  std::string shown = text.size() <= kShown ? text : text.substr(0, kShown) + "...";
+  return SqliteStatus(rc, path_, detail, "database " + path_, "running '" + shown + "'");
 }
 
 absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
@@ -164,9 +199,10 @@ absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
 
 int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
 
+bool Connection::ReadOnly() const { return sqlite3_db_readonly(db_, "main") == 1; }
+
 absl::Status Connection::Error(int rc, std::string_view what) const {
-  return absl::Status(CodeFor(rc), "database " + path_ + ": " + sqlite3_errmsg(db_) + " (" +
-                                       std::string(what) + ")");
+  return SqliteStatus(rc, path_, sqlite3_errmsg(db_), "database " + path_, std::string(what));
 }
 
 // ----- WriteTransaction ------------------------------------------------------------------------

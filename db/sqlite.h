@@ -1,6 +1,13 @@
 // A thin RAII layer over the sqlite3 C API: a connection opened with onset's pragmas, prepared
 // statements with positional binding, and a BEGIN IMMEDIATE transaction guard. Every failure is
-// an absl::Status whose message names the database file.
+// an absl::Status whose message names the database file, and which carries SQLite's own error
+// (SqliteErrorOf) for callers that report it in their own words.
+//
+// Status codes of SQLite errors: Unavailable for what passes by itself or by freeing space
+// (SQLITE_BUSY, SQLITE_LOCKED: another connection holds the lock; SQLITE_FULL: the disk is full);
+// FailedPrecondition for SQLITE_CONSTRAINT and SQLITE_NOTADB (a file that is not an SQLite
+// database, whose message says so); DataLoss for SQLITE_CORRUPT; Internal for everything else
+// (SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_PERM, ...), which no retry mends.
 //
 // SQL text is written in the source, never built from values: every value, above all one that
 // came over the network (study names, cell ids, lease ids, metric names), is bound to a `?`.
@@ -23,6 +30,18 @@
 namespace onset::db {
 
 class Connection;
+
+// SQLite's error behind a status this file returned: its extended result code (e.g.
+// SQLITE_READONLY_DBMOVED) and sqlite3_errmsg's text without onset's context ("attempt to write a
+// readonly database").
+struct SqliteError {
+  int code = 0;
+  std::string message;
+};
+// The SqliteError a status carries: set on every status of a failed SQLite call made through this
+// file, kept by copies of the status (not by a new status made from its message). nullopt for
+// other statuses.
+std::optional<SqliteError> SqliteErrorOf(const absl::Status& status);
 
 // A prepared statement. Movable; finalised on destruction. Bind indices start at 1, column
 // indices at 0.
@@ -90,8 +109,10 @@ class Connection {
 
   // Opens `path`, creating the file if missing (not its directory); ":memory:" gives a private
   // in-memory database. Applies journal_mode=WAL, synchronous=NORMAL, foreign_keys=ON and
-  // busy_timeout (read_only: busy_timeout only). Errors: Unavailable/Internal naming the file
-  // (Unavailable for a read_only file that does not exist).
+  // busy_timeout (read_only: busy_timeout only). Errors (codes as above) name the file;
+  // FailedPrecondition "PATH is not an SQLite database" for a file of something else.
+  // A file this process may not write (its mode, or a read-only filesystem) opens read-only
+  // without an error, as SQLite does: ReadOnly() tells.
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path,
                                                           const Options& options);
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path) {
@@ -107,6 +128,8 @@ class Connection {
 
   int64_t Changes() const;
   const std::string& path() const { return path_; }
+  // Whether SQLite opened the file read-only (asked for, or all this process may do).
+  bool ReadOnly() const;
 
   // A status for the connection's latest error code/message, prefixed with `what`.
   absl::Status Error(int rc, std::string_view what) const;

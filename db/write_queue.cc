@@ -3,6 +3,8 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/cord.h"
+
 namespace onset::db {
 
 struct WriteQueue::Item {
@@ -14,7 +16,7 @@ struct WriteQueue::Item {
 };
 
 WriteQueue::WriteQueue(std::unique_ptr<Connection> db, const Options& options)
-    : options_(options), db_(std::move(db)) {
+    : options_(options), db_(std::move(db)), failure_log_(options.failure_log_interval) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -75,26 +77,38 @@ void WriteQueue::Loop() {
   }
 }
 
+absl::Status WriteQueue::Reported(const absl::Status& status) {
+  std::optional<SqliteError> error = SqliteErrorOf(status);
+  if (!error) return status;
+  // The log gets SQLite's whole message, with the statement; the caller the reason and the file.
+  failure_log_.Failed("database write failed: " + std::string(status.message()));
+  absl::Status reported(status.code(),
+                        "database write failed: " + error->message + " (" + db_->path() + ")");
+  status.ForEachPayload(
+      [&](auto url, const absl::Cord& payload) { reported.SetPayload(url, payload); });
+  return reported;
+}
+
 void WriteQueue::RunBatch(std::deque<std::shared_ptr<Item>>& batch) {
   bool wrote = false;
   absl::Status begun = db_->Exec("BEGIN IMMEDIATE");
   if (begun.ok()) {
     for (const std::shared_ptr<Item>& item : batch) {
       if (absl::Status s = db_->Exec("SAVEPOINT op"); !s.ok()) {
-        item->status = s;
+        item->status = Reported(s);
         continue;
       }
-      item->status = item->op(*db_);
+      item->status = Reported(item->op(*db_));
       if (!item->status.ok() || item->roll_back) {
         // Undo this operation's changes only; the others in the batch stand.
         if (absl::Status s = db_->Exec("ROLLBACK TO op"); !s.ok() && item->status.ok()) {
-          item->status = s;
+          item->status = Reported(s);
         }
       } else {
         wrote = true;
       }
       if (absl::Status s = db_->Exec("RELEASE op"); !s.ok() && item->status.ok()) {
-        item->status = s;
+        item->status = Reported(s);
       }
     }
     absl::Status committed = db_->Exec("COMMIT");
@@ -102,11 +116,15 @@ void WriteQueue::RunBatch(std::deque<std::shared_ptr<Item>>& batch) {
       (void)db_->Exec("ROLLBACK");
       wrote = false;
       // Nothing of the batch was written: an operation that thought it succeeded did not.
+      committed = Reported(committed);
       for (const std::shared_ptr<Item>& item : batch) {
         if (item->status.ok()) item->status = committed;
       }
+    } else if (wrote) {
+      failure_log_.Succeeded();
     }
   } else {
+    begun = Reported(begun);
     for (const std::shared_ptr<Item>& item : batch) item->status = begun;
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -6,10 +6,17 @@
 // once. Under load this turns many small transactions (one heartbeat, one metrics report) into
 // few larger ones, and there is never more than one writer to wait for the lock.
 //
+// A write that fails in SQLite (the database is read-only, the disk full, another program holds
+// the lock) returns the status SQLite's error maps to (db/sqlite.h: Internal, or Unavailable
+// when it may pass) reading "database write failed: MESSAGE (PATH)", and is logged with the
+// statement that failed (db/write_failure_log.h: rate-limited). Other errors of an operation
+// (not found, a lease that ended) are returned as they are and not logged here.
+//
 // Thread-safety: Run may be called from any thread. Operations run on the queue's thread, one at
 // a time, and must not call Run themselves.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -22,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "db/sqlite.h"
+#include "db/write_failure_log.h"
 
 namespace onset::db {
 
@@ -29,6 +37,8 @@ class WriteQueue {
  public:
   struct Options {
     int max_batch = 512;  // operations per transaction at most
+    // At most one log line per this interval about failed writes (WriteFailureLog).
+    std::chrono::milliseconds failure_log_interval{10'000};
   };
 
   // Takes the connection (already migrated) and starts the writer thread.
@@ -73,9 +83,13 @@ class WriteQueue {
   absl::Status Submit(std::function<absl::Status(Connection&)> op, bool roll_back);
   void Loop();
   void RunBatch(std::deque<std::shared_ptr<Item>>& batch);
+  // `status` as a caller sees it: an SQLite error is logged and becomes "database write failed:
+  // ..."; other statuses are returned as they are. A batch's failed COMMIT is reported once.
+  absl::Status Reported(const absl::Status& status);
 
   const Options options_;
   std::unique_ptr<Connection> db_;  // used by the writer thread only
+  WriteFailureLog failure_log_;     // used by the writer thread only
 
   mutable std::mutex mu_;
   std::condition_variable work_;               // the queue got an item, or stopping_

@@ -22,5 +22,22 @@ TEST(GrpcStatusTest, ClientSideErrorsNameTheRpcAndPeer) {
   EXPECT_EQ(s, absl::UnavailableError("LeaseJob to 127.0.0.1:7070: connection refused"));
 }
 
+TEST(GrpcStatusTest, AServersErrorsCarryDetailsThatTellThemFromTheClientLibrarys) {
+  const grpc::Status sent =
+      ToGrpcStatus(absl::UnavailableError("database write failed: database is locked (x.db)"));
+  EXPECT_EQ(sent.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(sent.error_message(), "database write failed: database is locked (x.db)");
+  EXPECT_TRUE(SentByServer(sent));
+  // A google.rpc.Status: field 1 (code 14), field 2 (the message).
+  EXPECT_EQ(sent.error_details(),
+            std::string("\x08\x0e\x12\x30") + "database write failed: database is locked (x.db)");
+
+  // What gRPC makes on the client when no answer comes.
+  EXPECT_FALSE(SentByServer(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses")));
+  EXPECT_FALSE(SentByServer(grpc::Status::OK));
+  EXPECT_FALSE(SentByServer(ToGrpcStatus(absl::OkStatus())));
+}
+
 }  // namespace
 }  // namespace onset::common

@@ -5,6 +5,7 @@
 #include <google/protobuf/descriptor.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <future>
@@ -710,6 +711,41 @@ TEST_F(ServerTest, StudiesAndResultsComeInPagesAndSubmitInPieces) {
   grpc::Status too_big = studies_->GetStudy(Ctx().get(), get, &page);
   EXPECT_EQ(too_big.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(too_big.error_message(), HasSubstr("page_size"));
+}
+
+TEST(ServerStartTest, ASecondCoordinatorOnTheSameDatabaseIsRefusedUntilTheFirstStops) {
+  testing::TempDir dir;
+  ServerConfig config;
+  config.db_path = dir.File("onset.db");
+  config.listen = "127.0.0.1:0";
+  config.token = kToken;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(config);
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> second = CoordinatorServer::Start(config);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("database " + config.db_path +
+                                                   " is in use: pid " + std::to_string(getpid())));
+
+  (*first)->Shutdown();  // releases the lock; the object lives on
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> third = CoordinatorServer::Start(config);
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+TEST(ServerStartTest, AnEmptyDatabaseFileIsRefusedUnlessInitEmptyDb) {
+  testing::TempDir dir;
+  ServerConfig config;
+  config.db_path = dir.File("onset.db");
+  config.listen = "127.0.0.1:0";
+  config.token = kToken;
+  std::ofstream(config.db_path).close();
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> refused = CoordinatorServer::Start(config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("is an empty file (0 bytes)"));
+
+  config.init_empty_db = true;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> started = CoordinatorServer::Start(config);
+  EXPECT_TRUE(started.ok()) << started.status();
 }
 
 }  // namespace

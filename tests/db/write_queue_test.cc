@@ -1,15 +1,19 @@
 #include "db/write_queue.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 #include <vector>
 
+#include "tests/db/log_capture.h"
 #include "tests/db/test_dir.h"
 
 namespace onset::db {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::unique_ptr<Connection> OpenWithTable(const std::string& path) {
   absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
@@ -100,6 +104,60 @@ TEST(WriteQueueTest, WaitForCommitWakesOnAWrite) {
   std::thread writer([&] { (void)queue.Run([](Connection& db) { return Insert(db, 1); }); });
   EXPECT_GT(queue.WaitForCommit(seen, 10'000), seen);
   writer.join();
+}
+
+TEST(WriteQueueTest, AWriteSQLiteRefusesSaysWhatFailedAndIsLogged) {
+  testing::TempDir dir;
+  const std::string path = dir.File("q.db");
+  std::unique_ptr<Connection> db = OpenWithTable(path);
+  // What a database file that became read-only does to every write.
+  ASSERT_TRUE(db->Exec("PRAGMA query_only=ON").ok());
+  WriteQueue queue(std::move(db));
+  testing::LogCapture log;
+
+  absl::Status s = queue.Run([](Connection& db) { return Insert(db, 1); });
+  // Not Unavailable: nothing passes by waiting, and clients would take it for a lost connection.
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_EQ(s.message(),
+            "database write failed: attempt to write a readonly database (" + path + ")");
+  ASSERT_TRUE(SqliteErrorOf(s).has_value());
+  EXPECT_EQ(SqliteErrorOf(s)->code & 0xff, SQLITE_READONLY);
+  // The log says which statement failed too.
+  EXPECT_THAT(log.text(), HasSubstr("[error] database write failed: database " + path +
+                                    ": attempt to write a readonly database (running '"));
+}
+
+TEST(WriteQueueTest, AnOperationsOwnErrorIsReturnedAsItIsAndNotLogged) {
+  testing::TempDir dir;
+  WriteQueue queue(OpenWithTable(dir.File("q.db")));
+  testing::LogCapture log;
+  absl::Status s = queue.Run([](Connection&) { return absl::NotFoundError("no lease 'x'"); });
+  EXPECT_EQ(s, absl::NotFoundError("no lease 'x'"));
+  EXPECT_EQ(log.text(), "");
+}
+
+TEST(WriteQueueTest, ABusyDatabaseFailsAsUnavailableAndSaysSo) {
+  testing::TempDir dir;
+  const std::string path = dir.File("q.db");
+  Connection::Options quick;
+  quick.busy_timeout_ms = 1;
+  absl::StatusOr<std::unique_ptr<Connection>> writer = Connection::Open(path, quick);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  WriteQueue queue(*std::move(writer));
+  // Another program holds the write lock.
+  absl::StatusOr<std::unique_ptr<Connection>> other = Connection::Open(path);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->Exec("BEGIN IMMEDIATE").ok());
+  testing::LogCapture log;
+
+  absl::Status s = queue.Run([](Connection& db) { return Insert(db, 1); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(s.message(), "database write failed: database is locked (" + path + ")");
+  EXPECT_THAT(log.text(), HasSubstr("(running 'BEGIN IMMEDIATE')"));
+  ASSERT_TRUE((*other)->Exec("ROLLBACK").ok());
+  EXPECT_TRUE(queue.Run([](Connection& db) { return Insert(db, 1); }).ok());
+  EXPECT_THAT(log.text(), HasSubstr("[info] database writes succeed again (1 failed before)"));
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+#include "db/database_lock.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/db/test_dir.h"
+
+namespace onset::db {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(DatabaseLockTest, TheLockFileSaysWhoHoldsIt) {
+  testing::TempDir dir;
+  const std::string db = dir.File("data/onset.db");  // the directory is made
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(db);
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  EXPECT_EQ((*lock)->path(), db + ".lock");
+  EXPECT_THAT(Contents(db + ".lock"), StartsWith("pid " + std::to_string(getpid()) + " on "));
+}
+
+TEST(DatabaseLockTest, ASecondHolderIsRefusedWithTheFirstsPid) {
+  testing::TempDir dir;
+  const std::string db = dir.File("onset.db");
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> first = DatabaseLock::Acquire(db);
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> second = DatabaseLock::Acquire(db);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(),
+              HasSubstr("database " + db + " is in use: pid " + std::to_string(getpid()) + " on "));
+  EXPECT_THAT(second.status().message(), HasSubstr("holds " + db + ".lock"));
+
+  first->reset();
+  EXPECT_EQ(Contents(db + ".lock"), "");  // names no one once released
+  EXPECT_TRUE(DatabaseLock::Acquire(db).ok());
+}
+
+TEST(DatabaseLockTest, ALockFileLeftBehindDoesNotBlock) {
+  testing::TempDir dir;
+  const std::string db = dir.File("onset.db");
+  // What a killed holder leaves: the file with its pid, but no lock (the kernel dropped it).
+  std::ofstream(db + ".lock") << "pid 4242 on elsewhere\n";
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(db);
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  EXPECT_THAT(Contents(db + ".lock"), StartsWith("pid " + std::to_string(getpid()) + " on "));
+}
+
+TEST(DatabaseLockTest, AnUnwritableDirectoryIsNamed) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes any directory";
+  testing::TempDir dir;
+  const std::string ro = dir.File("ro");
+  std::filesystem::create_directories(ro);
+  std::filesystem::permissions(
+      ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(ro + "/onset.db");
+  std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
+  ASSERT_FALSE(lock.ok());
+  EXPECT_EQ(lock.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(lock.status().message(), HasSubstr("the directory " + ro));
+}
+
+}  // namespace
+}  // namespace onset::db
