@@ -205,7 +205,10 @@ struct EvalConfig {
   int64_t log_start = 0;
   int heldout_seqs = 16;                // sequences of held-out loss
   // NIAH prompt lengths; empty = those of {seq_len / 2, seq_len, 2 * seq_len} that hold the
-  // records (MinNiahLength). Every length must hold them.
+  // records (MinNiahLength). Every length must hold them and lie in kMinNiahLength..
+  // kMaxNiahLength when NIAH runs (niah_samples > 0 and some depth); without NIAH they mean
+  // nothing and any positive lengths up to 2 kMaxNiahLength read (the canonical form lists the
+  // defaults).
   std::vector<int> niah_lengths;
   std::vector<double> niah_depths = {0.1, 0.5, 0.9};
   int niah_samples = 4;                 // per (length, depth)
