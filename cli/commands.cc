@@ -2,14 +2,12 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <google/protobuf/util/json_util.h>
 
-#include "absl/strings/str_cat.h"
 #include "cli/cell_commands.h"
 #include "cli/render.h"
+#include "common/study_text.h"
 
 namespace onset::cli {
 
@@ -30,15 +28,6 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
-  return text.str();
-}
-
 std::string StudyBaseDir(const std::string& path) {
   std::error_code ec;
   std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
@@ -49,11 +38,10 @@ std::string StudyBaseDir(const std::string& path) {
 
 int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
                   std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::string> text = ReadFile(file);
-  if (!text.ok()) {
-    err << text.status().message() << "\n";
-    return 2;
-  }
+  // A file that cannot be read exits 1; one that is not a study file (a directory, too large,
+  // not UTF-8) exits 2, like any bad study file.
+  absl::StatusOr<std::string> text = common::ReadStudyFile(file);
+  if (!text.ok()) return ReportError(text.status(), err);
   absl::StatusOr<v1::SubmitStudyResponse> response =
       client.Submit(file, *text, StudyBaseDir(file), dry_run);
   if (!response.ok()) return ReportError(response.status(), err);

@@ -37,8 +37,6 @@ int ResultsCommand(StudyClient& client, const std::string& study, bool json, std
 int ReportError(const absl::Status& status, std::ostream& err);
 // The message as indented JSON with the proto's field names, every field present.
 std::string ToJson(const google::protobuf::Message& message);
-// Reads a whole file; NotFound / Internal naming the file otherwise.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // The absolute directory holding `path` (a study file): where its relative data paths point.
 std::string StudyBaseDir(const std::string& path);

@@ -19,6 +19,7 @@
 #include "cli/study_client.h"
 #include "common/auth_token.h"
 #include "common/client_security.h"
+#include "common/study_text.h"
 #include "coordinator/coordinator_server.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"
@@ -88,11 +89,8 @@ int DefaultWorkers(unsigned cores) {
 
 int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
                std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::string> text = ReadFile(options.file);
-  if (!text.ok()) {
-    err << text.status().message() << "\n";
-    return 2;
-  }
+  absl::StatusOr<std::string> text = common::ReadStudyFile(options.file);
+  if (!text.ok()) return ReportError(text.status(), err);
   const std::string trainer =
       options.trainer_path.empty() ? TrainerNextToSelf() : options.trainer_path;
   if (access(trainer.c_str(), X_OK) != 0) {

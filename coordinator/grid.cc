@@ -168,6 +168,34 @@ json CellJson(const json& base, const Grid& grid, const GridPoint& p) {
   return j;
 }
 
+int LongestContext(const model::CellConfig& config) {
+  int longest = config.model.seq_len;
+  if (config.eval.niah_samples > 0 && !config.eval.niah_depths.empty()) {
+    for (int len : config.eval.resolved_niah_lengths(config.model.seq_len)) {
+      longest = std::max(longest, len);
+    }
+  }
+  return longest;
+}
+
+std::optional<model::FieldError> CheckSubmittedCell(const model::CellConfig& config,
+                                                    const std::string& canonical_text) {
+  if (std::optional<model::FieldError> e = model::ValidateCanonical(canonical_text)) return e;
+  const model::ModelConfig& m = config.model;
+  if (m.HasSliding() && m.window >= LongestContext(config)) {
+    const int longest = LongestContext(config);
+    return model::FieldError{
+        "model.window",
+        std::to_string(m.window) + " covers the longest context of the cell (" +
+            std::to_string(longest) +
+            " tokens: model.seq_len and eval.niah_lengths), so its S layers would attend as F "
+            "layers do and the cell would duplicate a full-attention one under another name; "
+            "use a window below " +
+            std::to_string(longest) + ", or F layers"};
+  }
+  return std::nullopt;
+}
+
 std::string CellId(const model::CellConfig& config) {
   return common::Sha256Hex(config.CanonicalText()).substr(0, 16);
 }
@@ -243,7 +271,13 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& g
     }
     CellSpec cell = MakeCellSpec(config, extra);
     auto [it, added] = seen.emplace(cell.id, cells.size());
-    if (added) cells.push_back(std::move(cell));
+    if (added) {
+      // Once per distinct cell: grid points that resolve alike are checked once.
+      if (std::optional<model::FieldError> e = CheckSubmittedCell(config, cell.config_json)) {
+        return fail(*e, p);
+      }
+      cells.push_back(std::move(cell));
+    }
     RecordAliases(j, config.ToJson(), varied, &cells[it->second]);
   }
   return cells;

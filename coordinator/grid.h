@@ -119,6 +119,18 @@ struct CellSpec {
   double train_flops_per_token = 0;
 };
 
+// The longest sequence a cell's model sees: model.seq_len, or its longest NIAH prompt when it
+// runs NIAH.
+int LongestContext(const model::CellConfig& config);
+
+// What a submission checks of every distinct cell besides ParseCellConfig: that onset-train
+// accepts its canonical config (`canonical_text`, config.CanonicalText(); checked by
+// model::ValidateCanonical, the trainer's own code), and that a sliding window is shorter than
+// LongestContext (else the S layers are F layers under another name). An error on the field's
+// path.
+std::optional<model::FieldError> CheckSubmittedCell(const model::CellConfig& config,
+                                                    const std::string& canonical_text);
+
 // The first 16 hex digits of SHA-256(config.CanonicalText()).
 std::string CellId(const model::CellConfig& config);
 // `extra_axes`: dotted paths shown besides the five named axes (their canonical values).
@@ -130,8 +142,8 @@ using ErrorDescriber = std::function<std::string(const model::FieldError&, const
 // Adjusts a cell's JSON before it is validated (e.g. resolves relative file paths).
 using CellAdjuster = std::function<void(nlohmann::json*)>;
 
-// Expands the points that no rule excludes, validates each cell (model::ParseCellConfig) and
-// deduplicates by id, keeping the first occurrence, in expansion order, with the axis values of
+// Expands the points that no rule excludes, validates each cell (model::ParseCellConfig, and
+// CheckSubmittedCell once per distinct cell) and deduplicates by id, keeping the first occurrence, in expansion order, with the axis values of
 // the points it absorbed recorded as its axis_aliases. Every field an axis or a dependent sets
 // is a display axis of every cell. Errors: InvalidArgument with the first bad
 // cell's message, made by `describe` (FieldError::ToString() when null); a dependent field

@@ -1,16 +1,23 @@
 #include "coordinator/study_file.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "absl/status/status.h"
 #include "common/did_you_mean.h"
+#include "common/study_text.h"
 
 namespace onset::coordinator {
 namespace {
@@ -24,6 +31,8 @@ constexpr int64_t kMaxSeedCount = 10'000;
 constexpr size_t kMaxAxes = 32;
 constexpr size_t kMaxAxisValues = 10'000;
 constexpr size_t kMaxExcludeRules = 100;
+// Nesting of YAML collections: a study file needs 5 (grid > zip > group > axis > values).
+constexpr int kMaxNesting = 16;
 
 // Thrown inside the parser only, caught in ParseStudyFile: a located problem.
 struct StudyError {
@@ -48,6 +57,27 @@ bool MatchesNumber(const std::string& s, bool integer) {
   return std::regex_match(s, integer ? kInt : kFloat);
 }
 
+// A number written in decimal (MatchesNumber), refused where it does not fit a double: beyond
+// its range, or so small that it would read as 0 or as a denormal that has lost precision.
+double ParseFloat(const std::string& s, int line, const std::string& key) {
+  errno = 0;
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) Fail(line, key, "'" + s + "' is not a number");
+  if (!std::isfinite(d)) {
+    Fail(line, key, "number '" + s + "' is out of range (at most about 1.8e308)");
+  }
+  const std::string mantissa = s.substr(0, s.find_first_of("eE"));
+  if (d == 0 && mantissa.find_first_of("123456789") != std::string::npos) {
+    Fail(line, key, "number '" + s + "' is too small: it would read as 0 (write 0 for zero)");
+  }
+  if (std::fpclassify(d) == FP_SUBNORMAL) {
+    Fail(line, key,
+         "number '" + s + "' is too small to hold exactly (the smallest is about 2.2e-308)");
+  }
+  return d;
+}
+
 // A YAML scalar as JSON: integer, number, boolean or null when it reads as one and is not
 // quoted; a string otherwise ("250K" stays a string for the token-count parser).
 json ScalarToJson(const YAML::Node& node, const std::string& key) {
@@ -65,7 +95,7 @@ json ScalarToJson(const YAML::Node& node, const std::string& key) {
     }
     return v;
   }
-  if (MatchesNumber(s, /*integer=*/false)) return std::stod(s);
+  if (MatchesNumber(s, /*integer=*/false)) return ParseFloat(s, Line(node), key);
   return s;
 }
 
@@ -132,6 +162,12 @@ std::string Values(size_t n) { return std::to_string(n) + (n == 1 ? " value" : "
 
 std::string DisplayValue(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// A value quoted in a message, cut short when it is long (a 400-digit count).
+std::string Clip(const std::string& s) {
+  constexpr size_t kMax = 40;
+  return s.size() <= kMax ? s : s.substr(0, kMax - 3) + "...";
+}
+
 // " (did you mean model.d_model?)" for a bare key in `grid` or `depends`: the closest named
 // axis (or zip, in the grid), else the field whose key it is or is close to, else what is
 // accepted.
@@ -157,14 +193,106 @@ std::string SuggestField(const std::string& key, bool in_grid) {
                  : " (expected a field path such as train.lr)";
 }
 
+// Refuses what a study file never needs and what makes YAML costly before any node is built:
+// anchors and aliases (aliases expand into shared nodes, so nine lines of them are a billion
+// values: "billion laughs"), nesting deeper than kMaxNesting, and a second document (which
+// YAML::Load would silently drop). Reads the event stream only.
+class StructureCheck : public YAML::EventHandler {
+ public:
+  explicit StructureCheck(const std::string& text) : text_(text) {}
+
+  // Throws StudyError at the first problem.
+  void Run() {
+    std::istringstream in(text_);
+    YAML::Parser parser(in);
+    try {
+      while (parser.HandleNextDocument(*this)) {
+      }
+    } catch (const YAML::ParserException& e) {
+      // An alias of an anchor that does not exist is refused as an alias, not as bad YAML.
+      if (e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR) Refuse(e.mark, "alias *" + NameAt(e.mark));
+      throw;
+    }
+  }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1) {
+      Fail(LineOf(mark), "", "a study file is one YAML document; a second one starts here");
+    }
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Anchored(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    Refuse(mark, "alias *" + NameAt(mark));
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    Anchored(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnMapEnd() override { --depth_; }
+  void OnAnchor(const YAML::Mark& mark, const std::string& name) override {
+    Refuse(mark, "anchor &" + name);
+  }
+
+ private:
+  static int LineOf(const YAML::Mark& mark) { return mark.line >= 0 ? mark.line + 1 : 1; }
+
+  [[noreturn]] static void Refuse(const YAML::Mark& mark, const std::string& what) {
+    Fail(LineOf(mark), what,
+         "YAML anchors and aliases are not allowed in study files; write each value out");
+  }
+
+  // Anchors are reported by OnAnchor; this catches one that it did not report.
+  static void Anchored(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) Refuse(mark, "anchor");
+  }
+
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Anchored(mark, anchor);
+    if (++depth_ > kMaxNesting) {
+      Fail(LineOf(mark), "",
+           "nesting deeper than " + std::to_string(kMaxNesting) +
+               " levels: a study file needs a few (grid, zip, a group, its lists)");
+    }
+  }
+
+  // The name of the alias written at `mark` ("*name"), as far as the text shows it.
+  std::string NameAt(const YAML::Mark& mark) const {
+    if (mark.pos < 0 || static_cast<size_t>(mark.pos) >= text_.size()) return "";
+    size_t i = static_cast<size_t>(mark.pos);
+    if (text_[i] == '*') ++i;
+    size_t end = i;
+    while (end < text_.size() && end - i < 64 &&
+           std::string_view(" \t\r\n,[]{}").find(text_[end]) == std::string_view::npos) {
+      ++end;
+    }
+    return text_.substr(i, end - i);
+  }
+
+  const std::string& text_;
+  int documents_ = 0;
+  int depth_ = 0;
+};
+
 class StudyParser {
  public:
   StudyParser(const std::string& source_name, const std::string& base_dir)
       : source_(source_name), base_dir_(base_dir) {}
 
   absl::StatusOr<StudySpec> Parse(const std::string& text) {
+    if (absl::Status s = common::CheckStudyText(source_, text); !s.ok()) return s;
     YAML::Node root;
     try {
+      StructureCheck(text).Run();
       root = YAML::Load(text);
     } catch (const YAML::ParserException& e) {
       Fail(e.mark.line >= 0 ? e.mark.line + 1 : 1, "", "invalid YAML: " + e.msg);
@@ -685,9 +813,19 @@ class StudyParser {
     if (!value.IsScalar() || value.Scalar().empty())
       Fail(line, "name", "must be a non-empty string");
     const std::string& name = value.Scalar();
+    // The name is a directory under onsetd's --checkpoint-root: one safe path component.
     static const std::regex kName(R"([A-Za-z0-9_.-]+)");
     if (!std::regex_match(name, kName)) {
-      Fail(line, "name", "'" + name + "' may use only letters, digits, '_', '.' and '-'");
+      // Control characters are not echoed: they would garble the message.
+      const bool printable = std::none_of(name.begin(), name.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      });
+      Fail(line, "name",
+           (printable ? "'" + name + "' " : std::string()) +
+               "may use only letters, digits, '_', '.' and '-'");
+    }
+    if (!std::isalnum(static_cast<unsigned char>(name[0]))) {
+      Fail(line, "name", "'" + name + "' must start with a letter or a digit");
     }
     if (name.size() > kMaxNameLength) {
       Fail(line, "name",
@@ -697,16 +835,30 @@ class StudyParser {
     return name;
   }
 
+  // A cell's error, located (Locate), and the cell it is about by its grid point, e.g.
+  // "s.yaml:7: grid.train.lr: must be ... (value 20); cell arch=full window=16 train.lr=20".
+  std::string Describe(const model::FieldError& e, const GridPoint& p) const {
+    std::string cell;
+    for (size_t a = 0; a < grid_.axes.size(); ++a) {
+      for (size_t k = 0; k < grid_.axes[a].paths.size(); ++k) {
+        const std::string& key = axis_sources_[a].keys[k];
+        cell += " " + key.substr(key.rfind("grid.zip.", 0) == 0 ? 9 : 5) + "=" +
+                Clip(DisplayValue(grid_.axes[a].values[p[a]][k]));
+      }
+    }
+    return Locate(e, p) + (cell.empty() ? "" : "; cell" + cell);
+  }
+
   // Locates a cell-config error: the grid entry or dependent value that set the field; else the
   // key in the file; else, for fields the arch decides, the arch entry; else the section; else
   // line 1.
-  std::string Describe(const model::FieldError& e, const GridPoint& p) const {
+  std::string Locate(const model::FieldError& e, const GridPoint& p) const {
     StudyError out{1, e.path, e.message};
     if (std::optional<std::pair<int, int>> at = grid_.Find(e.path)) {
       const auto [a, k] = *at;
       out.line = axis_sources_[a].lines[p[a]][k];
       out.key = axis_sources_[a].keys[k];
-      out.message += " (value " + grid_.axes[a].values[p[a]][k].dump() + ")";
+      out.message += " (value " + Clip(grid_.axes[a].values[p[a]][k].dump()) + ")";
       return Format(out);
     }
     for (size_t d = 0; d < grid_.depends.size(); ++d) {
@@ -718,7 +870,7 @@ class StudyParser {
       if (std::optional<int> choice = DependentChoice(grid_, d, p)) {
         out.line = *choice < 0 ? source.default_line : source.value_lines[*choice];
         const json& v = *choice < 0 ? *dep.fallback : dep.values[*choice].second;
-        out.message += " (value " + v.dump() + ")";
+        out.message += " (value " + Clip(v.dump()) + ")";
       }
       return Format(out);
     }
@@ -761,6 +913,11 @@ absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name, const s
     // yaml-cpp may throw on malformed input while we walk nodes.
     return absl::InvalidArgumentError(source_name + ":" + std::to_string(e.mark.line + 1) +
                                       ": invalid YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    // Whatever else a library throws on some input is still that file's problem, never the
+    // caller's: the RPC answers it as bad input and onsetd keeps serving.
+    return absl::InvalidArgumentError(source_name + ": cannot read this study file: " +
+                                      e.what());
   }
 }
 

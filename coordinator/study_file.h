@@ -1,6 +1,6 @@
 // Study files: the YAML a person writes to define a grid of cells.
 //
-//   name: swa-window-sweep          # required, [A-Za-z0-9_.-], at most 64 characters
+//   name: swa-window-sweep          # required, [A-Za-z0-9_.-], a letter or digit first, <= 64
 //   description: Large-Window Laziness at small scale
 //   model: {layers: 4}               # cell config sections (model/cell_config.h): the base
 //   train: {batch_tokens: 8K}        # of every cell
@@ -32,8 +32,14 @@
 // and some point must remain; a dependent field needs a value (listed or `default`) at every
 // point that remains. Cells are validated by model::ParseCellConfig (value ranges) and shown
 // with every field the grid varies besides the five named axes (CellSpec::axes).
-// Limits: 64 characters of name, 32 axes, 10,000 values per axis (and seeds), 100 exclude
-// rules, kMaxGridPoints points before exclusion.
+// Every distinct cell is also checked as onset-train reads it (CheckSubmittedCell: the canonical
+// config through the trainer's ParseCellConfig, and a window shorter than the longest context).
+// Limits (README.md, "Limits of a study file"): common::kMaxStudyFileBytes of UTF-8 text, one
+// YAML document, nesting 16 deep, no anchors or aliases (refused from the event stream before
+// anything expands), numbers that fit a double or an int64 (no overflow, no underflow to 0 or
+// to a denormal), a name of at most 64 characters that starts with a letter or digit (it is a
+// directory name), 32 axes, 10,000 values per axis (and seeds), 100 exclude rules,
+// kMaxGridPoints points before exclusion.
 #pragma once
 
 #include <string>

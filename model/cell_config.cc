@@ -1,6 +1,7 @@
 #include "model/cell_config.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <cmath>
 #include <regex>
@@ -13,6 +14,42 @@ namespace onset::model {
 namespace {
 
 using nlohmann::json;
+
+// A token count as written ("250K", "1.5M", "2000"), scaled, before any range or integrality
+// check (huge ones are +inf); nullopt when it is not one.
+std::optional<double> TokenCountValue(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::string digits = text;
+  double scale = 1;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'B') {
+    scale = last == 'K' ? 1e3 : last == 'M' ? 1e6 : 1e9;
+    digits.pop_back();
+  }
+  int dots = 0;
+  std::string clean;
+  for (char c : digits) {
+    if (c == '.') {
+      ++dots;
+    } else if (!std::isdigit(static_cast<unsigned char>(c)) && c != '_') {
+      return std::nullopt;
+    }
+    if (c != '_') clean += c;
+  }
+  if (dots > 1 || clean.empty() || clean == ".") return std::nullopt;
+  // strtod, not stod: a 400-digit count is +inf here, not an exception.
+  return std::strtod(clean.c_str(), nullptr) * scale;
+}
+
+// "1e15" for a power of ten, else the number.
+std::string Short(int64_t x) {
+  int exponent = 0;
+  for (int64_t v = x; v >= 10 && v % 10 == 0; v /= 10) ++exponent;
+  if (exponent >= 3 && x == static_cast<int64_t>(std::pow(10.0, exponent))) {
+    return "1e" + std::to_string(exponent);
+  }
+  return std::to_string(x);
+}
 
 // Reads the fields of one JSON object section; remembers the first error and rejects keys
 // that no reader asked for.
@@ -38,17 +75,27 @@ class SectionReader {
     *out = x;
   }
 
-  void Tokens(const char* key, int64_t* out, int64_t lo) {
+  void Tokens(const char* key, int64_t* out, int64_t lo, int64_t hi) {
     const json* v = Find(key);
     if (!v) return;
     std::optional<int64_t> x;
-    if (v->is_number_integer()) {
+    bool too_large = false;
+    if (v->is_number_unsigned()) {
+      too_large = v->get<uint64_t>() > static_cast<uint64_t>(hi);
+      if (!too_large) x = static_cast<int64_t>(v->get<uint64_t>());
+    } else if (v->is_number_integer()) {
       x = v->get<int64_t>();
     } else if (v->is_string()) {
       x = ParseTokenCount(v->get<std::string>());
+      std::optional<double> d = TokenCountValue(v->get<std::string>());
+      too_large = !x && d && *d > static_cast<double>(hi);
     } else if (v->is_number_float()) {
       double d = v->get<double>();
-      if (d >= 0 && d == std::floor(d) && d < 9e18) x = static_cast<int64_t>(d);
+      too_large = d > static_cast<double>(hi);
+      if (d >= 0 && d == std::floor(d) && !too_large) x = static_cast<int64_t>(d);
+    }
+    if (too_large || (x && *x > hi)) {
+      return Fail(key, "must be at most " + std::to_string(hi) + " tokens (" + Short(hi) + ")");
     }
     if (!x) return Fail(key, "must be a token count like 250000, 250K, 1.5M or 2B");
     if (*x < lo) return Fail(key, "must be at least " + std::to_string(lo));
@@ -315,32 +362,9 @@ int EvalConfig::resolved_niah_window(const ModelConfig& model) const {
 }
 
 std::optional<int64_t> ParseTokenCount(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::string digits = text;
-  double scale = 1;
-  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  if (last == 'K' || last == 'M' || last == 'B') {
-    scale = last == 'K' ? 1e3 : last == 'M' ? 1e6 : 1e9;
-    digits.pop_back();
-  }
-  if (digits.empty()) return std::nullopt;
-  int dots = 0;
-  for (char c : digits) {
-    if (c == '.') {
-      ++dots;
-    } else if (!std::isdigit(static_cast<unsigned char>(c)) && c != '_') {
-      return std::nullopt;
-    }
-  }
-  if (dots > 1) return std::nullopt;
-  std::string clean;
-  for (char c : digits) {
-    if (c != '_') clean += c;
-  }
-  if (clean.empty() || clean == ".") return std::nullopt;
-  double value = std::stod(clean) * scale;
-  if (value > 9e18 || value != std::floor(value)) return std::nullopt;
-  return static_cast<int64_t>(value);
+  std::optional<double> value = TokenCountValue(text);
+  if (!value || !(*value <= 9e18) || *value != std::floor(*value)) return std::nullopt;
+  return static_cast<int64_t>(*value);
 }
 
 namespace {
@@ -545,12 +569,12 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
 
   SectionReader t(Section(j, "train"), "train", &error);
   TrainConfig& tc = c.train;
-  t.Tokens("tokens", &tc.tokens, 1);
-  t.Tokens("batch_tokens", &tc.batch_tokens, 1);
+  t.Tokens("tokens", &tc.tokens, 1, kMaxTrainTokens);
+  t.Tokens("batch_tokens", &tc.batch_tokens, 1, kMaxBatchTokens);
   t.Int("micro_batch", &tc.micro_batch, 1, 1 << 16);
   t.Double("lr", &tc.lr, 0.0, 10.0);
   t.Double("min_lr_ratio", &tc.min_lr_ratio, 0.0, 1.0);
-  t.Tokens("warmup_tokens", &tc.warmup_tokens, 0);
+  t.Tokens("warmup_tokens", &tc.warmup_tokens, 0, kMaxTrainTokens);
   t.String("schedule", &tc.schedule);
   t.Double("decay_fraction", &tc.decay_fraction, 0.0, 1.0);
   t.String("decay_shape", &tc.decay_shape);
@@ -562,11 +586,14 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   t.String("precision", &tc.precision);
   t.Int("log_every_steps", &tc.log_every_steps, 1, 1 << 20);
   t.Int("threads", &tc.threads, 0, 1024);
-  t.Tokens("checkpoint_every_tokens", &tc.checkpoint_every_tokens, 0);
+  t.Tokens("checkpoint_every_tokens", &tc.checkpoint_every_tokens, 0, kMaxTrainTokens);
   t.Int("keep_checkpoints", &tc.keep_checkpoints, 1, 1 << 20);
   t.TokensList("keep_checkpoints_at", &tc.keep_checkpoints_at, 1, tc.tokens);
   t.RejectUnknown();
   if (fields) t.AppendFields(fields);
+  if (!error && !(tc.lr > 0)) {
+    t.Fail("lr", "must be above 0: a zero learning rate trains nothing");
+  }
   if (!error && tc.batch_tokens < mc.seq_len) {
     t.Fail("batch_tokens", "must be at least model.seq_len = " + std::to_string(mc.seq_len));
   }
@@ -669,11 +696,15 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
 
   SectionReader e(Section(j, "eval"), "eval", &error);
   EvalConfig& ec = c.eval;
-  e.Tokens("every_tokens", &ec.every_tokens, 0);
+  e.Tokens("every_tokens", &ec.every_tokens, 0, kMaxTrainTokens);
   e.Int("log_points", &ec.log_points, 0, 10'000);
-  e.Tokens("log_start", &ec.log_start, 0);
+  e.Tokens("log_start", &ec.log_start, 0, kMaxTrainTokens);
   e.Int("heldout_seqs", &ec.heldout_seqs, 0, 1 << 20);
-  e.IntList("niah_lengths", &ec.niah_lengths, 16, 1 << 22);
+  // Bounded by kMinNiahLength..kMaxNiahLength below, when NIAH runs; without NIAH the lengths
+  // mean nothing, and the canonical form still writes the defaults (seq_len / 2 .. 2 seq_len),
+  // which must read back.
+  e.IntList("niah_lengths", &ec.niah_lengths, 1, 2 * kMaxNiahLength);
+  const bool niah_listed = !ec.niah_lengths.empty();
   e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
   e.Int("niah_samples", &ec.niah_samples, 0, 1 << 20);
   e.Int("niah_records", &ec.niah_records, 1, 64);
@@ -695,7 +726,17 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   e.RejectUnknown();
   if (fields) e.AppendFields(fields);
   if (ec.ablation_heads == 0) ec.ablation_draws = EvalConfig().ablation_draws;  // moot
-  if (!error && ec.niah_samples > 0 && !ec.niah_depths.empty()) {
+  const bool niah_runs = ec.niah_samples > 0 && !ec.niah_depths.empty();
+  if (!error && niah_runs && niah_listed) {
+    for (int len : ec.niah_lengths) {
+      if (len < kMinNiahLength || len > kMaxNiahLength) {
+        e.Fail("niah_lengths", "every entry must be between " + std::to_string(kMinNiahLength) +
+                                   " and " + std::to_string(kMaxNiahLength));
+        break;
+      }
+    }
+  }
+  if (!error && niah_runs) {
     // Lengths must hold the headline task's records; defaults that cannot are left out.
     const int min_len = MinNiahLength(dc, ec.niah_records);
     // The control asks a key no record has: records + 1 distinct keys.
@@ -725,6 +766,20 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
       }
     }
   }
+  if (!error && niah_runs && !niah_listed) {
+    // The default lengths go into the canonical config, which the trainer reads back with the
+    // bounds above: defaults outside them are refused here, where the cause is named.
+    const std::vector<int> lengths = ec.resolved_niah_lengths(mc.seq_len);
+    const auto [shortest, longest] = std::minmax_element(lengths.begin(), lengths.end());
+    if (*shortest < kMinNiahLength || *longest > kMaxNiahLength) {
+      std::string shown;
+      for (int len : lengths) shown += (shown.empty() ? "" : ", ") + std::to_string(len);
+      m.Fail("seq_len", "gives default eval.niah_lengths up to " + std::to_string(*longest) +
+                            " ([" + shown + "]: seq_len / 2, seq_len, 2 seq_len), outside " +
+                            std::to_string(kMinNiahLength) + ".." +
+                            std::to_string(kMaxNiahLength) + "; list eval.niah_lengths");
+    }
+  }
   if (!error && ec.log_points > 0 && ec.every_tokens > 0) {
     e.Fail("log_points", "is set together with eval.every_tokens; choose one spacing");
   }
@@ -751,6 +806,15 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
 
 std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
   return Parse(j, out, nullptr);
+}
+
+std::optional<FieldError> ValidateCanonical(const std::string& canonical_text) {
+  const json j = json::parse(canonical_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return FieldError{"", "the resolved config is not valid JSON"};
+  CellConfig reread;
+  std::optional<FieldError> e = ParseCellConfig(j, &reread);
+  if (e) e->message += " (in the resolved config onset-train reads)";
+  return e;
 }
 
 const std::vector<std::string>& CellConfigFields() {

@@ -205,7 +205,10 @@ struct EvalConfig {
   int64_t log_start = 0;
   int heldout_seqs = 16;                // sequences of held-out loss
   // NIAH prompt lengths; empty = those of {seq_len / 2, seq_len, 2 * seq_len} that hold the
-  // records (MinNiahLength). Every length must hold them.
+  // records (MinNiahLength). Every length must hold them and lie in kMinNiahLength..
+  // kMaxNiahLength when NIAH runs (niah_samples > 0 and some depth); without NIAH they mean
+  // nothing and any positive lengths up to 2 kMaxNiahLength read (the canonical form lists the
+  // defaults).
   std::vector<int> niah_lengths;
   std::vector<double> niah_depths = {0.1, 0.5, 0.9};
   int niah_samples = 4;                 // per (length, depth)
@@ -258,10 +261,23 @@ struct FieldError {
   std::string ToString() const { return path.empty() ? message : path + ": " + message; }
 };
 
+// Bounds of counts a config may ask for: sane maxima that keep a typo from asking for absurd
+// work (README.md, "Limits of a study file").
+inline constexpr int64_t kMaxTrainTokens = 1'000'000'000'000'000;  // 1e15: budgets, cadences
+inline constexpr int64_t kMaxBatchTokens = 10'000'000'000;         // 1e10 tokens per step
+inline constexpr int kMinNiahLength = 16;
+inline constexpr int kMaxNiahLength = 1 << 22;
+
 // Reads a cell config from JSON, fills defaults, resolves derived fields and validates.
 // Unknown keys are errors ("train.lrr: unknown key (did you mean train.lr?)" when a known key
 // is close). Token counts accept integers or strings with a K/M/B suffix.
 std::optional<FieldError> ParseCellConfig(const nlohmann::json& j, CellConfig* out);
+
+// What onset-train does with a cell's canonical config (CanonicalText, the JSON a job carries):
+// read it with ParseCellConfig. The error it would refuse it with, if any. The coordinator runs
+// this on every distinct cell it accepts, so that a derived default the trainer would refuse
+// (written into the canonical form by ToJson) is refused at submission instead.
+std::optional<FieldError> ValidateCanonical(const std::string& canonical_text);
 
 // Every key ParseCellConfig reads in the four sections, by dotted path ("model.arch",
 // "train.lr", ...), section by section: the fields a study may vary.

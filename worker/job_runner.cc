@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/path_under_root.h"
 #include "worker/devices.h"
 #include "worker/log_buffer.h"
 #include "worker/metrics_parser.h"
@@ -142,6 +143,12 @@ JobRunOutcome JobRunner::Run() {
     launch = *on;
   }
 
+  // The cell id names directories under the work directory (and the checkpoints that a fresh
+  // start deletes): it must be one path component.
+  if (!common::IsSafePathComponent(job_.cell_id)) {
+    return fail_to_start("cell id '" + job_.cell_id + "' cannot name a directory under " +
+                         config_.work_dir);
+  }
   // Absolute: the trainer runs in this directory and gets the config's path.
   std::error_code ec;
   const fs::path dir = fs::absolute(fs::path(config_.work_dir) / job_.cell_id /

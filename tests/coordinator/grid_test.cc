@@ -273,6 +273,41 @@ TEST(GridTest, DependentFieldsFollowTheirAxis) {
               ::testing::StartsWith("train.lr: has no value for model.arch = lightning"));
 }
 
+TEST(GridTest, SubmittedCellsAreCheckedAsTheTrainerReadsThem) {
+  model::CellConfig config;
+  ASSERT_FALSE(model::ParseCellConfig(json::object(), &config));
+  EXPECT_FALSE(CheckSubmittedCell(config, config.CanonicalText()));
+  // A canonical config that onset-train would refuse is refused, in the trainer's words.
+  json canonical = config.ToJson();
+  canonical["eval"]["niah_lengths"] = {8};
+  std::optional<model::FieldError> e = CheckSubmittedCell(config, canonical.dump());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->ToString(),
+            "eval.niah_lengths: every entry must be between 16 and 4194304 (in the resolved "
+            "config onset-train reads)");
+}
+
+TEST(GridTest, AWindowMustBeShorterThanTheLongestContext) {
+  // seq_len 256 and NIAH prompts up to 512 (the defaults that hold the records: 256, 512).
+  auto check = [](int window, json eval) {
+    model::CellConfig config;
+    EXPECT_FALSE(model::ParseCellConfig(
+        {{"model", {{"arch", "swa"}, {"window", window}, {"seq_len", 256}}}, {"eval", eval}},
+        &config));
+    EXPECT_EQ(LongestContext(config), eval.empty() ? 512 : 256);
+    return CheckSubmittedCell(config, config.CanonicalText());
+  };
+  EXPECT_FALSE(check(511, json::object()));
+  std::optional<model::FieldError> e = check(512, json::object());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->path, "model.window");
+  EXPECT_THAT(e->message, ::testing::StartsWith("512 covers the longest context of the cell "
+                                                "(512 tokens"));
+  // Without NIAH the longest context is seq_len.
+  EXPECT_FALSE(check(255, {{"niah_samples", 0}}));
+  EXPECT_TRUE(check(256, {{"niah_samples", 0}}));
+}
+
 TEST(GridTest, SameValueComparesNumbersAndTokenCounts) {
   EXPECT_TRUE(SameValue(1e-3, 0.001));
   EXPECT_TRUE(SameValue(64, 64.0));

@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <future>
+#include <map>
 #include <set>
 
 #include "common/grpc_auth.h"
@@ -145,6 +146,57 @@ class ServerTest : public ::testing::Test {
   int submit_pieces_ = 0;  // messages of SubmitStudy answers so far
   std::unique_ptr<v1::WorkerService::Stub> workers_;
 };
+
+// A study stored under a name that is not one path component (names are refused at parse now,
+// but a database may hold one from before) never gets a checkpoint directory outside the root.
+TEST(ServerCheckpointRootTest, CheckpointDirectoriesStayUnderTheRoot) {
+  testing::TempDir dir;
+  const common::Clock& clock = common::SystemClock();
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(dir.File("onset.db"), clock);
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    std::vector<CellSpec> one = {spec->cells.front()};
+    ASSERT_TRUE((*store)->AddStudy({"..", "", "s.yaml", "", one}).ok());
+    ASSERT_TRUE((*store)->AddStudy({"small", "", "s.yaml", "", one}).ok());
+  }
+  ServerConfig config;
+  config.db_path = dir.File("onset.db");
+  config.listen = "127.0.0.1:0";
+  config.token = kToken;
+  config.checkpoint_root = dir.File("ckpt");
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto workers = v1::WorkerService::NewStub(Channel((*server)->address(), kToken));
+  auto ctx = [] {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(Deadline());
+    return c;
+  };
+  v1::RegisterWorkerRequest reg;
+  reg.set_host("h");
+  reg.add_devices("cpu:0");
+  reg.add_devices("cpu:1");
+  v1::RegisterWorkerResponse registered;
+  ASSERT_TRUE(workers->RegisterWorker(ctx().get(), reg, &registered).ok());
+  std::map<std::string, std::string> dirs;  // study -> checkpoint dir
+  for (const char* device : {"cpu:0", "cpu:1"}) {
+    v1::LeaseJobRequest req;
+    req.set_worker_id(registered.worker_id());
+    req.add_free_devices(device);
+    v1::LeaseJobResponse lease;
+    grpc::Status s = workers->LeaseJob(ctx().get(), req, &lease);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_TRUE(lease.has_job());
+    dirs[lease.job().study()] = lease.job().checkpoint_dir();
+  }
+  (*server)->Shutdown();
+  ASSERT_EQ(dirs.size(), 2u);
+  EXPECT_THAT(dirs["small"], StartsWith(dir.File("ckpt") + "/small/"));
+  EXPECT_EQ(dirs[".."], "");  // the worker's own work directory, as without a root
+}
 
 TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   grpc::Status status;

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/study_text.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -163,6 +164,79 @@ const BadFile kBadFiles[] = {
      "s.yaml:2: resources.devices: must be a whole number of devices from 1 to 64, got '1.5'"},
     {"devices twice", "name: a\nresources: {devices: 2, devices: 4}\n",
      "s.yaml:2: resources.devices: duplicate key"},
+    // YAML structure a study file does not use: refused before any node is built.
+    {"anchor", "name: a\nmodel: &m {layers: 4}\n",
+     "s.yaml:2: anchor &m: YAML anchors and aliases are not allowed in study files"},
+    {"alias", "name: a\ndescription: x\ntrain:\n  lr: *x\n",
+     "s.yaml:4: alias *x: YAML anchors and aliases are not allowed in study files"},
+    {"merge key", "name: a\ntrain:\n  <<: *base\n",
+     "s.yaml:3: alias *base: YAML anchors and aliases are not allowed"},
+    {"second document", "name: a\n---\nname: b\n",
+     "s.yaml:2: a study file is one YAML document; a second one starts here"},
+    {"empty second document", "name: a\n---\n",
+     "s.yaml:2: a study file is one YAML document; a second one starts here"},
+    {"nesting too deep",
+     "name: a\ndescription: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[x]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+     "s.yaml:2: nesting deeper than 16 levels"},
+    {"not UTF-8", "name: a\ndescription: caf\xe9\n",
+     "s.yaml:2: the file is not UTF-8 text (byte 0xe9 at offset 24)"},
+    // Numbers that do not fit: refused where written, never rounded to infinity or 0.
+    {"number too large", "name: a\ntrain: {lr: 1e400}\n",
+     "s.yaml:2: train.lr: number '1e400' is out of range"},
+    {"number too small", "name: a\ntrain:\n  lr: 1e-400\n",
+     "s.yaml:3: train.lr: number '1e-400' is too small: it would read as 0"},
+    {"denormal number", "name: a\ntrain:\n  weight_decay: 4e-320\n",
+     "s.yaml:3: train.weight_decay: number '4e-320' is too small"},
+    {"number too large in the grid", "name: a\n" MODEL "grid:\n  train.lr: [1e-3, -1e999]\n",
+     "s.yaml:5: grid.train.lr: number '-1e999' is out of range"},
+    {"integer too large", "name: a\nmodel:\n  layers: 99999999999999999999999\n",
+     "s.yaml:3: model.layers: integer '99999999999999999999999' is out of range"},
+    {"seed count too large", "name: a\ngrid:\n  seeds: 99999999999999999999999\n",
+     "s.yaml:3: grid.seeds: integer '99999999999999999999999' is out of range"},
+    {"token count with a suffix too large",
+     "name: a\n" MODEL "grid:\n  tokens: [1M, "
+     "1111111111111111111111111111111111111111111111111111111111111111111111111111111111111111"
+     "1111111111111111111111111111111111111111111111111111111111111111111111111111111111111111"
+     "1111111111111111111111111111111111111111111111111111111111111111111111111111111111111111"
+     "1111111111111111111111111111111111111111111111111111111111111111111111111111111111111111"
+     "111111111111111111111111111111111111111111111111K]\n",
+     "s.yaml:5: grid.tokens: must be at most 1000000000000000 tokens (1e15)"},
+    {"token budget over the limit", "name: a\ntrain:\n  tokens: 2000000000000000\n",
+     "s.yaml:3: train.tokens: must be at most 1000000000000000 tokens (1e15)"},
+    {"budget near INT64_MAX", "name: a\ntrain:\n  tokens: 9000000000000000000\n",
+     "s.yaml:3: train.tokens: must be at most 1000000000000000 tokens (1e15)"},
+    {"batch over the limit", "name: a\ntrain:\n  batch_tokens: 100B\n",
+     "s.yaml:3: train.batch_tokens: must be at most 10000000000 tokens (1e10)"},
+    {"eval cadence over the limit", "name: a\neval:\n  every_tokens: 9000000000000000000\n",
+     "s.yaml:3: eval.every_tokens: must be at most 1000000000000000 tokens (1e15)"},
+    {"zero learning rate", "name: a\ntrain: {lr: 0}\n",
+     "s.yaml:2: train.lr: must be above 0"},
+    {"zero learning rate in the grid", "name: a\n" MODEL "grid:\n  train.lr: [1e-3, 0.0]\n",
+     "s.yaml:5: grid.train.lr: must be above 0"},
+    // Names are directory names (checkpoints live under ROOT/STUDY/CELL).
+    {"name a single dot", "name: .\n", "s.yaml:1: name: '.' must start with a letter or a digit"},
+    {"name two dots", "name: ..\n", "s.yaml:1: name: '..' must start with a letter or a digit"},
+    {"name with a leading dash", "name: -rf\n",
+     "s.yaml:1: name: '-rf' must start with a letter or a digit"},
+    {"name with a slash", "name: a/../../b\n", "s.yaml:1: name: 'a/../../b' may use only"},
+    {"name with a control character", "name: \"a\\tb\"\n", "s.yaml:1: name: may use only"},
+    {"name with NUL", "name: \"a\\0b\"\n", "s.yaml:1: name: may use only"},
+    // A window that covers every context the cell sees makes its S layers F layers.
+    {"window as long as the context",
+     "name: a\n" MODEL "eval: {niah_samples: 0}\ngrid:\n  arch: swa\n  window: [16, 64]\n",
+     "s.yaml:7: grid.window: 64 covers the longest context of the cell (64 tokens"},
+    {"window as long as the longest NIAH prompt",
+     "name: a\n" MODEL "eval: {niah_lengths: [48, 96]}\ngrid:\n  arch: swa\n  window: [64, 96]\n",
+     "s.yaml:7: grid.window: 96 covers the longest context of the cell (96 tokens"},
+    {"window in a section as long as the context",
+     "name: a\nmodel: {layers: 4, d_model: 32, heads: 2, seq_len: 64, arch: swa, window: 200}\n"
+     "train: {batch_tokens: 512}\neval: {niah_lengths: [48, 96]}\n",
+     "s.yaml:2: model.window: 200 covers the longest context of the cell (96 tokens"},
+    // Derived defaults the trainer would refuse: 2 seq_len as a NIAH length.
+    {"seq_len whose default NIAH lengths are too long",
+     "name: a\nmodel: {layers: 2, d_model: 32, heads: 2}\ntrain: {batch_tokens: 4M}\n"
+     "grid:\n  model.seq_len: [64, 2200000]\n",
+     "s.yaml:5: grid.model.seq_len: gives default eval.niah_lengths up to 4400000"},
 };
 
 class BadStudyFileTest : public ::testing::TestWithParam<BadFile> {};
@@ -435,6 +509,108 @@ TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {
     ASSERT_TRUE(spec.ok()) << spec.status();
     EXPECT_EQ(spec->cells.size(), cells) << file;
   }
+}
+
+// "Billion laughs": 613 bytes whose aliases expand to 9^9 scalars. Refused at the first anchor,
+// before any alias is expanded.
+constexpr const char* kBillionLaughs = R"yaml(name: lol
+description: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+grid: {seeds: *i}
+)yaml";
+
+TEST(StudyFileTest, AliasesAreRefusedBeforeTheyExpand) {
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("lol.yaml", kBillionLaughs);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              StartsWith("lol.yaml:2: anchor &a: YAML anchors and aliases are not allowed in "
+                         "study files; write each value out"));
+}
+
+TEST(StudyFileTest, TextThatIsNotAStudyFileIsRefusedWithItsPlace) {
+  // A NUL byte: binary, not text.
+  const std::string with_nul = std::string("name: a\ndescription: x\n") + '\0' + "\n";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", with_nul);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), "s.yaml:3: the file is not text: a NUL byte at offset 23");
+  // Over the size limit: refused before YAML sees it.
+  const std::string big = "name: a\ndescription: " + std::string(common::kMaxStudyFileBytes, 'x') + "\n";
+  spec = ParseStudyFile("s.yaml", big);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "s.yaml:1: the file is " + std::to_string(big.size()) +
+                " bytes; a study file is at most 1048576 bytes (1 MiB)");
+  // A truncated UTF-8 sequence at the end.
+  spec = ParseStudyFile("s.yaml", "name: a\n\n\ndescription: \xe2\x82");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), "s.yaml:4: the file is not UTF-8 text (byte 0xe2 at offset 23)");
+}
+
+TEST(StudyFileTest, CellErrorsNameTheCellsAxisValues) {
+  const char* yaml = R"yaml(name: a
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 512}
+grid:
+  arch: [full, swa]
+  window: 16
+  train.lr: [1e-3, 20]
+)yaml";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "s.yaml:7: grid.train.lr: must be between 0.0 and 10.0 (value 20); cell arch=full "
+            "window=16 train.lr=20");
+}
+
+TEST(StudyFileTest, EveryCellsResolvedConfigParsesToItselfAsTheTrainerReadsIt) {
+  // What a worker hands onset-train is the canonical config; it must read back unchanged.
+  std::vector<std::pair<std::string, std::string>> studies;
+  for (const char* file :
+       {"studies/demo.yaml", "studies/hybrid-design.yaml", "studies/retrieval-cpu.yaml"}) {
+    std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    studies.emplace_back(file, text.str());
+  }
+  // Without NIAH the canonical form still lists the default lengths (8, 16, 32 here).
+  studies.emplace_back("tiny.yaml",
+                       "name: tiny\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: 16}\n"
+                       "train: {tokens: 1M, batch_tokens: 512}\neval: {niah_samples: 0}\n");
+  // The longest model: its default NIAH lengths are off, and so are they without NIAH.
+  studies.emplace_back("long.yaml",
+                       "name: long\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: 4194304}\n"
+                       "train: {tokens: 100M, batch_tokens: 8M}\neval: {niah_samples: 0}\n");
+  for (const auto& [file, text] : studies) {
+    absl::StatusOr<StudySpec> spec = ParseStudyFile(file, text);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    for (const CellSpec& cell : spec->cells) {
+      model::CellConfig config;
+      std::optional<model::FieldError> e =
+          model::ParseCellConfig(nlohmann::json::parse(cell.config_json), &config);
+      ASSERT_FALSE(e) << file << ": " << e->ToString();
+      EXPECT_EQ(config.CanonicalText(), cell.config_json) << file;
+    }
+  }
+}
+
+TEST(StudyFileTest, NumbersAtTheEdgesOfTheirRangesAreKept) {
+  const char* yaml = R"yaml(name: edges
+model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 512, tokens: 1e15, lr: 2.3e-308, weight_decay: 1e-300}
+)yaml";
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("e.yaml", yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  nlohmann::json config = nlohmann::json::parse(spec->cells[0].config_json);
+  EXPECT_EQ(config["train"]["tokens"], 1'000'000'000'000'000);
+  EXPECT_EQ(config["train"]["lr"], 2.3e-308);
 }
 
 }  // namespace

@@ -74,6 +74,12 @@ TEST(CellConfigTest, TokenCountsAcceptSuffixes) {
   EXPECT_EQ(ParseTokenCount("1.5"), std::nullopt);
   EXPECT_EQ(ParseTokenCount("-5K"), std::nullopt);
   EXPECT_EQ(ParseTokenCount("K"), std::nullopt);
+  // Beyond a double's range: no count, and no exception either.
+  EXPECT_EQ(ParseTokenCount(std::string(400, '1') + "K"), std::nullopt);
+  EXPECT_EQ(ParseError({{"train", {{"tokens", std::string(400, '1')}}}}),
+            "train.tokens: must be at most 1000000000000000 tokens (1e15)");
+  EXPECT_EQ(ParseError({{"train", {{"lr", 0}}}}),
+            "train.lr: must be above 0: a zero learning rate trains nothing");
   CellConfig c = ParseOk({{"train", {{"tokens", "2M"}, {"batch_tokens", "16K"}}}});
   EXPECT_EQ(c.train.tokens, 2'000'000);
   EXPECT_EQ(c.train.batch_tokens, 16'000);

@@ -420,5 +420,22 @@ TEST_F(JobRunnerTest, HeartbeatsFollowTheInjectedClock) {
   run.join();
 }
 
+// A cell id that is not one path component would place the attempt, and the checkpoints a
+// fresh start deletes, outside the work directory: the job fails before anything is touched.
+TEST_F(JobRunnerTest, ACellIdThatLeavesTheWorkDirectoryFailsTheJob) {
+  const fs::path outside = work_dir_.parent_path() / ("onset-outside-" + std::to_string(getpid()));
+  fs::create_directories(outside / "checkpoints");
+  JobSpec job = Job("success");
+  job.cell_id = "../" + outside.filename().string();
+  job.fresh = true;
+  JobRunOutcome outcome = JobRunner(Config(), "w1", job, &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.end, JobEnd::kFailed);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_THAT(client_.finished[0].result.reason,
+              StartsWith("cell id '" + job.cell_id + "' cannot name a directory under "));
+  EXPECT_TRUE(fs::exists(outside / "checkpoints"));
+  fs::remove_all(outside);
+}
+
 }  // namespace
 }  // namespace onset::worker

@@ -1,0 +1,67 @@
+// `onset submit` on files that are not study files: refused before anything is sent, with the
+// exit codes of README.md (1: the file cannot be read; 2: it is not a study file).
+#include "cli/commands.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/exit_codes.h"
+#include "cli/study_client.h"
+
+namespace onset::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class SubmitFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("onset-submit-file-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `onset submit --dry-run FILE` against an address where nothing listens: every case
+  // here must end before a call is made.
+  int Submit(const std::string& file) {
+    StudyClient client("127.0.0.1:1", common::ClientSecurity{}, std::chrono::seconds(5));
+    out_.str("");
+    err_.str("");
+    return SubmitCommand(client, file, /*dry_run=*/true, /*json=*/false, out_, err_);
+  }
+
+  fs::path dir_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(SubmitFileTest, AMissingFileCannotBeRead) {
+  const std::string path = (dir_ / "nope.yaml").string();
+  EXPECT_EQ(Submit(path), kExitFailure);
+  EXPECT_EQ(err_.str(), "cannot open " + path + ": No such file or directory\n");
+}
+
+TEST_F(SubmitFileTest, ADirectoryIsNotAStudyFile) {
+  EXPECT_EQ(Submit(dir_.string()), kExitBadInput);
+  EXPECT_EQ(err_.str(), dir_.string() + " is a directory, not a study file\n");
+}
+
+TEST_F(SubmitFileTest, NotUtf8SaysWhere) {
+  const std::string path = (dir_ / "latin1.yaml").string();
+  std::ofstream(path, std::ios::binary) << "name: caf\xe9\n";
+  EXPECT_EQ(Submit(path), kExitBadInput);
+  EXPECT_EQ(err_.str(), path + ":1: the file is not UTF-8 text (byte 0xe9 at offset 9)\n");
+}
+
+TEST_F(SubmitFileTest, AnEndlessDeviceIsReadOnlyUpToTheLimit) {
+  EXPECT_EQ(Submit("/dev/zero"), kExitBadInput);
+  EXPECT_THAT(err_.str(), HasSubstr("/dev/zero:1: the file is more than 1048576 bytes"));
+}
+
+}  // namespace
+}  // namespace onset::cli

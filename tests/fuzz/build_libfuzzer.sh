@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the study-file fuzz target with clang's libFuzzer, ASan and UBSan, apart from the
+# CMake build (which uses fuzz_driver.cc with the project's compiler):
+#
+#   tests/fuzz/build_libfuzzer.sh [OUTPUT]      # default: build-fuzz/study_file_fuzz
+#
+# Needs clang with compiler-rt (Debian: clang, libclang-rt-dev) and the packages scripts/setup
+# installs. docs/fuzzing.md says how to run it.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${1:-$root/build-fuzz/study_file_fuzz}
+mkdir -p "$(dirname "$out")"
+cd "$root"
+# shellcheck disable=SC2046
+clang++ -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+  -fno-sanitize-recover=undefined -I. \
+  tests/fuzz/study_file_fuzz.cc coordinator/study_file.cc coordinator/grid.cc \
+  model/cell_config.cc model/flops.cc common/sha256.cc common/study_text.cc \
+  $(pkg-config --cflags --libs yaml-cpp absl_status absl_statusor libcrypto) -o "$out"
+echo "$out"
