@@ -105,8 +105,13 @@ JobRunOutcome JobRunner::Run() {
     const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
     for (auto delay = kRetryDelay;; delay = std::min(delay * 2, kMaxRetryDelay)) {
       outcome.finish_status = client_->Finish(worker_id_, job_.lease_id, outcome.result);
-      // A stopping worker tries once: its coordinator may be stopping too.
-      if (!IsTransient(outcome.finish_status) || end == JobEnd::kStopped ||
+      // A stopping worker tries once: its coordinator may be stopping too. A write the
+      // coordinator's database failed (INTERNAL: an I/O error, a full disk) is tried again too:
+      // the attempt has not ended there, and giving up costs the cell an expired lease and a
+      // rerun.
+      const bool again = IsTransient(outcome.finish_status) ||
+                         outcome.finish_status.code() == absl::StatusCode::kInternal;
+      if (!again || end == JobEnd::kStopped ||
           std::chrono::steady_clock::now() + delay > give_up) {
         break;
       }

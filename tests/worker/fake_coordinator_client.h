@@ -85,6 +85,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status Finish(const std::string&, const std::string& lease_id,
                       const JobResult& result) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (finish_failures > 0) {
+      --finish_failures;
+      calls.push_back("finish refused");
+      return finish_failure;
+    }
     finished.push_back({lease_id, result});
     calls.push_back("finish");
     cv_.notify_all();
@@ -126,6 +131,8 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status report_status;
   int report_failures = 0;  // before report_status: the first calls fail as unreachable
   absl::Status logs_status;
+  int finish_failures = 0;      // the first Finish calls fail with finish_failure
+  absl::Status finish_failure = absl::UnavailableError("FinishJob to fake: connection refused");
   std::deque<JobSpec> jobs;
   bool keep_devices = false;
 

@@ -111,6 +111,26 @@ std::string Launched(const JobRunOutcome& outcome) {
   return at == std::string::npos ? "" : tail.substr(at, tail.find('\n', at) - at);
 }
 
+TEST_F(JobRunnerTest, AnEndTheCoordinatorFailedToWriteIsReportedAgain) {
+  // The coordinator's database refused the write once (a full disk, an I/O error): the end is
+  // sent again rather than lost to an expiring lease and a needless rerun.
+  client_.finish_failures = 2;
+  client_.finish_failure = absl::InternalError("database write failed: disk I/O error (onset.db)");
+  JobRunOutcome outcome = JobRunner(Config(), "w1", Job("success"), &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  EXPECT_TRUE(outcome.finish_status.ok()) << outcome.finish_status;
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_TRUE(client_.finished[0].result.succeeded());
+}
+
+TEST_F(JobRunnerTest, AnEndRefusedForGoodIsNotReportedAgain) {
+  client_.finish_failures = 1;
+  client_.finish_failure = absl::FailedPreconditionError("FinishJob: lease expired");
+  JobRunOutcome outcome = JobRunner(Config(), "w1", Job("success"), &client_, &launcher_).Run();
+  EXPECT_EQ(outcome.finish_status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(client_.finished.empty());
+}
+
 TEST_F(JobRunnerTest, AJobOnGpusSeesOnlyThemWithARankOnEach) {
   JobSpec job = Job("success");
   job.devices = {"cuda:3", "cuda:1"};
