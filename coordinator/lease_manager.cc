@@ -14,7 +14,7 @@ std::string Describe(const std::string& lease_id, const std::string& cell_id, in
 }  // namespace
 
 LeaseManager::LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl)
-    : store_(store), clock_(clock), ttl_(ttl) {}
+    : store_(store), clock_(clock), ttl_(ttl), expire_failures_(*clock, std::chrono::minutes(1)) {}
 
 absl::Status LeaseManager::Recover(bool requeue_running) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -144,8 +144,7 @@ absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& leas
     spdlog::warn("{} of study {} expired (worker {}); cell requeued", what, lease.study,
                  lease.worker_id);
   } else if (!absl::IsFailedPrecondition(s)) {
-    spdlog::error("expiring {}: {}", what, s.ToString());
-    return s;
+    return absl::Status(s.code(), "expiring " + what + ": " + std::string(s.message()));
   }
   leases_.erase(lease_id);  // invalidates `lease`
   return absl::OkStatus();
@@ -159,9 +158,27 @@ int LeaseManager::ExpireLeases() {
     if (now > lease.deadline) expired.push_back(id);
   }
   int count = 0;
+  int failed = 0;
+  absl::Status first;
   for (const std::string& id : expired) {
     Lease lease = leases_.at(id);
-    if (Expire(id, lease).ok()) ++count;
+    absl::Status s = Expire(id, lease);
+    if (s.ok()) {
+      ++count;
+    } else if (failed++ == 0) {
+      first = s;
+    }
+  }
+  // A store that cannot be written fails every expiry of every sweep: one line a minute.
+  int64_t left_out = 0;
+  if (failed > 0 && expire_failures_.Occurred(failed, &left_out)) {
+    spdlog::error("could not expire {} of {} leases, kept for the next sweep{}: first: {}",
+                  failed, expired.size(),
+                  left_out > 0 ? " (" + std::to_string(left_out) + " failures not logged before)"
+                               : std::string(),
+                  first.ToString());
+  } else if (failed == 0 && count > 0 && expire_failures_.Recovered()) {
+    spdlog::info("expiring leases works again");
   }
   return count;
 }

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/log_throttle.h"
 #include "coordinator/store.h"
 
 namespace onset::coordinator {
@@ -92,6 +93,7 @@ class LeaseManager {
 
   mutable std::mutex mu_;
   std::map<std::string, Lease> leases_;  // by lease id; guarded by mu_
+  common::LogThrottle expire_failures_;  // guarded by mu_
 };
 
 }  // namespace onset::coordinator
