@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/coordinator_scale.h"
+#include "bench/latencies.h"
 #include "cli/study_client.h"
 #include "coordinator/coordinator_server.h"
 #include "worker/coordinator_client.h"

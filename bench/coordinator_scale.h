@@ -3,22 +3,9 @@
 // 1,000 simulated workers leasing and reporting at once. Every call is timed one by one.
 #pragma once
 
-#include <mutex>
 #include <string>
-#include <vector>
 
 namespace onset::bench {
-
-// Call latencies in milliseconds, summarised as n, p50, p99 and max. Thread-safe.
-class Latencies {
- public:
-  void Add(double ms);
-  std::string Summary();
-
- private:
-  std::mutex mu_;
-  std::vector<double> ms_;
-};
 
 struct ScaleOptions {
   int cells = 100'000;

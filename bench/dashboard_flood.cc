@@ -30,11 +30,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/latencies.h"
 #include "cli/study_client.h"
 #include "common/auth_token.h"
 #include "worker/coordinator_client.h"
@@ -47,26 +47,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kQuiet = 0, kFlood = 1;
 const char* const kPhaseNames[] = {"quiet", "flood"};
 
-struct Latencies {
-  std::mutex mu;
-  std::vector<double> ms;
-  void Add(Clock::duration d) {
-    std::lock_guard<std::mutex> lock(mu);
-    ms.push_back(std::chrono::duration<double, std::milli>(d).count());
-  }
-  std::string Summary() {
-    std::lock_guard<std::mutex> lock(mu);
-    if (ms.empty()) return "n=0";
-    std::sort(ms.begin(), ms.end());
-    auto at = [&](double q) {
-      return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
-    };
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "n=%-6zu p50 %7.2f ms  p99 %7.2f ms  max %8.2f ms", ms.size(),
-                  at(0.5), at(0.99), ms.back());
-    return buf;
-  }
-};
+using onset::bench::Latencies;
 
 struct PhaseStats {
   Latencies lease, report, heartbeat, finish, page;

@@ -11,19 +11,18 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <string>
+
+#include "common/clock.h"
+#include "common/log_throttle.h"
 
 namespace onset::db {
 
 class WriteFailureLog {
  public:
-  using Now = std::function<std::chrono::steady_clock::time_point()>;
-
-  explicit WriteFailureLog(
-      std::chrono::milliseconds interval, Now now = [] { return std::chrono::steady_clock::now(); })
-      : interval_(interval), now_(std::move(now)) {}
+  explicit WriteFailureLog(std::chrono::milliseconds interval,
+                           const common::Clock& clock = common::SystemClock())
+      : throttle_(clock, interval) {}
 
   // A write failed; `what` says which and why ("database write failed: ... (running '...')").
   void Failed(const std::string& what);
@@ -31,11 +30,8 @@ class WriteFailureLog {
   void Succeeded();
 
  private:
-  const std::chrono::milliseconds interval_;
-  const Now now_;
-  std::optional<std::chrono::steady_clock::time_point> last_logged_;  // set once one was logged
-  int64_t left_out_ = 0;  // failures since the last logged line, not logged
-  int64_t failed_ = 0;    // failures since the last success
+  common::LogThrottle throttle_;  // when to log, and what was left out
+  int64_t failed_ = 0;            // failures since the last success
 };
 
 }  // namespace onset::db

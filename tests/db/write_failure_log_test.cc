@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/fake_clock.h"
 #include "tests/db/log_capture.h"
 
 namespace onset::db {
@@ -12,9 +13,9 @@ using std::chrono::seconds;
 
 class WriteFailureLogTest : public ::testing::Test {
  protected:
-  std::chrono::steady_clock::time_point now_{};
+  common::FakeClock clock_;
   testing::LogCapture log_;
-  WriteFailureLog failures_{std::chrono::seconds(10), [this] { return now_; }};
+  WriteFailureLog failures_{std::chrono::seconds(10), clock_};
 };
 
 TEST_F(WriteFailureLogTest, LogsTheFirstFailureAndThenOneLinePerIntervalWithTheCount) {
@@ -22,7 +23,7 @@ TEST_F(WriteFailureLogTest, LogsTheFirstFailureAndThenOneLinePerIntervalWithTheC
   for (int i = 0; i < 1000; ++i) failures_.Failed("database write failed: b");
   EXPECT_EQ(log_.text(), "[error] database write failed: a\n");
 
-  now_ += seconds(10);
+  clock_.Advance(seconds(10));
   failures_.Failed("database write failed: c");
   EXPECT_EQ(log_.text(),
             "[error] database write failed: a\n"
