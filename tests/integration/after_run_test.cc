@@ -30,6 +30,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Child;
+using testing::Finish;
+using testing::Ran;
 using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using ::testing::Not;
@@ -54,13 +56,6 @@ grid:
   tokens: [20K]
   seeds: 1
 )";
-
-// A command's outcome.
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
 
 // `out` for comparing: JSON (a document, or one per line) as parsed, whose objects compare
 // whatever order their keys were printed in (a proto map's order differs between processes);
@@ -165,17 +160,7 @@ class AfterRunTest : public ::testing::Test {
   // `onset ARGS` in dir_, as a person would type it next to ./onset-data.
   Ran Onset(std::vector<std::string> args) {
     Child child = Start(launcher_, "onset", std::move(args), dir_.string());
-    Ran ran;
-    if (!child.process) return ran;
-    if (!child.process->WaitFor(
-            std::chrono::duration_cast<std::chrono::milliseconds>(kRunTimeout))) {
-      ADD_FAILURE() << "onset did not finish";
-    }
-    const ExitStatus status = child.process->Wait();
-    ran.code = status.Exited() ? status.exit_code : 128 + status.signal;
-    ran.out = child.Out();
-    ran.err = child.process->StderrTail();
-    return ran;
+    return Finish(child, std::chrono::duration_cast<std::chrono::milliseconds>(kRunTimeout));
   }
 
   // `onset run` of `file` (in dir_) to the end; a failure fails the test.

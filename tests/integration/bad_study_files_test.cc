@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using testing::Child;
+using testing::Finish;
 using testing::HaveBinaries;
+using testing::Ran;
 using testing::Start;
 using worker::ExitStatus;
 using worker::PosixProcessLauncher;
@@ -48,11 +50,6 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 grid: {seeds: *i}
 )";
 
-struct Ran {
-  int code = -1;
-  std::string err;
-};
-
 class BadStudyFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -74,13 +71,7 @@ class BadStudyFilesTest : public ::testing::Test {
     Child child = Start(launcher_, "onset",
                         {"--coordinator", daemon.address, "--token-file", daemon.token_file,
                          "submit", "--dry-run", file});
-    Ran ran;
-    if (!child.process) return ran;
-    if (!child.process->WaitFor(std::chrono::seconds(60))) ADD_FAILURE() << "onset hung: " << file;
-    const ExitStatus status = child.process->Wait();
-    ran.code = status.Exited() ? status.exit_code : 128 + status.signal;
-    ran.err = child.process->StderrTail();
-    return ran;
+    return Finish(child, std::chrono::seconds(60));
   }
 
   fs::path dir_;

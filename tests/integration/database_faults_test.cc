@@ -23,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using testing::Child;
+using testing::Ran;
 using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using ::testing::Not;
@@ -46,12 +47,6 @@ grid:
 )";
 
 // A command's outcome.
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
 // Runs `sql` on the database at `db` (read-write); an error fails the test.
 void Exec(const fs::path& db, const std::string& sql) {
   sqlite3* conn = nullptr;
@@ -99,19 +94,7 @@ class DatabaseFaultsTest : public ::testing::Test {
   }
 
   // Waits for `child` to exit and returns how.
-  static Ran Finish(Child& child) {
-    Ran ran;
-    if (!child.process) return ran;
-    if (!child.process->WaitFor(kExitTimeout)) {
-      ADD_FAILURE() << "did not exit:\n" << child.process->StderrTail();
-      child.process->Terminate(std::chrono::seconds(5));
-    }
-    const ExitStatus status = child.process->Wait();
-    ran.code = status.Exited() ? status.exit_code : 128 + status.signal;
-    ran.out = child.Out();
-    ran.err = child.process->StderrTail();
-    return ran;
-  }
+  static Ran Finish(Child& child) { return testing::Finish(child, kExitTimeout); }
 
   // Starts onsetd, expecting it to refuse: how it exited.
   Ran Refused(std::vector<std::string> extra = {}, bool unprivileged = false) {

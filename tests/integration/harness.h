@@ -84,6 +84,30 @@ inline std::string WaitForFile(const fs::path& path) {
   return "";
 }
 
+// How a child ended: its exit code (128 + the signal when killed; -1 when it never started), its
+// stdout and the tail of its stderr.
+struct Ran {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Waits up to `timeout` for `child` to exit (past it: a test failure, and the child is
+// terminated) and returns how it ended.
+inline Ran Finish(Child& child, std::chrono::milliseconds timeout) {
+  Ran ran;
+  if (!child.process) return ran;
+  if (!child.process->WaitFor(timeout)) {
+    ADD_FAILURE() << "did not exit:\n" << child.process->StderrTail();
+    child.process->Terminate(std::chrono::seconds(5));
+  }
+  const worker::ExitStatus status = child.process->Wait();
+  ran.code = status.Exited() ? status.exit_code : 128 + status.signal;
+  ran.out = child.Out();
+  ran.err = child.process->StderrTail();
+  return ran;
+}
+
 // An onsetd on a free loopback port with its database, token and address files in `dir`.
 struct Daemon {
   Child child;

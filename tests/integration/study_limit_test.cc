@@ -57,12 +57,10 @@ class StudyLimitTest : public ::testing::Test {
                                     daemon_.token_file};
     all.insert(all.end(), args.begin(), args.end());
     Child child = Start(launcher_, "onset", all, dir_.string());
-    if (!child.process) return -1;
-    const auto status = child.process->Wait();
-    *out = child.Out();
-    if (!status.Exited()) return 128 + status.signal;
-    if (status.exit_code != 0) ADD_FAILURE() << child.process->StderrTail();
-    return status.exit_code;
+    const testing::Ran ran = testing::Finish(child, std::chrono::minutes(5));
+    if (ran.code != 0) ADD_FAILURE() << ran.err;
+    *out = ran.out;
+    return ran.code;
   }
 
   fs::path dir_;
