@@ -40,7 +40,7 @@ absl::Status CheckDeviceNames(const std::vector<std::string>& devices, const std
                                       " are allowed");
   }
   for (auto it = devices.begin(); it != devices.end(); ++it) {
-    if (it->empty() || it->find(',') != std::string::npos) {
+    if (it->empty() || it->size() > kMaxDeviceNameBytes || it->find(',') != std::string::npos) {
       return absl::InvalidArgumentError(field + ": '" + *it + "' is not a device name");
     }
     if (std::find(devices.begin(), it, *it) != it) {

@@ -29,6 +29,7 @@ std::optional<CellState> CellStateFromName(const std::string& name);
 
 // Devices one worker may offer at most.
 inline constexpr size_t kMaxWorkerDevices = 1024;
+inline constexpr size_t kMaxDeviceNameBytes = 64;
 // A list of device names as the store keeps them: each non-empty and without commas, none
 // repeated, at most kMaxWorkerDevices. InvalidArgument naming `field` and the bad name.
 absl::Status CheckDeviceNames(const std::vector<std::string>& devices, const std::string& field);

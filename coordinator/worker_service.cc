@@ -32,8 +32,19 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const onset::v1::RegisterWorkerRequest* request,
                                                onset::v1::RegisterWorkerResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  if (request->slots() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "slots: must not be negative");
+  if (request->slots() < 0 || request->slots() > static_cast<int>(kMaxWorkerDevices)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "slots: must be 0.." + std::to_string(kMaxWorkerDevices));
+  }
+  // Shown in every listing of workers: short, printable-length labels.
+  constexpr size_t kMaxLabelBytes = 256;
+  for (const auto& [field, value] : {std::pair{"host", &request->host()},
+                                     std::pair{"version", &request->version()}}) {
+    if (value->size() > kMaxLabelBytes) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(field) + ": " + std::to_string(value->size()) +
+                              " bytes; at most " + std::to_string(kMaxLabelBytes));
+    }
   }
   WorkerRegistration worker{request->host(),
                             request->slots() == 0 ? 1 : request->slots(),

@@ -129,6 +129,27 @@ class WorkerServiceTest : public ::testing::Test {
   v1::Job job_;
 };
 
+TEST_F(WorkerServiceTest, ARegistrationWithOversizedFieldsIsRefusedAndSaysWhich) {
+  auto refused = [&](const v1::RegisterWorkerRequest& req) {
+    v1::RegisterWorkerResponse resp;
+    grpc::Status s = workers_->RegisterWorker(Ctx().get(), req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    return s.error_message();
+  };
+  v1::RegisterWorkerRequest req;
+  req.set_host(std::string(100'000, 'h'));
+  EXPECT_THAT(refused(req), ::testing::HasSubstr("host: 100000 bytes"));
+  req.set_host("h");
+  req.set_version(std::string(257, 'v'));
+  EXPECT_THAT(refused(req), ::testing::HasSubstr("version: 257 bytes"));
+  req.set_version("v");
+  req.set_slots(1'000'000);
+  EXPECT_THAT(refused(req), ::testing::HasSubstr("slots"));
+  req.set_slots(1);
+  req.add_devices(std::string(65, 'd'));
+  EXPECT_THAT(refused(req), ::testing::HasSubstr("is not a device name"));
+}
+
 TEST_F(WorkerServiceTest, BadMetricPointsAreRefusedOneByOneAndTheRestStored) {
   v1::ReportMetricsRequest report;
   report.set_worker_id(worker_);
