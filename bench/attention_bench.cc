@@ -40,11 +40,11 @@
 #include <vector>
 
 #include "kernels/swa_check_cases.h"
-#include "model/attention.h"
-#include "model/attention_backend.h"
-#include "model/gated_delta_net.h"
-#include "model/linear_attention.h"
-#include "model/train_flags.h"
+#include "model/nn/attention.h"
+#include "model/nn/attention_backend.h"
+#include "model/nn/gated_delta_net.h"
+#include "model/nn/linear_attention.h"
+#include "model/training/train_flags.h"
 
 namespace {
 
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
       (std::string(argv[i]) == "--check" ? check : linear) = true;
       continue;
     }
-    auto [name, value, has_value] = onset::model::SplitFlag(argv[i]);
+    auto [name, value, has_value] = onset::base::SplitFlag(argv[i]);
     if (!has_value) {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "%s: missing value\n", name.c_str());

@@ -18,12 +18,12 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/utils.h>
 
-#include "model/attention.h"
-#include "model/decoding.h"
-#include "model/gated_delta_net.h"
-#include "model/linear_attention.h"
-#include "model/transformer.h"
-#include "model/vocab.h"
+#include "model/nn/attention.h"
+#include "model/evaluation/decoding.h"
+#include "model/nn/gated_delta_net.h"
+#include "model/nn/linear_attention.h"
+#include "model/nn/transformer.h"
+#include "model/config/vocab.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "common/sha256.h"
-#include "model/flops.h"
+#include "model/config/flops.h"
 
 namespace onset::coordinator {
 namespace {

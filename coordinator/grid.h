@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/cell_config.h"
+#include "model/config/cell_config.h"
 
 namespace onset::coordinator {
 

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "model/cell_config.h"
-#include "model/flops.h"
+#include "model/config/cell_config.h"
+#include "model/config/flops.h"
 
 namespace onset::coordinator {
 namespace {

@@ -1,5 +1,18 @@
-// onset-train: trains one cell described by a resolved cell config (JSON) and writes metrics
-// as JSON lines. See train_app.h for the exit codes and metrics_writer.h for the protocol.
-#include "model/train_app.h"
+// onset-train, the trainer program. Its subcommands live with their concepts:
+//   onset-train [train flags]            trains one cell (model/training/train_app.h)
+//   onset-train export|dump-logits ...   exports a checkpoint (model/export/export_app.h)
+//   onset-train prepare ...              tokenises a corpus (model/data/prepare_app.h)
+// Exit codes and the metrics line are the contract in base/trainer_contract.h.
+#include <csignal>
 
-int main(int argc, char** argv) { return onset::model::TrainMain(argc, argv); }
+#include "model/data/prepare_app.h"
+#include "model/export/export_app.h"
+#include "model/training/train_app.h"
+
+int main(int argc, char** argv) {
+  // A closed metrics pipe must surface as a write error (exit 1), not kill us silently.
+  std::signal(SIGPIPE, SIG_IGN);
+  if (onset::model::IsExportCommand(argc, argv)) return onset::model::ExportMain(argc, argv);
+  if (onset::model::IsPrepareCommand(argc, argv)) return onset::model::PrepareMain(argc, argv);
+  return onset::model::TrainMain(argc, argv);
+}

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "model/cell_config.h"
-#include "model/flops.h"
+#include "model/config/cell_config.h"
+#include "model/config/flops.h"
 
 namespace onset::coordinator {
 namespace {

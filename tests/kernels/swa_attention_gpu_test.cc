@@ -13,9 +13,9 @@
 #include <tuple>
 
 #include "kernels/swa_check_cases.h"
-#include "model/attention.h"
-#include "model/attention_backend.h"
-#include "model/swa_flash_op.h"
+#include "model/nn/attention.h"
+#include "model/nn/attention_backend.h"
+#include "model/nn/swa_flash_op.h"
 
 #if ONSET_WITH_SWA_KERNEL
 #include <ATen/cuda/CUDAContext.h>

@@ -1,0 +1,174 @@
+#include "model/export/export_app.h"
+
+#include <cstdio>
+#include <exception>
+#include <set>
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include "model/export/export.h"
+#include "base/trainer_contract.h"
+#include "model/training/train_flags.h"
+
+namespace onset::model {
+namespace {
+
+constexpr const char* kExport = "export";
+constexpr const char* kDumpLogits = "dump-logits";
+
+std::optional<std::vector<int64_t>> ParseTokens(const std::string& text) {
+  std::vector<int64_t> tokens;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    if (item.empty() || item.size() > 9 ||
+        item.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    tokens.push_back(std::stoll(item));
+    pos = comma + 1;
+  }
+  return tokens;
+}
+
+int RunExport(const ExportFlags& flags, const CellConfig& config) {
+  Transformer model{nullptr};
+  std::string path;
+  if (auto error = LoadTrainedModel(config, flags.checkpoint, &model, &path)) {
+    std::fprintf(stderr, "onset-train export: %s\n", error->c_str());
+    return trainer::kExitUsage;
+  }
+  const at::ScalarType dtype = flags.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  WriteExport(flags.out_dir, ExportContents(model, config, dtype, path), config);
+  std::fprintf(stdout, "%s -> %s/model.safetensors, %s/config.json\n", path.c_str(),
+               flags.out_dir.c_str(), flags.out_dir.c_str());
+  return trainer::kExitOk;
+}
+
+int RunDumpLogits(const ExportFlags& flags, const CellConfig& config) {
+  for (int64_t t : flags.tokens) {
+    if (t >= config.model.vocab_size) {
+      std::fprintf(stderr, "onset-train dump-logits: --tokens: id %lld is not below the model's "
+                   "vocabulary size %d\n", static_cast<long long>(t), config.model.vocab_size);
+      return trainer::kExitUsage;
+    }
+  }
+  Transformer model{nullptr};
+  std::string path;
+  if (auto error = LoadTrainedModel(config, flags.checkpoint, &model, &path)) {
+    std::fprintf(stderr, "onset-train dump-logits: %s\n", error->c_str());
+    return trainer::kExitUsage;
+  }
+  torch::NoGradGuard no_grad;
+  const int64_t T = static_cast<int64_t>(flags.tokens.size());
+  at::Tensor tokens = at::tensor(flags.tokens, at::kLong).view({1, T});  // (1, T)
+  at::Tensor logits = model->forward(tokens).squeeze(0).contiguous();    // (T, V) float32
+  nlohmann::json rows = nlohmann::json::array();
+  const float* data = logits.data_ptr<float>();
+  const int64_t V = logits.size(1);
+  for (int64_t t = 0; t < T; ++t)
+    rows.push_back(std::vector<float>(data + t * V, data + (t + 1) * V));
+  const nlohmann::json out = {{"checkpoint", path}, {"tokens", flags.tokens}, {"logits", rows}};
+  std::fprintf(stdout, "%s\n", out.dump().c_str());
+  return trainer::kExitOk;
+}
+
+}  // namespace
+
+bool IsExportCommand(int argc, const char* const* argv) {
+  if (argc < 2) return false;
+  const std::string command = argv[1];
+  return command == kExport || command == kDumpLogits;
+}
+
+std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, ExportFlags* out) {
+  if (!IsExportCommand(argc, argv)) return "expected a subcommand: export or dump-logits";
+  ExportFlags flags;
+  flags.command = argv[1];
+  const bool is_export = flags.command == kExport;
+  const std::set<std::string> known =
+      is_export ? std::set<std::string>{"--config", "--checkpoint", "--out", "--dtype"}
+                : std::set<std::string>{"--config", "--checkpoint", "--tokens", "--threads"};
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      flags.help = true;
+      continue;
+    }
+    auto [name, value, has_value] = base::SplitFlag(arg);
+    if (!known.count(name)) return flags.command + ": unknown argument '" + arg + "'";
+    if (!has_value) {
+      if (i + 1 >= argc) return name + ": missing value";
+      value = argv[++i];
+    }
+    if (value.empty()) return name + ": must not be empty";
+    if (name == "--config") {
+      flags.config_path = value;
+    } else if (name == "--checkpoint") {
+      flags.checkpoint = value;
+    } else if (name == "--out") {
+      flags.out_dir = value;
+    } else if (name == "--dtype") {
+      if (value != "f32" && value != "bf16") {
+        return "--dtype: must be f32 or bf16, got '" + value + "'";
+      }
+      flags.dtype = value;
+    } else if (name == "--tokens") {
+      auto tokens = ParseTokens(value);
+      if (!tokens) {
+        return "--tokens: must be comma-separated token ids, got '" + value + "'";
+      }
+      flags.tokens = *tokens;
+    } else {
+      const bool digits =
+          value.size() <= 4 && value.find_first_not_of("0123456789") == std::string::npos;
+      const int n = digits ? std::stoi(value) : 0;
+      if (n < 1 || n > 1024) {
+        return "--threads: must be an integer between 1 and 1024, got '" + value + "'";
+      }
+      flags.threads = n;
+    }
+  }
+  if (!flags.help) {
+    if (flags.config_path.empty()) return "--config is required";
+    if (flags.checkpoint.empty()) return "--checkpoint is required";
+    if (is_export && flags.out_dir.empty()) return "--out is required";
+    if (!is_export && flags.tokens.empty()) return "--tokens is required";
+  }
+  *out = std::move(flags);
+  return std::nullopt;
+}
+
+int ExportMain(int argc, char** argv) {
+  ExportFlags flags;
+  if (auto error = ParseExportFlags(argc, argv, &flags)) {
+    std::fprintf(stderr, "onset-train: %s\n%s\n", error->c_str(), kExportUsage);
+    return trainer::kExitUsage;
+  }
+  if (flags.help) {
+    std::fprintf(stdout, "%s\n", kExportUsage);
+    return trainer::kExitOk;
+  }
+  CellConfig config;
+  if (auto error = LoadCellConfig(flags.config_path, &config)) {
+    std::fprintf(stderr, "onset-train %s: %s\n", flags.command.c_str(), error->c_str());
+    return trainer::kExitUsage;
+  }
+  at::set_num_threads(flags.threads.value_or(1));
+  try {
+    return flags.command == kExport ? RunExport(flags, config) : RunDumpLogits(flags, config);
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "onset-train %s: %s: %s\n", flags.command.c_str(),
+                 flags.checkpoint.c_str(), e.what_without_backtrace());
+    return trainer::kExitRuntimeError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "onset-train %s: %s: %s\n", flags.command.c_str(),
+                 flags.checkpoint.c_str(), e.what());
+    return trainer::kExitRuntimeError;
+  }
+}
+
+}  // namespace onset::model

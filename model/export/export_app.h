@@ -1,0 +1,46 @@
+// onset-train's model subcommands, dispatched by onset-train (model/train_main.cc) on its first argument:
+//
+//   onset-train export --config CELL.json --checkpoint FILE|DIR --out DIR [--dtype f32|bf16]
+//       writes DIR/model.safetensors and DIR/config.json (export.h, docs/export.md);
+//   onset-train dump-logits --config CELL.json --checkpoint FILE|DIR --tokens 1,2,3
+//       [--threads N]
+//       prints {"checkpoint": ..., "tokens": [...], "logits": [[V floats] per token]} as one
+//       JSON line on stdout: the float32 logits of the trained model for that one sequence,
+//       the ground truth a re-implementation of the model is checked against.
+// A directory stands for its newest valid checkpoint. Exit codes are base/trainer_contract.h's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace onset::model {
+
+struct ExportFlags {
+  std::string command;          // "export" or "dump-logits"
+  std::string config_path;      // required
+  std::string checkpoint;       // required: a ckpt-*.pt file or a checkpoint directory
+  std::string out_dir;          // export: required
+  std::string dtype = "f32";    // export: f32 or bf16
+  std::vector<int64_t> tokens;  // dump-logits: required, each in [0, vocab)
+  std::optional<int> threads;   // intra-op CPU threads; default 1 (reproducible sums)
+  bool help = false;
+};
+
+inline constexpr const char* kExportUsage =
+    "usage: onset-train export --config FILE.json --checkpoint FILE|DIR --out DIR "
+    "[--dtype f32|bf16]\n"
+    "       onset-train dump-logits --config FILE.json --checkpoint FILE|DIR --tokens 1,2,3 "
+    "[--threads N]";
+
+// Whether argv[1] names one of these subcommands.
+bool IsExportCommand(int argc, const char* const* argv);
+
+// Parses argv[1] (the subcommand) and its flags ("--flag value" or "--flag=value"). Returns an
+// error message naming the flag.
+std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, ExportFlags* out);
+
+int ExportMain(int argc, char** argv);
+
+}  // namespace onset::model

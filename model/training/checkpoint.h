@@ -1,0 +1,105 @@
+// onset-train's checkpoint files: the whole training state of one cell at a step boundary, so
+// that a resumed run continues exactly as if it had never stopped.
+//
+// A file `ckpt-<tokens, 12 digits>.pt` is a LibTorch archive (zip) followed by a 24-byte
+// footer:
+//
+//   [archive bytes][magic "onsetckp" (8)][archive size, u64 LE][CRC-32 of archive, u32 LE]
+//   [format version, u32 LE]
+//
+// The archive holds "format_version", "config" (the cell's canonical JSON text), the
+// TrainProgress scalars, "rng_cpu" (and "rng_cuda" when trained on CUDA) generator states, and
+// two nested archives, "model" (parameters and buffers, Module::save) and "optimizer" (AdamW
+// moments and step counts). Files are written to `<name>.tmp`, fsynced and renamed, so a crash
+// leaves either the old set of files or the new one plus a stray .tmp; a file cut short or
+// damaged anyway (copying, a full disk) fails the footer or CRC check.
+//
+// Plain POSIX file calls: libtorch.so exports its own copies of some std::filesystem symbols.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include "model/config/cell_config.h"
+
+namespace onset::model {
+
+inline constexpr uint32_t kCheckpointFormatVersion = 1;
+
+// Where the trainer is, beyond the model, optimizer and RNG states.
+struct TrainProgress {
+  int64_t tokens = 0;         // tokens trained on (the schedule position)
+  int64_t steps = 0;          // optimizer steps taken
+  int64_t data_position = 0;  // index of the next training sequence (SequenceStream)
+  double train_seconds = 0;   // training time so far, evaluation and checkpoints excluded
+  // The train-loss window: steps since the last train event.
+  double window_loss_sum = 0;
+  int64_t window_steps = 0;
+  int64_t window_tokens = 0;
+  double window_seconds = 0;
+  // The train and eval events reported before this checkpoint, as JSON lines: a resumed run
+  // sends them again, so whoever collects the metrics has them all even if the attempt that
+  // first sent them died before they were delivered (re-sent points are idempotent upserts).
+  std::string reported;
+};
+
+// "ckpt-000000524288.pt": zero-padded so that names sort by tokens.
+std::string CheckpointFileName(int64_t tokens);
+
+struct CheckpointFile {
+  int64_t tokens = 0;
+  std::string path;  // dir + "/" + name
+};
+
+// The checkpoint files in `dir` by name (temporary files excluded), oldest first. A missing
+// directory has none.
+std::vector<CheckpointFile> ListCheckpoints(const std::string& dir);
+
+// Writes `dir`/CheckpointFileName(progress.tokens) atomically, creating `dir` if needed, and
+// returns the file's size in bytes. Throws std::runtime_error naming the file on I/O errors.
+int64_t SaveCheckpoint(const std::string& dir, const CellConfig& config,
+                       const TrainProgress& progress, const torch::nn::Module& model,
+                       const torch::optim::Optimizer& optimizer, const at::Device& device);
+
+struct CheckpointError {
+  enum class Kind {
+    kCorrupt,      // unreadable, truncated or failing its checksum: skip it
+    kOtherConfig,  // intact, but written for a config that trains differently: refuse
+  };
+  Kind kind;
+  std::string message;  // starts with the file's path
+};
+
+// Verifies the file, checks that it was written for `config` (the checkpoint cadence and
+// retention fields may differ, nothing else may) and then restores `model`, `optimizer`, the
+// RNG states and `progress`. The model and optimizer are untouched when an error is returned.
+// Throws (c10::Error) only when an intact file of the right config does not fit the model,
+// which means a bug or an incompatible build.
+std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const CellConfig& config,
+                                              const at::Device& device, TrainProgress* progress,
+                                              torch::nn::Module* model,
+                                              torch::optim::Optimizer* optimizer);
+
+// Restores only the model's parameters and buffers (no optimizer, RNG or progress), for export
+// and inspection, and sets *config_text to the canonical config text the file was written with.
+// The caller decides whether that config matches its model. Errors are kCorrupt; the model is
+// untouched then. Throws (c10::Error) when an intact file does not fit `model`.
+std::optional<CheckpointError> LoadCheckpointWeights(const std::string& path,
+                                                     const at::Device& device,
+                                                     torch::nn::Module* model,
+                                                     std::string* config_text);
+
+// Deletes every checkpoint in `dir` except the newest `keep_last` and those whose tokens are in
+// `keep_tokens`, and the temporary files of writes that never finished (call it only while no
+// write is under way). Returns the paths it deleted.
+std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
+                                          const std::set<int64_t>& keep_tokens);
+
+}  // namespace onset::model

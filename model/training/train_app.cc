@@ -1,0 +1,196 @@
+#include "model/training/train_app.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#if __has_include(<ATen/cuda/CUDAContext.h>)
+#include <ATen/cuda/CUDAContext.h>
+#define ONSET_HAVE_ATEN_CUDA 1
+#endif
+#include <torch/cuda.h>
+
+#include "base/trainer_contract.h"
+#include "model/nn/attention_backend.h"
+#include "model/distributed/c10d_collective.h"
+#include "model/distributed/dist_env.h"
+#include "model/distributed/dist_launch.h"
+#include "model/config/flops.h"
+#include "model/training/metrics_writer.h"
+#include "model/training/stop_request.h"
+#include "model/training/train_flags.h"
+#include "model/training/trainer.h"
+
+namespace onset::model {
+namespace {
+
+// argv[1..] without --nproc and its value: what each rank started by --nproc gets.
+std::vector<std::string> ArgsWithoutNproc(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const base::FlagArg flag = base::SplitFlag(argv[i]);
+    if (flag.name != "--nproc") {
+      args.emplace_back(argv[i]);
+    } else if (!flag.has_value) {
+      ++i;  // its value
+    }
+  }
+  return args;
+}
+
+// The ranks' store and process group (dist_env.h says where they meet).
+std::unique_ptr<C10dCollective> JoinRanks(const DistEnv& env, const at::Device& device,
+                                          std::chrono::milliseconds timeout) {
+  const bool local = !env.store_file.empty() || IsLoopback(env.master_addr);
+  auto store = !env.store_file.empty() ? OpenFileStore(env.store_file, env.world_size, timeout)
+                                       : OpenTcpStore(env.master_addr, env.master_port,
+                                                      env.rank == 0, env.world_size, timeout);
+  // Ranks of one machine talk over loopback; others over the default interface (or
+  // GLOO_SOCKET_IFNAME).
+  return std::make_unique<C10dCollective>(store, env.rank, env.world_size, device, timeout,
+                                          local ? "127.0.0.1" : "");
+}
+
+}  // namespace
+
+int TrainMain(int argc, char** argv) {
+  TrainFlags flags;
+  if (auto error = ParseTrainFlags(argc, argv, &flags)) {
+    std::fprintf(stderr, "onset-train: %s\n%s\n", error->c_str(), kTrainUsage);
+    return trainer::kExitUsage;
+  }
+  if (flags.help) {
+    std::fprintf(stdout, "%s\n", kTrainUsage);
+    return trainer::kExitOk;
+  }
+  const EnvLookup getenv = [](const char* name) { return std::getenv(name); };
+  FollowLauncher(getenv);
+  DistEnv env;
+  if (auto error = ReadDistEnv(getenv, &env)) {
+    std::fprintf(stderr, "onset-train: %s\n", error->c_str());
+    return trainer::kExitUsage;
+  }
+  if (flags.nproc > 1 && env.distributed()) {
+    std::fprintf(stderr,
+                 "onset-train: --nproc %d: this process is already rank %d of %d "
+                 "(WORLD_SIZE is set); launch the ranks one way, not both\n",
+                 flags.nproc, env.rank, env.world_size);
+    return trainer::kExitUsage;
+  }
+  // Messages of ranks other than 0 say whose they are.
+  const std::string me =
+      env.rank == 0 ? "onset-train" : "onset-train[rank " + std::to_string(env.rank) + "]";
+  if (::fcntl(flags.metrics_fd, F_GETFD) == -1) {
+    std::fprintf(stderr, "%s: --metrics-fd %d: not an open file descriptor\n", me.c_str(),
+                 flags.metrics_fd);
+    return trainer::kExitUsage;
+  }
+  CellConfig config;
+  if (auto error = LoadCellConfig(flags.config_path, &config)) {
+    std::fprintf(stderr, "%s: %s\n", me.c_str(), error->c_str());
+    return trainer::kExitUsage;
+  }
+
+  try {
+    const bool cuda = flags.device != "cpu" && torch::cuda::is_available();
+    if (flags.device == "cuda" && !cuda) {
+      std::fprintf(stderr, "%s: --device cuda: no CUDA device is available\n", me.c_str());
+      return trainer::kExitUsage;
+    }
+    const int devices = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
+    if (cuda && flags.nproc > devices) {
+      std::fprintf(stderr,
+                   "%s: --nproc %d: this machine has %d CUDA devices (--device cpu for "
+                   "ranks on the CPU)\n",
+                   me.c_str(), flags.nproc, devices);
+      return trainer::kExitUsage;
+    }
+    if (cuda && env.distributed() && env.local_rank >= devices) {
+      std::fprintf(stderr, "%s: LOCAL_RANK %d: this machine has %d CUDA devices\n", me.c_str(),
+                   env.local_rank, devices);
+      return trainer::kExitUsage;
+    }
+    if (flags.nproc > 1) {
+      LaunchOptions launch;
+      launch.program = SelfExecutable(argv[0]);
+      launch.args = ArgsWithoutNproc(argc, argv);
+      launch.nproc = flags.nproc;
+      return LaunchLocalRanks(launch);
+    }
+
+    // SIGTERM/SIGINT: checkpoint after the current step and exit trainer::kExitStopped.
+    InstallStopHandlers();
+    // Each rank of a machine gets its own CUDA device; CPU ranks share its threads.
+    const at::Device device = !cuda               ? at::Device(at::kCPU)
+                              : env.distributed() ? at::Device(at::kCUDA, env.local_rank)
+                                                  : at::Device(at::kCUDA);
+    const AttentionBackend backend = *ParseAttentionBackend(flags.attention_backend);
+    if (auto why = AttentionBackendUnavailable(backend, device)) {
+      std::fprintf(stderr, "%s: --attention-backend %s: %s\n", me.c_str(),
+                   flags.attention_backend.c_str(), why->c_str());
+      return trainer::kExitUsage;
+    }
+    SetAttentionBackend(backend);
+    int threads = flags.threads.value_or(config.train.threads);
+    if (!cuda && env.local_world_size > 1) {
+      if (threads == 0) threads = at::get_num_threads();
+      threads = std::max(1, threads / env.local_world_size);
+    }
+    if (threads > 0) at::set_num_threads(threads);
+
+    std::unique_ptr<C10dCollective> collective;
+    if (env.distributed()) {
+      collective = JoinRanks(env, device, std::chrono::seconds(flags.dist_timeout_s));
+    }
+    JsonLinesSink sink(flags.metrics_fd);
+    Trainer trainer(config, device, &sink, flags.checkpoint_dir, collective.get());
+#ifdef ONSET_HAVE_ATEN_CUDA
+    if (device.is_cuda()) {
+      const std::string name = at::cuda::getCurrentDeviceProperties()->name;
+      if (std::optional<double> peak = PeakBf16Flops(name)) {
+        trainer.set_peak_flops(*peak);
+      } else if (!collective || collective->rank() == 0) {
+        std::fprintf(stderr, "%s: no published bf16 peak for %s: no MFU\n", me.c_str(),
+                     name.c_str());
+      }
+    }
+#endif
+    if (flags.resume) {
+      if (auto error = trainer.Resume()) {
+        std::fprintf(stderr, "%s: %s\n", me.c_str(), error->c_str());
+        return trainer::kExitUsage;
+      }
+    }
+    TrainResult result = trainer.Run();
+    switch (result.outcome) {
+      case TrainOutcome::kDiverged:
+        return trainer::kExitDiverged;
+      case TrainOutcome::kStopped:
+        return trainer::kExitStopped;
+      case TrainOutcome::kDone:
+        break;
+    }
+    return trainer::kExitOk;
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "%s: %s: %s\n", me.c_str(), flags.config_path.c_str(), e.what());
+    return trainer::kExitUsage;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "%s: %s: %s\n", me.c_str(), flags.config_path.c_str(),
+                 e.what_without_backtrace());
+    return trainer::kExitRuntimeError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s: %s\n", me.c_str(), flags.config_path.c_str(), e.what());
+    return trainer::kExitRuntimeError;
+  }
+}
+
+}  // namespace onset::model

@@ -1,0 +1,46 @@
+// onset-train's command line and config loading. Torch-free and hand-parsed: the trainer must
+// build on a GPU node with nothing but LibTorch.
+//
+//   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
+//               [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]
+//               [--attention-backend NAME]
+//
+// --nproc N trains data-parallel on N ranks of this machine (N CUDA devices, or N CPU processes
+// sharing --threads); onset-train then supervises N copies of itself (dist_launch.h). The ranks
+// of a run launched otherwise (torchrun, srun) find their place in the environment
+// (dist_env.h). --dist-timeout bounds how long a rank waits for the others (docs/data-parallel.md).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/flag_arg.h"
+#include "model/config/cell_config.h"
+
+namespace onset::model {
+
+struct TrainFlags {
+  std::string config_path;         // required
+  int metrics_fd = 1;              // JSON lines go here; stdout by default
+  std::string device = "auto";     // auto = CUDA when available, else CPU
+  std::optional<int> threads;      // overrides train.threads when given
+  std::string checkpoint_dir = "checkpoints";  // relative to the working directory
+  bool resume = false;             // continue from the newest valid checkpoint, if any
+  int nproc = 1;                   // ranks to start on this machine
+  int dist_timeout_s = 3600;       // rendezvous and collective timeout of a data-parallel run
+  std::string attention_backend = "auto";  // attention_backend.h: auto, custom, flash, ...
+  bool help = false;
+};
+
+inline constexpr const char* kTrainUsage =
+    "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
+    "[--threads N] [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS] "
+    "[--attention-backend auto|custom|flash|sdpa-band|blocked|math]";
+
+// Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
+std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);
+
+// Reads and parses a cell config file. Errors read "FILE: key.path: message".
+std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out);
+
+}  // namespace onset::model

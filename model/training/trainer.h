@@ -1,0 +1,156 @@
+// Trains one cell: builds the model and data from a CellConfig, runs the optimizer steps,
+// evaluates on a token cadence, and reports everything through a MetricsSink (the JSON lines
+// protocol of metrics_writer.h). Human-readable progress goes to stderr.
+//
+// Tokens are counted as predicted positions: a step of S sequences of seq_len inputs adds
+// S * seq_len. A step holds max(1, train.batch_tokens / seq_len) sequences, processed in
+// micro-batches of train.micro_batch sequences whose gradients accumulate.
+//
+// Checkpoints (checkpoint.h) go into a directory given at construction, on the cadence of
+// train.checkpoint_every_tokens, at each of train.keep_checkpoints_at and at the end. Resume()
+// restores the newest valid one; the run then continues bit for bit as if it had never
+// stopped (on the same device and thread count). It reports "start", "resume", then once more
+// every train and eval event of the run before the checkpoint (idempotent for the coordinator:
+// this recovers points that an attempt which died took with it), then new events.
+//
+// Data parallel (docs/data-parallel.md): given a Collective of N ranks, each rank runs its own
+// Trainer on the same config. A step's S sequences are split into N contiguous shares (rank r
+// takes sequences [S*r/N, S*(r+1)/N) of the step, so shares differ by at most one and may be
+// empty when S < N); each micro-batch's loss is still weighted by its size over S, so the sum of
+// the ranks' gradients, taken by an all-reduce before clipping, is the one-process step mean.
+// Every rank then takes the same optimizer step and keeps the same state. Rank 0 alone reports
+// metrics and progress, evaluates and writes checkpoints while the others wait at a barrier;
+// a checkpoint's data position is the global one, so a run may resume on another rank count.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+
+#include "model/config/cell_config.h"
+#include "model/training/checkpoint.h"
+#include "model/distributed/collective.h"
+#include "model/evaluation/evaluator.h"
+#include "model/training/lr_schedule.h"
+#include "model/training/metrics_writer.h"
+#include "model/data/synthetic_data.h"
+#include "model/nn/transformer.h"
+
+namespace onset::model {
+
+// kStopped: a stop was requested (stop_request.h); the run checkpointed and can resume.
+enum class TrainOutcome { kDone, kDiverged, kStopped };
+
+// The configured data cannot be used (a token file missing, damaged or too short): a problem
+// of the config, not of the run. what() reads "data.KEY: PATH: problem".
+class DataError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct TrainResult {
+  TrainOutcome outcome = TrainOutcome::kDone;
+  int64_t tokens = 0;               // tokens trained on in total, resumed ones included
+  int64_t steps = 0;                // optimizer steps in total, resumed ones included
+  std::vector<double> step_losses;  // one per optimizer step taken by this Run(), in order
+};
+
+class Trainer {
+ public:
+  // Seeds LibTorch's generator with train.seed before building the model. `sink` is not
+  // owned and must outlive the trainer; only rank 0 writes to it. Checkpoints are written into
+  // `checkpoint_dir` (created when needed); empty = no checkpoints. `collective` (not owned,
+  // outlives the trainer) connects the ranks of a data-parallel run; null = a single process.
+  // Not thread-safe; the constructor uses LibTorch's global generator, so ranks that are
+  // threads of one process must construct their trainers one at a time. Throws DataError when
+  // the data's token files cannot be used (background.h).
+  Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
+          std::string checkpoint_dir = "", Collective* collective = nullptr);
+
+  // Restores the newest valid checkpoint in the checkpoint directory. Damaged ones are skipped
+  // with a message on stderr; with none left the run starts fresh (also said on stderr).
+  // Returns an error message, and restores nothing, when the newest intact checkpoint was
+  // written for a different config. Call before Run(). With several ranks, rank 0 chooses the
+  // checkpoint and every other rank loads that same file (so the directory must be one they
+  // can all read); if any rank fails, every rank returns an error.
+  std::optional<std::string> Resume();
+
+  // Trains from the current position to train.tokens (or until the loss is not finite) and
+  // returns the outcome. Throws std::runtime_error when a checkpoint cannot be written.
+  TrainResult Run();
+
+  // The devices' peak FLOP/s (flops.h); when set, train and done events carry train/mfu.
+  void set_peak_flops(double flops) { peak_flops_ = flops; }
+
+  Transformer& model() { return model_; }
+  int64_t tokens_per_step() const { return seqs_per_step_ * config_.model.seq_len; }
+
+ private:
+  bool lead() const { return collective_->rank() == 0; }
+  bool distributed() const { return collective_->world_size() > 1; }
+  void EmitStart();
+  void BroadcastState();   // rank 0's parameters and buffers to every rank
+  double Step(double lr);  // one timed optimizer step; returns the mean micro-batch loss
+  void SumOverRanks(const at::Tensor& loss_sum);  // gradients and loss, before clipping
+  at::Tensor NextBatch(int64_t seqs);             // (seqs, seq_len + 1) int64 on device_
+  // Loads one checkpoint; *chosen = its tokens, or -1 when none is left. See Resume().
+  std::optional<std::string> ResumeNewest(int64_t* chosen);
+  std::optional<std::string> ResumeFrom(const std::string& path);
+  void Restore(const TrainProgress& p);
+  void Evaluate();
+  void EmitTrain(double lr);
+  void AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const;
+  bool CheckpointDue() const;
+  void WriteCheckpoint();
+  TrainResult Finish(TrainResult result);
+  TrainResult Diverged(TrainResult result, double loss, double lr);
+  // Whether any rank was asked to stop (one small all-reduce when distributed).
+  bool StopAgreed();
+  TrainResult Stopped(TrainResult result, bool checkpointed);
+
+  CellConfig config_;
+  at::Device device_;
+  bool bf16_;  // train.precision == "bf16": autocast on whatever device runs the cell
+  SingleProcess single_process_;
+  Collective* collective_;  // &single_process_ unless given
+  NullSink dropped_;
+  MetricsSink* sink_;  // &dropped_ on ranks other than 0
+  Backgrounds backgrounds_;
+  SyntheticData data_;          // training sequences
+  SyntheticData heldout_data_;  // held-out sequences and NIAH prompts
+  SequenceStream train_stream_;
+  Transformer model_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  LrSchedule schedule_;
+  std::unique_ptr<Evaluator> evaluator_;  // rank 0 only
+  int64_t seqs_per_step_;
+  double flops_per_token_;   // TrainFlopsPerToken of the model
+  double peak_flops_ = 0;    // 0 = unknown: no MFU
+  std::string checkpoint_dir_;
+  std::set<int64_t> keep_tokens_;  // train.keep_checkpoints_at rounded up to step boundaries
+
+  // Position; a checkpoint holds these and the window below.
+  int64_t tokens_ = 0;
+  int64_t steps_ = 0;
+  int64_t next_sequence_ = 0;  // index of the next step's first sequence in train_stream_
+  bool resumed_ = false;
+  std::string reported_;  // TrainProgress::reported: train and eval events so far, JSON lines
+
+  // Throughput bookkeeping (training time only, evaluation and checkpoints excluded).
+  using Clock = std::chrono::steady_clock;
+  double train_seconds_ = 0;
+  double window_seconds_ = 0;
+  int64_t window_tokens_ = 0;
+  double window_loss_sum_ = 0;
+  int window_steps_ = 0;
+};
+
+}  // namespace onset::model

@@ -1,0 +1,74 @@
+// The command line of onset-train's export and dump-logits subcommands.
+#include "model/export/export_app.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace onset::model {
+namespace {
+
+std::optional<std::string> Parse(std::vector<const char*> args, ExportFlags* out) {
+  args.insert(args.begin(), "onset-train");
+  return ParseExportFlags(static_cast<int>(args.size()), args.data(), out);
+}
+
+TEST(ExportAppTest, RecognisesOnlyItsSubcommands) {
+  const char* export_args[] = {"onset-train", "export"};
+  const char* train_args[] = {"onset-train", "--config", "x.json"};
+  EXPECT_TRUE(IsExportCommand(2, export_args));
+  EXPECT_FALSE(IsExportCommand(3, train_args));
+  EXPECT_FALSE(IsExportCommand(1, train_args));
+}
+
+TEST(ExportAppTest, ParsesExportFlags) {
+  ExportFlags f;
+  ASSERT_EQ(
+      Parse({"export", "--config", "c.json", "--checkpoint=ck", "--out", "o", "--dtype", "bf16"},
+            &f),
+      std::nullopt);
+  EXPECT_EQ(f.command, "export");
+  EXPECT_EQ(f.config_path, "c.json");
+  EXPECT_EQ(f.checkpoint, "ck");
+  EXPECT_EQ(f.out_dir, "o");
+  EXPECT_EQ(f.dtype, "bf16");
+}
+
+TEST(ExportAppTest, ParsesDumpLogitsFlags) {
+  ExportFlags f;
+  ASSERT_EQ(Parse({"dump-logits", "--config", "c.json", "--checkpoint", "ck", "--tokens",
+                   "256,0,263", "--threads", "2"},
+                  &f),
+            std::nullopt);
+  EXPECT_EQ(f.tokens, (std::vector<int64_t>{256, 0, 263}));
+  EXPECT_EQ(f.threads, 2);
+}
+
+TEST(ExportAppTest, ErrorsNameTheFlag) {
+  ExportFlags f;
+  auto error = [&](std::vector<const char*> args) {
+    return Parse(std::move(args), &f).value_or("");
+  };
+  EXPECT_NE(error({"export", "--config", "c", "--checkpoint", "k"}).find("--out"),
+            std::string::npos);
+  EXPECT_NE(error({"export", "--config", "c", "--checkpoint", "k", "--out", "o", "--dtype", "f16"})
+                .find("--dtype"),
+            std::string::npos);
+  EXPECT_NE(error({"export", "--config", "c", "--checkpoint", "k", "--out", "o", "--tokens", "1"})
+                .find("unknown argument"),
+            std::string::npos)
+      << "--tokens belongs to dump-logits";
+  // Ids past the vocabulary are refused once the config says how large it is.
+  for (const char* bad : {"", "1,,2", "1,x", "-1", "1,"}) {
+    EXPECT_NE(error({"dump-logits", "--config", "c", "--checkpoint", "k", "--tokens", bad})
+                  .find("--tokens"),
+              std::string::npos)
+        << "'" << bad << "'";
+  }
+  EXPECT_NE(error({"dump-logits", "--config", "c", "--tokens", "1"}).find("--checkpoint"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace onset::model

@@ -1,0 +1,81 @@
+// Every attention backend computes attention.h's function: on the CPU all of them are checked
+// here against the fp64 reference, forward and gradients, with grouped-query attention, odd
+// sequence lengths and windows from 1 to "none". The CUDA-only backends are checked on a GPU
+// by tests/kernels/ (label gpu).
+#include "model/nn/attention_backend.h"
+
+#include <gtest/gtest.h>
+#include <torch/autograd.h>
+
+#include <tuple>
+
+#include "model/nn/attention.h"
+
+namespace onset::model {
+namespace {
+
+struct Case {
+  int64_t B, H, G, T, D, window;
+};
+
+class CpuBackendTest : public ::testing::TestWithParam<std::tuple<AttentionBackend, Case>> {};
+
+TEST_P(CpuBackendTest, MatchesTheReferenceForwardAndBackward) {
+  const auto [backend, c] = GetParam();
+  at::manual_seed(7);
+  auto opts = at::TensorOptions().dtype(at::kDouble);
+  at::Tensor q = at::randn({c.B, c.H, c.T, c.D}, opts).requires_grad_(true);
+  at::Tensor k = at::randn({c.B, c.G, c.T, c.D}, opts).requires_grad_(true);
+  at::Tensor v = at::randn({c.B, c.G, c.T, c.D}, opts).requires_grad_(true);
+  at::Tensor grad = at::randn({c.B, c.H, c.T, c.D}, opts);
+
+  at::Tensor got = Attention(q, k, v, c.window, backend);  // (B, H, T, D)
+  auto got_grads = torch::autograd::grad({got}, {q, k, v}, {grad});
+  const int64_t groups = c.H / c.G;
+  at::Tensor want = ReferenceAttention(q, RepeatKv(k, groups), RepeatKv(v, groups), c.window);
+  auto want_grads = torch::autograd::grad({want}, {q, k, v}, {grad});
+
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(at::allclose(got, want, 1e-9, 1e-9)) << (got - want).abs().max().item<double>();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(at::allclose(got_grads[i], want_grads[i], 1e-9, 1e-9))
+        << "grad " << i << ": " << (got_grads[i] - want_grads[i]).abs().max().item<double>();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, CpuBackendTest,
+    ::testing::Combine(::testing::Values(AttentionBackend::kAuto, AttentionBackend::kSdpaBand,
+                                         AttentionBackend::kBlocked, AttentionBackend::kMath),
+                       ::testing::Values(Case{2, 4, 4, 37, 8, 5},    // odd T, window 5
+                                         Case{1, 4, 2, 50, 16, 1},   // GQA, window 1
+                                         Case{1, 6, 3, 33, 8, 16},   // GQA, 2W < T
+                                         Case{2, 2, 1, 21, 8, 0},    // MQA, no window
+                                         Case{1, 2, 2, 9, 4, 64})),  // window past T
+    [](const auto& info) {
+      std::string name = AttentionBackendName(std::get<0>(info.param));
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name + "_" + std::to_string(info.index);
+    });
+
+TEST(AttentionBackendTest, NamesRoundTripAndUnknownOnesAreRefused) {
+  for (AttentionBackend b :
+       {AttentionBackend::kAuto, AttentionBackend::kCustom, AttentionBackend::kFlash,
+        AttentionBackend::kSdpaBand, AttentionBackend::kBlocked, AttentionBackend::kMath}) {
+    EXPECT_EQ(ParseAttentionBackend(AttentionBackendName(b)), b);
+  }
+  EXPECT_FALSE(ParseAttentionBackend("fast").has_value());
+  EXPECT_EQ(AttentionBackendNames(), "auto, custom, flash, sdpa-band, blocked, math");
+}
+
+TEST(AttentionBackendTest, CudaOnlyBackendsSayWhyTheyCannotRunOnTheCpu) {
+  const at::Device cpu(at::kCPU);
+  EXPECT_TRUE(AttentionBackendUnavailable(AttentionBackend::kCustom, cpu).has_value());
+  EXPECT_TRUE(AttentionBackendUnavailable(AttentionBackend::kFlash, cpu).has_value());
+  EXPECT_FALSE(AttentionBackendUnavailable(AttentionBackend::kBlocked, cpu).has_value());
+  at::Tensor x = at::randn({1, 2, 8, 64});
+  EXPECT_THROW(Attention(x, x, x, 4, AttentionBackend::kCustom), c10::Error);
+}
+
+}  // namespace
+}  // namespace onset::model

@@ -1,0 +1,89 @@
+#include "model/training/train_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "model/training/metrics_writer.h"
+
+namespace onset::model {
+namespace {
+
+std::optional<std::string> Parse(std::vector<const char*> args, TrainFlags* flags) {
+  args.insert(args.begin(), "onset-train");
+  return ParseTrainFlags(static_cast<int>(args.size()), args.data(), flags);
+}
+
+TEST(TrainFlagsTest, ParsesBothForms) {
+  TrainFlags f;
+  ASSERT_FALSE(Parse({"--config", "c.json", "--metrics-fd=5", "--device", "cpu", "--threads=2"}, &f));
+  EXPECT_EQ(f.config_path, "c.json");
+  EXPECT_EQ(f.metrics_fd, 5);
+  EXPECT_EQ(f.device, "cpu");
+  EXPECT_EQ(f.threads, 2);
+  EXPECT_EQ(f.checkpoint_dir, "checkpoints");
+  EXPECT_FALSE(f.resume);
+  ASSERT_FALSE(Parse({"--resume", "--config=c.json", "--checkpoint-dir", "/tmp/ck"}, &f));
+  EXPECT_TRUE(f.resume);
+  EXPECT_EQ(f.checkpoint_dir, "/tmp/ck");
+  EXPECT_EQ(f.nproc, 1);
+  EXPECT_EQ(f.dist_timeout_s, 3600);
+  ASSERT_FALSE(Parse({"--config=c.json", "--nproc", "4", "--dist-timeout=600"}, &f));
+  EXPECT_EQ(f.nproc, 4);
+  EXPECT_EQ(f.dist_timeout_s, 600);
+  EXPECT_EQ(f.attention_backend, "auto");
+  ASSERT_FALSE(Parse({"--config=c.json", "--attention-backend", "sdpa-band"}, &f));
+  EXPECT_EQ(f.attention_backend, "sdpa-band");
+}
+
+TEST(TrainFlagsTest, RejectsBadInput) {
+  TrainFlags f;
+  EXPECT_EQ(Parse({}, &f), "--config is required");
+  EXPECT_EQ(Parse({"--config"}, &f), "--config: missing value");
+  EXPECT_EQ(Parse({"--config", "c", "--device", "tpu"}, &f),
+            "--device: must be auto, cpu or cuda, got 'tpu'");
+  EXPECT_EQ(Parse({"--config", "c", "--threads", "0"}, &f),
+            "--threads: must be an integer between 1 and 1024, got '0'");
+  EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f), "unknown argument '--verbose'");
+  EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir="}, &f),
+            "--checkpoint-dir: must name a directory");
+  EXPECT_EQ(Parse({"--config", "c", "--nproc", "0"}, &f),
+            "--nproc: must be an integer between 1 and 1024, got '0'");
+  EXPECT_EQ(Parse({"--config", "c", "--nproc=two"}, &f),
+            "--nproc: must be an integer between 1 and 1024, got 'two'");
+  EXPECT_EQ(Parse({"--config", "c", "--dist-timeout", "-5"}, &f),
+            "--dist-timeout: must be a number of seconds between 1 and 604800, got '-5'");
+  EXPECT_EQ(Parse({"--config", "c", "--attention-backend=fast"}, &f),
+            "--attention-backend: must be auto, custom, flash, sdpa-band, blocked or math, got "
+            "'fast'");
+}
+
+TEST(TrainFlagsTest, LoadNamesFileAndKey) {
+  const std::string path = ::testing::TempDir() + "onset_train_flags_test.json";
+  auto load = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    CellConfig c;
+    auto e = LoadCellConfig(path, &c);
+    return e ? *e : std::string("ok");
+  };
+  EXPECT_EQ(load(R"({"train": {"lr": "x"}})"), path + ": train.lr: must be a number");
+  EXPECT_EQ(load(R"({"model": {"layers": 2}})"), "ok");
+  EXPECT_EQ(load("{\"model\": ").rfind(path + ": not valid JSON: parse error at line 1", 0), 0u);
+  EXPECT_EQ(load("").rfind(path + ": not valid JSON", 0), 0u);
+  std::remove(path.c_str());
+  CellConfig c;
+  EXPECT_EQ(LoadCellConfig(path, &c), path + ": cannot open: No such file or directory");
+}
+
+TEST(MetricsWriterTest, LinesFollowTheProtocol) {
+  MetricsEvent e{"train", 4096, 3, {{"train/loss", 2.5}, {"train/lr", 0.001}}};
+  EXPECT_EQ(e.ToJsonLine(),
+            R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
+  MetricsEvent d{"diverged", 10, std::nullopt, {{"train/loss", std::nan("")}}};
+  EXPECT_EQ(d.ToJsonLine(), R"({"event":"diverged","tokens":10,"metrics":{"train/loss":null}})");
+}
+
+}  // namespace
+}  // namespace onset::model
