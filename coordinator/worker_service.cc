@@ -8,7 +8,7 @@
 
 #include "common/grpc_status.h"
 #include "common/metric_limits.h"
-#include "common/path_under_root.h"
+#include "coordinator/checkpoint_layout.h"
 #include "coordinator/worker_slots.h"
 
 namespace onset::coordinator {
@@ -76,18 +76,13 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
   out->set_tokens_budget((*job)->tokens_budget);
   out->set_fresh((*job)->fresh);
   for (const std::string& device : (*job)->devices) out->add_devices(device);
-  if (!checkpoint_root_.empty()) {
-    // Study files refuse names that are not one path component; a study stored before that
-    // rule must still not reach (nor, with rerun --fresh, delete) outside the root. Its cells
-    // keep their checkpoints in the worker's own work directory instead, as without a root.
-    absl::StatusOr<std::string> dir =
-        common::JoinUnderRoot(checkpoint_root_, {(*job)->study, (*job)->cell_id});
-    if (dir.ok()) {
-      out->set_checkpoint_dir(*dir);
-    } else {
-      spdlog::warn("cell {}: checkpoints stay on the worker: {}", (*job)->cell_id,
-                   std::string(dir.status().message()));
-    }
+  absl::StatusOr<std::string> dir =
+      CellCheckpointDir(checkpoint_root_, (*job)->study, (*job)->cell_id);
+  if (dir.ok()) {
+    out->set_checkpoint_dir(*dir);
+  } else {
+    spdlog::warn("cell {}: checkpoints stay on the worker: {}", (*job)->cell_id,
+                 std::string(dir.status().message()));
   }
   return grpc::Status::OK;
 }
