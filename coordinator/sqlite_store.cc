@@ -12,6 +12,7 @@
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "coordinator/append_only.h"
+#include "coordinator/cell_transitions.h"
 #include "coordinator/sqlite_rows.h"
 #include "db/schema.h"
 
@@ -446,67 +447,29 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
   const int64_t now = clock_.WallUnixMs();
   ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
 
-  // The attempt's outcome and the cell's next state (failure_policy.h).
-  const char* outcome = "failed";
-  FailureClass failure = FailureClass::kNone;
-  CellState next = CellState::kFailed;
-  int failures = attempt.failures;
-  int64_t retry_at = 0;
-  std::string reason = end.reason;
-  if (lost) {
-    outcome = "lost";
-    failure = FailureClass::kLost;
-  } else {
-    switch (end.outcome) {
-      case AttemptOutcome::kSucceeded:
-        outcome = "succeeded";
-        next = CellState::kSucceeded;
-        break;
-      case AttemptOutcome::kDiverged:
-        outcome = "diverged";
-        next = CellState::kDiverged;
-        break;
-      case AttemptOutcome::kHandedBack:
-        outcome = "handed_back";
-        next = CellState::kQueued;
-        break;
-      case AttemptOutcome::kCancelled:
-        outcome = "cancelled";
-        next = CellState::kCancelled;
-        break;
-      case AttemptOutcome::kFailed:
-        failure = ClassifyFailure(end.exit_code, end.signal, end.stderr_tail);
-        reason = DescribeFailure(failure, end.exit_code, end.signal, end.reason);
-        break;
-    }
-  }
-  if (failure != FailureClass::kNone) {
-    failures += (failure == FailureClass::kCrash || failure == FailureClass::kLost) ? 1 : 0;
-    if (policy_.Retries(failure, failures)) {
-      next = CellState::kBackoff;
-      retry_at = now + policy_.Backoff(failures).count();
-    } else {
-      next = CellState::kFailed;
-    }
-  }
-  // A cancelled cell stays cancelled whatever its last attempt did, unless it finished.
-  if (attempt.cell_state == CellState::kCancelled && next != CellState::kSucceeded) {
-    next = CellState::kCancelled;
-    if (!lost && end.outcome != AttemptOutcome::kFailed) outcome = "cancelled";
-  }
+  // The attempt's outcome and the cell's next state (cell_transitions.h).
+  AttemptEndInput in;
+  in.cell_state = attempt.cell_state;
+  in.failures = attempt.failures;
+  in.end = end;
+  in.lost = lost;
+  in.policy = policy_;
+  in.now_unix_ms = now;
+  const CellTransition t = TransitionAtAttemptEnd(in);
 
   ONSET_ASSIGN_OR_RETURN(
       db::Statement update,
       db.Prepare("UPDATE attempts SET ended_at = ?, outcome = ?, exit_code = ?, signal = ?, "
                  "reason = ?, stderr_tail = ?, failure_class = ? WHERE id = ?"));
-  update.BindAll(now, outcome, end.exit_code, end.signal, Tail(reason, kMaxReasonBytes),
-                 Tail(end.stderr_tail, kMaxStderrTailBytes), FailureClassName(failure), attempt.id);
+  update.BindAll(now, t.outcome, end.exit_code, end.signal, Tail(t.reason, kMaxReasonBytes),
+                 Tail(end.stderr_tail, kMaxStderrTailBytes), FailureClassName(t.failure),
+                 attempt.id);
   ONSET_RETURN_IF_ERROR(update.Run());
   ONSET_ASSIGN_OR_RETURN(
       db::Statement cell,
       db.Prepare("UPDATE cells SET state = ?, updated_at = ?, failures = ?, retry_at = ? "
                  "WHERE id = ?"));
-  cell.BindAll(CellStateName(next), now, failures, retry_at, attempt.cell_id);
+  cell.BindAll(CellStateName(t.next), now, t.failures, t.retry_at_unix_ms, attempt.cell_id);
   ONSET_RETURN_IF_ERROR(cell.Run());
   return absl::OkStatus();
 }

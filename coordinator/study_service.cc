@@ -7,6 +7,7 @@
 
 #include "common/grpc_status.h"
 #include "coordinator/feeds.h"
+#include "coordinator/rerun_selection.h"
 #include "coordinator/study_file.h"
 
 namespace onset::coordinator {
@@ -250,20 +251,16 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
                                           const onset::v1::RerunCellsRequest* request,
                                           onset::v1::RerunCellsResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  std::vector<std::optional<CellState>> named;
+  for (int s : request->states()) named.push_back(FromProto(static_cast<onset::v1::CellState>(s)));
+  absl::StatusOr<std::vector<CellState>> states = RerunStates(named);
+  if (!states.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        std::string(states.status().message()));
+  }
   RerunRequest rerun;
   rerun.study = request->study();
-  for (int s : request->states()) {
-    std::optional<CellState> state = FromProto(static_cast<onset::v1::CellState>(s));
-    if (!state || *state == CellState::kRunning || *state == CellState::kQueued) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "states: only ended or waiting cells can be rerun (failed, diverged, "
-                          "cancelled, succeeded, backoff)");
-    }
-    rerun.states.push_back(*state);
-  }
-  if (rerun.states.empty()) {
-    rerun.states = {CellState::kFailed, CellState::kDiverged, CellState::kCancelled};
-  }
+  rerun.states = *std::move(states);
   rerun.where = {request->where().begin(), request->where().end()};
   rerun.cell_ids = {request->cell_ids().begin(), request->cell_ids().end()};
   rerun.fresh = request->fresh();

@@ -8,7 +8,8 @@
 
 #include "common/grpc_status.h"
 #include "common/metric_limits.h"
-#include "common/path_under_root.h"
+#include "coordinator/checkpoint_layout.h"
+#include "coordinator/worker_slots.h"
 
 namespace onset::coordinator {
 namespace {
@@ -32,9 +33,9 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const onset::v1::RegisterWorkerRequest* request,
                                                onset::v1::RegisterWorkerResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  if (request->slots() < 0 || request->slots() > static_cast<int>(kMaxWorkerDevices)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "slots: must be 0.." + std::to_string(kMaxWorkerDevices));
+  absl::StatusOr<int> slots = WorkerSlots(request->slots(), request->devices_size());
+  if (!slots.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(slots.status().message()));
   }
   // Shown in every listing of workers: short, printable-length labels.
   constexpr size_t kMaxLabelBytes = 256;
@@ -47,11 +48,9 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
     }
   }
   WorkerRegistration worker{request->host(),
-                            request->slots() == 0 ? 1 : request->slots(),
+                            *slots,
                             request->version(),
                             {request->devices().begin(), request->devices().end()}};
-  // A job takes one device at least: a worker runs at most as many at once as it has.
-  if (!worker.devices.empty()) worker.slots = static_cast<int>(worker.devices.size());
   absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
   if (!id.ok()) return common::ToGrpcStatus(id.status());
   response->set_worker_id(*id);
@@ -77,18 +76,13 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
   out->set_tokens_budget((*job)->tokens_budget);
   out->set_fresh((*job)->fresh);
   for (const std::string& device : (*job)->devices) out->add_devices(device);
-  if (!checkpoint_root_.empty()) {
-    // Study files refuse names that are not one path component; a study stored before that
-    // rule must still not reach (nor, with rerun --fresh, delete) outside the root. Its cells
-    // keep their checkpoints in the worker's own work directory instead, as without a root.
-    absl::StatusOr<std::string> dir =
-        common::JoinUnderRoot(checkpoint_root_, {(*job)->study, (*job)->cell_id});
-    if (dir.ok()) {
-      out->set_checkpoint_dir(*dir);
-    } else {
-      spdlog::warn("cell {}: checkpoints stay on the worker: {}", (*job)->cell_id,
-                   std::string(dir.status().message()));
-    }
+  absl::StatusOr<std::string> dir =
+      CellCheckpointDir(checkpoint_root_, (*job)->study, (*job)->cell_id);
+  if (dir.ok()) {
+    out->set_checkpoint_dir(*dir);
+  } else {
+    spdlog::warn("cell {}: checkpoints stay on the worker: {}", (*job)->cell_id,
+                 std::string(dir.status().message()));
   }
   return grpc::Status::OK;
 }
