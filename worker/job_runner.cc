@@ -23,7 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// onset-train's exit status for a run that diverged: a result, reported as a failure for now.
+// onset-train's exit status for a run that diverged: a result of its own, not a failure. It is
+// reported as JobOutcome::kDiverged (FinishJob outcome diverged, JobEnd::kDiverged), and the
+// coordinator records the cell as diverged and never retries it.
 constexpr int kExitDiverged = 3;
 // onset-train's exit status after a SIGTERM or SIGINT made it checkpoint and stop.
 constexpr int kExitStopped = 4;
