@@ -2,68 +2,47 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
+#include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "common/path_under_root.h"
-#include "worker/devices.h"
-#include "worker/log_buffer.h"
-#include "worker/metrics_parser.h"
+#include "worker/attempt_dir.h"
+#include "worker/retry.h"
+#include "worker/trainer_command.h"
+#include "worker/trainer_exit.h"
 
 namespace onset::worker {
 namespace {
 
-namespace fs = std::filesystem;
-
-// onset-train's exit status for a run that diverged: a result, reported as a failure for now.
-constexpr int kExitDiverged = 3;
-// onset-train's exit status after a SIGTERM or SIGINT made it checkpoint and stop.
-constexpr int kExitStopped = 4;
-// FinishJob is the one call whose loss costs a whole attempt: transient failures are retried.
-// Reporting the end of a job (its last metrics, then FinishJob) is retried while the
-// coordinator is unreachable, with a delay doubling from kRetryDelay to kMaxRetryDelay, for up
-// to JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points.
+// Reporting the end of a job (its last metrics, then FinishJob) is retried while the coordinator
+// is unreachable, with a delay doubling from kRetryDelay to kMaxRetryDelay, for up to
+// JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points, and
+// FinishJob is the one call whose loss costs a whole attempt.
 constexpr std::chrono::milliseconds kRetryDelay{250};
 constexpr std::chrono::milliseconds kMaxRetryDelay{5'000};
-// Log lines per AppendLogs call, and bytes of text: with lines of up to 8 KiB a call stays far
-// below gRPC's 4 MiB message limit.
-constexpr size_t kLogBatch = 2'000;
-constexpr size_t kLogBatchBytes = 1 << 20;
-
-bool IsLeaseLost(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kFailedPrecondition;
-}
 
 bool IsTransient(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
-// A refusal that sending the same request again cannot change: the request is dropped, not
-// retried.
-bool IsPermanent(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kInvalidArgument ||
-         status.code() == absl::StatusCode::kOutOfRange ||
-         status.code() == absl::StatusCode::kResourceExhausted;
-}
-
-// What the worker adds to a cell's log (between the trainer's lines) starts with this.
-constexpr char kWorkerNote[] = "onset-worker: ";
-
-absl::Status WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
+JobEnd EndOf(JobOutcome outcome) {
+  switch (outcome) {
+    case JobOutcome::kSucceeded:
+      return JobEnd::kSucceeded;
+    case JobOutcome::kDiverged:
+      return JobEnd::kDiverged;
+    case JobOutcome::kHandedBack:
+      return JobEnd::kStopped;
+    case JobOutcome::kCancelled:
+      return JobEnd::kCancelled;
+    case JobOutcome::kFailed:
+      break;
+  }
+  return JobEnd::kFailed;
 }
 
 }  // namespace
@@ -97,118 +76,68 @@ void JobRunner::Stop() {
 }
 
 JobRunOutcome JobRunner::Run() {
-  JobRunOutcome outcome;
+  const absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch(job_.devices);
+  if (!launch.ok()) return FailToStart(std::string(launch.status().message()));
+  const absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(config_.work_dir, job_);
+  if (!attempt.ok()) return FailToStart(std::string(attempt.status().message()));
+  if (attempt->discarded_checkpoints) {
+    spdlog::info("{}: starting fresh: discarded {}", Context(), attempt->checkpoint_dir.string());
+  }
 
-  // Sends FinishJob, retrying transient failures unless the worker is stopping.
-  auto finish = [&](JobEnd end) {
-    outcome.end = end;
-    const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
-    for (auto delay = kRetryDelay;; delay = std::min(delay * 2, kMaxRetryDelay)) {
-      outcome.finish_status = client_->Finish(worker_id_, job_.lease_id, outcome.result);
-      // A stopping worker tries once: its coordinator may be stopping too. A write the
-      // coordinator's database failed (INTERNAL: an I/O error, a full disk) is tried again too:
-      // the attempt has not ended there, and giving up costs the cell an expired lease and a
-      // rerun.
-      const bool again = IsTransient(outcome.finish_status) ||
-                         outcome.finish_status.code() == absl::StatusCode::kInternal;
-      if (!again || end == JobEnd::kStopped ||
-          std::chrono::steady_clock::now() + delay > give_up) {
-        break;
-      }
-      std::this_thread::sleep_for(delay);
-    }
-    if (!outcome.finish_status.ok()) {
-      spdlog::error("{}: could not report the outcome: {}", Context(),
-                    outcome.finish_status.ToString());
-    }
-    if (outcome.result.outcome == JobOutcome::kFailed) {
-      spdlog::warn("{}: failed: {}", Context(), outcome.result.reason);
-    } else {
-      spdlog::info("{}: {}", Context(),
-                   outcome.result.succeeded() ? "succeeded" : outcome.result.reason);
-    }
+  JobReporter reporter(
+      {config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes}, Context(),
+      worker_id_, job_.lease_id, client_, clock_);
+  absl::StatusOr<std::unique_ptr<Process>> trainer = StartTrainer(
+      TrainerCommand(config_.trainer_path, config_.threads, *attempt, *launch), reporter.logs());
+  if (!trainer.ok()) {
+    return FailToStart(absl::StrCat("cannot start the trainer: ", trainer.status().message()));
+  }
+  spdlog::info("{}: trainer started (pid {}){} in {}", Context(), (*trainer)->pid(),
+               DescribeLaunch(job_.devices, *launch), attempt->dir.string());
+
+  const PumpEnd pumped = PumpEvents(reporter);
+  const ExitStatus status = EndTrainer(**trainer, pumped);
+  JobResult result;
+  result.exit_code = status.exit_code;
+  result.signal = status.signal;
+  result.stderr_tail = (*trainer)->StderrTail();
+  // Another worker may own the cell by now: report nothing more.
+  if (reporter.lease_lost()) return LeaveToExpire(std::move(result), "lease lost");
+
+  // on_exit runs after the last stdout line, so this drains the whole stream.
+  std::vector<std::string> lines = TakeLines();
+  reporter.TakeLines(&lines);
+  if (!DeliverLastMetrics(reporter)) {
+    // Finishing now would lose these points: leave the lease to expire instead, and the retry
+    // (resuming from the checkpoint) sends them again.
+    spdlog::error("{}: {} metric points could not be delivered; not reporting the end, the cell "
+                  "will be retried", Context(), reporter.pending_points());
+    return LeaveToExpire(std::move(result), "metrics undeliverable");
+  }
+  reporter.RelayTheRest();
+  if (reporter.lease_lost()) return LeaveToExpire(std::move(result), "lease lost");
+
+  const TrainerExit exit = ClassifyTrainerExit(
+      status, pumped == PumpEnd::kCancelled       ? TrainerStop::kCellCancelled
+              : pumped == PumpEnd::kStopRequested ? TrainerStop::kWorkerStopped
+                                                  : TrainerStop::kNone);
+  result.outcome = exit.outcome;
+  result.reason = exit.reason;
+  if (exit.outcome == JobOutcome::kHandedBack && !config_.report_stopped) {
+    spdlog::info("{}: stopped; left to the coordinator to requeue", Context());
+    JobRunOutcome outcome;
+    outcome.end = JobEnd::kStopped;
+    outcome.result = std::move(result);
     return outcome;
-  };
-  auto fail_to_start = [&](const std::string& reason) {
-    outcome.result.outcome = JobOutcome::kFailed;
-    outcome.result.reason = reason;
-    return finish(JobEnd::kFailed);
-  };
+  }
+  return ReportEnd(std::move(result), EndOf(exit.outcome));
+}
 
-  // One rank per device: CUDA_VISIBLE_DEVICES shows the trainer its GPUs only (none for CPU
-  // slots), so its ranks use cuda:0..N-1 of what it sees.
-  std::optional<DeviceLaunch> launch;
-  if (!job_.devices.empty()) {
-    absl::StatusOr<DeviceLaunch> on = LaunchOn(job_.devices);
-    if (!on.ok()) {
-      return fail_to_start(absl::StrCat("cannot run on the devices the coordinator gave (",
-                                        absl::StrJoin(job_.devices, ","),
-                                        "): ", on.status().message()));
-    }
-    launch = *on;
-  }
-
-  // The cell id names directories under the work directory (and the checkpoints that a fresh
-  // start deletes): it must be one path component.
-  if (!common::IsSafePathComponent(job_.cell_id)) {
-    return fail_to_start("cell id '" + job_.cell_id + "' cannot name a directory under " +
-                         config_.work_dir);
-  }
-  // Absolute: the trainer runs in this directory and gets the config's path.
-  std::error_code ec;
-  const fs::path dir = fs::absolute(fs::path(config_.work_dir) / job_.cell_id /
-                                    absl::StrCat("attempt-", job_.attempt), ec);
-  if (ec) return fail_to_start(absl::StrCat("bad work_dir ", config_.work_dir, ": ", ec.message()));
-  fs::create_directories(dir, ec);
-  if (ec) return fail_to_start(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
-  const fs::path config_path = dir / "config.json";
-  if (auto s = WriteFile(config_path, job_.config_json); !s.ok()) {
-    return fail_to_start(std::string(s.message()));
-  }
-
-  // Checkpoints belong to the cell, not the attempt: a later attempt of the same cell on this
-  // machine (a requeue after a lost lease, or `onset run` resumed after an interrupt) continues
-  // from the newest valid one instead of starting over.
-  const fs::path checkpoint_dir = job_.checkpoint_dir.empty()
-                                      ? dir.parent_path() / "checkpoints"
-                                      : fs::path(job_.checkpoint_dir);
-  if (job_.fresh && checkpoint_dir.filename() != job_.cell_id &&
-      checkpoint_dir.filename() != "checkpoints") {
-    // The coordinator names the directory; delete only what is recognisably a cell's.
-    return fail_to_start("refusing to discard " + checkpoint_dir.string() +
-                         ": not a checkpoint directory of cell " + job_.cell_id);
-  }
-  if (job_.fresh) {
-    // `onset rerun --fresh`: this attempt starts from scratch.
-    fs::remove_all(checkpoint_dir, ec);
-    if (ec) {
-      return fail_to_start(absl::StrCat("cannot discard the checkpoints in ",
-                                        checkpoint_dir.string(), ": ", ec.message()));
-    }
-    spdlog::info("{}: starting fresh: discarded {}", Context(), checkpoint_dir.string());
-  }
-
-  SpawnOptions options;
-  options.program = config_.trainer_path;
-  options.args = {"--config",         config_path.string(),    "--threads",
-                  std::to_string(config_.threads), "--checkpoint-dir", checkpoint_dir.string(),
-                  "--resume"};
-  options.env["OMP_NUM_THREADS"] = std::to_string(config_.threads);
-  options.env["MKL_NUM_THREADS"] = std::to_string(config_.threads);
-  std::string on_devices;
-  if (launch) {
-    options.args.insert(options.args.end(), {"--device", launch->device});
-    if (launch->nproc > 1) {
-      options.args.insert(options.args.end(), {"--nproc", std::to_string(launch->nproc)});
-    }
-    options.env["CUDA_VISIBLE_DEVICES"] = launch->cuda_visible_devices;
-    on_devices = absl::StrCat(" on ", absl::StrJoin(job_.devices, ","), " (--device ",
-                              launch->device, " --nproc ", launch->nproc, ")");
-  }
-  options.working_dir = dir.string();
+absl::StatusOr<std::unique_ptr<Process>> JobRunner::StartTrainer(SpawnOptions options,
+                                                                 std::shared_ptr<LogBuffer> logs) {
   std::shared_ptr<Events> events = events_;
-  // Shared with the stderr reader thread, which may outlive this frame by a little.
-  auto logs = std::make_shared<LogBuffer>(config_.log_buffer_lines, config_.log_buffer_bytes);
+  // The callbacks run on the process's reader threads, which may outlive Run() by a little:
+  // they hold what they use.
   const common::Clock* clock = &clock_;
   // A burst wakes the run loop to relay at once rather than at the next flush_interval, so that
   // it is not dropped for want of room meanwhile.
@@ -231,278 +160,139 @@ JobRunOutcome JobRunner::Run() {
     events->exited = true;
     events->cv.notify_all();
   };
-  absl::StatusOr<std::unique_ptr<Process>> spawned = launcher_->Spawn(std::move(options));
-  if (!spawned.ok()) {
-    return fail_to_start(absl::StrCat("cannot start the trainer: ", spawned.status().message()));
-  }
-  std::unique_ptr<Process> process = std::move(*spawned);
-  spdlog::info("{}: trainer started (pid {}){} in {}", Context(), process->pid(), on_devices,
-               dir.string());
+  return launcher_->Spawn(std::move(options));
+}
 
-  MetricsParser parser(Context());
-  std::vector<MetricPoint> pending;
-  bool lease_lost = false;
-  bool cancelled = false;
-  // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs,
-  // and says it in the worker's log too.
-  auto note = [&](const std::string& text) {
-    spdlog::warn("{}: {}", Context(), text);
-    logs->Add(kWorkerNote + text, clock_.WallUnixMs());
-  };
-  bool drop_noted = false;         // the first dropped metric point was noted in the cell's log
-  int64_t refused_points = 0;      // points the coordinator refused for good
-  std::string refused_reason;      // and why, the first time
-
-  // Sends the pending points, at most flush_points per call (so that a backlog never makes a
-  // request too large). A transient failure keeps the rest for the next try (the coordinator
-  // de-duplicates re-sent points); a permanent refusal drops that call's points, counted, so
-  // that one bad batch is never re-sent forever.
-  auto flush = [&]() {
-    const size_t per_call = std::max<size_t>(1, config_.flush_points);
-    while (!pending.empty() && !lease_lost) {
-      const size_t n = std::min(pending.size(), per_call);
-      std::vector<MetricPoint> batch(pending.begin(), pending.begin() + n);
-      absl::Status s = client_->ReportMetrics(worker_id_, job_.lease_id, batch);
-      if (IsLeaseLost(s)) {
-        lease_lost = true;
-        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
-        return;
-      }
-      if (!s.ok() && !IsPermanent(s)) {
-        spdlog::warn("{}: reporting {} metric points failed: {}", Context(), pending.size(),
-                     s.ToString());
-        return;
-      }
-      if (!s.ok()) {
-        spdlog::error("{}: the coordinator refused {} metric points: {}", Context(), n,
-                      s.ToString());
-        if (refused_points == 0) refused_reason = std::string(s.message());
-        refused_points += static_cast<int64_t>(n);
-      }
-      pending.erase(pending.begin(), pending.begin() + n);
-    }
-  };
-  // Sends the trainer's stderr lines that are waiting, in calls bounded in lines and bytes.
-  // Best effort: a failure keeps them for the next try (the buffer is bounded), a permanent
-  // refusal drops that call's lines, and they never hold up the job or its outcome.
-  int64_t log_calls_failed = 0;   // AppendLogs calls that failed (lines kept for a retry)
-  int64_t log_lines_refused = 0;  // lines of calls the coordinator refused for good
-  std::string last_log_error;
-  auto flush_logs = [&]() {
-    while (logs->pending() > 0 && !lease_lost) {
-      std::vector<LogLine> batch = logs->Take(kLogBatch, kLogBatchBytes);
-      absl::Status s = client_->AppendLogs(worker_id_, job_.lease_id, batch);
-      if (s.ok()) continue;
-      if (IsLeaseLost(s)) {
-        lease_lost = true;
-        spdlog::warn("{}: lease lost: {}", Context(), s.ToString());
-        return;
-      }
-      last_log_error = s.ToString();
-      if (IsPermanent(s)) {
-        spdlog::error("{}: the coordinator refused {} log lines: {}", Context(), batch.size(),
-                      last_log_error);
-        log_lines_refused += static_cast<int64_t>(batch.size());
-        continue;
-      }
-      spdlog::warn("{}: relaying {} log lines failed: {}", Context(), batch.size(),
-                   last_log_error);
-      ++log_calls_failed;
-      logs->PutBack(std::move(batch));
-      return;
-    }
-  };
-  // Parses lines, sending a batch whenever flush_points are pending.
-  auto take_lines = [&](std::vector<std::string>* lines) {
-    for (const std::string& line : *lines) {
-      parser.Consume(line, &pending);
-      if (pending.size() >= config_.flush_points && !lease_lost) flush();
-    }
-    lines->clear();
-    if (!drop_noted && parser.dropped_points() > 0) {
-      note("dropped a metric point: " + parser.first_drop_reason() +
-           " (later ones are counted, the total comes when the attempt ends)");
-      drop_noted = true;
-    }
-  };
-  // Renews the lease with the progress so far (sets lease_lost when it is gone); true when the
-  // coordinator says the cell was cancelled.
-  auto heartbeat = [&]() {
-    absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
-        worker_id_, job_.lease_id, Progress{parser.tokens_done(), parser.tokens_per_second()});
-    if (IsLeaseLost(reply.status())) {
-      lease_lost = true;
-      spdlog::warn("{}: lease lost: {}", Context(), reply.status().ToString());
-      return false;
-    }
-    if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", Context(), reply.status().ToString());
-    return reply.ok() && reply->cancel;
-  };
-
+JobRunner::PumpEnd JobRunner::PumpEvents(JobReporter& reporter) {
   auto next_flush = clock_.MonotonicNow() + config_.flush_interval;
-  auto next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
-  bool exited = false;
-  bool logs_waiting = false;
-  std::vector<std::string> lines;
+  next_heartbeat_ = clock_.MonotonicNow() + config_.heartbeat_interval;
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(events_->mu);
-      auto deadline = pending.empty() && logs->pending() == 0
-                          ? next_heartbeat
-                          : std::min(next_heartbeat, next_flush);
-      auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
-                             std::chrono::milliseconds(0), config_.max_wait);
-      events_->cv.wait_for(lock, wait, [&] {
-        return !events_->lines.empty() || events_->exited || events_->logs_waiting ||
-               stop_requested_;
-      });
-      lines.swap(events_->lines);
-      exited = events_->exited;
-      logs_waiting = events_->logs_waiting;
-      events_->logs_waiting = false;
-    }
-    take_lines(&lines);
-    if (lease_lost || exited || stop_requested_) break;
-    if (logs_waiting) {
-      flush_logs();
-      if (lease_lost) break;
+    const bool unsent = reporter.pending_points() > 0 || reporter.logs()->pending() > 0;
+    TrainerEvents events = WaitForEvents(unsent ? std::min(next_heartbeat_, next_flush)
+                                                : next_heartbeat_);
+    reporter.TakeLines(&events.lines);
+    if (events.exited) return PumpEnd::kExited;
+    if (reporter.lease_lost()) return PumpEnd::kLeaseLost;
+    if (stop_requested_) return PumpEnd::kStopRequested;
+    if (events.logs_waiting) {
+      reporter.FlushLogs();
+      if (reporter.lease_lost()) return PumpEnd::kLeaseLost;
     }
 
     const auto now = clock_.MonotonicNow();
-    if ((!pending.empty() || logs->pending() > 0) && now >= next_flush) {
-      flush();
-      flush_logs();
+    if ((reporter.pending_points() > 0 || reporter.logs()->pending() > 0) && now >= next_flush) {
+      reporter.FlushMetrics();
+      reporter.FlushLogs();
       next_flush = now + config_.flush_interval;
-      if (lease_lost) break;
+      if (reporter.lease_lost()) return PumpEnd::kLeaseLost;
     }
-    if (now >= next_heartbeat) {
-      cancelled = heartbeat();
-      if (lease_lost || cancelled) break;
-      next_heartbeat = now + config_.heartbeat_interval;
+    if (now >= next_heartbeat_) {
+      const bool cancelled = reporter.Heartbeat();
+      if (reporter.lease_lost()) return PumpEnd::kLeaseLost;
+      if (cancelled) return PumpEnd::kCancelled;
+      next_heartbeat_ = now + config_.heartbeat_interval;
     }
   }
+}
 
-  const bool stopped = !exited && !lease_lost && !cancelled;
-  if (!exited) {
-    spdlog::info("{}: stopping the trainer ({})", Context(),
-                 lease_lost ? "lease lost" : cancelled ? "cell cancelled" : "worker stopping");
-  }
-  const ExitStatus status = exited ? process->Wait() : process->Terminate(config_.terminate_grace);
+JobRunner::TrainerEvents JobRunner::WaitForEvents(common::Clock::MonotonicTime deadline) {
+  const auto wait =
+      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
+                 std::chrono::milliseconds(0), config_.max_wait);
+  TrainerEvents taken;
+  std::unique_lock<std::mutex> lock(events_->mu);
+  events_->cv.wait_for(lock, wait, [&] {
+    return !events_->lines.empty() || events_->exited || events_->logs_waiting || stop_requested_;
+  });
+  taken.lines.swap(events_->lines);
+  taken.exited = events_->exited;
+  taken.logs_waiting = events_->logs_waiting;
+  events_->logs_waiting = false;
+  return taken;
+}
 
-  outcome.result.exit_code = status.exit_code;
-  outcome.result.signal = status.signal;
-  outcome.result.stderr_tail = process->StderrTail();
-  if (lease_lost) {
-    // Another worker may own the cell by now: report nothing more.
-    outcome.end = JobEnd::kLeaseLost;
-    outcome.result.reason = "lease lost";
-    return outcome;
-  }
+std::vector<std::string> JobRunner::TakeLines() {
+  std::vector<std::string> lines;
+  std::lock_guard<std::mutex> lock(events_->mu);
+  lines.swap(events_->lines);
+  return lines;
+}
 
-  // on_exit runs after the last stdout line, so this drains the whole stream.
-  {
-    std::lock_guard<std::mutex> lock(events_->mu);
-    lines.swap(events_->lines);
-  }
-  take_lines(&lines);
-  {
-    // The lease is kept alive meanwhile: a slow coordinator must not cost the attempt.
-    const auto give_up = std::chrono::steady_clock::now() + config_.report_deadline;
-    for (auto delay = kRetryDelay; !pending.empty() && !lease_lost;
-         delay = std::min(delay * 2, kMaxRetryDelay)) {
-      flush();
-      if (pending.empty() || lease_lost) break;
-      if (clock_.MonotonicNow() >= next_heartbeat) {
-        heartbeat();
-        next_heartbeat = clock_.MonotonicNow() + config_.heartbeat_interval;
-        if (lease_lost) break;
-      }
-      if (stop_requested_ || std::chrono::steady_clock::now() + delay > give_up) {
-        // Finishing now would lose these points: leave the lease to expire instead, and the
-        // retry (resuming from the checkpoint) sends them again.
-        spdlog::error("{}: {} metric points could not be delivered; not reporting the end, the "
-                      "cell will be retried", Context(), pending.size());
-        outcome.end = JobEnd::kLeaseLost;
-        outcome.result.reason = "metrics undeliverable";
-        return outcome;
-      }
-      std::this_thread::sleep_for(delay);
-    }
-  }
-  if (!lease_lost) {
-    // What became of the trainer's metrics output, where whoever reads the log will see it.
-    if (parser.malformed_lines() > 0) {
-      note(absl::StrCat("skipped ", parser.malformed_lines(),
-                        " metrics lines that were not onset-train's JSON"));
-    }
-    if (parser.dropped_points() > 0) {
-      note(absl::StrCat("dropped ", parser.dropped_points(),
-                        " metric points: first: ", parser.first_drop_reason()));
-    }
-    if (refused_points > 0) {
-      note(absl::StrCat("the coordinator refused ", refused_points,
-                        " metric points: first: ", refused_reason));
-    }
-    // The stderr reader has finished by now (the process was reaped), so this is all of it.
-    flush_logs();
-    if (logs->pending() > 0) flush_logs();  // one more try for what a hiccup kept back
-    if (logs->dropped() > 0) {
-      // Said as it happened: the buffer was full, because the trainer wrote faster than the
-      // lines were relayed or because relaying failed (then how often, and the last error).
-      std::string why = absl::StrCat(
-          logs->dropped(), " trainer log lines were dropped, the oldest first: the worker holds at "
-          "most ", logs->max_lines(), " unsent lines (", logs->max_bytes() >> 20, " MiB) and ");
-      if (log_calls_failed > 0) {
-        absl::StrAppend(&why, log_calls_failed, " calls relaying them failed (the last: ",
-                        last_log_error, ")");
-      } else {
-        absl::StrAppend(&why, "the trainer wrote them faster than the coordinator took them");
-      }
-      note(why);
-      flush_logs();
-    }
-    if (log_lines_refused > 0) {
-      spdlog::warn("{}: the coordinator refused {} trainer log lines (the last error: {})",
-                   Context(), log_lines_refused, last_log_error);
-    }
-  }
-  if (lease_lost) {
-    outcome.end = JobEnd::kLeaseLost;
-    outcome.result.reason = "lease lost";
-    return outcome;
-  }
+ExitStatus JobRunner::EndTrainer(Process& trainer, PumpEnd pumped) {
+  if (pumped == PumpEnd::kExited) return trainer.Wait();
+  spdlog::info("{}: stopping the trainer ({})", Context(),
+               pumped == PumpEnd::kLeaseLost   ? "lease lost"
+               : pumped == PumpEnd::kCancelled ? "cell cancelled"
+                                               : "worker stopping");
+  return trainer.Terminate(config_.terminate_grace);
+}
 
-  if (cancelled) {
-    outcome.result.outcome = JobOutcome::kCancelled;
-    outcome.result.reason = "cancelled";
-    return finish(JobEnd::kCancelled);
+bool JobRunner::DeliverLastMetrics(JobReporter& reporter) {
+  // The lease is kept alive meanwhile: a slow coordinator must not cost the attempt.
+  return RetryWithBackoff(
+      clock_, {kRetryDelay, kMaxRetryDelay, config_.report_deadline},
+      [&] {
+        reporter.FlushMetrics();
+        if (reporter.pending_points() == 0 || reporter.lease_lost()) return TryResult::kDone;
+        if (clock_.MonotonicNow() >= next_heartbeat_) {
+          reporter.Heartbeat();
+          next_heartbeat_ = clock_.MonotonicNow() + config_.heartbeat_interval;
+          if (reporter.lease_lost()) return TryResult::kDone;
+        }
+        // A stopping worker does not wait for the coordinator.
+        return stop_requested_ ? TryResult::kGiveUp : TryResult::kAgain;
+      },
+      [this](std::chrono::milliseconds delay) { WaitBeforeRetry(delay); });
+}
+
+JobRunOutcome JobRunner::ReportEnd(JobResult result, JobEnd end) {
+  JobRunOutcome outcome;
+  outcome.end = end;
+  outcome.result = std::move(result);
+  RetryWithBackoff(
+      clock_, {kRetryDelay, kMaxRetryDelay, config_.report_deadline},
+      [&] {
+        outcome.finish_status = client_->Finish(worker_id_, job_.lease_id, outcome.result);
+        // A write the coordinator's database failed (INTERNAL: an I/O error, a full disk) is
+        // tried again too: the attempt has not ended there, and giving up costs the cell an
+        // expired lease and a rerun.
+        const bool again = IsTransient(outcome.finish_status) ||
+                           outcome.finish_status.code() == absl::StatusCode::kInternal;
+        if (!again) return TryResult::kDone;
+        // A stopping worker tries once: its coordinator may be stopping too.
+        return end == JobEnd::kStopped ? TryResult::kGiveUp : TryResult::kAgain;
+      },
+      [this](std::chrono::milliseconds delay) { WaitBeforeRetry(delay); });
+  if (!outcome.finish_status.ok()) {
+    spdlog::error("{}: could not report the outcome: {}", Context(),
+                  outcome.finish_status.ToString());
   }
-  // Stopped by this worker, or by someone else after which the trainer checkpointed: a cluster's
-  // scheduler signals every process of a job it preempts, the trainer often first. Either way the
-  // cell is handed back, not failed.
-  const bool stopped_by_others = status.Exited() && status.exit_code == kExitStopped;
-  if (stopped || stopped_by_others) {
-    outcome.result.outcome = JobOutcome::kHandedBack;
-    outcome.result.reason = stopped ? "worker stopped" : "trainer stopped by a signal";
-    if (!config_.report_stopped) {
-      outcome.end = JobEnd::kStopped;
-      spdlog::info("{}: stopped; left to the coordinator to requeue", Context());
-      return outcome;
-    }
-    return finish(JobEnd::kStopped);
+  if (outcome.result.outcome == JobOutcome::kFailed) {
+    spdlog::warn("{}: failed: {}", Context(), outcome.result.reason);
+  } else {
+    spdlog::info("{}: {}", Context(),
+                 outcome.result.succeeded() ? "succeeded" : outcome.result.reason);
   }
-  if (status.Succeeded()) {
-    outcome.result.outcome = JobOutcome::kSucceeded;
-    return finish(JobEnd::kSucceeded);
-  }
-  if (status.Exited() && status.exit_code == kExitDiverged) {
-    outcome.result.outcome = JobOutcome::kDiverged;
-    outcome.result.reason = "diverged: the training loss was not finite";
-    return finish(JobEnd::kDiverged);
-  }
-  outcome.result.outcome = JobOutcome::kFailed;
-  outcome.result.reason = status.ToString();
-  return finish(JobEnd::kFailed);
+  return outcome;
+}
+
+JobRunOutcome JobRunner::FailToStart(std::string reason) {
+  JobResult result;
+  result.outcome = JobOutcome::kFailed;
+  result.reason = std::move(reason);
+  return ReportEnd(std::move(result), JobEnd::kFailed);
+}
+
+JobRunOutcome JobRunner::LeaveToExpire(JobResult result, std::string reason) {
+  JobRunOutcome outcome;
+  outcome.end = JobEnd::kLeaseLost;
+  outcome.result = std::move(result);
+  outcome.result.reason = std::move(reason);
+  return outcome;
+}
+
+void JobRunner::WaitBeforeRetry(std::chrono::milliseconds delay) const {
+  WaitOnClock(clock_, delay, config_.max_wait);
 }
 
 }  // namespace onset::worker

@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "worker/coordinator_client.h"
+#include "worker/job_reporter.h"
 #include "worker/log_buffer.h"
 #include "worker/process_launcher.h"
 
@@ -75,8 +77,47 @@ class JobRunner {
   const JobSpec& job() const { return job_; }
 
  private:
+  // How the run loop ended.
+  enum class PumpEnd {
+    kExited,         // the trainer exited (the lease may have been lost meanwhile)
+    kLeaseLost,      // the coordinator no longer knows the lease
+    kCancelled,      // a heartbeat said the cell was cancelled
+    kStopRequested,  // Stop() was called
+  };
+  // What the trainer sent since the last look.
+  struct TrainerEvents {
+    std::vector<std::string> lines;  // stdout lines, in order
+    bool exited = false;             // it has exited and every line it wrote is in `lines`
+    bool logs_waiting = false;       // log_flush_lines stderr lines wait to be relayed
+  };
+
   // "cell <id> attempt <n>", the prefix of every log line about this job.
   std::string Context() const;
+
+  // Spawns the trainer with `options`, its stdout lines and exit waking the run loop and its
+  // stderr lines going to `logs`.
+  absl::StatusOr<std::unique_ptr<Process>> StartTrainer(SpawnOptions options,
+                                                        std::shared_ptr<LogBuffer> logs);
+  // Relays the trainer's output and heartbeats until it exits, the lease is lost, the cell is
+  // cancelled or Stop() is called.
+  PumpEnd PumpEvents(JobReporter& reporter);
+  // Waits until the trainer sends something, Stop() is called or `deadline` passes (on the
+  // injected clock, looked at every max_wait).
+  TrainerEvents WaitForEvents(common::Clock::MonotonicTime deadline);
+  // The stdout lines not yet taken.
+  std::vector<std::string> TakeLines();
+  // Waits for a trainer that exited, or terminates one that runs; how it ended.
+  ExitStatus EndTrainer(Process& trainer, PumpEnd pumped);
+  // Sends the points still pending, heartbeating meanwhile, retried while the coordinator is
+  // unreachable; false when they could not all be delivered.
+  bool DeliverLastMetrics(JobReporter& reporter);
+  // Reports the end with FinishJob, retried while the coordinator is unreachable.
+  JobRunOutcome ReportEnd(JobResult result, JobEnd end);
+  JobRunOutcome FailToStart(std::string reason);
+  // Reports nothing: the lease is lost, or left to expire so that the cell runs again.
+  JobRunOutcome LeaveToExpire(JobResult result, std::string reason);
+  // Waits `delay` of the injected clock, between tries of a retry.
+  void WaitBeforeRetry(std::chrono::milliseconds delay) const;
 
   const JobRunnerConfig config_;
   const std::string worker_id_;
@@ -89,6 +130,8 @@ class JobRunner {
   // Wakes the run loop: new stdout lines, the trainer's exit, Stop().
   struct Events;
   std::shared_ptr<Events> events_;
+  // When the lease is next renewed, while the trainer runs and while its last points wait.
+  common::Clock::MonotonicTime next_heartbeat_{};
 };
 
 }  // namespace onset::worker

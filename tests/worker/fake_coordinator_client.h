@@ -88,6 +88,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
     if (finish_failures > 0) {
       --finish_failures;
       calls.push_back("finish refused");
+      cv_.notify_all();
       return finish_failure;
     }
     finished.push_back({lease_id, result});

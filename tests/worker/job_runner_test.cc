@@ -440,6 +440,28 @@ TEST_F(JobRunnerTest, HeartbeatsFollowTheInjectedClock) {
   run.join();
 }
 
+TEST_F(JobRunnerTest, TheEndIsReportedAgainAfterADelayOfTheInjectedClock) {
+  common::FakeClock clock;
+  client_.finish_failures = 1;  // unreachable once
+  JobRunnerConfig config = Config();
+  config.max_wait = std::chrono::milliseconds(10);
+  JobRunner runner(config, "w1", Job("success"), &client_, &launcher_, clock);
+  JobRunOutcome outcome;
+  std::thread run([&] { outcome = runner.Run(); });
+
+  ASSERT_TRUE(client_.WaitUntil([&] {
+    return std::count(client_.calls.begin(), client_.calls.end(), "finish refused") == 1;
+  }));
+  // The retry waits for the clock, not for real time.
+  EXPECT_FALSE(client_.WaitUntil([&] { return !client_.finished.empty(); },
+                                 std::chrono::milliseconds(300)));
+  clock.Advance(std::chrono::milliseconds(250));
+  EXPECT_TRUE(client_.WaitUntil([&] { return !client_.finished.empty(); }));
+  run.join();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  EXPECT_TRUE(outcome.finish_status.ok()) << outcome.finish_status;
+}
+
 // A cell id that is not one path component would place the attempt, and the checkpoints a
 // fresh start deletes, outside the work directory: the job fails before anything is touched.
 TEST_F(JobRunnerTest, ACellIdThatLeavesTheWorkDirectoryFailsTheJob) {

@@ -1,0 +1,46 @@
+#include "worker/trainer_command.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace onset::worker {
+
+absl::StatusOr<std::optional<DeviceLaunch>> TrainerLaunch(const std::vector<std::string>& devices) {
+  if (devices.empty()) return std::optional<DeviceLaunch>();
+  absl::StatusOr<DeviceLaunch> on = LaunchOn(devices);
+  if (!on.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot run on the devices the coordinator gave (",
+                                                   absl::StrJoin(devices, ","),
+                                                   "): ", on.status().message()));
+  }
+  return std::optional<DeviceLaunch>(*std::move(on));
+}
+
+SpawnOptions TrainerCommand(const std::string& trainer_path, int threads,
+                            const AttemptDir& attempt, const std::optional<DeviceLaunch>& launch) {
+  SpawnOptions options;
+  options.program = trainer_path;
+  options.args = {"--config",         attempt.config_path.string(),    "--threads",
+                  std::to_string(threads), "--checkpoint-dir", attempt.checkpoint_dir.string(),
+                  "--resume"};
+  options.env["OMP_NUM_THREADS"] = std::to_string(threads);
+  options.env["MKL_NUM_THREADS"] = std::to_string(threads);
+  if (launch) {
+    options.args.insert(options.args.end(), {"--device", launch->device});
+    if (launch->nproc > 1) {
+      options.args.insert(options.args.end(), {"--nproc", std::to_string(launch->nproc)});
+    }
+    options.env["CUDA_VISIBLE_DEVICES"] = launch->cuda_visible_devices;
+  }
+  options.working_dir = attempt.dir.string();
+  return options;
+}
+
+std::string DescribeLaunch(const std::vector<std::string>& devices,
+                           const std::optional<DeviceLaunch>& launch) {
+  if (!launch) return "";
+  return absl::StrCat(" on ", absl::StrJoin(devices, ","), " (--device ", launch->device,
+                      " --nproc ", launch->nproc, ")");
+}
+
+}  // namespace onset::worker
