@@ -13,11 +13,11 @@ TrainerExit ClassifyTrainerExit(const ExitStatus& status, TrainerStop stop) {
   }
   if (!status.Exited()) return {JobOutcome::kFailed, status.ToString()};
   switch (status.exit_code) {
-    case kTrainerExitOk:
+    case trainer::kExitOk:
       return {JobOutcome::kSucceeded, ""};
-    case kTrainerExitDiverged:
+    case trainer::kExitDiverged:
       return {JobOutcome::kDiverged, "diverged: the training loss was not finite"};
-    case kTrainerExitStopped:
+    case trainer::kExitStopped:
       // Stopped by someone else, after which it checkpointed: a cluster's scheduler signals
       // every process of a job it preempts, the trainer often first. The cell is handed back.
       return {JobOutcome::kHandedBack, "trainer stopped by a signal"};

@@ -1,23 +1,16 @@
-// How a trainer's exit becomes a job's outcome. onset-train's exit codes are named here, the one
-// place in the worker that knows them.
+// How a trainer's exit becomes a job's outcome. onset-train's exit codes are its contract's
+// (base/trainer_contract.h): 0 ok, 3 diverged (a result of its own, JobOutcome::kDiverged, a
+// cell the coordinator never retries, not a failure), 4 stopped by a SIGTERM or SIGINT after a
+// checkpoint (the cell is handed back, not failed); any other code or a signal is a failure.
 #pragma once
 
 #include <string>
 
+#include "base/trainer_contract.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"
 
 namespace onset::worker {
-
-// onset-train's exit codes.
-inline constexpr int kTrainerExitOk = 0;
-inline constexpr int kTrainerExitRuntimeError = 1;  // anything that went wrong while running
-inline constexpr int kTrainerExitUsage = 2;         // bad flags, unreadable or invalid config
-// The training loss was not finite: a result of its own (JobOutcome::kDiverged, a cell the
-// coordinator never retries), not a failure.
-inline constexpr int kTrainerExitDiverged = 3;
-// A SIGTERM or SIGINT made it checkpoint and stop: the cell is handed back, not failed.
-inline constexpr int kTrainerExitStopped = 4;
 
 // Whether the worker ended the trainer itself (SIGTERM, then SIGKILL after a grace), and why.
 enum class TrainerStop {

@@ -22,9 +22,9 @@ struct Row {
   std::string reason;
 };
 const Row kTable[] = {
-    {kTrainerExitOk, JobOutcome::kSucceeded, ""},
-    {kTrainerExitDiverged, JobOutcome::kDiverged, "diverged: the training loss was not finite"},
-    {kTrainerExitStopped, JobOutcome::kHandedBack, "trainer stopped by a signal"},
+    {trainer::kExitOk, JobOutcome::kSucceeded, ""},
+    {trainer::kExitDiverged, JobOutcome::kDiverged, "diverged: the training loss was not finite"},
+    {trainer::kExitStopped, JobOutcome::kHandedBack, "trainer stopped by a signal"},
 };
 
 TEST(TrainerExitTest, EveryExitCodeOfATrainerThatRanOnItsOwn) {
@@ -41,15 +41,15 @@ TEST(TrainerExitTest, EveryExitCodeOfATrainerThatRanOnItsOwn) {
 }
 
 TEST(TrainerExitTest, TheCodesTheWorkerNamesAreOnsetTrains) {
-  EXPECT_EQ(kTrainerExitOk, 0);
-  EXPECT_EQ(kTrainerExitRuntimeError, 1);
-  EXPECT_EQ(kTrainerExitUsage, 2);
-  EXPECT_EQ(kTrainerExitDiverged, 3);
-  EXPECT_EQ(kTrainerExitStopped, 4);
+  EXPECT_EQ(trainer::kExitOk, 0);
+  EXPECT_EQ(trainer::kExitRuntimeError, 1);
+  EXPECT_EQ(trainer::kExitUsage, 2);
+  EXPECT_EQ(trainer::kExitDiverged, 3);
+  EXPECT_EQ(trainer::kExitStopped, 4);
 }
 
 TEST(TrainerExitTest, DivergedIsAResultOfItsOwnNotAFailure) {
-  EXPECT_EQ(ClassifyTrainerExit(Exited(kTrainerExitDiverged)).outcome, JobOutcome::kDiverged);
+  EXPECT_EQ(ClassifyTrainerExit(Exited(trainer::kExitDiverged)).outcome, JobOutcome::kDiverged);
 }
 
 TEST(TrainerExitTest, EverySignalThatKilledATrainerIsAFailure) {
