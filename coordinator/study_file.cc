@@ -733,8 +733,9 @@ class StudyParser {
   // ----- cells --------------------------------------------------------------------------------
 
   // Short-context loss and the in/beyond-window NIAH buckets are defined at the smallest window
-  // of the study (SCIENCE.md), the same for every cell, full-attention cells included, so that
-  // every cell is measured on the same split of the same samples. An explicit
+  // of the study (docs/science.md, "What the measurements are for"), the same for every cell,
+  // full-attention cells included, so that every cell is measured on the same split of the
+  // same samples. An explicit
   // eval.short_context or eval.niah_window wins.
   void SetStudyWindow(json* base) const {
     json& eval = (*base)["eval"];

@@ -1,6 +1,6 @@
-// Evaluation of a model at one point of training (SCIENCE.md, "Measurements"; docs/schema.md
-// defines every metric for users). Every NIAH prompt depends on data.seed and the data and eval
-// configs only, so every cell of a study is measured on the same samples.
+// Evaluation of a model at one point of training (docs/metrics.md defines every metric below;
+// docs/schema.md lists them for users). Every NIAH prompt depends on data.seed and the data and
+// eval configs only, so every cell of a study is measured on the same samples.
 //
 // Losses (heldout_loss.h):
 //   eval/heldout_loss      mean next-token loss over eval.heldout_seqs held-out sequences
