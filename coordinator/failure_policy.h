@@ -29,7 +29,7 @@ enum class FailureClass { kNone, kCrash, kLost, kOom, kConfig };
 // "", "crash", "lost", "oom", "config": the names stored in attempts.failure_class.
 const char* FailureClassName(FailureClass c);
 
-// onset-train's exit codes (model/train_app.h), as the coordinator reads them.
+// onset-train's exit codes (base/trainer_contract.h), as the coordinator reads them.
 inline constexpr int kTrainerExitConfig = 2;
 inline constexpr int kTrainerExitDiverged = 3;
 

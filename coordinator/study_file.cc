@@ -545,7 +545,7 @@ class StudyParser {
       const std::string near = common::DidYouMean(key, fields);
       Fail(line, prefix + key,
            "unknown field" + (near.empty() ? " (fields are section.key as listed in "
-                                             "model/cell_config.h, e.g. train.lr)"
+                                             "model/config/cell_config.h, e.g. train.lr)"
                                            : near));
     }
     return key;
