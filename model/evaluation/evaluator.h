@@ -34,7 +34,8 @@
 //   ablation/random_k/niah_acc_mean, _std, _min, _max, ablation/random_k/draws
 //                               eval.ablation_draws sets of K heads from outside the top K,
 //                               with its layer-type mix, masked in turn
-// Cost: eval/niah_seconds (all NIAH decoding), eval/probe_seconds (scoring and ablation).
+// Cost: eval/niah_seconds (all NIAH decoding), eval/probe_seconds (scoring and ablation); the
+// trainer adds eval/seconds, the whole evaluation.
 //
 // A bucket with no samples is left out rather than reported as a number.
 #pragma once
