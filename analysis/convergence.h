@@ -1,6 +1,7 @@
-// How fast a capability emerges, from a metric's curve against tokens seen (SCIENCE.md,
-// "Emergence speed"): tokens-to-threshold with log-linear interpolation and censoring on both
-// sides, the area under the curve over log(tokens), and the aggregation of seeds into groups.
+// How fast a capability emerges, from a metric's curve against tokens seen (docs/metrics.md,
+// "Emergence: tokens to threshold"): tokens-to-threshold with log-linear interpolation and
+// censoring on both sides, the area under the curve over log(tokens), and the aggregation of
+// seeds into groups.
 // Pure functions: no I/O, no RPC; the CLI, the exports and the dashboard share them.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Times every attention backend (model/attention_backend.h) on the same inputs, forward and
+// Times every attention backend (model/nn/attention_backend.h) on the same inputs, forward and
 // forward+backward, and reports achieved TFLOP/s counted on in-window work only: a query at
 // position i attends min(i + 1, w) keys, each costing 2 multiply-adds per head dimension in
 // the forward (QK^T and PV); the backward is counted as 2.5x the forward (FlashAttention's
@@ -12,7 +12,7 @@
 //   onset-attention-bench --linear [--device cuda] [--dtype bf16] [--seq ...] [--heads 16]
 //                         [--head-dim 128]
 //
-// --check compares every backend with the fp64 reference (model/attention.h) on the cases of
+// --check compares every backend with the fp64 reference (model/nn/attention.h) on the cases of
 // kernels/swa_check_cases.h (odd sizes, GQA, windows from 1 to none, windows and lengths that
 // split the rows of a warp inside a tile), forward and gradients, in bf16, fp16 and fp32 where
 // the backend takes them, with the outputs' NaNs counted; it exits 1 on any mismatch. It is the
@@ -20,8 +20,8 @@
 // holds the same checks as tests). --max-seq keeps the cases with T at most that (for the
 // slower compute-sanitizer tools).
 //
-// --linear times the L and D mixers' chunkwise ATen forms (model/linear_attention.h,
-// model/gated_delta_net.h; chunk 64) forward and forward+backward at the same shapes, next to
+// --linear times the L and D mixers' chunkwise ATen forms (model/nn/linear_attention.h,
+// model/nn/gated_delta_net.h; chunk 64) forward and forward+backward at the same shapes, next to
 // the attention backends: the measurement that decides whether they need a kernel of their own.
 //
 // Prints one table; with --out writes one JSON object per measurement. A backend that fails

@@ -6,7 +6,7 @@
 // candidate counts as close when it is at most 1 edit away for words of up to 3 characters, 2
 // for up to 6 and 3 beyond, so short names do not suggest unrelated ones.
 //
-// Header-only and dependency-free: the torch-free cell config (model/cell_config.cc), which
+// Header-only and dependency-free: the torch-free cell config (model/config/cell_config.cc), which
 // is also built where common/'s libraries are not, uses it as well.
 #pragma once
 

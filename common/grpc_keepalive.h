@@ -1,6 +1,6 @@
 // Keepalive settings shared by the coordinator and its clients, kept in one place so the two
 // sides agree: the server must accept pings at least as often as clients send them, or it drops
-// them with "too_many_pings" (NOTES.md).
+// them with "too_many_pings" (docs/build-notes.md, "gRPC keepalive").
 #pragma once
 
 #include <grpcpp/server_builder.h>

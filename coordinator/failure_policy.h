@@ -5,13 +5,13 @@
 //   handed back          the worker was asked to stop (SIGTERM, e.g. preemption) and the trainer
 //                        checkpointed: queued again at once, not counted as a failure.
 //   cancelled            by `onset cancel`: the cell stays cancelled.
-//   failed, class crash  the trainer exited 1 or was killed by a signal: retried after a backoff
+//   failed, class crash  exit 1, a signal, any failure not oom or config: retried after a backoff
 //                        (base * 2^(n-1), capped) until max_failures counted failures.
 //   lost                 the worker stopped heartbeating (lease expired) or vanished in a
 //                        coordinator restart: retried like a crash.
-//   failed, class oom    the trainer ran out of memory (killed by the kernel's OOM killer, or its
-//                        stderr says so): failed at once, with "out of memory" in the reason;
-//                        the same config would run out again.
+//   failed, class oom    the trainer's stderr says it ran out of memory (a bare SIGKILL, which the
+//                        OOM killer sends, is a crash): failed at once, with "out of memory" in
+//                        the reason; the same config would run out again.
 //   failed, class config the trainer refused its config or data (exit 2): failed at once.
 //
 // Pure functions of their inputs (times are passed in), so the policy is tested apart from the
@@ -29,7 +29,7 @@ enum class FailureClass { kNone, kCrash, kLost, kOom, kConfig };
 // "", "crash", "lost", "oom", "config": the names stored in attempts.failure_class.
 const char* FailureClassName(FailureClass c);
 
-// onset-train's exit codes (model/train_app.h), as the coordinator reads them.
+// onset-train's exit codes (base/trainer_contract.h), as the coordinator reads them.
 inline constexpr int kTrainerExitConfig = 2;
 inline constexpr int kTrainerExitDiverged = 3;
 

@@ -106,15 +106,15 @@ struct CellSpec {
   std::map<std::string, std::string> axes;
   // Other values that grid points gave these display axes and that expanded to this same cell,
   // as displayed, in expansion order: the grid merged them into it. E.g. arch=full with
-  // pos=nope-full trains what pos=nope trains (model/cell_config.cc), so that cell, shown as
+  // pos=nope-full trains what pos=nope trains (model/config/cell_config.cc), so that cell, shown as
   // pos nope, has {pos: [nope-full]}; a full-attention cell expanded with windows 16 and 64 has
   // {window: [16, 64]}. Values that only spell the cell's own differently (1M for 1000000) are
   // not aliases.
   std::map<std::string, std::vector<std::string>> axis_aliases;
   std::string config_json;  // canonical resolved config (CanonicalText)
   int64_t tokens_budget = 0;
-  // The model's size and training cost (model/flops.h), computed once at expansion and stored
-  // with the cell, so that reading a cell never parses its config.
+  // The model's size and training cost (model/config/flops.h), computed once at expansion and
+  // stored with the cell, so that reading a cell never parses its config.
   int64_t non_embedding_params = 0;
   double train_flops_per_token = 0;
 };

@@ -1,6 +1,6 @@
 // The size and training cost of a stored cell's model, from its config: what the Cell message
 // carries beside the axes (non_embedding_params, train_flops_per_token) for `onset results`,
-// `onset compare --x flops` and the dashboard. Torch-free (model/flops.h).
+// `onset compare --x flops` and the dashboard. Torch-free (model/config/flops.h).
 #pragma once
 
 #include <cstdint>

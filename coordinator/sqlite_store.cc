@@ -594,7 +594,8 @@ absl::StatusOr<std::vector<RunningAttempt>> SqliteStore::RunningAttempts() {
 
 namespace {
 
-// Metrics an evaluation reports (model/evaluator.h); the others come from training steps.
+// Metrics an evaluation reports (model/evaluation/evaluator.h); the others come from training
+// steps.
 bool IsEvalMetric(const std::string& name) {
   for (const char* prefix : {"eval/", "niah/", "rh/", "ablation/"}) {
     if (name.rfind(prefix, 0) == 0) return true;

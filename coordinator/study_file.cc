@@ -545,7 +545,7 @@ class StudyParser {
       const std::string near = common::DidYouMean(key, fields);
       Fail(line, prefix + key,
            "unknown field" + (near.empty() ? " (fields are section.key as listed in "
-                                             "model/cell_config.h, e.g. train.lr)"
+                                             "model/config/cell_config.h, e.g. train.lr)"
                                            : near));
     }
     return key;
@@ -733,8 +733,9 @@ class StudyParser {
   // ----- cells --------------------------------------------------------------------------------
 
   // Short-context loss and the in/beyond-window NIAH buckets are defined at the smallest window
-  // of the study (SCIENCE.md), the same for every cell, full-attention cells included, so that
-  // every cell is measured on the same split of the same samples. An explicit
+  // of the study (docs/science.md, "What the measurements are for"), the same for every cell,
+  // full-attention cells included, so that every cell is measured on the same split of the
+  // same samples. An explicit
   // eval.short_context or eval.niah_window wins.
   void SetStudyWindow(json* base) const {
     json& eval = (*base)["eval"];

@@ -2,7 +2,7 @@
 //
 //   name: swa-window-sweep          # required, [A-Za-z0-9_.-], a letter or digit first, <= 64
 //   description: Large-Window Laziness at small scale
-//   model: {layers: 4}               # cell config sections (model/cell_config.h): the base
+//   model: {layers: 4}               # cell config sections (model/config/cell_config.h): the base
 //   train: {batch_tokens: 8K}        # of every cell
 //   data: {}
 //   eval: {niah_samples: 8}

@@ -6,9 +6,9 @@
 // <= 0 (or >= T) is full causal attention. Work is O(T * window) (swa_tiles.h); the forward
 // keeps only the per-row log-sum-exp (B, H, T) for the backward, never the (T, T) scores.
 //
-// No LibTorch here: raw device pointers, launched on the given stream. model/swa_flash_op.cc
+// No LibTorch here: raw device pointers, launched on the given stream. model/nn/swa_flash_op.cc
 // wraps it as an autograd function (the `custom` attention backend). Its reference is
-// ReferenceAttention (model/attention.h) in fp64; its tests are tests/kernels/ (the tile plan on
+// ReferenceAttention (model/nn/attention.h) in fp64; its tests are tests/kernels/ (the tile plan on
 // any machine, the numbers on a GPU, label gpu) and `onset-attention-bench --check`; its
 // benchmark is bench/attention_bench.cc, run with the others by bench/gpu/run.sh.
 #pragma once

@@ -41,9 +41,9 @@ struct JobSpec {
 // What the worker reports of an attempt; the coordinator applies its failure policy to kFailed.
 enum class JobOutcome {
   kSucceeded,   // the trainer exited 0
-  kFailed,      // it exited non-zero (other than diverged), was killed, or could not start
+  kFailed,      // it exited non-zero (not diverged or stopped), was killed, or could not start
   kDiverged,    // it stopped on a non-finite loss (exit code 3): a result
-  kHandedBack,  // the worker was asked to stop; the trainer was told to checkpoint and exit
+  kHandedBack,  // the worker was asked to stop, or a signal made the trainer checkpoint and exit
   kCancelled,   // the coordinator said the cell was cancelled; the trainer was stopped
 };
 

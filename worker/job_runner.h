@@ -33,7 +33,7 @@ struct JobRunnerConfig {
   // How long the end of a job (last metrics, FinishJob) is retried while the coordinator is
   // unreachable (e.g. restarting).
   std::chrono::milliseconds report_deadline{10 * 60'000};
-  // Whether Stop() reports the job failed ("worker stopped"). Off in the embedded single-machine
+  // Whether Stop() hands the job back ("worker stopped"). Off in the embedded single-machine
   // mode, whose coordinator stops too and requeues running cells when it starts again.
   bool report_stopped = true;
   // Upper bound on one wait of the run loop, so that an injected clock that jumps is noticed.

@@ -33,7 +33,7 @@ struct WorkerConfig {
   std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL for trainers
   std::chrono::milliseconds flush_interval{1'000};    // metric batching, see JobRunnerConfig
   std::string host;                            // reported at registration; empty = hostname
-  bool report_stopped = true;  // Stop() reports running jobs failed, see JobRunnerConfig
+  bool report_stopped = true;  // Stop() hands running jobs back, see JobRunnerConfig
 
   // Names the first bad field, e.g. "devices: none given".
   absl::Status Validate() const;
@@ -48,7 +48,7 @@ class Worker {
   ~Worker();
 
   // Blocks until Stop(). Registration and leasing are retried with backoff while the coordinator
-  // is unreachable. On Stop(), running trainers are terminated and their jobs reported failed
+  // is unreachable. On Stop(), running trainers checkpoint and exit and their jobs are handed back
   // with reason "worker stopped" (unless !report_stopped). Returns InvalidArgument for a bad
   // config; the coordinator's Unauthenticated or PermissionDenied when it refuses this worker's
   // token (retrying cannot help; running jobs are stopped as on Stop()); OK otherwise.

@@ -7,7 +7,7 @@
 CREATE INDEX cells_by_study ON cells (study_id);
 -- The study's counts per state (every study summary): a covering scan, no sort.
 CREATE INDEX cells_by_study_state ON cells (study_id, state);
--- The model's size and training FLOPs per token (model/flops.h), computed when the cell is
+-- The model's size and training FLOPs per token (model/config/flops.h), computed when the cell is
 -- stored, so that showing a cell never parses its config. NULL for cells stored before this
 -- version: those are computed from config_json when read.
 ALTER TABLE cells ADD COLUMN non_embedding_params INTEGER;

@@ -28,7 +28,7 @@ inline constexpr char kGatedDeltaNet = 'D';    // Gated DeltaNet (gated_delta_ne
 inline constexpr const char* kFullLast = "last";    // SSSF
 inline constexpr const char* kFullFirst = "first";  // FSSS
 
-// Positional schemes of the `pos` axis (SCIENCE.md).
+// Positional schemes of the `pos` axis (docs/science.md, "The grid axes").
 inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
 inline constexpr const char* kPosNopeFull = "nope-full"; // NoPE in F layers, RoPE elsewhere
 inline constexpr const char* kPosNope = "nope";          // no positional encoding anywhere
@@ -138,8 +138,8 @@ struct TrainConfig {
   int64_t wsd_decay_start() const;
 };
 
-// The built-in synthetic stream (SCIENCE.md, "Data that makes retrieval learnable"): a sparse
-// Markov-chain background over the 256 byte tokens with Zipf-like marginals, into which
+// The built-in synthetic stream (docs/science.md, "Data that makes retrieval learnable"): a
+// sparse Markov-chain background over the 256 byte tokens with Zipf-like marginals, into which
 // key -> value records are inserted and later queried.
 // Backgrounds of the synthetic stream (background.h).
 inline constexpr const char* kBackgroundMarkov = "markov";

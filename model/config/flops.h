@@ -44,7 +44,7 @@ double TrainFlopsPerToken(const ModelConfig& model, int64_t non_embedding_params
 
 // The dense bf16 tensor-core peak (FLOP/s) of a GPU by its CUDA device name, for the GPUs whose
 // figure is published (H100/H200 SXM 989.4e12, H100 PCIe 756e12, A100 312e12, L40S 362e12,
-// B200 2.25e15); nullopt for others (then no MFU is reported unless --peak-tflops gives it).
+// B200 2.25e15); nullopt for others (then no MFU is reported: onset-train has no flag for it).
 std::optional<double> PeakBf16Flops(const std::string& device_name);
 
 }  // namespace onset::model

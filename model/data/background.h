@@ -1,5 +1,5 @@
-// The background text around the synthetic records (SCIENCE.md, "Data that makes retrieval
-// learnable at small scale"): what fills every position of a training sequence or NIAH prompt
+// The background text around the synthetic records (docs/science.md, "Data that makes
+// retrieval learnable"): what fills every position of a training sequence or NIAH prompt
 // that is not part of a record or query. Torch-free.
 //
 //   markov  (data.background: markov, the default) a fixed random sparse Markov chain over the

@@ -1,5 +1,5 @@
-// The built-in synthetic pretraining stream (SCIENCE.md,
-// "Data that makes retrieval learnable at small scale"). Torch-free: sequences are plain token
+// The built-in synthetic pretraining stream (docs/science.md,
+// "Data that makes retrieval learnable"). Torch-free: sequences are plain token
 // vectors; the trainer turns them into tensors.
 //
 // Layout of a record and its later query (k = data.key_len, m = data.value_len):

@@ -257,7 +257,7 @@ std::map<std::string, double> Evaluator::NiahVariants(Transformer& model) const 
 }
 
 std::map<std::string, double> Evaluator::RetrievalMetrics(const RetrievalHeadScorer& scorer) const {
-  constexpr double kRetrievalHead = 0.1;  // SCIENCE.md: a head above 0.1 is a retrieval head
+  constexpr double kRetrievalHead = 0.1;  // docs/metrics.md, "Retrieval heads"
   std::map<std::string, double> metrics;
   metrics["rh/samples"] = scorer.samples();
   const std::vector<double> scores = scorer.Scores();

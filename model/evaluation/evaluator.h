@@ -1,6 +1,6 @@
-// Evaluation of a model at one point of training (SCIENCE.md, "Measurements"; docs/schema.md
-// defines every metric for users). Every NIAH prompt depends on data.seed and the data and eval
-// configs only, so every cell of a study is measured on the same samples.
+// Evaluation of a model at one point of training (docs/metrics.md defines every metric below;
+// docs/schema.md lists them for users). Every NIAH prompt depends on data.seed and the data and
+// eval configs only, so every cell of a study is measured on the same samples.
 //
 // Losses (heldout_loss.h):
 //   eval/heldout_loss      mean next-token loss over eval.heldout_seqs held-out sequences
@@ -34,7 +34,8 @@
 //   ablation/random_k/niah_acc_mean, _std, _min, _max, ablation/random_k/draws
 //                               eval.ablation_draws sets of K heads from outside the top K,
 //                               with its layer-type mix, masked in turn
-// Cost: eval/niah_seconds (all NIAH decoding), eval/probe_seconds (scoring and ablation).
+// Cost: eval/niah_seconds (all NIAH decoding), eval/probe_seconds (scoring and ablation); the
+// trainer adds eval/seconds, the whole evaluation.
 //
 // A bucket with no samples is left out rather than reported as a number.
 #pragma once

@@ -1,4 +1,5 @@
-// Which heads the head-masking ablation masks (SCIENCE.md, "Head-masking ablation"). Torch-free.
+// Which heads the head-masking ablation masks (docs/metrics.md, "Head-masking ablation").
+// Torch-free.
 //
 // The top K heads by retrieval score are masked together; as the baseline, `draws` sets of K
 // heads are drawn from outside the top K, each with the same layer-type mix as the top K (as

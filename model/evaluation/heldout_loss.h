@@ -1,4 +1,4 @@
-// Held-out loss with the context capped (SCIENCE.md, "Measurements"): eval/heldout_loss and
+// Held-out loss with the context capped (docs/metrics.md, "Losses"): eval/heldout_loss and
 // eval/short_loss.
 //
 // Held-out rows are what training sequences are: rows[:, 0] is the BOS token, then seq_len

@@ -1,7 +1,8 @@
-// The needle-in-a-haystack tasks (SCIENCE.md, "Measurements"), torch-free. Every task is asked
-// in rounds: the prompt ends with the first question `<Q> key <A>`; the model greedily decodes
-// m = data.value_len tokens; for each later round the decoder appends those m tokens and the
-// round's `<Q> key <A>` and decodes m more. Records are `<K> key <V> value` as in training.
+// The needle-in-a-haystack tasks (docs/metrics.md, "NIAH: the headline is multi-key"), torch-free.
+// Every task is asked in rounds: the prompt ends with the first question `<Q> key <A>`; the model
+// greedily decodes m = data.value_len tokens; for each later round the decoder appends those m
+// tokens and the round's `<Q> key <A>` and decodes m more. Records are `<K> key <V> value` as in
+// training.
 //
 //   multi-key    THE HEADLINE TASK (niah/acc...): the needle plus `records` - 1 distractor
 //                records with other keys; one round asking the needle's key. Score: exact match

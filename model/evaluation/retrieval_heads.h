@@ -1,6 +1,6 @@
 // Retrieval-head scores (Wu et al. 2024, "Retrieval Head Mechanistically Explains Long-Context
-// Factuality"; SCIENCE.md, "Measurements"). Torch-free: the evaluator hands over the top-1
-// attended positions that cached decoding traced (decoding.h).
+// Factuality"; docs/metrics.md, "Retrieval heads"). Torch-free: the evaluator hands over the
+// top-1 attended positions that cached decoding traced (decoding.h).
 //
 // While the model decodes the needle's value, at generated step s each head's most-attended
 // position p counts if p lies in the needle's value span and the token at p equals the token

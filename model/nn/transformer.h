@@ -46,8 +46,8 @@ struct MixerContext {
   at::Tensor logn_scale;
 };
 
-// One layer's decoding state (model/decoding.h drives it). Which fields a layer uses depends on
-// its mixer; the others stay undefined.
+// One layer's decoding state (model/evaluation/decoding.h drives it). Which fields a layer uses
+// depends on its mixer; the others stay undefined.
 struct LayerCache {
   // F and S layers: keys (after QK-norm and RoPE) and values of the cached positions, the
   // positions first_position .. first_position + T_kept - 1. F layers keep every position, S
@@ -153,7 +153,7 @@ class TransformerImpl : public torch::nn::Module {
   // absolute position position_offset + p (RoPE layers only; NoPE layers ignore it).
   at::Tensor forward(const at::Tensor& tokens, int64_t position_offset = 0);
 
-  // Cached decoding (model/decoding.h). Prefill: tokens (B, T) at positions 0 .. T-1 ->
+  // Cached decoding (model/evaluation/decoding.h). Prefill: tokens (B, T) at positions 0 .. T-1 ->
   // logits (B, T, V), with `caches` resized to one fresh LayerCache per layer (fields set
   // before the call, such as record_attention, are kept). Step: tokens (B, 1) at absolute
   // position `position` (the number of positions already cached) -> logits (B, 1, V).

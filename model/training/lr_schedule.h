@@ -12,8 +12,9 @@ namespace onset::model {
 // `min_ratio * peak` at `total` tokens (constant there beyond `total`).
 //
 //   kCosine: cosine decay from the end of warmup to `total`.
-//   kWsd:    warmup-stable-decay (SCIENCE.md): constant `peak` until `decay_start`, then a
-//            decay to the floor at `total` shaped by `shape` over progress p in [0, 1]:
+//   kWsd:    warmup-stable-decay (docs/science.md, "Token budgets and learning-rate
+//            schedules"): constant `peak` until `decay_start`, then a decay to the floor at
+//            `total` shaped by `shape` over progress p in [0, 1]:
 //            kLinear 1 - p, kCosine (1 + cos(pi p)) / 2, kSqrt 1 - sqrt(p).
 //
 // The trainer evaluates it at the tokens count reached by the end of a step, so the first step

@@ -1,5 +1,5 @@
 // Checkpoints and resumption. Plain POSIX calls instead of std::filesystem: libtorch.so exports
-// its own copies of some std::filesystem symbols (see train_binary_test.cc).
+// its own copies of some std::filesystem symbols (see tests/model/train_main_test.cc).
 #include "model/training/checkpoint.h"
 
 #include <dirent.h>
