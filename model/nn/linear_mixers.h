@@ -42,7 +42,7 @@ class RecurrentMixer : public Mixer {
   bool use_recurrent = false;
 
  protected:
-  enum class Mode { kForward, kPrefill, kStep };  // kPrefill fills cache->state, kStep updates it
+  using Mode = MixerPass;  // kPrefill fills cache->state, kStep updates it
   explicit RecurrentMixer(const ModelConfig& config);
   virtual at::Tensor Run(const at::Tensor& x, Mode mode, LayerCache* cache) = 0;
 

@@ -22,6 +22,19 @@ at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   return at::rms_norm(x, {weight.size(0)}, weight.to(x.scalar_type()), eps_);  // (..., dim)
 }
 
+at::Tensor Mixer::Apply(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
+                        LayerCache* cache) {
+  switch (pass) {
+    case MixerPass::kPrefill:
+      return Prefill(x, ctx, cache);  // (B, T, C)
+    case MixerPass::kStep:
+      return Step(x, ctx, cache);  // (B, 1, C)
+    case MixerPass::kForward:
+      break;
+  }
+  return Forward(x, ctx);  // (B, T, C)
+}
+
 AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope,
                                bool use_logn)
     : heads_(config.heads),
@@ -74,24 +87,29 @@ void AttentionMixer::SetHeadMask(const at::Tensor& mask) {
   head_mask_ = mask.defined() ? mask.to(qkv_->weight.device(), at::kFloat) : mask;
 }
 
-at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx) {
-  Qkv p = Project(x, ctx);
+at::Tensor AttentionMixer::Attend(const at::Tensor& x, const MixerContext& ctx,
+                                  LayerCache* cache) {
+  Qkv p = Project(x, ctx);  // q (B, H, T, D), k, v (B, G, T, D)
+  if (cache != nullptr) {
+    const int64_t T = x.size(1);
+    // An S layer's next query sees only the last window - 1 of these keys; keeping `window`
+    // is simpler and Step trims anyway.
+    const int64_t kept = window_ > 0 ? std::min(window_, T) : T;
+    cache->k = p.k.narrow(2, T - kept, kept);  // (B, G, kept, D)
+    cache->v = p.v.narrow(2, T - kept, kept);  // (B, G, kept, D)
+    cache->first_position = T - kept;
+  }
   // k, v stay (B, G, T, D): each backend shares them across query heads its own way.
   return Output(Attention(p.q, p.k, p.v, window_));  // (B, T, C)
 }
 
+at::Tensor AttentionMixer::Forward(const at::Tensor& x, const MixerContext& ctx) {
+  return Attend(x, ctx, /*cache=*/nullptr);  // (B, T, C)
+}
+
 at::Tensor AttentionMixer::Prefill(const at::Tensor& x, const MixerContext& ctx,
                                    LayerCache* cache) {
-  Qkv p = Project(x, ctx);
-  const int64_t T = x.size(1);
-  // An S layer's next query sees only the last window - 1 of these keys; keeping `window`
-  // is simpler and Step trims anyway.
-  const int64_t kept = window_ > 0 ? std::min(window_, T) : T;
-  cache->k = p.k.narrow(2, T - kept, kept);  // (B, G, kept, D)
-  cache->v = p.v.narrow(2, T - kept, kept);  // (B, G, kept, D)
-  cache->first_position = T - kept;
-  // k, v stay (B, G, T, D): each backend shares them across query heads its own way.
-  return Output(Attention(p.q, p.k, p.v, window_));  // (B, T, C)
+  return Attend(x, ctx, cache);  // (B, T, C)
 }
 
 at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {
@@ -151,16 +169,10 @@ BlockImpl::BlockImpl(const ModelConfig& config, int layer) {
   mlp_ = register_module("mlp", SwiGlu(config.d_model, config.resolved_mlp_hidden()));
 }
 
-at::Tensor BlockImpl::forward(const at::Tensor& x, const MixerContext& ctx) {
-  at::Tensor h = x + mixer_->Forward(norm1_(x), ctx);  // (B, T, C)
-  return h + mlp_(norm2_(h));                         // (B, T, C)
-}
-
-at::Tensor BlockImpl::Decode(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache,
-                             bool step) {
-  at::Tensor a = norm1_(x);                                                        // (B, T, C)
-  at::Tensor h = x + (step ? mixer_->Step(a, ctx, cache) : mixer_->Prefill(a, ctx, cache));
-  return h + mlp_(norm2_(h));                                                      // (B, T, C)
+at::Tensor BlockImpl::forward(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
+                             LayerCache* cache) {
+  at::Tensor h = x + mixer_->Apply(norm1_(x), ctx, pass, cache);  // (B, T, C)
+  return h + mlp_(norm2_(h));                                    // (B, T, C)
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
@@ -203,14 +215,22 @@ at::Tensor TransformerImpl::LognScale(int64_t offset, int64_t T, const at::Devic
   return scale.to(device);  // (T)
 }
 
-at::Tensor TransformerImpl::forward(const at::Tensor& tokens, int64_t position_offset) {
+at::Tensor TransformerImpl::Walk(const at::Tensor& tokens, int64_t offset, MixerPass pass,
+                                 std::vector<LayerCache>* caches) {
   const int64_t T = tokens.size(1);
-  RopeTables rope = RopeTables::Make(position_offset, T, config_.head_dim(), config_.rope_base,
+  RopeTables rope = RopeTables::Make(offset, T, config_.head_dim(), config_.rope_base,
                                      tokens.device());  // (T, D/2) each
-  MixerContext ctx{&rope, LognScale(position_offset, T, tokens.device())};
-  at::Tensor x = wte_(tokens);                    // (B, T, C)
-  for (Block& block : blocks_) x = block(x, ctx);  // (B, T, C)
-  return Logits(x);                               // (B, T, V)
+  MixerContext ctx{&rope, LognScale(offset, T, tokens.device())};
+  at::Tensor x = wte_(tokens);  // (B, T, C)
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    LayerCache* cache = pass == MixerPass::kForward ? nullptr : &(*caches)[i];
+    x = blocks_[i](x, ctx, pass, cache);  // (B, T, C)
+  }
+  return Logits(x);  // (B, T, V)
+}
+
+at::Tensor TransformerImpl::forward(const at::Tensor& tokens, int64_t position_offset) {
+  return Walk(tokens, position_offset, MixerPass::kForward, /*caches=*/nullptr);  // (B, T, V)
 }
 
 at::Tensor TransformerImpl::Prefill(const at::Tensor& tokens, std::vector<LayerCache>* caches) {
@@ -220,27 +240,13 @@ at::Tensor TransformerImpl::Prefill(const at::Tensor& tokens, std::vector<LayerC
     c = LayerCache{};
     c.record_attention = record;
   }
-  RopeTables rope = RopeTables::Make(0, tokens.size(1), config_.head_dim(), config_.rope_base,
-                                     tokens.device());  // (T, D/2) each
-  MixerContext ctx{&rope, LognScale(0, tokens.size(1), tokens.device())};
-  at::Tensor x = wte_(tokens);  // (B, T, C)
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    x = blocks_[i]->Decode(x, ctx, &(*caches)[i], /*step=*/false);  // (B, T, C)
-  }
-  return Logits(x);  // (B, T, V)
+  return Walk(tokens, /*offset=*/0, MixerPass::kPrefill, caches);  // (B, T, V)
 }
 
 at::Tensor TransformerImpl::Step(const at::Tensor& tokens, int64_t position,
                                  std::vector<LayerCache>* caches) {
   TORCH_CHECK(caches->size() == blocks_.size(), "Step before Prefill");
-  RopeTables rope = RopeTables::Make(position, 1, config_.head_dim(), config_.rope_base,
-                                     tokens.device());  // (1, D/2) each
-  MixerContext ctx{&rope, LognScale(position, 1, tokens.device())};
-  at::Tensor x = wte_(tokens);  // (B, 1, C)
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    x = blocks_[i]->Decode(x, ctx, &(*caches)[i], /*step=*/true);  // (B, 1, C)
-  }
-  return Logits(x);  // (B, 1, V)
+  return Walk(tokens, position, MixerPass::kStep, caches);  // (B, 1, V)
 }
 
 ParamCounts TransformerImpl::CountParams() const {

@@ -62,10 +62,20 @@ struct LayerCache {
   at::Tensor state;  // (B, H, K, V) float32
 };
 
+// Which of a mixer's entry points a pass through the model takes.
+enum class MixerPass {
+  kForward,  // Mixer::Forward: training and scoring
+  kPrefill,  // Mixer::Prefill: a prompt, filling a fresh cache
+  kStep,     // Mixer::Step: one new position, reading and extending the cache
+};
+
 // A causal sequence mixer: (B, T, C) -> (B, T, C). Attention here; the recurrent L and D
 // mixers in linear_mixers.h.
 class Mixer : public torch::nn::Module {
  public:
+  // Forward, Prefill or Step as `pass` says; `cache` is unused by kForward (may be null).
+  at::Tensor Apply(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
+                   LayerCache* cache);
   virtual at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) = 0;
   // Forward over a prompt that also fills a fresh `cache` for Step. Same result as Forward.
   virtual at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) = 0;
@@ -101,6 +111,9 @@ class AttentionMixer : public Mixer {
     at::Tensor k, v;  // (B, G, T, D)
   };
   Qkv Project(const at::Tensor& x, const MixerContext& ctx);
+  // Forward and Prefill: causal attention over all of x (B, T, C) -> (B, T, C); with a cache,
+  // also keeps the keys and values that Step will read.
+  at::Tensor Attend(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache);
   at::Tensor Output(at::Tensor y);  // (B, H, T, D) -> (B, T, C): head mask, output projection
 
   int64_t heads_, kv_heads_, head_dim_, window_;
@@ -126,9 +139,10 @@ TORCH_MODULE(SwiGlu);
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& config, int layer);
-  at::Tensor forward(const at::Tensor& x, const MixerContext& ctx);  // (B, T, C) -> (B, T, C)
-  // Decoding: forward through Mixer::Prefill (step false) or Mixer::Step (step true).
-  at::Tensor Decode(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache, bool step);
+  // (B, T, C) -> (B, T, C), the mixer taking `pass` (Mixer::Apply; decoding passes read and
+  // fill `cache`).
+  at::Tensor forward(const at::Tensor& x, const MixerContext& ctx,
+                     MixerPass pass = MixerPass::kForward, LayerCache* cache = nullptr);
 
   Mixer& mixer() { return *mixer_; }
 
@@ -166,6 +180,11 @@ class TransformerImpl : public torch::nn::Module {
 
  private:
   void InitWeights();
+  // The one walk through the model, which forward, Prefill and Step take: embedding -> blocks
+  // (mixers taking `pass`, block i with (*caches)[i] when decoding) -> Logits. tokens (B, T) at
+  // absolute positions offset .. offset + T - 1 -> logits (B, T, V).
+  at::Tensor Walk(const at::Tensor& tokens, int64_t offset, MixerPass pass,
+                  std::vector<LayerCache>* caches);
   at::Tensor Logits(at::Tensor x);  // final norm and output projection: (B, T, C) -> (B, T, V)
   // MixerContext::logn_scale for positions offset .. offset + T - 1; undefined when off.
   at::Tensor LognScale(int64_t offset, int64_t T, const at::Device& device) const;

@@ -1,6 +1,7 @@
 #include "model/training/trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -15,9 +16,9 @@
 namespace onset::model {
 namespace {
 
-double Seconds(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 Backgrounds OpenOrThrow(const CellConfig& config) {
   const int train_len = config.model.seq_len + 1;
@@ -34,9 +35,6 @@ Backgrounds OpenOrThrow(const CellConfig& config) {
   return *std::move(backgrounds);
 }
 
-// The first multiple of `every` beyond `tokens`: where a cadence fires next.
-int64_t NextMultiple(int64_t tokens, int64_t every) { return (tokens / every + 1) * every; }
-
 }  // namespace
 
 Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
@@ -44,7 +42,7 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
     : config_(config),
       device_(device),
       bf16_(config.train.precision == "bf16"),
-      collective_(collective != nullptr ? collective : &single_process_),
+      parallel_(collective, device),
       sink_(lead() ? sink : &dropped_),
       backgrounds_(OpenOrThrow(config)),
       data_(config.data, config.model.seq_len, backgrounds_.train),
@@ -53,25 +51,22 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
                     config.model.seq_len + 1),
       schedule_(LrSchedule::FromConfig(config.train)),
       seqs_per_step_(std::max<int64_t>(1, config.train.batch_tokens / config.model.seq_len)),
-      checkpoint_dir_(std::move(checkpoint_dir)) {
+      checkpoints_(std::move(checkpoint_dir), config, tokens_per_step(), device) {
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = Transformer(config.model);
   model_->to(device_);
-  flops_per_token_ = TrainFlopsPerToken(config.model, model_->CountParams().non_embedding);
+  throughput_ = Throughput(TrainFlopsPerToken(config.model, model_->CountParams().non_embedding),
+                           parallel_.world_size());
   optimizer_ = MakeAdamW(*model_, config.train);
   if (lead()) evaluator_ = std::make_unique<Evaluator>(config, heldout_data_, device_);
-  for (int64_t at : config.train.keep_checkpoints_at) {
-    keep_tokens_.insert((at + tokens_per_step() - 1) / tokens_per_step() * tokens_per_step());
-  }
 }
 
 TrainResult Trainer::Run() {
   const TrainConfig& tc = config_.train;
-  const int64_t checkpoint_every = tc.resolved_checkpoint_every_tokens();
   int64_t next_eval = config_.eval.NextEvalAfter(tokens_, tc.tokens);
-  int64_t next_checkpoint = NextMultiple(tokens_, checkpoint_every);
+  checkpoints_.ScheduleAfter(tokens_);
   EmitStart();
-  BroadcastState();
+  parallel_.BroadcastModel(*model_);
   TrainResult result;
   while (tokens_ < tc.tokens) {
     const double lr = schedule_.At(tokens_ + tokens_per_step());
@@ -82,74 +77,35 @@ TrainResult Trainer::Run() {
     const bool last = tokens_ >= tc.tokens;
     if (steps_ % tc.log_every_steps == 0 || last) EmitTrain(lr);
     const bool eval_due = tokens_ >= next_eval || last;
-    const bool checkpoint_due = tokens_ >= next_checkpoint || keep_tokens_.count(tokens_) || last;
+    const bool checkpoint_due = checkpoints_.Due(tokens_, last);
     if (eval_due) {
       if (lead()) Evaluate();
       next_eval = config_.eval.NextEvalAfter(tokens_, tc.tokens);
     }
     if (checkpoint_due) {
       if (lead()) WriteCheckpoint();
-      next_checkpoint = NextMultiple(tokens_, checkpoint_every);
+      checkpoints_.ScheduleAfter(tokens_);
     }
     // The other ranks wait here, and not in the next step's all-reduce, while rank 0 works.
-    if ((eval_due || checkpoint_due) && distributed()) collective_->Barrier();
-    if (!last && StopAgreed()) return Stopped(std::move(result), checkpoint_due);
+    if (eval_due || checkpoint_due) parallel_.Barrier();
+    // Ranks receive a stop signal at different moments; they must stop after the same step.
+    if (!last && parallel_.AnyRank(StopRequested())) {
+      return Stopped(std::move(result), checkpoint_due);
+    }
   }
   return Finish(std::move(result));
-}
-
-bool Trainer::StopAgreed() {
-  if (!distributed()) return StopRequested();
-  // Ranks receive the signal at different moments; they must stop after the same step.
-  at::Tensor flag = at::full({1}, StopRequested() ? 1.0f : 0.0f,
-                             at::TensorOptions().dtype(at::kFloat).device(device_));  // (1,)
-  collective_->AllReduceSum(flag);
-  return flag.item<float>() > 0;
-}
-
-TrainResult Trainer::Stopped(TrainResult result, bool checkpointed) {
-  if (!checkpointed && lead()) WriteCheckpoint();
-  if (distributed()) collective_->Barrier();
-  sink_->Emit({"stopped", tokens_, std::nullopt, {}});
-  if (lead()) {
-    std::fprintf(stderr, "onset-train: stopped on request at %lld tokens (step %lld); resume "
-                 "with --resume\n", static_cast<long long>(tokens_),
-                 static_cast<long long>(steps_));
-  }
-  result.outcome = TrainOutcome::kStopped;
-  result.tokens = tokens_;
-  result.steps = steps_;
-  return result;
-}
-
-at::Tensor Trainer::NextBatch(int64_t seqs) {
-  std::vector<std::vector<Token>> rows;
-  for (int64_t i = 0; i < seqs; ++i) rows.push_back(train_stream_.Next().tokens);
-  return ToTensor(rows, device_);  // (seqs, seq_len + 1)
-}
-
-void Trainer::BroadcastState() {
-  // Ranks build the same model from the same seed, or load the same checkpoint; this makes
-  // sure of it, as DDP does, before the first step.
-  if (!distributed()) return;
-  at::NoGradGuard no_grad;
-  for (const at::Tensor& t : model_->parameters()) collective_->Broadcast(t, 0);
-  for (const at::Tensor& t : model_->buffers()) collective_->Broadcast(t, 0);
 }
 
 double Trainer::Step(double lr) {
   const auto t0 = Clock::now();
   SetLearningRate(*optimizer_, lr);
   optimizer_->zero_grad();
-  // This rank's share of the step: sequences [first, end) of seqs_per_step_.
-  const int64_t world = collective_->world_size(), rank = collective_->rank();
-  const int64_t first = seqs_per_step_ * rank / world;
-  const int64_t end = seqs_per_step_ * (rank + 1) / world;
-  train_stream_.Seek(next_sequence_ + first);
+  const DataParallel::Share share = parallel_.ShareOf(seqs_per_step_);  // this rank's sequences
+  train_stream_.Seek(next_sequence_ + share.first);
   next_sequence_ += seqs_per_step_;
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));  // ()
-  for (int64_t done = first; done < end; done += config_.train.micro_batch) {
-    const int64_t n = std::min<int64_t>(config_.train.micro_batch, end - done);
+  for (int64_t done = share.first; done < share.end; done += config_.train.micro_batch) {
+    const int64_t n = std::min<int64_t>(config_.train.micro_batch, share.end - done);
     at::Tensor batch = NextBatch(n);                       // (n, T + 1)
     at::Tensor x = batch.narrow(1, 0, batch.size(1) - 1);  // (n, T)
     at::Tensor y = batch.narrow(1, 1, batch.size(1) - 1);  // (n, T)
@@ -163,51 +119,50 @@ double Trainer::Step(double lr) {
     (loss * (static_cast<double>(n) / seqs_per_step_)).backward();
     loss_sum += loss.detach() * n;
   }
-  if (distributed()) SumOverRanks(loss_sum);
+  parallel_.SumGradients(model_->parameters(), loss_sum);
   if (config_.train.grad_clip > 0) {
     torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.train.grad_clip);
   }
   optimizer_->step();
   const double loss = loss_sum.item<double>() / static_cast<double>(seqs_per_step_);
 
-  const double dt = Seconds(Clock::now() - t0);
   tokens_ += tokens_per_step();
   steps_ += 1;
-  train_seconds_ += dt;
-  window_seconds_ += dt;
-  window_tokens_ += tokens_per_step();
-  window_loss_sum_ += loss;
-  window_steps_ += 1;
+  throughput_.AddStep(Seconds(Clock::now() - t0), tokens_per_step(), loss);
   return loss;
 }
 
-void Trainer::SumOverRanks(const at::Tensor& loss_sum) {
-  // A parameter has a gradient on a rank once that rank back-propagated through it; a rank
-  // with no sequences this step has none. The flags keep the one-process semantics: a
-  // parameter no rank reached keeps no gradient (the optimizer skips it), one any rank reached
-  // gets the sum, taking zeros for the ranks that did not.
-  std::vector<at::Tensor> params = model_->parameters();
-  std::vector<float> flags(params.size(), 0.0f);
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (params[i].grad().defined()) {
-      flags[i] = 1.0f;
-    } else {
-      params[i].mutable_grad() = at::zeros_like(params[i]);
-    }
-  }
-  at::Tensor reached = at::tensor(flags).to(device_);  // (P,) float
-  std::vector<at::Tensor> tensors;
-  for (const at::Tensor& p : params) tensors.push_back(p.grad());
-  tensors.push_back(loss_sum);
-  tensors.push_back(reached);
-  AllReduceSumFlat(*collective_, tensors);
-  at::Tensor ranks_reached = reached.cpu();  // (P,) float: how many ranks reached each
-  const float* count = ranks_reached.data_ptr<float>();
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (count[i] == 0) params[i].mutable_grad() = at::Tensor();
-  }
+at::Tensor Trainer::NextBatch(int64_t seqs) {
+  std::vector<std::vector<Token>> rows;
+  for (int64_t i = 0; i < seqs; ++i) rows.push_back(train_stream_.Next().tokens);
+  return ToTensor(rows, device_);  // (seqs, seq_len + 1)
 }
 
+TrainProgress Trainer::Progress() const {
+  TrainProgress p;
+  p.tokens = tokens_;
+  p.steps = steps_;
+  p.data_position = next_sequence_;
+  p.reported = reported_;
+  throughput_.SaveTo(&p);
+  return p;
+}
+
+void Trainer::Restore(const TrainProgress& p) {
+  tokens_ = p.tokens;
+  steps_ = p.steps;
+  next_sequence_ = p.data_position;
+  reported_ = p.reported;
+  throughput_.RestoreFrom(p);
+  resumed_ = true;
+}
+
+std::optional<std::string> Trainer::Resume() {
+  CheckpointManager::Resumed resumed =
+      checkpoints_.Resume(parallel_, model_.ptr().get(), optimizer_.get());
+  if (resumed.progress) Restore(*resumed.progress);
+  return resumed.error;
+}
 
 void Trainer::EmitStart() {
   const ParamCounts params = model_->CountParams();
@@ -236,162 +191,23 @@ void Trainer::EmitStart() {
                config_.model.pos.c_str(), config_.model.d_model, static_cast<long long>(params.total),
                static_cast<long long>(params.non_embedding), static_cast<long long>(tokens_per_step()),
                static_cast<long long>(config_.train.tokens), device_.str().c_str());
-  if (distributed()) {
+  if (parallel_.distributed()) {
     std::fprintf(stderr, "onset-train: data parallel over %d ranks, %lld sequences per step\n",
-                 collective_->world_size(), static_cast<long long>(seqs_per_step_));
+                 parallel_.world_size(), static_cast<long long>(seqs_per_step_));
   }
-}
-
-TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
-  sink_->Emit({"diverged", tokens_, std::nullopt, {{"train/loss", loss}, {"train/lr", lr}}});
-  if (lead()) {
-    std::fprintf(stderr, "onset-train: diverged at step %lld (%lld tokens): loss %f\n",
-                 static_cast<long long>(steps_), static_cast<long long>(tokens_), loss);
-  }
-  result.outcome = TrainOutcome::kDiverged;
-  result.tokens = tokens_;
-  result.steps = steps_;
-  return result;
-}
-
-TrainResult Trainer::Finish(TrainResult result) {
-  result.tokens = tokens_;
-  result.steps = steps_;
-  const double avg_tps = train_seconds_ > 0 ? tokens_ / train_seconds_ : 0.0;
-  MetricsEvent done{"done", tokens_, std::nullopt,
-                    {{"train/tokens_per_second", avg_tps}, {"train/seconds", train_seconds_}}};
-  AddMfu(avg_tps, &done.metrics);
-  // A run resumed from its final checkpoint takes no step and has no loss of its own to add.
-  if (!result.step_losses.empty()) done.metrics["train/loss"] = result.step_losses.back();
-  sink_->Emit(done);
-  if (lead()) {
-    std::fprintf(stderr, "onset-train: done, %lld tokens in %.1f s of training (%.0f tokens/s)\n",
-                 static_cast<long long>(tokens_), train_seconds_, avg_tps);
-  }
-  return result;
 }
 
 void Trainer::EmitTrain(double lr) {
   // train/loss is the mean over the steps since the previous train event.
-  const double mean_loss = window_loss_sum_ / window_steps_;
-  const double tps = window_seconds_ > 0 ? window_tokens_ / window_seconds_ : 0.0;
-  MetricsEvent event{"train", tokens_, steps_,
-                     {{"train/loss", mean_loss}, {"train/lr", lr}, {"train/tokens_per_second", tps}}};
-  AddMfu(tps, &event.metrics);
+  MetricsEvent event{"train", tokens_, steps_, throughput_.TakeWindow()};
+  event.metrics["train/lr"] = lr;
   sink_->Emit(event);
   reported_ += event.ToJsonLine() + "\n";
   if (lead()) {
     std::fprintf(stderr, "step %6lld  tokens %10lld  loss %.4f  lr %.2e  %.0f tok/s\n",
-                 static_cast<long long>(steps_), static_cast<long long>(tokens_), mean_loss, lr,
-                 tps);
+                 static_cast<long long>(steps_), static_cast<long long>(tokens_),
+                 event.metrics.at("train/loss"), lr, event.metrics.at("train/tokens_per_second"));
   }
-  window_seconds_ = 0;
-  window_tokens_ = 0;
-  window_loss_sum_ = 0;
-  window_steps_ = 0;
-}
-
-void Trainer::AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const {
-  if (peak_flops_ <= 0 || tokens_per_second <= 0) return;
-  // tokens_per_second counts every rank's tokens; each rank has a device of peak_flops_.
-  (*metrics)["train/mfu"] =
-      tokens_per_second * flops_per_token_ / (peak_flops_ * collective_->world_size());
-}
-
-void Trainer::WriteCheckpoint() {
-  if (checkpoint_dir_.empty()) return;
-  const auto t0 = Clock::now();
-  const TrainProgress progress{tokens_,        steps_,           next_sequence_,
-                               train_seconds_, window_loss_sum_, window_steps_,
-                               window_tokens_, window_seconds_,  reported_};
-  const int64_t bytes =
-      SaveCheckpoint(checkpoint_dir_, config_, progress, *model_, *optimizer_, device_);
-  PruneCheckpoints(checkpoint_dir_, config_.train.keep_checkpoints, keep_tokens_);
-  const double seconds = Seconds(Clock::now() - t0);
-  sink_->Emit({"checkpoint", tokens_, std::nullopt,
-               {{"checkpoint/seconds", seconds},
-                {"checkpoint/bytes", static_cast<double>(bytes)}}});
-  std::fprintf(stderr, "checkpoint at %lld tokens: %s/%s, %lld bytes in %.2f s\n",
-               static_cast<long long>(tokens_), checkpoint_dir_.c_str(),
-               CheckpointFileName(tokens_).c_str(), static_cast<long long>(bytes), seconds);
-}
-
-std::optional<std::string> Trainer::Resume() {
-  int64_t chosen = -1;
-  std::optional<std::string> error;
-  if (lead()) error = ResumeNewest(&chosen);
-  if (!distributed()) return error;
-
-  // Rank 0 alone looks through the directory, skipping damaged files; the others load the file
-  // it settled on, so ranks cannot settle on different ones.
-  enum Decision : int64_t { kFresh = 0, kLoaded = 1, kRefused = 2 };
-  const int64_t decision = error ? kRefused : chosen >= 0 ? kLoaded : kFresh;
-  at::Tensor message = at::tensor(std::vector<int64_t>{decision, chosen}).to(device_);  // (2,)
-  collective_->Broadcast(message, 0);
-  message = message.cpu();
-  if (!lead()) {
-    const int64_t tokens = message[1].item<int64_t>();
-    switch (message[0].item<int64_t>()) {
-      case kRefused:
-        error = "rank 0 could not resume (its message says why)";
-        break;
-      case kLoaded:
-        error = ResumeFrom(checkpoint_dir_ + "/" + CheckpointFileName(tokens));
-        break;
-      default:
-        break;
-    }
-  }
-  // Go on only if every rank restored the same state.
-  at::Tensor failed = at::full({1}, error ? 1.0f : 0.0f, at::TensorOptions().device(device_));
-  collective_->AllReduceSum(failed);  // (1,): ranks that failed
-  if (!error && failed.item<float>() > 0) {
-    error = "another rank could not load the checkpoint rank 0 chose (its message says why)";
-  }
-  return error;
-}
-
-std::optional<std::string> Trainer::ResumeNewest(int64_t* chosen) {
-  const std::vector<CheckpointFile> files = ListCheckpoints(checkpoint_dir_);
-  for (auto it = files.rbegin(); it != files.rend(); ++it) {
-    TrainProgress p;
-    auto error =
-        LoadCheckpoint(it->path, config_, device_, &p, model_.ptr().get(), optimizer_.get());
-    if (error && error->kind == CheckpointError::Kind::kOtherConfig) return error->message;
-    if (error) {
-      std::fprintf(stderr, "onset-train: %s, skipping\n", error->message.c_str());
-      continue;
-    }
-    Restore(p);
-    *chosen = p.tokens;
-    std::fprintf(stderr, "onset-train: resuming from %s at %lld tokens (step %lld)\n",
-                 it->path.c_str(), static_cast<long long>(tokens_), static_cast<long long>(steps_));
-    return std::nullopt;
-  }
-  std::fprintf(stderr, "onset-train: no valid checkpoint in %s, starting fresh\n",
-               checkpoint_dir_.empty() ? "(no checkpoint directory)" : checkpoint_dir_.c_str());
-  return std::nullopt;
-}
-
-std::optional<std::string> Trainer::ResumeFrom(const std::string& path) {
-  TrainProgress p;
-  auto error = LoadCheckpoint(path, config_, device_, &p, model_.ptr().get(), optimizer_.get());
-  if (error) return error->message;
-  Restore(p);
-  return std::nullopt;
-}
-
-void Trainer::Restore(const TrainProgress& p) {
-  tokens_ = p.tokens;
-  steps_ = p.steps;
-  next_sequence_ = p.data_position;
-  train_seconds_ = p.train_seconds;
-  window_loss_sum_ = p.window_loss_sum;
-  window_steps_ = static_cast<int>(p.window_steps);
-  window_tokens_ = p.window_tokens;
-  window_seconds_ = p.window_seconds;
-  reported_ = p.reported;
-  resumed_ = true;
 }
 
 void Trainer::Evaluate() {
@@ -409,6 +225,60 @@ void Trainer::Evaluate() {
     line += buf;
   }
   std::fprintf(stderr, "eval at %lld tokens:%s\n", static_cast<long long>(tokens_), line.c_str());
+}
+
+void Trainer::WriteCheckpoint() {
+  const std::optional<CheckpointManager::Saved> saved =
+      checkpoints_.Save(Progress(), *model_, *optimizer_);
+  if (!saved) return;  // no checkpoint directory
+  sink_->Emit({"checkpoint", tokens_, std::nullopt,
+               {{"checkpoint/seconds", saved->seconds},
+                {"checkpoint/bytes", static_cast<double>(saved->bytes)}}});
+  std::fprintf(stderr, "checkpoint at %lld tokens: %s, %lld bytes in %.2f s\n",
+               static_cast<long long>(tokens_), saved->path.c_str(),
+               static_cast<long long>(saved->bytes), saved->seconds);
+}
+
+TrainResult Trainer::Finish(TrainResult result) {
+  result.tokens = tokens_;
+  result.steps = steps_;
+  MetricsEvent done{"done", tokens_, std::nullopt, throughput_.Totals(tokens_)};
+  // A run resumed from its final checkpoint takes no step and has no loss of its own to add.
+  if (!result.step_losses.empty()) done.metrics["train/loss"] = result.step_losses.back();
+  sink_->Emit(done);
+  if (lead()) {
+    std::fprintf(stderr, "onset-train: done, %lld tokens in %.1f s of training (%.0f tokens/s)\n",
+                 static_cast<long long>(tokens_), throughput_.seconds(),
+                 done.metrics.at("train/tokens_per_second"));
+  }
+  return result;
+}
+
+TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
+  sink_->Emit({"diverged", tokens_, std::nullopt, {{"train/loss", loss}, {"train/lr", lr}}});
+  if (lead()) {
+    std::fprintf(stderr, "onset-train: diverged at step %lld (%lld tokens): loss %f\n",
+                 static_cast<long long>(steps_), static_cast<long long>(tokens_), loss);
+  }
+  result.outcome = TrainOutcome::kDiverged;
+  result.tokens = tokens_;
+  result.steps = steps_;
+  return result;
+}
+
+TrainResult Trainer::Stopped(TrainResult result, bool checkpointed) {
+  if (!checkpointed && lead()) WriteCheckpoint();
+  parallel_.Barrier();
+  sink_->Emit({"stopped", tokens_, std::nullopt, {}});
+  if (lead()) {
+    std::fprintf(stderr, "onset-train: stopped on request at %lld tokens (step %lld); resume "
+                 "with --resume\n", static_cast<long long>(tokens_),
+                 static_cast<long long>(steps_));
+  }
+  result.outcome = TrainOutcome::kStopped;
+  result.tokens = tokens_;
+  result.steps = steps_;
+  return result;
 }
 
 }  // namespace onset::model

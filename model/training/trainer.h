@@ -6,6 +6,9 @@
 // S * seq_len. A step holds max(1, train.batch_tokens / seq_len) sequences, processed in
 // micro-batches of train.micro_batch sequences whose gradients accumulate.
 //
+// The pieces it composes: DataParallel (ranks, shares, collectives), CheckpointManager (cadence,
+// writing, pruning, the resume point) and Throughput (tokens/s, MFU).
+//
 // Checkpoints (checkpoint.h) go into a directory given at construction, on the cadence of
 // train.checkpoint_every_tokens, at each of train.keep_checkpoints_at and at the end. Resume()
 // restores the newest valid one; the run then continues bit for bit as if it had never
@@ -13,21 +16,18 @@
 // every train and eval event of the run before the checkpoint (idempotent for the coordinator:
 // this recovers points that an attempt which died took with it), then new events.
 //
-// Data parallel (docs/data-parallel.md): given a Collective of N ranks, each rank runs its own
-// Trainer on the same config. A step's S sequences are split into N contiguous shares (rank r
-// takes sequences [S*r/N, S*(r+1)/N) of the step, so shares differ by at most one and may be
-// empty when S < N); each micro-batch's loss is still weighted by its size over S, so the sum of
-// the ranks' gradients, taken by an all-reduce before clipping, is the one-process step mean.
+// Data parallel (docs/data-parallel.md, data_parallel.h): given a Collective of N ranks, each
+// rank runs its own Trainer on the same config and trains on its share of each step's S
+// sequences; each micro-batch's loss is still weighted by its size over S, so the sum of the
+// ranks' gradients, taken by an all-reduce before clipping, is the one-process step mean.
 // Every rank then takes the same optimizer step and keeps the same state. Rank 0 alone reports
 // metrics and progress, evaluates and writes checkpoints while the others wait at a barrier;
 // a checkpoint's data position is the global one, so a run may resume on another rank count.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,13 +36,16 @@
 #include <torch/optim/adamw.h>
 
 #include "model/config/cell_config.h"
-#include "model/training/checkpoint.h"
+#include "model/data/synthetic_data.h"
 #include "model/distributed/collective.h"
 #include "model/evaluation/evaluator.h"
+#include "model/nn/transformer.h"
+#include "model/training/checkpoint.h"
+#include "model/training/checkpoint_manager.h"
+#include "model/training/data_parallel.h"
 #include "model/training/lr_schedule.h"
 #include "model/training/metrics_writer.h"
-#include "model/data/synthetic_data.h"
-#include "model/nn/transformer.h"
+#include "model/training/throughput.h"
 
 namespace onset::model {
 
@@ -88,39 +91,29 @@ class Trainer {
   TrainResult Run();
 
   // The devices' peak FLOP/s (flops.h); when set, train and done events carry train/mfu.
-  void set_peak_flops(double flops) { peak_flops_ = flops; }
+  void set_peak_flops(double flops) { throughput_.set_peak_flops(flops); }
 
   Transformer& model() { return model_; }
   int64_t tokens_per_step() const { return seqs_per_step_ * config_.model.seq_len; }
 
  private:
-  bool lead() const { return collective_->rank() == 0; }
-  bool distributed() const { return collective_->world_size() > 1; }
-  void EmitStart();
-  void BroadcastState();   // rank 0's parameters and buffers to every rank
+  bool lead() const { return parallel_.lead(); }
   double Step(double lr);  // one timed optimizer step; returns the mean micro-batch loss
-  void SumOverRanks(const at::Tensor& loss_sum);  // gradients and loss, before clipping
-  at::Tensor NextBatch(int64_t seqs);             // (seqs, seq_len + 1) int64 on device_
-  // Loads one checkpoint; *chosen = its tokens, or -1 when none is left. See Resume().
-  std::optional<std::string> ResumeNewest(int64_t* chosen);
-  std::optional<std::string> ResumeFrom(const std::string& path);
+  at::Tensor NextBatch(int64_t seqs);  // (seqs, seq_len + 1) int64 on device_
+  TrainProgress Progress() const;      // what a checkpoint holds besides the model and optimizer
   void Restore(const TrainProgress& p);
-  void Evaluate();
+  void EmitStart();
   void EmitTrain(double lr);
-  void AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const;
-  bool CheckpointDue() const;
+  void Evaluate();
   void WriteCheckpoint();
   TrainResult Finish(TrainResult result);
   TrainResult Diverged(TrainResult result, double loss, double lr);
-  // Whether any rank was asked to stop (one small all-reduce when distributed).
-  bool StopAgreed();
   TrainResult Stopped(TrainResult result, bool checkpointed);
 
   CellConfig config_;
   at::Device device_;
   bool bf16_;  // train.precision == "bf16": autocast on whatever device runs the cell
-  SingleProcess single_process_;
-  Collective* collective_;  // &single_process_ unless given
+  DataParallel parallel_;
   NullSink dropped_;
   MetricsSink* sink_;  // &dropped_ on ranks other than 0
   Backgrounds backgrounds_;
@@ -132,25 +125,15 @@ class Trainer {
   LrSchedule schedule_;
   std::unique_ptr<Evaluator> evaluator_;  // rank 0 only
   int64_t seqs_per_step_;
-  double flops_per_token_;   // TrainFlopsPerToken of the model
-  double peak_flops_ = 0;    // 0 = unknown: no MFU
-  std::string checkpoint_dir_;
-  std::set<int64_t> keep_tokens_;  // train.keep_checkpoints_at rounded up to step boundaries
+  CheckpointManager checkpoints_;
+  Throughput throughput_;  // training time only, evaluation and checkpoints excluded
 
-  // Position; a checkpoint holds these and the window below.
+  // Position; a checkpoint holds these and the throughput window.
   int64_t tokens_ = 0;
   int64_t steps_ = 0;
   int64_t next_sequence_ = 0;  // index of the next step's first sequence in train_stream_
   bool resumed_ = false;
   std::string reported_;  // TrainProgress::reported: train and eval events so far, JSON lines
-
-  // Throughput bookkeeping (training time only, evaluation and checkpoints excluded).
-  using Clock = std::chrono::steady_clock;
-  double train_seconds_ = 0;
-  double window_seconds_ = 0;
-  int64_t window_tokens_ = 0;
-  double window_loss_sum_ = 0;
-  int window_steps_ = 0;
 };
 
 }  // namespace onset::model

@@ -127,6 +127,33 @@ TEST(TransformerTest, SlidingWindowLimitsTheReceptiveField) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(diff[i].item<float>() > 1e-6, i <= 6) << i;
 }
 
+// forward, Prefill and Step are one walk through the model: on the same tokens, Prefill's
+// logits are forward's (bit for bit where every mixer is attention, whose prefill is its
+// forward; to float rounding with the chunked L and D prefill), and steps after a shorter
+// prefill continue them.
+TEST(TransformerTest, ForwardPrefillAndStepAgree) {
+  torch::NoGradGuard no_grad;
+  for (const std::string arch : {"F", "S", "FS", "SLDF"}) {
+    torch::manual_seed(static_cast<int64_t>(arch.size()));
+    Transformer model(Tiny(arch, "rope", static_cast<int>(arch.size()), 4));
+    at::Tensor tokens = RandomTokens(2, 12, 6);  // 12 > window 4
+    at::Tensor full = model(tokens);             // (2, 12, V)
+    std::vector<LayerCache> caches;
+    at::Tensor prefill = model->Prefill(tokens, &caches);  // (2, 12, V)
+    ASSERT_EQ(caches.size(), arch.size());
+    if (arch.find_first_of("LD") == std::string::npos) {
+      EXPECT_TRUE(at::equal(prefill, full)) << arch;
+    } else {
+      EXPECT_TRUE(at::allclose(prefill, full, 1e-4, 1e-4)) << arch;
+    }
+    model->Prefill(tokens.narrow(1, 0, 8), &caches);  // (2, 8, V)
+    for (int64_t p = 8; p < 12; ++p) {
+      at::Tensor step = model->Step(tokens.narrow(1, p, 1), p, &caches);  // (2, 1, V)
+      EXPECT_TRUE(at::allclose(step, full.narrow(1, p, 1), 1e-4, 1e-4)) << arch << " at " << p;
+    }
+  }
+}
+
 TEST(TransformerTest, NormGainsStartAtOne) {
   Transformer model(Tiny("full", "rope", 1));
   int gains = 0;

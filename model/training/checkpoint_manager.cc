@@ -1,0 +1,109 @@
+#include "model/training/checkpoint_manager.h"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+namespace onset::model {
+
+CheckpointManager::CheckpointManager(std::string dir, const CellConfig& config,
+                                     int64_t tokens_per_step, const at::Device& device)
+    : dir_(std::move(dir)),
+      config_(config),
+      device_(device),
+      every_(config.train.resolved_checkpoint_every_tokens()) {
+  for (int64_t at : config.train.keep_checkpoints_at) {
+    pinned_.insert((at + tokens_per_step - 1) / tokens_per_step * tokens_per_step);
+  }
+  ScheduleAfter(0);
+}
+
+void CheckpointManager::ScheduleAfter(int64_t tokens) {
+  next_ = (tokens / every_ + 1) * every_;  // the first multiple of every_ beyond tokens
+}
+
+bool CheckpointManager::Due(int64_t tokens, bool last) const {
+  return tokens >= next_ || pinned_.count(tokens) > 0 || last;
+}
+
+std::optional<CheckpointManager::Saved> CheckpointManager::Save(
+    const TrainProgress& progress, const torch::nn::Module& model,
+    const torch::optim::Optimizer& optimizer) {
+  if (dir_.empty()) return std::nullopt;
+  const auto t0 = std::chrono::steady_clock::now();
+  Saved saved;
+  saved.path = dir_ + "/" + CheckpointFileName(progress.tokens);
+  saved.bytes = SaveCheckpoint(dir_, config_, progress, model, optimizer, device_);
+  PruneCheckpoints(dir_, config_.train.keep_checkpoints, pinned_);
+  saved.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return saved;
+}
+
+CheckpointManager::Resumed CheckpointManager::Resume(DataParallel& parallel,
+                                                     torch::nn::Module* model,
+                                                     torch::optim::Optimizer* optimizer) {
+  Resumed resumed;
+  if (parallel.lead()) resumed = LoadNewest(model, optimizer);
+  if (!parallel.distributed()) return resumed;
+
+  // Rank 0 alone looks through the directory, skipping damaged files; the others load the file
+  // it settled on, so ranks cannot settle on different ones.
+  enum Decision : int64_t { kFresh = 0, kLoaded = 1, kRefused = 2 };
+  const int64_t decision = resumed.error ? kRefused : resumed.progress ? kLoaded : kFresh;
+  const int64_t chosen = resumed.progress ? resumed.progress->tokens : -1;
+  const std::vector<int64_t> message = parallel.FromLead({decision, chosen});
+  if (!parallel.lead()) {
+    switch (message[0]) {
+      case kRefused:
+        resumed.error = "rank 0 could not resume (its message says why)";
+        break;
+      case kLoaded:
+        resumed = LoadFrom(dir_ + "/" + CheckpointFileName(message[1]), model, optimizer);
+        break;
+      default:
+        break;
+    }
+  }
+  // Go on only if every rank restored the same state.
+  const bool any_failed = parallel.AnyRank(resumed.error.has_value());
+  if (any_failed && !resumed.error) {
+    resumed.error = "another rank could not load the checkpoint rank 0 chose (its message says why)";
+  }
+  return resumed;
+}
+
+CheckpointManager::Resumed CheckpointManager::LoadNewest(torch::nn::Module* model,
+                                                         torch::optim::Optimizer* optimizer) {
+  const std::vector<CheckpointFile> files = ListCheckpoints(dir_);
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    TrainProgress p;
+    auto error = LoadCheckpoint(it->path, config_, device_, &p, model, optimizer);
+    if (error && error->kind == CheckpointError::Kind::kOtherConfig) {
+      return {std::nullopt, error->message};
+    }
+    if (error) {
+      std::fprintf(stderr, "onset-train: %s, skipping\n", error->message.c_str());
+      continue;
+    }
+    std::fprintf(stderr, "onset-train: resuming from %s at %lld tokens (step %lld)\n",
+                 it->path.c_str(), static_cast<long long>(p.tokens),
+                 static_cast<long long>(p.steps));
+    return {std::move(p), std::nullopt};
+  }
+  std::fprintf(stderr, "onset-train: no valid checkpoint in %s, starting fresh\n",
+               dir_.empty() ? "(no checkpoint directory)" : dir_.c_str());
+  return {};
+}
+
+CheckpointManager::Resumed CheckpointManager::LoadFrom(const std::string& path,
+                                                       torch::nn::Module* model,
+                                                       torch::optim::Optimizer* optimizer) {
+  TrainProgress p;
+  auto error = LoadCheckpoint(path, config_, device_, &p, model, optimizer);
+  if (error) return {std::nullopt, error->message};
+  return {std::move(p), std::nullopt};
+}
+
+}  // namespace onset::model

@@ -1,0 +1,80 @@
+// The trainer's checkpoints (checkpoint.h) as a policy: when one falls due, writing it and
+// pruning the directory to what train.keep_checkpoints and train.keep_checkpoints_at keep, and
+// which one a run resumes from, agreed across the ranks of a data-parallel run.
+//
+// Cadence: a checkpoint is due after the step that reaches the next multiple of
+// train.checkpoint_every_tokens, after the step at each of train.keep_checkpoints_at (rounded
+// up to a step boundary) and after the last step. It is due with or without a directory (the
+// ranks still meet there); only writing needs one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include "model/config/cell_config.h"
+#include "model/training/checkpoint.h"
+#include "model/training/data_parallel.h"
+
+namespace onset::model {
+
+class CheckpointManager {
+ public:
+  // Checkpoints of `config` go into `dir` (created when needed); empty = none are written or
+  // found. A step trains on `tokens_per_step` tokens; `device` is the model's.
+  CheckpointManager(std::string dir, const CellConfig& config, int64_t tokens_per_step,
+                    const at::Device& device);
+
+  const std::string& dir() const { return dir_; }
+
+  // Places the next cadence point beyond `tokens`: call when a run starts and after each
+  // checkpoint that fell due.
+  void ScheduleAfter(int64_t tokens);
+  // Whether a checkpoint is due after the step that reached `tokens`; `last`: the run's final
+  // step.
+  bool Due(int64_t tokens, bool last) const;
+
+  // Writes the checkpoint of `progress` (at progress.tokens), then deletes all but the newest
+  // train.keep_checkpoints and the pinned ones. Nothing without a directory. Throws
+  // std::runtime_error naming the file when it cannot be written.
+  struct Saved {
+    std::string path;
+    int64_t bytes = 0;
+    double seconds = 0;  // writing and pruning
+  };
+  std::optional<Saved> Save(const TrainProgress& progress, const torch::nn::Module& model,
+                            const torch::optim::Optimizer& optimizer);
+
+  // Restores `model` and `optimizer` from the newest valid checkpoint: damaged ones are
+  // skipped with a message on stderr; with none left the run starts fresh (said on stderr
+  // too). With several ranks, rank 0 chooses the checkpoint and every other rank loads that
+  // same file (so the directory must be one they can all read), and if any rank fails, every
+  // rank gets an error.
+  struct Resumed {
+    std::optional<TrainProgress> progress;  // what was restored; none = a fresh start
+    // Why the run cannot go on: the newest intact checkpoint was written for another config,
+    // or another rank failed.
+    std::optional<std::string> error;
+  };
+  Resumed Resume(DataParallel& parallel, torch::nn::Module* model,
+                 torch::optim::Optimizer* optimizer);
+
+ private:
+  Resumed LoadNewest(torch::nn::Module* model, torch::optim::Optimizer* optimizer);
+  Resumed LoadFrom(const std::string& path, torch::nn::Module* model,
+                   torch::optim::Optimizer* optimizer);
+
+  std::string dir_;
+  CellConfig config_;
+  at::Device device_;
+  int64_t every_;             // train.resolved_checkpoint_every_tokens()
+  std::set<int64_t> pinned_;  // train.keep_checkpoints_at rounded up to step boundaries
+  int64_t next_ = 0;          // the next cadence point
+};
+
+}  // namespace onset::model
