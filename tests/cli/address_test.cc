@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/temp_dir.h"
+
 namespace onset::cli {
 namespace {
 
@@ -15,15 +17,11 @@ namespace fs = std::filesystem;
 
 class AddressTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("onset-address-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void WriteAddressFile(const std::string& text) {
     std::ofstream(dir_ / kAddressFileName) << text;
   }
-  fs::path dir_;
+  testutil::TempDir tmp_;
+  fs::path dir_{tmp_.path()};
 };
 
 TEST_F(AddressTest, FlagWinsOverEverything) {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::common {
 namespace {

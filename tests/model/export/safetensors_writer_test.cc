@@ -14,6 +14,7 @@
 
 #include "model/export/export.h"
 #include "base/sha256.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {
@@ -82,10 +83,8 @@ TEST_F(SafetensorsTest, LayoutFollowsTheFormat) {
 }
 
 TEST_F(SafetensorsTest, WritesFilesAtomically) {
-  std::string dir = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-  dir += "/onset_safetensors_XXXXXX";
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  const std::string path = dir + "/m.safetensors";
+  const testutil::TempDir dir;
+  const std::string path = dir.File("m.safetensors");
   SafetensorsContents in;
   in.tensors = {{"w", at::randn({4, 4})}};
   WriteSafetensors(path, in);
@@ -93,11 +92,9 @@ TEST_F(SafetensorsTest, WritesFilesAtomically) {
   ASSERT_EQ(ReadSafetensors(path, &out), std::nullopt);
   EXPECT_TRUE(at::equal(out.tensors.at(0).tensor, in.tensors[0].tensor));
   EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0) << "no temporary left behind";
-  auto missing = ReadSafetensors(dir + "/none.safetensors", &out);
+  auto missing = ReadSafetensors(dir.File("none.safetensors"), &out);
   ASSERT_TRUE(missing.has_value());
   EXPECT_NE(missing->find("none.safetensors"), std::string::npos) << *missing;
-  ::unlink(path.c_str());
-  ::rmdir(dir.c_str());
 }
 
 TEST_F(SafetensorsTest, RefusesBadInput) {
