@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/sha256.h"
 #include "common/random_id.h"
-#include "common/sha256.h"
 
 namespace onset::common {
 namespace {
@@ -154,8 +154,8 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
 bool TokensEqual(std::string_view a, std::string_view b) {
   // Digests have one length, so the comparison leaks neither the position of the first
   // difference nor the length of the expected token.
-  const std::string da = Sha256Hex(a);
-  const std::string db = Sha256Hex(b);
+  const std::string da = base::Sha256Hex(a);
+  const std::string db = base::Sha256Hex(b);
   return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
