@@ -12,8 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/cell_id.h"
 #include "model/export/export.h"
-#include "base/sha256.h"
+#include "tests/testing/pinned_cell.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
@@ -172,8 +173,17 @@ TEST_F(SafetensorsTest, ExportHoldsEveryParameterUnderItsModuleName) {
             (std::vector<int64_t>{2 * c.model.resolved_mlp_hidden(), 32}));
   EXPECT_EQ(out.metadata.at("format_version"), std::to_string(kExportFormatVersion));
   EXPECT_EQ(out.metadata.at("config"), c.CanonicalText());
-  EXPECT_EQ(out.metadata.at("cell_id"), base::Sha256Hex(c.CanonicalText()).substr(0, 16));
+  EXPECT_EQ(out.metadata.at("cell_id"), base::CellIdOf(c.CanonicalText()));
   EXPECT_EQ(out.metadata.at("checkpoint"), "ckpt-1.pt");
+}
+
+// The same id as the coordinator gives the same config (tests/coordinator/grid_test.cc).
+TEST_F(SafetensorsTest, AnExportNamesThePinnedCellByThePinnedId) {
+  CellConfig c;
+  ASSERT_EQ(ParseCellConfig(nlohmann::json::parse(testutil::kPinnedCellConfig), &c), std::nullopt);
+  Transformer model(c.model);
+  const SafetensorsContents out = ExportContents(model, c, at::kFloat, "/x/ckpt-1.pt");
+  EXPECT_EQ(out.metadata.at("cell_id"), testutil::kPinnedCellId);
 }
 
 }  // namespace
