@@ -4,15 +4,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
+
+#include "base/posix_io.h"
 
 namespace onset::base {
 namespace {
 
+std::string ErrnoOf(const std::string& what, const std::string& path, int err) {
+  return path + ": " + what + ": " + std::strerror(err);
+}
+
 std::string Errno(const std::string& what, const std::string& path) {
-  return path + ": " + what + ": " + std::strerror(errno);
+  return ErrnoOf(what, path, errno);
 }
 
 }  // namespace
@@ -27,38 +35,51 @@ void MakeDirs(const std::string& dir) {
   }
 }
 
-void WriteFileDurably(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(Errno("cannot create", tmp));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string message = Errno("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error(message);
+std::optional<std::string> TryWriteFileDurably(const std::string& path, std::string_view bytes,
+                                               const DurableWriteOptions& options) {
+  const bool replace = options.if_exists == IfExists::kReplace;
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = replace ? path + ".tmp"
+                                  : path + ".tmp-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(serial.fetch_add(1));
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL);
+  const int fd = ::open(tmp.c_str(), flags, options.mode.value_or(0644));
+  if (fd < 0) return Errno("cannot create", tmp);
+  auto fail = [&](const std::string& what, int err, bool open) {
+    if (open) ::close(fd);
+    ::unlink(tmp.c_str());
+    return ErrnoOf(what, tmp, err);
+  };
+  if (options.mode && ::fchmod(fd, *options.mode) != 0) return fail("cannot chmod", errno, true);
+  if (int err = WriteAll(fd, bytes); err != 0) return fail("cannot write", err, true);
+  if (::fsync(fd) != 0) return fail("cannot flush", errno, true);
+  if (::close(fd) != 0) return fail("cannot flush", errno, false);
+  if (replace) {
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      return fail("cannot rename into place", errno, false);
     }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string message = Errno("cannot flush", tmp);
+  } else {
+    const int linked = ::link(tmp.c_str(), path.c_str());
+    const int err = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error(message);
+    if (linked != 0 && err != EEXIST) return ErrnoOf("cannot link into place", tmp, err);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string message = Errno("cannot rename into place", tmp);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(message);
-  }
-  // Make the rename itself durable.
+  // Make the rename (or link) itself durable.
   const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0                ? "/"
+                                                      : path.substr(0, slash);
   if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
+  }
+  return std::nullopt;
+}
+
+void WriteFileDurably(const std::string& path, std::string_view bytes,
+                      const DurableWriteOptions& options) {
+  if (std::optional<std::string> error = TryWriteFileDurably(path, bytes, options)) {
+    throw std::runtime_error(*error);
   }
 }
 

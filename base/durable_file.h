@@ -1,19 +1,45 @@
 // Whole-file reads and crash-safe whole-file writes with plain POSIX calls (libtorch.so exports
-// its own copies of some std::filesystem symbols, so the trainer avoids std::filesystem).
+// its own copies of some std::filesystem symbols, so the trainer avoids std::filesystem). Every
+// program writes its files that must never be seen half-written (checkpoints, exports, address
+// and token files) through WriteFileDurably.
 #pragma once
+
+#include <sys/types.h>
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace onset::base {
 
 // mkdir -p. Throws std::runtime_error naming the directory that could not be created.
 void MakeDirs(const std::string& dir);
 
-// Writes `bytes` to `path` atomically: to `path`.tmp, fsync, rename, fsync of the directory.
-// A crash leaves either the old file or the new one (plus perhaps a stray .tmp). Throws
-// std::runtime_error naming the file on I/O errors; the .tmp is removed then.
-void WriteFileDurably(const std::string& path, const std::string& bytes);
+// What a durable write does with a file already at its path.
+enum class IfExists {
+  kReplace,  // the new bytes replace it (rename)
+  kKeep,     // it stays and the new bytes are dropped (link): of writers racing to create the
+             // file, the first wins and every one of them then reads the same bytes
+};
+
+struct DurableWriteOptions {
+  // The new file's permission bits, exactly (fchmod: the umask does not narrow them), e.g. 0600
+  // for a secret. Unset: 0644 less the umask.
+  std::optional<mode_t> mode;
+  IfExists if_exists = IfExists::kReplace;
+};
+
+// Writes `bytes` to `path` atomically: to a temporary file beside it (`path`.tmp; for kKeep one
+// of its own, `path`.tmp-PID-N, as racing writers each need one), fsync, rename (kKeep: link),
+// fsync of the directory. A crash leaves either the old file or the new one (plus perhaps a
+// stray temporary file). Returns nullopt, or "TMPFILE: what: strerror" naming the file and what
+// failed; the temporary file is removed then.
+std::optional<std::string> TryWriteFileDurably(const std::string& path, std::string_view bytes,
+                                               const DurableWriteOptions& options = {});
+
+// TryWriteFileDurably, throwing std::runtime_error with its message on errors.
+void WriteFileDurably(const std::string& path, std::string_view bytes,
+                      const DurableWriteOptions& options = {});
 
 // Reads the whole file into *out. Returns "PATH: what: strerror" on errors.
 std::optional<std::string> ReadFile(const std::string& path, std::string* out);

@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4) for the trainer, which links neither OpenSSL nor onset_common: the
-// exported weights name their cell the way the coordinator does (coordinator/grid.h).
+// SHA-256 (FIPS 180-4), written out here so that every program has the same one, the trainer
+// included (it links no OpenSSL): cell ids (base/cell_id.h) and the comparison of tokens.
 #pragma once
 
 #include <string>

@@ -2,7 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
+#include "base/durable_file.h"
 #include "common/auth_token.h"
 
 namespace onset::cli {
@@ -20,6 +22,14 @@ std::string ReadAddressFile(const std::string& data_dir) {
 }
 
 }  // namespace
+
+absl::Status WriteAddressFile(const std::string& data_dir, const std::string& address) {
+  const std::string path = (std::filesystem::path(data_dir) / kAddressFileName).string();
+  if (std::optional<std::string> error = base::TryWriteFileDurably(path, address + "\n")) {
+    return absl::UnavailableError("cannot write the address file " + path + ": " + *error);
+  }
+  return absl::OkStatus();
+}
 
 std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
                                       const std::string& data_dir) {

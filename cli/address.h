@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace onset::cli {
 
 // The file `onset run` writes its embedded coordinator's address to, inside its data directory.
@@ -19,6 +21,10 @@ inline constexpr char kDatabaseFileName[] = "onset.db";
 // empty; kDefaultAddress.
 std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
                                       const std::string& data_dir);
+
+// Writes `address` and a newline to <data_dir>/coordinator.addr, atomically: a reader never sees
+// part of an address. An error naming the file and what failed.
+absl::Status WriteAddressFile(const std::string& data_dir, const std::string& address);
 
 // The token file to fall back on: <data_dir>/onsetd.token when the address comes from
 // <data_dir>/coordinator.addr (no flag, no env, the file exists), so that `onset status` next to

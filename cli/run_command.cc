@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <thread>
@@ -128,13 +127,13 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
   }
   const std::string address = (*server)->address();
 
-  AddressFile address_file{fs::path(options.data_dir) / kAddressFileName};
-  {
-    fs::path tmp = address_file.path;
-    tmp += ".tmp";
-    std::ofstream(tmp) << address << "\n";
-    fs::rename(tmp, address_file.path, ec);
+  // `onset status` in another terminal finds the coordinator through this file.
+  if (absl::Status written = WriteAddressFile(options.data_dir, address); !written.ok()) {
+    err << written.message() << "\n";
+    (*server)->Shutdown();
+    return 1;
   }
+  AddressFile address_file{fs::path(options.data_dir) / kAddressFileName};
 
   StudyClient client(address, security);
   absl::StatusOr<v1::SubmitStudyResponse> submitted = client.Submit(options.file, *text, StudyBaseDir(options.file));

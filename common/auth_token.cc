@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
+#include "base/durable_file.h"
+#include "base/sha256.h"
 #include "common/random_id.h"
-#include "common/sha256.h"
 
 namespace onset::common {
 namespace {
@@ -51,36 +53,12 @@ std::string FirstLineTrimmed(const std::string& text) {
   return line.substr(begin, end - begin + 1);
 }
 
-absl::Status WriteAll(int fd, const std::string& text, const std::string& path) {
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::UnavailableError("cannot write " + path + ": " + Errno(errno));
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) return absl::UnavailableError("cannot sync " + path + ": " + Errno(errno));
-  return absl::OkStatus();
-}
-
-// Writes a new token to `path` unless the file exists: the token goes to a private temporary
-// file first, which is then hard-linked to `path`; link() fails when `path` exists, so a
-// reader never sees a partial file and the first of two racing creators wins.
+// Writes a new token to `path`, mode 0600, unless the file exists: a reader never sees a
+// partial file and the first of two racing creators wins (base::IfExists::kKeep).
 absl::Status CreateTokenFile(const std::string& path) {
-  const std::string tmp = path + ".tmp-" + RandomHex(8);
-  Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (fd.get() < 0) {
-    return absl::UnavailableError("cannot create token file " + tmp + ": " + Errno(errno));
-  }
-  absl::Status written = fchmod(fd.get(), 0600) == 0
-                             ? WriteAll(fd.get(), RandomHex(kTokenBytes) + "\n", tmp)
-                             : absl::UnavailableError("cannot chmod " + tmp + ": " + Errno(errno));
-  int link_errno = 0;
-  if (written.ok() && link(tmp.c_str(), path.c_str()) != 0) link_errno = errno;
-  unlink(tmp.c_str());
-  if (!written.ok()) return written;
-  if (link_errno != 0 && link_errno != EEXIST) {
-    return absl::UnavailableError("cannot create token file " + path + ": " + Errno(link_errno));
+  if (std::optional<std::string> error = base::TryWriteFileDurably(
+          path, RandomHex(kTokenBytes) + "\n", {0600, base::IfExists::kKeep})) {
+    return absl::UnavailableError("cannot create token file " + path + ": " + *error);
   }
   return absl::OkStatus();
 }
@@ -154,8 +132,8 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
 bool TokensEqual(std::string_view a, std::string_view b) {
   // Digests have one length, so the comparison leaks neither the position of the first
   // difference nor the length of the expected token.
-  const std::string da = Sha256Hex(a);
-  const std::string db = Sha256Hex(b);
+  const std::string da = base::Sha256Hex(a);
+  const std::string db = base::Sha256Hex(b);
   return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 

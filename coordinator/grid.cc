@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "absl/status/status.h"
-#include "common/sha256.h"
+#include "base/cell_id.h"
 #include "model/config/flops.h"
 
 namespace onset::coordinator {
@@ -197,13 +197,13 @@ std::optional<model::FieldError> CheckSubmittedCell(const model::CellConfig& con
 }
 
 std::string CellId(const model::CellConfig& config) {
-  return common::Sha256Hex(config.CanonicalText()).substr(0, 16);
+  return base::CellIdOf(config.CanonicalText());
 }
 
 CellSpec MakeCellSpec(const model::CellConfig& config, const std::vector<std::string>& extra_axes) {
   CellSpec cell;
   cell.config_json = config.CanonicalText();
-  cell.id = common::Sha256Hex(cell.config_json).substr(0, 16);
+  cell.id = base::CellIdOf(cell.config_json);
   cell.tokens_budget = config.train.tokens;
   cell.non_embedding_params = model::NonEmbeddingParams(config.model);
   cell.train_flops_per_token = model::TrainFlopsPerToken(config.model, cell.non_embedding_params);

@@ -131,7 +131,7 @@ int LongestContext(const model::CellConfig& config);
 std::optional<model::FieldError> CheckSubmittedCell(const model::CellConfig& config,
                                                     const std::string& canonical_text);
 
-// The first 16 hex digits of SHA-256(config.CanonicalText()).
+// base::CellIdOf(config.CanonicalText()): the id the exported weights carry too.
 std::string CellId(const model::CellConfig& config);
 // `extra_axes`: dotted paths shown besides the five named axes (their canonical values).
 CellSpec MakeCellSpec(const model::CellConfig& config,

@@ -8,27 +8,14 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <pthread.h>
 
+#include "base/durable_file.h"
 #include "common/auth_token.h"
 #include "coordinator/coordinator_server.h"
 
 namespace {
-
-// Writes `text` to `path` atomically (temp file + rename) so a reader never sees a partial
-// address.
-bool WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text << "\n";
-    if (!out.good()) return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
-}
 
 // The token file's default: next to the database, in the coordinator's data directory.
 std::string DefaultTokenFile(const std::string& db_path) {
@@ -128,14 +115,16 @@ int main(int argc, char** argv) {
   spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or {})",
                (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file,
                "ONSET_TOKEN");
-  if (!address_file.empty() && !WriteFileAtomically(address_file, (*server)->address())) {
-    spdlog::error("cannot write --address-file {}", address_file);
-    (*server)->Shutdown();
-    return 1;
-  }
-  if (!http_address_file.empty() &&
-      !WriteFileAtomically(http_address_file, (*server)->http_address())) {
-    spdlog::error("cannot write --http-address-file {}", http_address_file);
+  // Written atomically, so that a reader never sees a partial address.
+  auto write_address = [](const char* flag, const std::string& path, const std::string& address) {
+    if (path.empty()) return true;
+    const std::optional<std::string> error =
+        onset::base::TryWriteFileDurably(path, address + "\n");
+    if (error) spdlog::error("cannot write {} {}: {}", flag, path, *error);
+    return !error;
+  };
+  if (!write_address("--address-file", address_file, (*server)->address()) ||
+      !write_address("--http-address-file", http_address_file, (*server)->http_address())) {
     (*server)->Shutdown();
     return 1;
   }

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
-#include "common/did_you_mean.h"
+#include "base/did_you_mean.h"
 #include "common/study_text.h"
 
 namespace onset::coordinator {
@@ -175,7 +175,7 @@ std::string SuggestField(const std::string& key, bool in_grid) {
   std::vector<std::string> named;
   for (const NamedAxis& a : kNamedAxes) named.push_back(a.key);
   if (in_grid) named.push_back("zip");
-  if (std::optional<std::string> m = common::ClosestMatch(key, named)) {
+  if (std::optional<std::string> m = base::ClosestMatch(key, named)) {
     return " (did you mean " + *m + "?)";
   }
   const std::vector<std::string>& fields = model::CellConfigFields();
@@ -183,7 +183,7 @@ std::string SuggestField(const std::string& key, bool in_grid) {
   for (const std::string& f : fields) keys.push_back(f.substr(f.find('.') + 1));
   std::optional<std::string> m;
   if (std::find(keys.begin(), keys.end(), key) != keys.end()) m = key;
-  if (!m) m = common::ClosestMatch(key, keys);
+  if (!m) m = base::ClosestMatch(key, keys);
   if (m) {
     const size_t i = std::find(keys.begin(), keys.end(), *m) - keys.begin();
     return " (did you mean " + fields[i] + "?)";
@@ -331,7 +331,7 @@ class StudyParser {
         static const std::vector<std::string> kKeys = {"name",    "description", "model", "train",
                                                        "data",    "eval",        "grid",  "exclude",
                                                        "depends", "resources"};
-        const std::string near = common::DidYouMean(key, kKeys);
+        const std::string near = base::DidYouMean(key, kKeys);
         Fail(line, key,
              "unknown key" + (near.empty() ? " (expected name, description, model, train, data, "
                                              "eval, grid, exclude, depends, resources)"
@@ -542,7 +542,7 @@ class StudyParser {
            std::string(in_grid ? "unknown axis" : "unknown field") + SuggestField(key, in_grid));
     }
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
-      const std::string near = common::DidYouMean(key, fields);
+      const std::string near = base::DidYouMean(key, fields);
       Fail(line, prefix + key,
            "unknown field" + (near.empty() ? " (fields are section.key as listed in "
                                              "model/config/cell_config.h, e.g. train.lr)"
@@ -562,7 +562,7 @@ class StudyParser {
         written.push_back(k.substr(k.rfind("grid.zip.", 0) == 0 ? 9 : 5));
       }
     }
-    Fail(line, error_key, key + " is not a grid axis" + common::DidYouMean(key, written));
+    Fail(line, error_key, key + " is not a grid axis" + base::DidYouMean(key, written));
   }
 
   // A value of the axis that sets `path`, as written at `node`, else an error naming the
@@ -579,7 +579,7 @@ class StudyParser {
     }
     Fail(Line(node), error_key,
          key + " '" + node.Scalar() + "' is not a value of " + axis_sources_[a].keys[k] +
-             common::DidYouMean(node.Scalar(), shown));
+             base::DidYouMean(node.Scalar(), shown));
   }
 
   // ----- depends ------------------------------------------------------------------------------
@@ -623,7 +623,7 @@ class StudyParser {
     for (const auto& kv : entry) {
       const std::string k = kv.first.Scalar();
       if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
-        const std::string near = common::DidYouMean(k, kKeys);
+        const std::string near = base::DidYouMean(k, kKeys);
         Fail(Line(kv.first), error_key + "." + k,
              "unknown key" + (near.empty() ? " (expected by, values, default)" : near));
       }
@@ -794,7 +794,7 @@ class StudyParser {
       const std::string key = kv.first.Scalar();
       const int key_line = Line(kv.first);
       if (key != "devices") {
-        const std::string near = common::DidYouMean(key, {"devices"});
+        const std::string near = base::DidYouMean(key, {"devices"});
         Fail(key_line, "resources." + key,
              "unknown key" + (near.empty() ? " (expected devices)" : near));
       }

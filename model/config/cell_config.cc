@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "common/did_you_mean.h"
+#include "base/did_you_mean.h"
 #include "model/config/vocab.h"
 
 namespace onset::model {
@@ -201,7 +201,7 @@ class SectionReader {
     if (!j_.is_object()) return;
     for (const auto& [key, value] : j_.items()) {
       if (seen_.count(key)) continue;
-      std::optional<std::string> near = common::ClosestMatch(key, {seen_.begin(), seen_.end()});
+      std::optional<std::string> near = base::ClosestMatch(key, {seen_.begin(), seen_.end()});
       Fail(key, near ? "unknown key (did you mean " + prefix_ + "." + *near + "?)"
                      : "unknown key");
     }
@@ -792,7 +792,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
     for (const auto& [key, value] : j.items()) {
       static const std::vector<std::string> kKeys = {"study", "model", "train", "data", "eval"};
       if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-        error = FieldError{key, "unknown key" + common::DidYouMean(key, kKeys)};
+        error = FieldError{key, "unknown key" + base::DidYouMean(key, kKeys)};
         break;
       }
     }

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/training/checkpoint.h"
+#include "base/cell_id.h"
 #include "base/durable_file.h"
-#include "base/sha256.h"
+#include "model/training/checkpoint.h"
 
 namespace onset::model {
 
@@ -83,7 +83,7 @@ SafetensorsContents ExportContents(Transformer& model, const CellConfig& config,
       {"format_version", std::to_string(kExportFormatVersion)},
       {"producer", "onset-train export"},
       {"config", canonical},
-      {"cell_id", base::Sha256Hex(canonical).substr(0, 16)},
+      {"cell_id", base::CellIdOf(canonical)},
       {"checkpoint", checkpoint.substr(checkpoint.rfind('/') + 1)},
       {"dtype", dtype == at::kFloat ? "F32" : "BF16"},
   };

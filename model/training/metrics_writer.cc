@@ -1,13 +1,12 @@
 #include "model/training/metrics_writer.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "base/posix_io.h"
 
 namespace onset::model {
 
@@ -42,16 +41,9 @@ std::optional<MetricsEvent> MetricsEvent::FromJsonLine(const std::string& line) 
 }
 
 void JsonLinesSink::Emit(const MetricsEvent& event) {
-  const std::string line = event.ToJsonLine() + "\n";
-  size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw std::runtime_error("writing metrics to fd " + std::to_string(fd_) + ": " +
-                               std::strerror(errno));
-    }
-    done += static_cast<size_t>(n);
+  if (int err = base::WriteAll(fd_, event.ToJsonLine() + "\n"); err != 0) {
+    throw std::runtime_error("writing metrics to fd " + std::to_string(fd_) + ": " +
+                             std::strerror(err));
   }
 }
 

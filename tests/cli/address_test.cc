@@ -3,10 +3,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/testing/temp_dir.h"
 
 namespace onset::cli {
 namespace {
@@ -15,15 +18,11 @@ namespace fs = std::filesystem;
 
 class AddressTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("onset-address-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void WriteAddressFile(const std::string& text) {
     std::ofstream(dir_ / kAddressFileName) << text;
   }
-  fs::path dir_;
+  testutil::TempDir tmp_;
+  fs::path dir_{tmp_.path()};
 };
 
 TEST_F(AddressTest, FlagWinsOverEverything) {
@@ -55,6 +54,28 @@ TEST_F(AddressTest, TheTokenOfAnOnsetRunGoesOnlyToItsAddress) {
   EXPECT_EQ(DefaultTokenFile("", "", dir_.string()), (dir_ / "onsetd.token").string());
   EXPECT_EQ(DefaultTokenFile("host:1", nullptr, dir_.string()), "");
   EXPECT_EQ(DefaultTokenFile("", "env:2", dir_.string()), "");
+}
+
+TEST_F(AddressTest, OnsetRunWritesTheAddressFileItsCommandsRead) {
+  ASSERT_TRUE(cli::WriteAddressFile(dir_.string(), "127.0.0.1:5555").ok());
+  EXPECT_EQ(ResolveCoordinatorAddress("", nullptr, dir_.string()), "127.0.0.1:5555");
+  ASSERT_TRUE(cli::WriteAddressFile(dir_.string(), "127.0.0.1:6666").ok());  // replaced
+  EXPECT_EQ(ResolveCoordinatorAddress("", nullptr, dir_.string()), "127.0.0.1:6666");
+  std::ifstream in(dir_ / kAddressFileName);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "127.0.0.1:6666\n");
+  EXPECT_FALSE(fs::exists(dir_ / (std::string(kAddressFileName) + ".tmp")));
+}
+
+TEST_F(AddressTest, AnAddressFileThatCannotBeWrittenIsNamed) {
+  // A directory where the file should go: the rename into place fails.
+  fs::create_directories(dir_ / kAddressFileName / "x");
+  absl::Status written = cli::WriteAddressFile(dir_.string(), "127.0.0.1:5555");
+  EXPECT_EQ(written.code(), absl::StatusCode::kUnavailable);
+  const std::string path = (dir_ / kAddressFileName).string();
+  EXPECT_NE(written.message().find("cannot write the address file " + path + ": "),
+            std::string::npos)
+      << written;
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
 }
 
 // A probe that records the addresses it was asked about and answers `live`.

@@ -12,6 +12,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/study_client.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::cli {
 namespace {
@@ -21,12 +22,6 @@ using ::testing::HasSubstr;
 
 class SubmitFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("onset-submit-file-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Runs `onset submit --dry-run FILE` against an address where nothing listens: every case
   // here must end before a call is made.
   int Submit(const std::string& file) {
@@ -36,7 +31,8 @@ class SubmitFileTest : public ::testing::Test {
     return SubmitCommand(client, file, /*dry_run=*/true, /*json=*/false, out_, err_);
   }
 
-  fs::path dir_;
+  testutil::TempDir tmp_;
+  fs::path dir_{tmp_.path()};
   std::ostringstream out_, err_;
 };
 

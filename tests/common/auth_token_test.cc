@@ -1,6 +1,7 @@
 #include "common/auth_token.h"
 
 #include <gmock/gmock.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::common {
 namespace {
@@ -59,6 +60,13 @@ TEST(LoadOrCreateTokenFileTest, ConcurrentCreatorsAgreeOnOneToken) {
   }
   for (std::thread& t : threads) t.join();
   for (const std::string& token : tokens) EXPECT_EQ(token, tokens[0]);
+  // The losers' temporary files are gone.
+  int entries = 0;
+  if (DIR* d = opendir(dir.path().c_str())) {
+    while (const dirent* e = readdir(d)) entries += e->d_name[0] != '.';
+    closedir(d);
+  }
+  EXPECT_EQ(entries, 1);
 }
 
 TEST(LoadOrCreateTokenFileTest, RefusesAShortHandWrittenToken) {

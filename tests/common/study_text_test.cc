@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/testing/temp_dir.h"
+
 namespace onset::common {
 namespace {
 
@@ -17,18 +19,13 @@ using ::testing::HasSubstr;
 
 class StudyTextTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "onset-study-text-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& bytes) {
     const std::string path = (dir_ / name).string();
     std::ofstream(path, std::ios::binary) << bytes;
     return path;
   }
-  fs::path dir_;
+  testutil::TempDir tmp_;
+  fs::path dir_{tmp_.path()};
 };
 
 TEST_F(StudyTextTest, Utf8) {

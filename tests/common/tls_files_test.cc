@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/self_signed.h"
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::common {
 namespace {

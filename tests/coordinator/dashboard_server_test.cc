@@ -30,7 +30,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using testing::TempDir;
+using testutil::TempDir;
 
 constexpr char kToken[] = "dashboard-token-0123456789abcdef0123456789";
 

@@ -20,7 +20,7 @@ namespace onset::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::TempDir;
+using testutil::TempDir;
 
 constexpr char kToken[] = "dashboard-token-0123456789abcdef0123456789";
 

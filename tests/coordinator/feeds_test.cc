@@ -16,7 +16,7 @@
 namespace onset::coordinator {
 namespace {
 
-using testing::TempDir;
+using testutil::TempDir;
 
 class WatchTest : public ::testing::Test {
  protected:

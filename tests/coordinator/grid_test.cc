@@ -7,6 +7,7 @@
 
 #include "coordinator/study_file.h"
 #include "tests/coordinator/test_util.h"
+#include "tests/testing/pinned_cell.h"
 
 namespace onset::coordinator {
 namespace {
@@ -97,6 +98,14 @@ TEST(GridTest, AxesAreShownAsResolvedValues) {
   model::CellConfig parsed;
   ASSERT_FALSE(model::ParseCellConfig(json::parse(c.config_json), &parsed).has_value());
   EXPECT_EQ(CellId(parsed), c.id);  // the canonical text round-trips to the same id
+}
+
+// The same id as the trainer's export gives the same config (tests/model/export/safetensors_writer_test.cc).
+TEST(GridTest, TheCellIdOfThePinnedConfigIsThePinnedOne) {
+  model::CellConfig config;
+  ASSERT_FALSE(model::ParseCellConfig(json::parse(testutil::kPinnedCellConfig), &config));
+  EXPECT_EQ(CellId(config), testutil::kPinnedCellId);
+  EXPECT_EQ(MakeCellSpec(config).id, testutil::kPinnedCellId);
 }
 
 // The cell a display point landed on, by its display axes; a test failure if none.

@@ -38,7 +38,7 @@ class LeaseManagerTest : public ::testing::Test {
 
   CellInfo Cell(const std::string& id) { return testing::FindCell(*store_, "small", id); }
 
-  testing::TempDir dir_;
+  testutil::TempDir dir_;
   common::FakeClock clock_;
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<LeaseManager> leases_;

@@ -19,7 +19,7 @@ namespace onset::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::TempDir;
+using testutil::TempDir;
 
 constexpr char kToken[] = "0123456789abcdef0123456789abcdef";
 

@@ -13,7 +13,7 @@
 namespace onset::db {
 namespace {
 
-using coordinator::testing::TempDir;
+using testutil::TempDir;
 
 int UserVersion(Connection* db) {
   absl::StatusOr<Statement> stmt = db->Prepare("PRAGMA user_version");

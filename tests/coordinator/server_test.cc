@@ -140,7 +140,7 @@ class ServerTest : public ::testing::Test {
     return resp.worker_id();
   }
 
-  testing::TempDir dir_;
+  testutil::TempDir dir_;
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<v1::StudyService::Stub> studies_;
   int submit_pieces_ = 0;  // messages of SubmitStudy answers so far
@@ -150,7 +150,7 @@ class ServerTest : public ::testing::Test {
 // A study stored under a name that is not one path component (names are refused at parse now,
 // but a database may hold one from before) never gets a checkpoint directory outside the root.
 TEST(ServerCheckpointRootTest, CheckpointDirectoriesStayUnderTheRoot) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const common::Clock& clock = common::SystemClock();
   {
     absl::StatusOr<std::unique_ptr<SqliteStore>> store =
@@ -650,7 +650,7 @@ class TlsServerTest : public ::testing::Test {
     return v1::StudyService::NewStub(channel)->ListStudies(&context, {}, &response);
   }
 
-  testing::TempDir dir_;
+  testutil::TempDir dir_;
   onset::testutil::SelfSigned tls_;
   ServerConfig config_;
 };
@@ -687,7 +687,7 @@ TEST_F(TlsServerTest, ABadCertificateOrKeyFailsTheStartNamingTheFile) {
 }
 
 TEST(ServerStartTest, ABusyPortIsUnavailable) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   ServerConfig config;
   config.db_path = dir.File("a.db");
   config.listen = "127.0.0.1:0";
@@ -766,7 +766,7 @@ TEST_F(ServerTest, StudiesAndResultsComeInPagesAndSubmitInPieces) {
 }
 
 TEST(ServerStartTest, ASecondCoordinatorOnTheSameDatabaseIsRefusedUntilTheFirstStops) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   ServerConfig config;
   config.db_path = dir.File("onset.db");
   config.listen = "127.0.0.1:0";
@@ -785,7 +785,7 @@ TEST(ServerStartTest, ASecondCoordinatorOnTheSameDatabaseIsRefusedUntilTheFirstS
 }
 
 TEST(ServerStartTest, AnEmptyDatabaseFileIsRefusedUnlessInitEmptyDb) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   ServerConfig config;
   config.db_path = dir.File("onset.db");
   config.listen = "127.0.0.1:0";

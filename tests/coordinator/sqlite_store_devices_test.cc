@@ -70,7 +70,7 @@ class SqliteStoreDevicesTest : public ::testing::Test {
     return detail.ok() ? detail->study.waiting : "";
   }
 
-  testing::TempDir dir_;
+  testutil::TempDir dir_;
   common::FakeClock clock_;
   std::unique_ptr<SqliteStore> store_;
   std::string worker_;
@@ -141,7 +141,7 @@ TEST_F(SqliteStoreDevicesTest, AWorkerWithoutDeviceNamesCountsItsSlots) {
 }
 
 TEST_F(SqliteStoreDevicesTest, NoWorkerNoNote) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(dir.File("x.db"), clock_);
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->AddStudy(Study(OneCellStudy("big", 4))).ok());

@@ -19,7 +19,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::TempDir;
+using testutil::TempDir;
 
 class FeedsTest : public ::testing::Test {
  protected:

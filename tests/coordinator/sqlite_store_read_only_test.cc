@@ -18,7 +18,7 @@ namespace onset::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::TempDir;
+using testutil::TempDir;
 
 std::string FileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

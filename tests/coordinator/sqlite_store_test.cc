@@ -18,7 +18,7 @@ namespace onset::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::TempDir;
+using testutil::TempDir;
 
 NewStudy Study(const std::string& yaml) {
   absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);

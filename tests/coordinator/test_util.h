@@ -3,35 +3,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "common/clock.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/store.h"
 #include "coordinator/study_file.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::coordinator::testing {
-
-// A fresh directory under $TMPDIR, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "onset-test-XXXXXX").string();
-    char* made = mkdtemp(tmpl.data());
-    if (!made) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // The cell `id` of `study` as the store reports it; a test failure if there is none.
 inline CellInfo FindCell(Store& store, const std::string& study, const std::string& id) {

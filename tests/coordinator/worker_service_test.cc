@@ -121,7 +121,7 @@ class WorkerServiceTest : public ::testing::Test {
     return rows;
   }
 
-  testing::TempDir dir_;
+  testutil::TempDir dir_;
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<v1::StudyService::Stub> studies_;
   std::unique_ptr<v1::WorkerService::Stub> workers_;

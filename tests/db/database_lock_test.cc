@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/db/test_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::db {
 namespace {
@@ -24,7 +24,7 @@ std::string Contents(const std::string& path) {
 }
 
 TEST(DatabaseLockTest, TheLockFileSaysWhoHoldsIt) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string db = dir.File("data/onset.db");  // the directory is made
   absl::StatusOr<std::unique_ptr<DatabaseLock>> lock = DatabaseLock::Acquire(db);
   ASSERT_TRUE(lock.ok()) << lock.status();
@@ -33,7 +33,7 @@ TEST(DatabaseLockTest, TheLockFileSaysWhoHoldsIt) {
 }
 
 TEST(DatabaseLockTest, ASecondHolderIsRefusedWithTheFirstsPid) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string db = dir.File("onset.db");
   absl::StatusOr<std::unique_ptr<DatabaseLock>> first = DatabaseLock::Acquire(db);
   ASSERT_TRUE(first.ok()) << first.status();
@@ -51,7 +51,7 @@ TEST(DatabaseLockTest, ASecondHolderIsRefusedWithTheFirstsPid) {
 }
 
 TEST(DatabaseLockTest, ALockFileLeftBehindDoesNotBlock) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string db = dir.File("onset.db");
   // What a killed holder leaves: the file with its pid, but no lock (the kernel dropped it).
   std::ofstream(db + ".lock") << "pid 4242 on elsewhere\n";
@@ -62,7 +62,7 @@ TEST(DatabaseLockTest, ALockFileLeftBehindDoesNotBlock) {
 
 TEST(DatabaseLockTest, AnUnwritableDirectoryIsNamed) {
   if (geteuid() == 0) GTEST_SKIP() << "root writes any directory";
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string ro = dir.File("ro");
   std::filesystem::create_directories(ro);
   std::filesystem::permissions(

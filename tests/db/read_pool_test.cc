@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "db/write_queue.h"
-#include "tests/db/test_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::db {
 namespace {
@@ -39,7 +39,7 @@ class ReadPoolTest : public ::testing::Test {
     });
   }
 
-  testing::TempDir dir_;
+  testutil::TempDir dir_;
   std::unique_ptr<WriteQueue> writer_;
   std::unique_ptr<ReadPool> pool_;
 };

@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "tests/db/test_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::db {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(SqliteTest, AFailedCallCarriesSqlitesOwnError) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(dir.File("a.db"));
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE((*db)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)").ok());
@@ -29,7 +29,7 @@ TEST(SqliteTest, AFailedCallCarriesSqlitesOwnError) {
 }
 
 TEST(SqliteTest, WritingAReadOnlyConnectionIsInternalNotUnavailable) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(dir.File("a.db"));
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE((*db)->Exec("CREATE TABLE t (k INTEGER)").ok());
@@ -48,7 +48,7 @@ TEST(SqliteTest, WritingAReadOnlyConnectionIsInternalNotUnavailable) {
 }
 
 TEST(SqliteTest, AFileThatIsNotADatabaseIsNamedAsSuch) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("notes.txt");
   {
     std::ofstream out(path);

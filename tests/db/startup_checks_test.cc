@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "db/sqlite.h"
-#include "tests/db/test_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::db {
 namespace {
@@ -32,7 +32,7 @@ void MakeDatabase(const std::string& path, int rows) {
 }
 
 TEST(StartupChecksTest, AMissingFileIsCreatedAndAGoodDatabasePasses) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("onset.db");
   EXPECT_TRUE(CheckDatabaseForServing(path, {}).ok());
   EXPECT_TRUE(fs::exists(path));
@@ -41,7 +41,7 @@ TEST(StartupChecksTest, AMissingFileIsCreatedAndAGoodDatabasePasses) {
 }
 
 TEST(StartupChecksTest, AnEmptyFileIsRefusedUnlessAllowed) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("onset.db");
   std::ofstream(path).close();
   absl::Status s = CheckDatabaseForServing(path, {});
@@ -56,7 +56,7 @@ TEST(StartupChecksTest, AnEmptyFileIsRefusedUnlessAllowed) {
 }
 
 TEST(StartupChecksTest, AFileOfSomethingElseIsNamedAsSuch) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("onset.db");
   {
     std::ofstream out(path);
@@ -68,7 +68,7 @@ TEST(StartupChecksTest, AFileOfSomethingElseIsNamedAsSuch) {
 }
 
 TEST(StartupChecksTest, ADirectoryIsNotADatabase) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   fs::create_directories(dir.File("onset.db"));
   absl::Status s = CheckDatabaseForServing(dir.File("onset.db"), {});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
@@ -76,7 +76,7 @@ TEST(StartupChecksTest, ADirectoryIsNotADatabase) {
 }
 
 TEST(StartupChecksTest, DamagedPagesAreFoundAndListed) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("onset.db");
   MakeDatabase(path, 2000);
   const auto size = fs::file_size(path);
@@ -102,7 +102,7 @@ TEST(StartupChecksTest, DamagedPagesAreFoundAndListed) {
 
 TEST(StartupChecksTest, AFileThisProcessCannotWriteIsRefused) {
   if (geteuid() == 0) GTEST_SKIP() << "root writes any file (the integration test runs as nobody)";
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("onset.db");
   MakeDatabase(path, 10);
   fs::permissions(path, fs::perms::owner_read);

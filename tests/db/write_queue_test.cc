@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tests/db/log_capture.h"
-#include "tests/db/test_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::db {
 namespace {
@@ -37,7 +37,7 @@ absl::Status Insert(Connection& db, int64_t k) {
 }
 
 TEST(WriteQueueTest, ConcurrentWritesShareTransactionsAndAllLand) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   WriteQueue queue(OpenWithTable(dir.File("q.db")));
   constexpr int kThreads = 8, kEach = 200;
   std::vector<std::thread> threads;
@@ -62,7 +62,7 @@ TEST(WriteQueueTest, ConcurrentWritesShareTransactionsAndAllLand) {
 }
 
 TEST(WriteQueueTest, AFailingOperationRollsBackOnlyItself) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   WriteQueue queue(OpenWithTable(dir.File("q.db")));
   ASSERT_TRUE(queue.Run([](Connection& db) { return Insert(db, 1); }).ok());
   // Writes a row, then fails: the row must not stay.
@@ -79,7 +79,7 @@ TEST(WriteQueueTest, AFailingOperationRollsBackOnlyItself) {
 }
 
 TEST(WriteQueueTest, RunAndRollBackShowsTheWriteButKeepsNothing) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   WriteQueue queue(OpenWithTable(dir.File("q.db")));
   const int64_t commits = queue.commits();
   absl::StatusOr<int64_t> seen = queue.Run<int64_t>(
@@ -97,7 +97,7 @@ TEST(WriteQueueTest, RunAndRollBackShowsTheWriteButKeepsNothing) {
 }
 
 TEST(WriteQueueTest, WaitForCommitWakesOnAWrite) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   WriteQueue queue(OpenWithTable(dir.File("q.db")));
   const int64_t seen = queue.commits();
   EXPECT_EQ(queue.WaitForCommit(seen, 5), seen);
@@ -107,7 +107,7 @@ TEST(WriteQueueTest, WaitForCommitWakesOnAWrite) {
 }
 
 TEST(WriteQueueTest, AWriteSQLiteRefusesSaysWhatFailedAndIsLogged) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("q.db");
   std::unique_ptr<Connection> db = OpenWithTable(path);
   // What a database file that became read-only does to every write.
@@ -128,7 +128,7 @@ TEST(WriteQueueTest, AWriteSQLiteRefusesSaysWhatFailedAndIsLogged) {
 }
 
 TEST(WriteQueueTest, AnOperationsOwnErrorIsReturnedAsItIsAndNotLogged) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   WriteQueue queue(OpenWithTable(dir.File("q.db")));
   testing::LogCapture log;
   absl::Status s = queue.Run([](Connection&) { return absl::NotFoundError("no lease 'x'"); });
@@ -137,7 +137,7 @@ TEST(WriteQueueTest, AnOperationsOwnErrorIsReturnedAsItIsAndNotLogged) {
 }
 
 TEST(WriteQueueTest, ABusyDatabaseFailsAsUnavailableAndSaysSo) {
-  testing::TempDir dir;
+  testutil::TempDir dir;
   const std::string path = dir.File("q.db");
   Connection::Options quick;
   quick.busy_timeout_ms = 1;

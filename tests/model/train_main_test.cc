@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/temp_dir.h"
+
 extern char** environ;
 
 namespace onset::model {
@@ -52,23 +54,6 @@ class TrainBinaryTest : public ::testing::Test {
     binary_ = std::string(bin_dir) + "/onset-train";
     struct stat st;
     ASSERT_EQ(::stat(binary_.c_str(), &st), 0) << binary_;
-    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-    tmpl += "/onset_train_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (dir_.empty()) return;
-    if (DIR* d = ::opendir(ckpt().c_str())) {
-      while (const dirent* e = ::readdir(d)) ::unlink((ckpt() + "/" + e->d_name).c_str());
-      ::closedir(d);
-    }
-    ::rmdir(ckpt().c_str());
-    for (const char* f : {"config.json", "out.txt", "err.txt", "metrics.jsonl", "out1.txt",
-                          "err1.txt", "rc0", "rc1", "text.txt", "text.bin"}) {
-      ::unlink((dir_ + "/" + f).c_str());
-    }
-    ::rmdir(dir_.c_str());
   }
 
   std::string ckpt() const { return dir_ + "/ckpt"; }
@@ -103,7 +88,9 @@ class TrainBinaryTest : public ::testing::Test {
     }
   }
 
-  std::string binary_, dir_;
+  std::string binary_;
+  const testutil::TempDir tmp_;
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(TrainBinaryTest, BadConfigExitsTwoNamingTheKey) {

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "model/data/synthetic_data.h"
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/data/token_file.h"
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {

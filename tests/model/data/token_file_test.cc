@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {

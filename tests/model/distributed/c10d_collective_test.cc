@@ -14,6 +14,8 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include "tests/testing/temp_dir.h"
+
 namespace onset::model {
 namespace {
 
@@ -96,9 +98,8 @@ TEST_F(C10dCollectiveTest, FlatReductionOfManyTensorsGivesEveryRankTheSameSums) 
 }
 
 TEST_F(C10dCollectiveTest, RanksMeetThroughAFileStore) {
-  char tmpl[] = "/tmp/onset_c10d_test_XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, path = dir + "/store";
+  const testutil::TempDir dir;
+  const std::string path = dir.File("store");
   const int world = 2;
   std::vector<float> sums(world);
   std::vector<std::string> errors(world);
@@ -118,8 +119,6 @@ TEST_F(C10dCollectiveTest, RanksMeetThroughAFileStore) {
     });
   }
   for (std::thread& t : threads) t.join();
-  ::unlink(path.c_str());
-  ::rmdir(dir.c_str());
   EXPECT_EQ(errors, std::vector<std::string>(world));
   EXPECT_EQ(sums, (std::vector<float>{3, 3}));
 }

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/testing/temp_dir.h"
+
 namespace onset::model {
 namespace {
 
@@ -18,17 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 class DistLaunchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-    tmpl += "/onset_dist_launch_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    for (int r = 0; r < 4; ++r) ::unlink(RankFile(r).c_str());
-    ::rmdir(dir_.c_str());
-  }
-
   std::string RankFile(int rank) const { return dir_ + "/rank" + std::to_string(rank); }
 
   // Runs `script` with sh as each of `nproc` ranks ($1 = this test's directory); returns the
@@ -48,7 +39,9 @@ class DistLaunchTest : public ::testing::Test {
     return code;
   }
 
-  std::string dir_, err_;
+  const testutil::TempDir tmp_;
+  const std::string dir_ = tmp_.path();
+  std::string err_;
   double seconds_ = 0;
 };
 

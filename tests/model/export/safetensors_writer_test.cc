@@ -1,5 +1,5 @@
-// The safetensors writer and reader: round trips, the byte layout the format prescribes, and
-// the reader's refusal of malformed files. Plus the SHA-256 that names exported cells.
+// The safetensors writer and reader: round trips, the byte layout the format prescribes,
+// the reader's refusal of malformed files, and what an export holds.
 #include "model/export/safetensors_writer.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/cell_id.h"
 #include "model/export/export.h"
-#include "base/sha256.h"
+#include "tests/testing/pinned_cell.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {
@@ -82,10 +84,8 @@ TEST_F(SafetensorsTest, LayoutFollowsTheFormat) {
 }
 
 TEST_F(SafetensorsTest, WritesFilesAtomically) {
-  std::string dir = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-  dir += "/onset_safetensors_XXXXXX";
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  const std::string path = dir + "/m.safetensors";
+  const testutil::TempDir dir;
+  const std::string path = dir.File("m.safetensors");
   SafetensorsContents in;
   in.tensors = {{"w", at::randn({4, 4})}};
   WriteSafetensors(path, in);
@@ -93,11 +93,9 @@ TEST_F(SafetensorsTest, WritesFilesAtomically) {
   ASSERT_EQ(ReadSafetensors(path, &out), std::nullopt);
   EXPECT_TRUE(at::equal(out.tensors.at(0).tensor, in.tensors[0].tensor));
   EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0) << "no temporary left behind";
-  auto missing = ReadSafetensors(dir + "/none.safetensors", &out);
+  auto missing = ReadSafetensors(dir.File("none.safetensors"), &out);
   ASSERT_TRUE(missing.has_value());
   EXPECT_NE(missing->find("none.safetensors"), std::string::npos) << *missing;
-  ::unlink(path.c_str());
-  ::rmdir(dir.c_str());
 }
 
 TEST_F(SafetensorsTest, RefusesBadInput) {
@@ -145,14 +143,6 @@ TEST_F(SafetensorsTest, RefusesBadInput) {
       std::nullopt);
 }
 
-TEST_F(SafetensorsTest, Sha256MatchesKnownDigests) {
-  EXPECT_EQ(base::Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(base::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  // Two blocks of padding: 56 bytes of message.
-  EXPECT_EQ(base::Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-}
-
 TEST_F(SafetensorsTest, ExportHoldsEveryParameterUnderItsModuleName) {
   CellConfig c;
   ASSERT_EQ(ParseCellConfig({{"model",
@@ -183,8 +173,17 @@ TEST_F(SafetensorsTest, ExportHoldsEveryParameterUnderItsModuleName) {
             (std::vector<int64_t>{2 * c.model.resolved_mlp_hidden(), 32}));
   EXPECT_EQ(out.metadata.at("format_version"), std::to_string(kExportFormatVersion));
   EXPECT_EQ(out.metadata.at("config"), c.CanonicalText());
-  EXPECT_EQ(out.metadata.at("cell_id"), base::Sha256Hex(c.CanonicalText()).substr(0, 16));
+  EXPECT_EQ(out.metadata.at("cell_id"), base::CellIdOf(c.CanonicalText()));
   EXPECT_EQ(out.metadata.at("checkpoint"), "ckpt-1.pt");
+}
+
+// The same id as the coordinator gives the same config (tests/coordinator/grid_test.cc).
+TEST_F(SafetensorsTest, AnExportNamesThePinnedCellByThePinnedId) {
+  CellConfig c;
+  ASSERT_EQ(ParseCellConfig(nlohmann::json::parse(testutil::kPinnedCellConfig), &c), std::nullopt);
+  Transformer model(c.model);
+  const SafetensorsContents out = ExportContents(model, c, at::kFloat, "/x/ckpt-1.pt");
+  EXPECT_EQ(out.metadata.at("cell_id"), testutil::kPinnedCellId);
 }
 
 }  // namespace

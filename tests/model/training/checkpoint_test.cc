@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/training/trainer.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {
@@ -44,27 +45,6 @@ CellConfig TinyCell(const nlohmann::json& train_extra = nlohmann::json::object()
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-    tmpl += "/onset_checkpoint_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-    dir_ = root_ + "/ckpt";
-  }
-  void TearDown() override {
-    for (const std::string& d : {dir_, root_}) {
-      if (DIR* h = ::opendir(d.c_str())) {
-        while (const dirent* e = ::readdir(h)) {
-          const std::string name = e->d_name;
-          if (name != "." && name != "..") ::unlink((d + "/" + name).c_str());
-        }
-        ::closedir(h);
-      }
-    }
-    ::rmdir(dir_.c_str());
-    ::rmdir(root_.c_str());
-  }
-
   std::vector<int64_t> Tokens() const {
     std::vector<int64_t> t;
     for (const CheckpointFile& f : ListCheckpoints(dir_)) t.push_back(f.tokens);
@@ -72,7 +52,9 @@ class CheckpointTest : public ::testing::Test {
   }
   std::string Path(int64_t tokens) const { return dir_ + "/" + CheckpointFileName(tokens); }
 
-  std::string root_, dir_;
+  const testutil::TempDir tmp_;
+  const std::string root_ = tmp_.path();
+  const std::string dir_ = root_ + "/ckpt";
 };
 
 void ExpectSameParameters(Transformer& a, Transformer& b) {

@@ -15,7 +15,7 @@
 #include "model/distributed/c10d_collective.h"
 #include "model/config/flops.h"
 #include "model/training/stop_request.h"
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {

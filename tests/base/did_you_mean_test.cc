@@ -1,8 +1,8 @@
-#include "common/did_you_mean.h"
+#include "base/did_you_mean.h"
 
 #include <gtest/gtest.h>
 
-namespace onset::common {
+namespace onset::base {
 namespace {
 
 TEST(EditDistanceTest, CountsInsertionsDeletionsSubstitutionsAndSwaps) {
@@ -41,4 +41,4 @@ TEST(DidYouMeanTest, FormatsASuffix) {
 }
 
 }  // namespace
-}  // namespace onset::common
+}  // namespace onset::base

@@ -6,8 +6,8 @@
 // candidate counts as close when it is at most 1 edit away for words of up to 3 characters, 2
 // for up to 6 and 3 beyond, so short names do not suggest unrelated ones.
 //
-// Header-only and dependency-free: the torch-free cell config (model/config/cell_config.cc), which
-// is also built where common/'s libraries are not, uses it as well.
+// Header-only: the study-file parser (coordinator/study_file.cc) and the cell config
+// (model/config/cell_config.cc, which the trainer builds too) both use it.
 #pragma once
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace onset::common {
+namespace onset::base {
 
 // The optimal-string-alignment distance between `a` and `b`, ignoring ASCII case.
 inline int EditDistance(std::string_view a, std::string_view b) {
@@ -68,4 +68,4 @@ inline std::string DidYouMean(std::string_view word, const std::vector<std::stri
   return match ? " (did you mean " + *match + "?)" : "";
 }
 
-}  // namespace onset::common
+}  // namespace onset::base
