@@ -17,7 +17,7 @@
 #include <torch/optim/adamw.h>
 
 #include "model/distributed/c10d_collective.h"
-#include "tests/model/temp_dir.h"
+#include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {
