@@ -2,11 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <fstream>
-
-#include "model/training/metrics_writer.h"
 
 namespace onset::model {
 namespace {
@@ -75,14 +72,6 @@ TEST(TrainFlagsTest, LoadNamesFileAndKey) {
   std::remove(path.c_str());
   CellConfig c;
   EXPECT_EQ(LoadCellConfig(path, &c), path + ": cannot open: No such file or directory");
-}
-
-TEST(MetricsWriterTest, LinesFollowTheProtocol) {
-  MetricsEvent e{"train", 4096, 3, {{"train/loss", 2.5}, {"train/lr", 0.001}}};
-  EXPECT_EQ(e.ToJsonLine(),
-            R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
-  MetricsEvent d{"diverged", 10, std::nullopt, {{"train/loss", std::nan("")}}};
-  EXPECT_EQ(d.ToJsonLine(), R"({"event":"diverged","tokens":10,"metrics":{"train/loss":null}})");
 }
 
 }  // namespace
