@@ -39,12 +39,13 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "kernels/swa_check_cases.h"
 #include "model/nn/attention.h"
 #include "model/nn/attention_backend.h"
 #include "model/nn/gated_delta_net.h"
 #include "model/nn/linear_attention.h"
-#include "model/training/train_flags.h"
 
 namespace {
 
@@ -211,47 +212,28 @@ int main(int argc, char** argv) {
   std::string backends = "custom,flash,sdpa-band,blocked";
   int64_t batch = 1, heads = 16, kv_heads = 16, head_dim = 128, iters = 10, max_seq = 0;
   bool check = false, linear = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--check" || std::string(argv[i]) == "--linear") {
-      (std::string(argv[i]) == "--check" ? check : linear) = true;
-      continue;
-    }
-    auto [name, value, has_value] = onset::base::SplitFlag(argv[i]);
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: missing value\n", name.c_str());
-        return 2;
-      }
-      value = argv[++i];
-    }
-    if (name == "--device")
-      device_name = value;
-    else if (name == "--dtype")
-      dtype_name = value;
-    else if (name == "--seq")
-      seqs = value;
-    else if (name == "--windows")
-      windows = value;
-    else if (name == "--batch")
-      batch = std::stoll(value);
-    else if (name == "--heads")
-      heads = std::stoll(value);
-    else if (name == "--kv-heads")
-      kv_heads = std::stoll(value);
-    else if (name == "--head-dim")
-      head_dim = std::stoll(value);
-    else if (name == "--backends")
-      backends = value;
-    else if (name == "--iters")
-      iters = std::stoll(value);
-    else if (name == "--max-seq")
-      max_seq = std::stoll(value);
-    else if (name == "--out")
-      out_path = value;
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", name.c_str());
-      return 2;
-    }
+  CLI::App app{"Times every attention backend, forward and forward+backward.",
+               "onset-attention-bench"};
+  app.add_flag("--check", check, "compare every backend with the fp64 reference instead");
+  app.add_flag("--linear", linear, "time the L and D mixers' chunkwise forms instead");
+  app.add_option("--device", device_name, "cuda or cpu")->capture_default_str();
+  app.add_option("--dtype", dtype_name, "bf16, fp16 or fp32")->capture_default_str();
+  app.add_option("--seq", seqs, "sequence lengths")->capture_default_str();
+  app.add_option("--windows", windows, "attention windows")->capture_default_str();
+  app.add_option("--batch", batch)->capture_default_str();
+  app.add_option("--heads", heads)->capture_default_str();
+  app.add_option("--kv-heads", kv_heads)->capture_default_str();
+  app.add_option("--head-dim", head_dim)->capture_default_str();
+  app.add_option("--backends", backends)->capture_default_str();
+  app.add_option("--iters", iters, "timed runs, of which the median is reported")
+      ->capture_default_str();
+  app.add_option("--max-seq", max_seq, "--check: only cases with T at most this (0: all)");
+  app.add_option("--out", out_path, "also write one JSON object per measurement here");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : 2;  // --help, or a usage error
   }
   const at::Device device(device_name == "cuda" ? at::kCUDA : at::kCPU);
   const at::ScalarType dtype = dtype_name == "fp32"   ? at::kFloat

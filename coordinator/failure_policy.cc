@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "base/trainer_contract.h"
+
 namespace onset::coordinator {
 namespace {
 
@@ -46,7 +48,7 @@ FailureClass ClassifyFailure(std::optional<int> exit_code, int signal,
   if (MentionsOutOfMemory(stderr_tail)) return FailureClass::kOom;
   // The kernel's OOM killer sends SIGKILL; so does a person. Without a word on stderr a SIGKILL
   // is a crash (retried): wrongly calling it OOM would stop the retries for good.
-  if (signal == 0 && exit_code == kTrainerExitConfig) return FailureClass::kConfig;
+  if (signal == 0 && exit_code == trainer::kExitUsage) return FailureClass::kConfig;
   return FailureClass::kCrash;
 }
 

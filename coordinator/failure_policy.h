@@ -12,7 +12,8 @@
 //   failed, class oom    the trainer's stderr says it ran out of memory (a bare SIGKILL, which the
 //                        OOM killer sends, is a crash): failed at once, with "out of memory" in
 //                        the reason; the same config would run out again.
-//   failed, class config the trainer refused its config or data (exit 2): failed at once.
+//   failed, class config the trainer refused its config or data (exit 2, trainer::kExitUsage in
+//                        base/trainer_contract.h): failed at once.
 //
 // Pure functions of their inputs (times are passed in), so the policy is tested apart from the
 // store.
@@ -28,10 +29,6 @@ namespace onset::coordinator {
 enum class FailureClass { kNone, kCrash, kLost, kOom, kConfig };
 // "", "crash", "lost", "oom", "config": the names stored in attempts.failure_class.
 const char* FailureClassName(FailureClass c);
-
-// onset-train's exit codes (base/trainer_contract.h), as the coordinator reads them.
-inline constexpr int kTrainerExitConfig = 2;
-inline constexpr int kTrainerExitDiverged = 3;
 
 // The class of a failed attempt from what the worker saw: exit code (or the signal that killed
 // the trainer) and the tail of its stderr.

@@ -2,7 +2,8 @@
 //   onset-train [train flags]            trains one cell (model/training/train_app.h)
 //   onset-train export|dump-logits ...   exports a checkpoint (model/export/export_app.h)
 //   onset-train prepare ...              tokenises a corpus (model/data/prepare_app.h)
-// Exit codes and the metrics line are the contract in base/trainer_contract.h.
+// Exit codes and flags are the contract in base/trainer_contract.h, the metrics line in
+// base/metrics_line.h.
 #include <csignal>
 
 #include "model/data/prepare_app.h"

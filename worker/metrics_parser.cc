@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/metrics_line.h"
 #include "common/metric_limits.h"
 
 namespace onset::worker {
@@ -20,7 +19,7 @@ constexpr int kLoggedMalformedLines = 10;
 
 }  // namespace
 
-void MetricsParser::Malformed(std::string_view line, const char* why) {
+void MetricsParser::Malformed(std::string_view line, std::string_view why) {
   ++malformed_lines_;
   if (malformed_lines_ <= kLoggedMalformedLines) {
     spdlog::warn("{}{}malformed metrics line ({}): {}", context_, context_.empty() ? "" : ": ",
@@ -42,51 +41,36 @@ void MetricsParser::Consume(std::string_view line, std::vector<MetricPoint>* out
   if (std::all_of(line.begin(), line.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
     return;
   }
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Malformed(line, "not JSON");
-  if (!j.is_object()) return Malformed(line, "not an object");
-  auto event = j.find("event");
-  if (event == j.end() || !event->is_string()) return Malformed(line, "no \"event\" string");
-  auto tokens = j.find("tokens");
-  if (tokens == j.end() || !tokens->is_number_integer()) {
-    return Malformed(line, "no \"tokens\" integer");
+  trainer::MetricsLineError error;
+  std::optional<trainer::MetricsEvent> event = trainer::MetricsEvent::Parse(line, &error);
+  if (error.tokens_beyond_int64) {
+    // A line of the protocol whose tokens break the bounds, like those below: its points.
+    return Dropped(static_cast<int64_t>(error.values),
+                   absl::StrCat("tokens ", *error.tokens_beyond_int64, ": must be 0..",
+                                common::kMaxTokens));
   }
-  auto metrics = j.find("metrics");
-  if (metrics == j.end() || !metrics->is_object()) return Malformed(line, "no \"metrics\" object");
+  if (!event) return Malformed(line, error.what);
 
-  const std::string& kind = event->get_ref<const std::string&>();
-  if (kind == "diverged") diverged_ = true;
-  if (kind == "done") done_ = true;
+  if (event->event == trainer::kEventDiverged) diverged_ = true;
+  if (event->event == trainer::kEventDone) done_ = true;
 
-  // Unsigned when above int64's range: read it as such rather than wrapped to a negative.
-  absl::Status tokens_ok;
-  int64_t at = 0;
-  if (tokens->is_number_unsigned() &&
-      tokens->get<uint64_t>() > static_cast<uint64_t>(common::kMaxTokens)) {
-    tokens_ok = absl::InvalidArgumentError(absl::StrCat("tokens ", tokens->get<uint64_t>(),
-                                                        ": must be 0..", common::kMaxTokens));
-  } else {
-    at = tokens->get<int64_t>();
-    tokens_ok = common::CheckTokens(at);
-  }
-  if (!tokens_ok.ok()) {
-    int64_t points = 0;
-    for (const auto& item : metrics->items()) points += item.value().is_number() ? 1 : 0;
-    return Dropped(points, std::string(tokens_ok.message()));
+  const int64_t at = event->tokens;
+  if (absl::Status s = common::CheckTokens(at); !s.ok()) {
+    return Dropped(static_cast<int64_t>(event->metrics.size()), std::string(s.message()));
   }
   tokens_done_ = std::max(tokens_done_, at);
 
-  for (const auto& [name, value] : metrics->items()) {
-    if (!value.is_number()) continue;  // null: not measured at this point
+  for (const auto& [name, value] : event->metrics) {
     if (absl::Status s = common::CheckMetricName(name); !s.ok()) {
       Dropped(1, std::string(s.message()));
       continue;
     }
-    double v = value.get<double>();
-    if (std::isinf(v)) v = std::numeric_limits<double>::quiet_NaN();
-    if (name == "train/tokens_per_second" && std::isfinite(v) && v >= 0) tokens_per_second_ = v;
-    if (name == "train/loss") latest_loss_ = v;
-    out->push_back(MetricPoint{name, at, v});
+    // Not finite (null in the line) is NaN, stored as such.
+    if (name == "train/tokens_per_second" && std::isfinite(value) && value >= 0) {
+      tokens_per_second_ = value;
+    }
+    if (name == "train/loss") latest_loss_ = value;
+    out->push_back(MetricPoint{name, at, value});
   }
 }
 

@@ -1,5 +1,5 @@
-// Turns the trainer's metrics stream (one JSON object per line, see onset-train's contract) into
-// metric points and keeps the progress figures the worker heartbeats with.
+// Turns the trainer's metrics stream (one line per event, base/metrics_line.h) into metric points
+// and keeps the progress figures the worker heartbeats with.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +27,13 @@ class MetricsParser {
   // `context` prefixes log messages, e.g. "cell 0123abcd attempt 2".
   explicit MetricsParser(std::string context = "") : context_(std::move(context)) {}
 
-  // Parses one line of the stream and appends its points to `out`. A malformed line (not JSON,
-  // not an object, missing or mistyped "event"/"tokens"/"metrics") is counted and logged, never
-  // fatal; null and non-numeric metric values are skipped; blank lines are ignored.
+  // Parses one line of the stream and appends its points to `out`. A malformed line (one that
+  // MetricsEvent::Parse refuses: not JSON, not an object, missing or mistyped "event", "tokens",
+  // "metrics" or a metric value) is counted and logged, never fatal; blank lines are ignored.
   // Points outside common/metric_limits.h are dropped and counted, each alone: a bad name costs
   // its point, bad tokens (negative, above 1e15, not an int64) the points of its line, which
-  // then do not count as progress either. Infinite values become NaN (stored as "not finite").
+  // then do not count as progress either. A value that is not finite (null in the line) is a
+  // NaN point, stored as "not finite".
   void Consume(std::string_view line, std::vector<MetricPoint>* out);
 
   int64_t tokens_done() const { return tokens_done_; }
@@ -48,7 +49,7 @@ class MetricsParser {
   bool done() const { return done_; }
 
  private:
-  void Malformed(std::string_view line, const char* why);
+  void Malformed(std::string_view line, std::string_view why);
   void Dropped(int64_t points, std::string_view why);
 
   std::string context_;

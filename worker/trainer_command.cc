@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/trainer_contract.h"
 
 namespace onset::worker {
 
@@ -20,15 +21,17 @@ SpawnOptions TrainerCommand(const std::string& trainer_path, int threads,
                             const AttemptDir& attempt, const std::optional<DeviceLaunch>& launch) {
   SpawnOptions options;
   options.program = trainer_path;
-  options.args = {"--config",         attempt.config_path.string(),    "--threads",
-                  std::to_string(threads), "--checkpoint-dir", attempt.checkpoint_dir.string(),
-                  "--resume"};
+  // The flag names are onset-train's contract (base/trainer_contract.h).
+  options.args = {trainer::kFlagConfig,        attempt.config_path.string(),
+                  trainer::kFlagThreads,       std::to_string(threads),
+                  trainer::kFlagCheckpointDir, attempt.checkpoint_dir.string(),
+                  trainer::kFlagResume};
   options.env["OMP_NUM_THREADS"] = std::to_string(threads);
   options.env["MKL_NUM_THREADS"] = std::to_string(threads);
   if (launch) {
-    options.args.insert(options.args.end(), {"--device", launch->device});
+    options.args.insert(options.args.end(), {trainer::kFlagDevice, launch->device});
     if (launch->nproc > 1) {
-      options.args.insert(options.args.end(), {"--nproc", std::to_string(launch->nproc)});
+      options.args.insert(options.args.end(), {trainer::kFlagNproc, std::to_string(launch->nproc)});
     }
     options.env["CUDA_VISIBLE_DEVICES"] = launch->cuda_visible_devices;
   }

@@ -6,7 +6,7 @@
 
 #include "base/durable_file.h"
 #include "base/trainer_contract.h"
-#include "base/flag_arg.h"
+#include "model/config/flag_checks.h"
 
 namespace onset::model {
 namespace {
@@ -26,39 +26,14 @@ bool IsPrepareCommand(int argc, const char* const* argv) {
 
 std::optional<std::string> ParsePrepareFlags(int argc, const char* const* argv, PrepareFlags* out) {
   PrepareFlags flags;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      flags.help = true;
-      continue;
-    }
-    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
-      if (arg == "--") {
-        for (++i; i < argc; ++i) flags.inputs.push_back(argv[i]);
-        break;
-      }
-      flags.inputs.push_back(arg);
-      continue;
-    }
-    auto [name, value, has_value] = base::SplitFlag(arg);
-    if (name != "--out" && name != "--dtype") return "prepare: unknown argument '" + arg + "'";
-    if (!has_value) {
-      if (i + 1 >= argc) return name + ": missing value";
-      value = argv[++i];
-    }
-    if (value.empty()) return name + ": must not be empty";
-    if (name == "--out") {
-      flags.out = value;
-    } else if (value == "uint16" || value == "uint32") {
-      flags.dtype = value;
-    } else {
-      return "--dtype: must be uint16 or uint32, got '" + value + "'";
-    }
-  }
-  if (!flags.help) {
-    if (flags.out.empty()) return "--out is required";
-    if (flags.inputs.empty()) return "prepare: name at least one text file";
-  }
+  CLI::App app{"", kPrepare};
+  app.add_option("--out", flags.out)->required()->check(NotEmpty("must not be empty"));
+  app.add_option("--dtype", flags.dtype)->check(OneOf({"uint16", "uint32"}));
+  // The text files, anywhere among the flags; after "--", names that start with "-" too.
+  app.add_option("text", flags.inputs);
+  // The subcommand stands where a program's name would.
+  if (auto error = ParseFlags(app, argc - 1, argv + 1, &flags.help)) return error;
+  if (!flags.help && flags.inputs.empty()) return "prepare: name at least one text file";
   *out = std::move(flags);
   return std::nullopt;
 }

@@ -2,13 +2,13 @@
 
 #include <cstdio>
 #include <exception>
-#include <set>
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
-#include "model/export/export.h"
 #include "base/trainer_contract.h"
+#include "model/config/flag_checks.h"
+#include "model/export/export.h"
 #include "model/training/train_flags.h"
 
 namespace onset::model {
@@ -89,55 +89,33 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
   ExportFlags flags;
   flags.command = argv[1];
   const bool is_export = flags.command == kExport;
-  const std::set<std::string> known =
-      is_export ? std::set<std::string>{"--config", "--checkpoint", "--out", "--dtype"}
-                : std::set<std::string>{"--config", "--checkpoint", "--tokens", "--threads"};
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      flags.help = true;
-      continue;
-    }
-    auto [name, value, has_value] = base::SplitFlag(arg);
-    if (!known.count(name)) return flags.command + ": unknown argument '" + arg + "'";
-    if (!has_value) {
-      if (i + 1 >= argc) return name + ": missing value";
-      value = argv[++i];
-    }
-    if (value.empty()) return name + ": must not be empty";
-    if (name == "--config") {
-      flags.config_path = value;
-    } else if (name == "--checkpoint") {
-      flags.checkpoint = value;
-    } else if (name == "--out") {
-      flags.out_dir = value;
-    } else if (name == "--dtype") {
-      if (value != "f32" && value != "bf16") {
-        return "--dtype: must be f32 or bf16, got '" + value + "'";
-      }
-      flags.dtype = value;
-    } else if (name == "--tokens") {
-      auto tokens = ParseTokens(value);
-      if (!tokens) {
-        return "--tokens: must be comma-separated token ids, got '" + value + "'";
-      }
-      flags.tokens = *tokens;
-    } else {
-      const bool digits =
-          value.size() <= 4 && value.find_first_not_of("0123456789") == std::string::npos;
-      const int n = digits ? std::stoi(value) : 0;
-      if (n < 1 || n > 1024) {
-        return "--threads: must be an integer between 1 and 1024, got '" + value + "'";
-      }
-      flags.threads = n;
-    }
+  CLI::App app{"", flags.command};
+  app.add_option("--config", flags.config_path)->required()->check(NotEmpty("must not be empty"));
+  app.add_option("--checkpoint", flags.checkpoint)
+      ->required()
+      ->check(NotEmpty("must not be empty"));
+  std::string tokens;
+  int threads = 0;
+  CLI::Option* threads_option = nullptr;  // dump-logits only
+  if (is_export) {
+    app.add_option("--out", flags.out_dir)->required()->check(NotEmpty("must not be empty"));
+    app.add_option("--dtype", flags.dtype)->check(OneOf({"f32", "bf16"}));
+  } else {
+    app.add_option("--tokens", tokens)
+        ->required()
+        ->check(CLI::Validator(
+            [](std::string& value) -> std::string {
+              return ParseTokens(value) ? ""
+                                        : "must be comma-separated token ids, got '" + value + "'";
+            },
+            ""));
+    threads_option = app.add_option("--threads", threads);
+    threads_option->transform(WholeNumber(1, 1024, "an integer between 1 and 1024"));
   }
-  if (!flags.help) {
-    if (flags.config_path.empty()) return "--config is required";
-    if (flags.checkpoint.empty()) return "--checkpoint is required";
-    if (is_export && flags.out_dir.empty()) return "--out is required";
-    if (!is_export && flags.tokens.empty()) return "--tokens is required";
-  }
+  // The subcommand stands where a program's name would.
+  if (auto error = ParseFlags(app, argc - 1, argv + 1, &flags.help)) return error;
+  if (!tokens.empty()) flags.tokens = *ParseTokens(tokens);
+  if (threads_option != nullptr && threads_option->count() > 0) flags.threads = threads;
   *out = std::move(flags);
   return std::nullopt;
 }

@@ -1,31 +1,15 @@
-// The trainer's metrics protocol: one JSON object per line, written with a single write(2) per
-// line so a reader on a pipe never sees a partial line from us, and nothing is buffered:
-//
-//   {"event":"train","tokens":8192,"step":1,"metrics":{"train/loss":5.61,...}}
-//
-// Every line has "event" (string), "tokens" (integer, tokens seen) and "metrics" (object of
-// name -> number; a NaN or infinite value is written as null). "step" appears on train events.
+// Where the trainer's metrics go. The line itself, its events and its null rule are the
+// contract in base/metrics_line.h; JsonLinesSink writes it with a single write(2) per line, so a
+// reader on a pipe never sees a partial line from us, and nothing is buffered.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
 #include <vector>
+
+#include "base/metrics_line.h"
 
 namespace onset::model {
 
-struct MetricsEvent {
-  std::string event;  // start | resume | train | eval | checkpoint | diverged | done
-  int64_t tokens = 0;
-  std::optional<int64_t> step;
-  std::map<std::string, double> metrics;   // sorted by name
-
-  std::string ToJsonLine() const;          // without the trailing newline
-  // The inverse of ToJsonLine (null metric values read back as NaN); nullopt for a line that
-  // is not one.
-  static std::optional<MetricsEvent> FromJsonLine(const std::string& line);
-};
+using MetricsEvent = trainer::MetricsEvent;
 
 // Where events go. Implementations need not be thread-safe: the trainer emits from one thread.
 class MetricsSink {

@@ -33,20 +33,6 @@
 namespace onset::model {
 namespace {
 
-// argv[1..] without --nproc and its value: what each rank started by --nproc gets.
-std::vector<std::string> ArgsWithoutNproc(int argc, char** argv) {
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    const base::FlagArg flag = base::SplitFlag(argv[i]);
-    if (flag.name != "--nproc") {
-      args.emplace_back(argv[i]);
-    } else if (!flag.has_value) {
-      ++i;  // its value
-    }
-  }
-  return args;
-}
-
 // The ranks' store and process group (dist_env.h says where they meet).
 std::unique_ptr<C10dCollective> JoinRanks(const DistEnv& env, const at::Device& device,
                                           std::chrono::milliseconds timeout) {
@@ -122,7 +108,7 @@ int TrainMain(int argc, char** argv) {
     if (flags.nproc > 1) {
       LaunchOptions launch;
       launch.program = SelfExecutable(argv[0]);
-      launch.args = ArgsWithoutNproc(argc, argv);
+      launch.args = ArgsWithout(trainer::kFlagNproc, argc, argv);
       launch.nproc = flags.nproc;
       return LaunchLocalRanks(launch);
     }

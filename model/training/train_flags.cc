@@ -5,85 +5,51 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/trainer_contract.h"
+#include "model/config/flag_checks.h"
 #include "model/data/synthetic_data.h"
 
 namespace onset::model {
-namespace {
-
-std::optional<int> ParseInt(const std::string& text, int lo, int hi) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  if (text.size() > 9) return std::nullopt;
-  int v = std::stoi(text);
-  if (v < lo || v > hi) return std::nullopt;
-  return v;
-}
-
-}  // namespace
 
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out) {
   TrainFlags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      flags.help = true;
-      continue;
-    }
-    if (arg == "--resume") {
-      flags.resume = true;
-      continue;
-    }
-    auto [name, value, has_value] = base::SplitFlag(arg);
-    if (name != "--config" && name != "--metrics-fd" && name != "--device" && name != "--threads" &&
-        name != "--checkpoint-dir" && name != "--nproc" && name != "--dist-timeout" &&
-        name != "--attention-backend") {
-      return "unknown argument '" + arg + "'";
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) return name + ": missing value";
-      value = argv[++i];
-    }
-    if (name == "--config") {
-      if (value.empty()) return "--config: must name a file";
-      flags.config_path = value;
-    } else if (name == "--metrics-fd") {
-      auto fd = ParseInt(value, 1, 1 << 20);
-      if (!fd) return "--metrics-fd: must be a file descriptor number >= 1, got '" + value + "'";
-      flags.metrics_fd = *fd;
-    } else if (name == "--device") {
-      if (value != "auto" && value != "cpu" && value != "cuda")
-        return "--device: must be auto, cpu or cuda, got '" + value + "'";
-      flags.device = value;
-    } else if (name == "--checkpoint-dir") {
-      if (value.empty()) return "--checkpoint-dir: must name a directory";
-      flags.checkpoint_dir = value;
-    } else if (name == "--nproc") {
-      auto n = ParseInt(value, 1, 1024);
-      if (!n) return "--nproc: must be an integer between 1 and 1024, got '" + value + "'";
-      flags.nproc = *n;
-    } else if (name == "--attention-backend") {
-      static const char* const kNames[] = {"auto", "custom", "flash", "sdpa-band", "blocked",
-                                           "math"};
-      bool known = false;
-      for (const char* n : kNames) known = known || value == n;
-      if (!known) {
-        return "--attention-backend: must be auto, custom, flash, sdpa-band, blocked or math, "
-               "got '" + value + "'";
-      }
-      flags.attention_backend = value;
-    } else if (name == "--dist-timeout") {
-      auto n = ParseInt(value, 1, 7 * 24 * 3600);
-      if (!n) return "--dist-timeout: must be a number of seconds between 1 and 604800, got '" +
-                     value + "'";
-      flags.dist_timeout_s = *n;
-    } else {
-      auto n = ParseInt(value, 1, 1024);
-      if (!n) return "--threads: must be an integer between 1 and 1024, got '" + value + "'";
-      flags.threads = *n;
-    }
-  }
-  if (!flags.help && flags.config_path.empty()) return "--config is required";
+  CLI::App app{"", "onset-train"};
+  app.add_option(trainer::kFlagConfig, flags.config_path)
+      ->required()
+      ->check(NotEmpty("must name a file"));
+  app.add_option(trainer::kFlagMetricsFd, flags.metrics_fd)
+      ->transform(WholeNumber(1, 1 << 20, "a file descriptor number >= 1"));
+  app.add_option(trainer::kFlagDevice, flags.device)->check(OneOf({"auto", "cpu", "cuda"}));
+  int threads = 0;
+  app.add_option(trainer::kFlagThreads, threads)
+      ->transform(WholeNumber(1, 1024, "an integer between 1 and 1024"));
+  app.add_option(trainer::kFlagCheckpointDir, flags.checkpoint_dir)
+      ->check(NotEmpty("must name a directory"));
+  app.add_flag(trainer::kFlagResume, flags.resume);
+  app.add_option(trainer::kFlagNproc, flags.nproc)
+      ->transform(WholeNumber(1, 1024, "an integer between 1 and 1024"));
+  app.add_option(trainer::kFlagDistTimeout, flags.dist_timeout_s)
+      ->transform(WholeNumber(1, 7 * 24 * 3600, "a number of seconds between 1 and 604800"));
+  app.add_option(trainer::kFlagAttentionBackend, flags.attention_backend)
+      ->check(OneOf({"auto", "custom", "flash", "sdpa-band", "blocked", "math"}));
+  if (auto error = ParseFlags(app, argc, argv, &flags.help)) return error;
+  if (app.count(trainer::kFlagThreads) > 0) flags.threads = threads;
   *out = std::move(flags);
   return std::nullopt;
+}
+
+std::vector<std::string> ArgsWithout(const char* flag, int argc, const char* const* argv) {
+  const std::string with_value = std::string(flag) + "=";
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == flag) {
+      ++i;  // and its value
+    } else if (arg.rfind(with_value, 0) != 0) {
+      args.push_back(arg);
+    }
+  }
+  return args;
 }
 
 std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out) {

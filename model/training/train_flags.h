@@ -1,5 +1,6 @@
-// onset-train's command line and config loading. Torch-free and hand-parsed: the trainer must
-// build on a GPU node with nothing but LibTorch.
+// onset-train's command line and config loading. Torch-free; the flags' names are the contract
+// in base/trainer_contract.h, parsed with CLI11 (vendored, so that the trainer still builds on a
+// GPU node with nothing but LibTorch).
 //
 //   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
 //               [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]
@@ -13,8 +14,8 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "base/flag_arg.h"
 #include "model/config/cell_config.h"
 
 namespace onset::model {
@@ -39,6 +40,10 @@ inline constexpr const char* kTrainUsage =
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);
+
+// argv[1..] without `flag` ("--nproc") and its value, either form: what each rank that
+// --nproc starts is given.
+std::vector<std::string> ArgsWithout(const char* flag, int argc, const char* const* argv);
 
 // Reads and parses a cell config file. Errors read "FILE: key.path: message".
 std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out);

@@ -178,7 +178,7 @@ void Trainer::EmitStart() {
     while (begin < reported_.size()) {
       size_t end = reported_.find('\n', begin);
       if (end == std::string::npos) end = reported_.size();
-      if (auto e = MetricsEvent::FromJsonLine(reported_.substr(begin, end - begin))) {
+      if (auto e = MetricsEvent::Parse(reported_.substr(begin, end - begin))) {
         sink_->Emit(*e);
       }
       begin = end + 1;
@@ -202,7 +202,7 @@ void Trainer::EmitTrain(double lr) {
   MetricsEvent event{"train", tokens_, steps_, throughput_.TakeWindow()};
   event.metrics["train/lr"] = lr;
   sink_->Emit(event);
-  reported_ += event.ToJsonLine() + "\n";
+  reported_ += event.Format() + "\n";
   if (lead()) {
     std::fprintf(stderr, "step %6lld  tokens %10lld  loss %.4f  lr %.2e  %.0f tok/s\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_),
@@ -217,7 +217,7 @@ void Trainer::Evaluate() {
   metrics["eval/seconds"] = Seconds(Clock::now() - t0);
   const MetricsEvent event{"eval", tokens_, std::nullopt, metrics};
   sink_->Emit(event);
-  reported_ += event.ToJsonLine() + "\n";
+  reported_ += event.Format() + "\n";
   std::string line;
   for (const auto& [name, value] : metrics) {
     char buf[96];

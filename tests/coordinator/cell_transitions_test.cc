@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/trainer_contract.h"
+
 namespace onset::coordinator {
 namespace {
 
@@ -157,7 +159,7 @@ const std::vector<Case>& Cases() {
        Ended(S::kRunning, 0, Killed(SIGKILL, "mmap: Cannot allocate memory")),
        {"failed", F::kOom, S::kFailed, 0, 0, "out of memory: killed by SIGKILL"}},
       {"ConfigRefusedFailsAtOnce",
-       Ended(S::kRunning, 0, Exited(kTrainerExitConfig)),
+       Ended(S::kRunning, 0, Exited(trainer::kExitUsage)),
        {"failed", F::kConfig, S::kFailed, 0, 0,
         "config or data refused by the trainer: exit code 2"}},
 
@@ -181,7 +183,7 @@ const std::vector<Case>& Cases() {
        Lost(S::kRunning, 2, "worker gone"),
        {"lost", F::kLost, S::kFailed, 3, 0, "worker gone"}},
       {"LostLeaseIgnoresAnyReport",
-       Lost(S::kRunning, 0, "lease expired", Exited(kTrainerExitConfig, "out of memory")),
+       Lost(S::kRunning, 0, "lease expired", Exited(trainer::kExitUsage, "out of memory")),
        {"lost", F::kLost, S::kBackoff, 1, kNow + kBase, "lease expired"}},
       {"LostUnderCancelStaysCancelled",
        Lost(S::kCancelled, 0, "lease expired"),

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "base/trainer_contract.h"
+
 namespace onset::coordinator {
 namespace {
 
@@ -13,7 +15,7 @@ TEST(FailurePolicyTest, ClassifiesByExitStatusAndStderr) {
   EXPECT_EQ(ClassifyFailure(std::nullopt, SIGSEGV, ""), FailureClass::kCrash);
   // A bare SIGKILL may be a person or the OOM killer: retried, not called OOM.
   EXPECT_EQ(ClassifyFailure(std::nullopt, SIGKILL, ""), FailureClass::kCrash);
-  EXPECT_EQ(ClassifyFailure(kTrainerExitConfig, 0, "cell.json: train.lr: must be a number"),
+  EXPECT_EQ(ClassifyFailure(trainer::kExitUsage, 0, "cell.json: train.lr: must be a number"),
             FailureClass::kConfig);
   EXPECT_EQ(ClassifyFailure(1, 0, "terminate called after throwing 'std::bad_alloc'"),
             FailureClass::kOom);

@@ -204,6 +204,26 @@ exit 0)");
                              "0..1000000000000000"));
 }
 
+// The null rule of the metrics line (base/metrics_line.h): a value the trainer could not write as
+// a number (a diverged loss) reaches the database as "not finite", NULL.
+TEST_F(TrainerOutputTest, ANullMetricIsStoredAsNotFinite) {
+  const std::string state = RunCell(R"(
+echo '{"event":"train","tokens":1024,"metrics":{"train/loss":3.5}}'
+echo '{"event":"diverged","tokens":2048,"metrics":{"train/loss":null,"train/lr":0.001}}'
+exit 3)");
+  EXPECT_EQ(state, "CELL_STATE_DIVERGED") << cell_.DebugString();
+  std::vector<std::string> points;
+  testing::ForEachRow(Db(),
+                      "SELECT name, tokens, coalesce(value, 'NULL') FROM metrics "
+                      "ORDER BY name, tokens",
+                      {}, [&](sqlite3_stmt* row) {
+                        points.push_back(testing::Text(row, 0) + "@" + testing::Text(row, 1) +
+                                         "=" + testing::Text(row, 2));
+                      });
+  EXPECT_THAT(points, ::testing::ElementsAre("train/loss@1024=3.5", "train/loss@2048=NULL",
+                                             "train/lr@2048=0.001"));
+}
+
 // The lines of `log` that start with `prefix`.
 std::vector<std::string> LinesStartingWith(const std::string& log, const std::string& prefix) {
   std::vector<std::string> out;

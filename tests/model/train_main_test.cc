@@ -107,6 +107,21 @@ TEST_F(TrainBinaryTest, MissingFileAndBadFlagsExitTwo) {
   EXPECT_NE(r.err.find("nope.json: cannot open"), std::string::npos) << r.err;
   EXPECT_EQ(Run("--bogus").exit_code, 2);
   EXPECT_EQ(Run("").exit_code, 2);
+  r = Run("--config=" + dir_ + "/c.json --threads 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--threads: must be an integer between 1 and 1024, got '0'\nusage: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Run("export --config c.json --out o").exit_code, 2);
+  EXPECT_EQ(Run("prepare --bogus x").exit_code, 2);
+}
+
+TEST_F(TrainBinaryTest, HelpExitsZeroWithTheUsage) {
+  for (const char* args : {"--help", "-h", "export --help", "dump-logits -h", "prepare --help"}) {
+    RunResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    EXPECT_EQ(r.out.rfind("usage: onset-train", 0), 0u) << args << ": " << r.out;
+  }
 }
 
 TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {

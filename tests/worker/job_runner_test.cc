@@ -87,7 +87,7 @@ TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
   EXPECT_THAT(points, Contains(MetricPoint{"eval/heldout_loss", 200, 2.9}));
   EXPECT_THAT(points, Contains(MetricPoint{"niah/acc", 200, 0.25}));
   EXPECT_THAT(points, Not(Contains(MetricPoint{"train/lr", 200, 0})));
-  EXPECT_EQ(points.size(), 8u);  // 3 + 2 + 2 + 1 numbers; the null and the bad line dropped
+  EXPECT_EQ(points.size(), 9u);  // 3 + 3 + 2 + 1: the null a NaN point; the bad line skipped
 
   // The config was written verbatim where the trainer ran, with the thread count passed on.
   fs::path attempt = work_dir_ / "00c0ffee" / "attempt-2";

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace onset::worker {
 namespace {
 
@@ -25,12 +27,17 @@ TEST(MetricsParserTest, TrainLineBecomesPointsAtItsTokens) {
   EXPECT_EQ(parser.malformed_lines(), 0);
 }
 
-TEST(MetricsParserTest, NullValuesAreSkipped) {
+// The null rule (base/metrics_line.h): null is a value that was not finite, a NaN point.
+TEST(MetricsParserTest, NullValuesArriveAsNanPoints) {
   MetricsParser parser;
   std::vector<MetricPoint> points;
   parser.Consume(R"({"event":"eval","tokens":250000,"metrics":{"eval/heldout_loss":2.9,"niah/acc@256":null}})",
                  &points);
-  EXPECT_THAT(points, ElementsAre(MetricPoint{"eval/heldout_loss", 250000, 2.9}));
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0], (MetricPoint{"eval/heldout_loss", 250000, 2.9}));
+  EXPECT_EQ(points[1].name, "niah/acc@256");
+  EXPECT_EQ(points[1].tokens, 250000);
+  EXPECT_TRUE(std::isnan(points[1].value));
   EXPECT_EQ(parser.malformed_lines(), 0);
 }
 
@@ -42,9 +49,10 @@ TEST(MetricsParserTest, MalformedLinesAreCountedNotFatal) {
   parser.Consume(R"({"tokens":1,"metrics":{}})", &points);                  // no event
   parser.Consume(R"({"event":"train","tokens":"x","metrics":{}})", &points);  // bad tokens
   parser.Consume(R"({"event":"train","tokens":5,"metrics":3})", &points);    // bad metrics
+  parser.Consume(R"({"event":"eval","tokens":5,"metrics":{"a":"x"}})", &points);  // bad value
   parser.Consume("   ", &points);                                           // blank: ignored
   EXPECT_THAT(points, IsEmpty());
-  EXPECT_EQ(parser.malformed_lines(), 5);
+  EXPECT_EQ(parser.malformed_lines(), 6);
   parser.Consume(R"({"event":"train","tokens":7,"metrics":{"train/loss":1}})", &points);
   EXPECT_THAT(points, ElementsAre(MetricPoint{"train/loss", 7, 1}));
 }
@@ -61,7 +69,8 @@ TEST(MetricsParserTest, TracksTokensDoneAndEvents) {
   EXPECT_FALSE(parser.done());
   EXPECT_EQ(parser.tokens_done(), 600);
   EXPECT_EQ(parser.tokens_per_second(), 10);
-  EXPECT_FALSE(parser.latest_loss().has_value());
+  ASSERT_TRUE(parser.latest_loss().has_value());  // the diverged loss: not finite
+  EXPECT_TRUE(std::isnan(*parser.latest_loss()));
 }
 
 TEST(MetricsParserTest, PointsBreakingTheLimitsAreDroppedAloneAndCounted) {

@@ -29,8 +29,11 @@ TEST(PrepareAppTest, ParsesFlagsAndInputs) {
   EXPECT_EQ(Parse({"--out", "o.bin", "--dtype", "int8", "a"}, &f),
             "--dtype: must be uint16 or uint32, got 'int8'");
   EXPECT_EQ(Parse({"--out", "o.bin", "--vocab", "9", "a"}, &f),
-            "prepare: unknown argument '--vocab'");
-  EXPECT_EQ(Parse({"a", "--out"}, &f), "--out: missing value");
+            "The following argument was not expected: --vocab");
+  EXPECT_EQ(Parse({"a", "--out"}, &f), "--out: 1 required TEXT missing");
+  EXPECT_EQ(Parse({"a", "--out", ""}, &f), "--out: must not be empty");
+  ASSERT_FALSE(Parse({"-h"}, &f));
+  EXPECT_TRUE(f.help);
 }
 
 TEST(PrepareAppTest, WritesEveryByteAsATokenWithNewlinesBetweenFiles) {

@@ -85,7 +85,7 @@ void ExpectSameEvents(const std::vector<MetricsEvent>& a, const std::vector<Metr
     EXPECT_EQ(a[i].event, b[i].event);
     EXPECT_EQ(a[i].tokens, b[i].tokens);
     EXPECT_EQ(a[i].step, b[i].step);
-    EXPECT_EQ(a[i].metrics, b[i].metrics) << a[i].ToJsonLine() << "\n" << b[i].ToJsonLine();
+    EXPECT_EQ(a[i].metrics, b[i].metrics) << a[i].Format() << "\n" << b[i].Format();
   }
 }
 

@@ -2,11 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 
-#include "model/training/metrics_writer.h"
+#include "base/trainer_contract.h"
 
 namespace onset::model {
 namespace {
@@ -41,14 +40,22 @@ TEST(TrainFlagsTest, ParsesBothForms) {
 TEST(TrainFlagsTest, RejectsBadInput) {
   TrainFlags f;
   EXPECT_EQ(Parse({}, &f), "--config is required");
-  EXPECT_EQ(Parse({"--config"}, &f), "--config: missing value");
+  EXPECT_EQ(Parse({"--config"}, &f), "--config: 1 required TEXT missing");
   EXPECT_EQ(Parse({"--config", "c", "--device", "tpu"}, &f),
             "--device: must be auto, cpu or cuda, got 'tpu'");
   EXPECT_EQ(Parse({"--config", "c", "--threads", "0"}, &f),
             "--threads: must be an integer between 1 and 1024, got '0'");
-  EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f), "unknown argument '--verbose'");
-  EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir="}, &f),
+  EXPECT_EQ(Parse({"--config", "c", "--verbose"}, &f),
+            "The following argument was not expected: --verbose");
+  EXPECT_EQ(Parse({"--confg", "c"}, &f), "The following arguments were not expected: c --confg");
+  EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir", ""}, &f),
             "--checkpoint-dir: must name a directory");
+  EXPECT_EQ(Parse({"--config", "c", "--checkpoint-dir="}, &f),
+            "--checkpoint-dir: 1 required TEXT missing");
+  EXPECT_EQ(Parse({"--config="}, &f), "--config: 1 required TEXT missing");
+  EXPECT_EQ(Parse({"--config", ""}, &f), "--config: must name a file");
+  EXPECT_EQ(Parse({"--config", "c", "--metrics-fd", "0"}, &f),
+            "--metrics-fd: must be a file descriptor number >= 1, got '0'");
   EXPECT_EQ(Parse({"--config", "c", "--nproc", "0"}, &f),
             "--nproc: must be an integer between 1 and 1024, got '0'");
   EXPECT_EQ(Parse({"--config", "c", "--nproc=two"}, &f),
@@ -58,6 +65,56 @@ TEST(TrainFlagsTest, RejectsBadInput) {
   EXPECT_EQ(Parse({"--config", "c", "--attention-backend=fast"}, &f),
             "--attention-backend: must be auto, custom, flash, sdpa-band, blocked or math, got "
             "'fast'");
+}
+
+TEST(TrainFlagsTest, HelpNeedsNoOtherFlag) {
+  TrainFlags f;
+  ASSERT_FALSE(Parse({"--help"}, &f));
+  EXPECT_TRUE(f.help);
+  ASSERT_FALSE(Parse({"-h"}, &f));
+  EXPECT_TRUE(f.help);
+  ASSERT_FALSE(Parse({"--config", "c"}, &f));
+  EXPECT_FALSE(f.help);
+}
+
+TEST(TrainFlagsTest, NumbersAreDecimalAndTheLastOfARepeatedFlagWins) {
+  TrainFlags f;
+  ASSERT_FALSE(Parse({"--config", "a", "--threads", "010", "--config=b", "--nproc", "2",
+                      "--nproc=3"},
+                     &f));
+  EXPECT_EQ(f.threads, 10);  // not octal
+  EXPECT_EQ(f.config_path, "b");
+  EXPECT_EQ(f.nproc, 3);
+  ASSERT_FALSE(Parse({"--config", "a"}, &f));
+  EXPECT_FALSE(f.threads.has_value());
+}
+
+// The flag names are the contract the worker builds its command line from.
+TEST(TrainFlagsTest, AcceptsEveryFlagOfTheContract) {
+  TrainFlags f;
+  ASSERT_EQ(Parse({trainer::kFlagConfig, "c.json", trainer::kFlagMetricsFd, "4",
+                   trainer::kFlagCheckpointDir, "ck", trainer::kFlagResume, trainer::kFlagDevice,
+                   "cpu", trainer::kFlagThreads, "3", trainer::kFlagNproc, "2",
+                   trainer::kFlagDistTimeout, "60", trainer::kFlagAttentionBackend, "math"},
+                  &f),
+            std::nullopt);
+  EXPECT_EQ(f.config_path, "c.json");
+  EXPECT_EQ(f.metrics_fd, 4);
+  EXPECT_EQ(f.checkpoint_dir, "ck");
+  EXPECT_TRUE(f.resume);
+  EXPECT_EQ(f.device, "cpu");
+  EXPECT_EQ(f.threads, 3);
+  EXPECT_EQ(f.nproc, 2);
+  EXPECT_EQ(f.dist_timeout_s, 60);
+  EXPECT_EQ(f.attention_backend, "math");
+}
+
+TEST(TrainFlagsTest, ArgsWithoutDropsTheFlagInEitherForm) {
+  const char* argv[] = {"onset-train", "--config", "c", "--nproc", "2", "--resume",
+                        "--nproc=4", "--nproc-x=1", "--threads", "1"};
+  EXPECT_EQ(ArgsWithout(trainer::kFlagNproc, 10, argv),
+            (std::vector<std::string>{"--config", "c", "--resume", "--nproc-x=1", "--threads",
+                                      "1"}));
 }
 
 TEST(TrainFlagsTest, LoadNamesFileAndKey) {
@@ -75,14 +132,6 @@ TEST(TrainFlagsTest, LoadNamesFileAndKey) {
   std::remove(path.c_str());
   CellConfig c;
   EXPECT_EQ(LoadCellConfig(path, &c), path + ": cannot open: No such file or directory");
-}
-
-TEST(MetricsWriterTest, LinesFollowTheProtocol) {
-  MetricsEvent e{"train", 4096, 3, {{"train/loss", 2.5}, {"train/lr", 0.001}}};
-  EXPECT_EQ(e.ToJsonLine(),
-            R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
-  MetricsEvent d{"diverged", 10, std::nullopt, {{"train/loss", std::nan("")}}};
-  EXPECT_EQ(d.ToJsonLine(), R"({"event":"diverged","tokens":10,"metrics":{"train/loss":null}})");
 }
 
 }  // namespace
