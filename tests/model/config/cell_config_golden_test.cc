@@ -82,13 +82,18 @@ TEST(CellConfigGoldenTest, CanonicalFormReadsBackToItself) {
     ASSERT_FALSE(ParseCellConfig(g.input, &c)) << Where(g);
     const json canonical = c.ToJson();
     EXPECT_EQ(c.ToJson(), canonical) << Where(g);  // ToJson is a function of the config
-    // What onset-train reads (the canonical text) is the same cell.
+    // What onset-train reads (the canonical text) is the same cell...
     CellConfig reread;
     std::optional<FieldError> e = ParseCellConfig(canonical, &reread);
     ASSERT_FALSE(e) << Where(g) << ": " << e->ToString();
     EXPECT_EQ(reread.ToJson(), canonical) << Where(g);
     EXPECT_EQ(reread.CanonicalText(), c.CanonicalText()) << Where(g);
     EXPECT_FALSE(ValidateCanonical(c.CanonicalText())) << Where(g);
+    // ... and a config read from its canonical form is a fixed point, field for field.
+    CellConfig again;
+    ASSERT_FALSE(ParseCellConfig(reread.ToJson(), &again)) << Where(g);
+    EXPECT_TRUE(again == reread) << Where(g) << ": " << again.ToJson().dump() << "\n"
+                                 << reread.ToJson().dump();
   }
 }
 

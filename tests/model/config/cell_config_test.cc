@@ -193,54 +193,6 @@ TEST(CellConfigTest, EvalPointsAreEvenlyOrLogSpaced) {
             "eval.log_start: must be below train.tokens = 1000");
 }
 
-TEST(CellConfigTest, PatternsResolve) {
-  std::string p;
-  EXPECT_FALSE(ResolvePattern("swa:3", 4, &p));
-  EXPECT_EQ(p, "SSSF");
-  EXPECT_FALSE(ResolvePattern("swa", 8, &p));
-  EXPECT_EQ(p, "SSSFSSSF");
-  EXPECT_FALSE(ResolvePattern("swa:1", 4, &p));
-  EXPECT_EQ(p, "SFSF");
-  EXPECT_FALSE(ResolvePattern("SF", 4, &p));
-  EXPECT_EQ(p, "SFSF");
-  EXPECT_TRUE(ResolvePattern("swa:3", 6, &p));  // a group of 4 does not divide 6
-  EXPECT_TRUE(ResolvePattern("SXF", 3, &p));
-}
-
-TEST(CellConfigTest, RecurrentPatternsResolve) {
-  std::string p;
-  EXPECT_FALSE(ResolvePattern("lightning:3", 4, &p));
-  EXPECT_EQ(p, "LLLF");
-  EXPECT_FALSE(ResolvePattern("lightning", 8, &p));
-  EXPECT_EQ(p, "LLLFLLLF");
-  EXPECT_FALSE(ResolvePattern("gdn", 4, &p, kFullFirst));
-  EXPECT_EQ(p, "FDDD");
-  EXPECT_FALSE(ResolvePattern("gdn:1", 4, &p, kFullLast));
-  EXPECT_EQ(p, "DFDF");
-  EXPECT_FALSE(ResolvePattern("swa:2", 6, &p, kFullFirst));
-  EXPECT_EQ(p, "FSSFSS");
-  // R = 0: no full-attention layer at all; full_position changes nothing.
-  EXPECT_FALSE(ResolvePattern("lightning:0", 3, &p, kFullFirst));
-  EXPECT_EQ(p, "LLL");
-  EXPECT_FALSE(ResolvePattern("gdn:0", 2, &p));
-  EXPECT_EQ(p, "DD");
-  // Explicit patterns are taken as written, whatever full_position says.
-  EXPECT_FALSE(ResolvePattern("LDSF", 8, &p, kFullFirst));
-  EXPECT_EQ(p, "LDSFLDSF");
-  EXPECT_EQ(ResolvePattern("gdn:x", 4, &p),
-            "ratio in 'gdn:x' must be a non-negative integer, e.g. gdn:3 (gdn:0 = no "
-            "full-attention layer)");
-  const std::string empty_ratio = ResolvePattern("lightning:", 4, &p).value_or("");
-  EXPECT_EQ(empty_ratio.rfind("ratio in 'lightning:' must", 0), 0u) << empty_ratio;
-  EXPECT_EQ(ResolvePattern("LQF", 3, &p),
-            "unknown arch 'LQF': expected full, swa[:R], lightning[:R], gdn[:R] or a pattern of "
-            "F/S/L/D letters such as SSSF");
-  EXPECT_EQ(ResolvePattern("gdn", 6, &p),
-            "arch 'gdn' repeats a group of 4 layers, which does not divide model.layers = 6");
-  EXPECT_EQ(ResolvePattern("gdn", 4, &p, "middle"),
-            "unknown full_position 'middle': expected last or first");
-}
-
 TEST(CellConfigTest, NewModelFieldsValidateAndCanonicalise) {
   CellConfig c = ParseOk({{"model", {{"arch", "gdn"}, {"full_position", "first"}}}});
   EXPECT_EQ(c.model.pattern, "FDDD");
@@ -411,6 +363,29 @@ TEST(CellConfigFieldsTest, EveryFieldIsReadAndWritten) {
     if (field == "data.kind") continue;  // it has one value only
     EXPECT_TRUE(changed.count(field)) << field;
   }
+}
+
+TEST(CellConfigFieldsTest, EqualityComparesEveryFieldAsHeld) {
+  for (const json& config : EveryFieldConfigs()) {
+    const CellConfig c = ParseOk(config);
+    CellConfig copy = c;
+    EXPECT_TRUE(copy == c);
+    EXPECT_TRUE(c != ParseOk(json::object()));
+    copy.study = "another";
+    EXPECT_TRUE(copy != c);
+    copy = c;
+    copy.eval.niah_variants.pop_back();
+    EXPECT_TRUE(copy != c);
+    copy = c;
+    copy.model.vocab_size += 8;  // not a field, but part of the config
+    EXPECT_TRUE(copy != c);
+  }
+  // As held: a derived 0 is not the value it resolves to, though both write the same.
+  CellConfig derived = ParseOk(json::object());
+  CellConfig resolved = derived;
+  resolved.model.mlp_hidden = derived.model.resolved_mlp_hidden();
+  EXPECT_EQ(resolved.CanonicalText(), derived.CanonicalText());
+  EXPECT_TRUE(resolved != derived);
 }
 
 TEST(CellConfigFieldsTest, TheFieldListIsPinned) {
