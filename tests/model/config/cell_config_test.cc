@@ -374,6 +374,7 @@ TEST(CellConfigFieldsTest, EqualityComparesEveryFieldAsHeld) {
     copy.study = "another";
     EXPECT_TRUE(copy != c);
     copy = c;
+    ASSERT_FALSE(copy.eval.niah_variants.empty());
     copy.eval.niah_variants.pop_back();
     EXPECT_TRUE(copy != c);
     copy = c;
