@@ -20,9 +20,9 @@ inline constexpr const char* kFullLast = "last";    // SSSF
 inline constexpr const char* kFullFirst = "first";  // FSSS
 
 // Positional schemes of the `pos` axis (SCIENCE.md).
-inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
-inline constexpr const char* kPosNopeFull = "nope-full"; // NoPE in F layers, RoPE elsewhere
-inline constexpr const char* kPosNope = "nope";          // no positional encoding anywhere
+inline constexpr const char* kPosRope = "rope";           // RoPE in every layer
+inline constexpr const char* kPosNopeFull = "nope-full";  // NoPE in F layers, RoPE elsewhere
+inline constexpr const char* kPosNope = "nope";           // no positional encoding anywhere
 
 // Log-n scaling of queries in NoPE attention layers: none, the F layers, or F and S layers.
 inline constexpr const char* kLognOff = "off";
