@@ -1,260 +1,14 @@
 #include "model/config/cell_config.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cctype>
 #include <cmath>
-#include <regex>
+#include <functional>
 #include <set>
 
 #include "base/did_you_mean.h"
 #include "model/config/vocab.h"
 
 namespace onset::model {
-namespace {
-
-using nlohmann::json;
-
-// A token count as written ("250K", "1.5M", "2000"), scaled, before any range or integrality
-// check (huge ones are +inf); nullopt when it is not one.
-std::optional<double> TokenCountValue(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::string digits = text;
-  double scale = 1;
-  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  if (last == 'K' || last == 'M' || last == 'B') {
-    scale = last == 'K' ? 1e3 : last == 'M' ? 1e6 : 1e9;
-    digits.pop_back();
-  }
-  int dots = 0;
-  std::string clean;
-  for (char c : digits) {
-    if (c == '.') {
-      ++dots;
-    } else if (!std::isdigit(static_cast<unsigned char>(c)) && c != '_') {
-      return std::nullopt;
-    }
-    if (c != '_') clean += c;
-  }
-  if (dots > 1 || clean.empty() || clean == ".") return std::nullopt;
-  // strtod, not stod: a 400-digit count is +inf here, not an exception.
-  return std::strtod(clean.c_str(), nullptr) * scale;
-}
-
-// "1e15" for a power of ten, else the number.
-std::string Short(int64_t x) {
-  int exponent = 0;
-  for (int64_t v = x; v >= 10 && v % 10 == 0; v /= 10) ++exponent;
-  if (exponent >= 3 && x == static_cast<int64_t>(std::pow(10.0, exponent))) {
-    return "1e" + std::to_string(exponent);
-  }
-  return std::to_string(x);
-}
-
-// Reads the fields of one JSON object section; remembers the first error and rejects keys
-// that no reader asked for.
-class SectionReader {
- public:
-  SectionReader(const json& j, std::string prefix, std::optional<FieldError>* error)
-      : j_(j), prefix_(std::move(prefix)), error_(error) {
-    if (!j_.is_null() && !j_.is_object()) Fail("", "must be a mapping");
-  }
-
-  void Int(const char* key, int* out, int64_t lo, int64_t hi) {
-    int64_t v = *out;
-    Int64(key, &v, lo, hi);
-    *out = static_cast<int>(v);
-  }
-
-  void Int64(const char* key, int64_t* out, int64_t lo, int64_t hi) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_number_integer()) return Fail(key, "must be an integer");
-    int64_t x = v->get<int64_t>();
-    if (x < lo || x > hi) return Fail(key, Range(lo, hi));
-    *out = x;
-  }
-
-  void Tokens(const char* key, int64_t* out, int64_t lo, int64_t hi) {
-    const json* v = Find(key);
-    if (!v) return;
-    std::optional<int64_t> x;
-    bool too_large = false;
-    if (v->is_number_unsigned()) {
-      too_large = v->get<uint64_t>() > static_cast<uint64_t>(hi);
-      if (!too_large) x = static_cast<int64_t>(v->get<uint64_t>());
-    } else if (v->is_number_integer()) {
-      x = v->get<int64_t>();
-    } else if (v->is_string()) {
-      x = ParseTokenCount(v->get<std::string>());
-      std::optional<double> d = TokenCountValue(v->get<std::string>());
-      too_large = !x && d && *d > static_cast<double>(hi);
-    } else if (v->is_number_float()) {
-      double d = v->get<double>();
-      too_large = d > static_cast<double>(hi);
-      if (d >= 0 && d == std::floor(d) && !too_large) x = static_cast<int64_t>(d);
-    }
-    if (too_large || (x && *x > hi)) {
-      return Fail(key, "must be at most " + std::to_string(hi) + " tokens (" + Short(hi) + ")");
-    }
-    if (!x) return Fail(key, "must be a token count like 250000, 250K, 1.5M or 2B");
-    if (*x < lo) return Fail(key, "must be at least " + std::to_string(lo));
-    *out = *x;
-  }
-
-  void Double(const char* key, double* out, double lo, double hi) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_number()) return Fail(key, "must be a number");
-    double x = v->get<double>();
-    if (!(x >= lo && x <= hi)) return Fail(key, Range(lo, hi));
-    *out = x;
-  }
-
-  void Bool(const char* key, bool* out) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_boolean()) return Fail(key, "must be true or false");
-    *out = v->get<bool>();
-  }
-
-  void String(const char* key, std::string* out) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_string()) return Fail(key, "must be a string");
-    *out = v->get<std::string>();
-  }
-
-  void IntList(const char* key, std::vector<int>* out, int lo, int hi) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_array()) return Fail(key, "must be a list of integers");
-    std::vector<int> xs;
-    for (const json& e : *v) {
-      if (!e.is_number_integer() || e.get<int64_t>() < lo || e.get<int64_t>() > hi)
-        return Fail(key, "every entry " + Range(lo, hi));
-      xs.push_back(e.get<int>());
-    }
-    *out = std::move(xs);
-  }
-
-  void DoubleList(const char* key, std::vector<double>* out, double lo, double hi) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_array()) return Fail(key, "must be a list of numbers");
-    std::vector<double> xs;
-    for (const json& e : *v) {
-      if (!e.is_number() || !(e.get<double>() >= lo && e.get<double>() <= hi))
-        return Fail(key, "every entry " + Range(lo, hi));
-      xs.push_back(e.get<double>());
-    }
-    *out = std::move(xs);
-  }
-
-  void TokensList(const char* key, std::vector<int64_t>* out, int64_t lo, int64_t hi) {
-    const json* v = Find(key);
-    if (!v) return;
-    if (!v->is_array()) return Fail(key, "must be a list of token counts");
-    std::vector<int64_t> xs;
-    for (const json& e : *v) {
-      std::optional<int64_t> x;
-      if (e.is_number_integer()) x = e.get<int64_t>();
-      if (e.is_string()) x = ParseTokenCount(e.get<std::string>());
-      if (!x || *x < lo || *x > hi) {
-        return Fail(key, "every entry must be a token count between " + std::to_string(lo) +
-                             " and " + std::to_string(hi));
-      }
-      xs.push_back(*x);
-    }
-    std::sort(xs.begin(), xs.end());
-    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-    *out = std::move(xs);
-  }
-
-  // Every entry must be one of `allowed`.
-  void StringList(const char* key, std::vector<std::string>* out,
-                  const std::vector<std::string>& allowed) {
-    const json* v = Find(key);
-    if (!v) return;
-    std::string names;
-    for (const std::string& a : allowed) names += (names.empty() ? "" : ", ") + a;
-    if (!v->is_array()) return Fail(key, "must be a list of strings out of " + names);
-    std::vector<std::string> xs;
-    for (const json& e : *v) {
-      if (!e.is_string() || std::find(allowed.begin(), allowed.end(), e.get<std::string>()) ==
-                                allowed.end())
-        return Fail(key, "every entry must be one of " + names);
-      xs.push_back(e.get<std::string>());
-    }
-    *out = std::move(xs);
-  }
-
-  // Whether `key` is present (and not null).
-  bool Has(const char* key) const {
-    if (!j_.is_object()) return false;
-    auto it = j_.find(key);
-    return it != j_.end() && !it->is_null();
-  }
-
-  // Call after every field was read: any key left over is unknown.
-  void RejectUnknown() {
-    if (!j_.is_object()) return;
-    for (const auto& [key, value] : j_.items()) {
-      if (seen_.count(key)) continue;
-      std::optional<std::string> near = base::ClosestMatch(key, {seen_.begin(), seen_.end()});
-      Fail(key, near ? "unknown key (did you mean " + prefix_ + "." + *near + "?)"
-                     : "unknown key");
-    }
-  }
-
-  // The dotted paths of every key read so far.
-  void AppendFields(std::vector<std::string>* out) const {
-    for (const std::string& key : seen_) out->push_back(prefix_ + "." + key);
-  }
-
-  void Fail(const std::string& key, const std::string& message) {
-    if (*error_) return;
-    std::string path = prefix_;
-    if (!key.empty()) path += (path.empty() ? "" : ".") + key;
-    *error_ = FieldError{path, message};
-  }
-
-  // The value of `key` (marked as read), or null when absent: for fields with a shape of
-  // their own.
-  const json* Find(const char* key) {
-    seen_.insert(key);
-    if (!j_.is_object()) return nullptr;
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
- private:
-  template <typename T>
-  static std::string Range(T lo, T hi) {
-    return "must be between " + Num(lo) + " and " + Num(hi);
-  }
-  static std::string Num(int x) { return std::to_string(x); }
-  static std::string Num(int64_t x) { return std::to_string(x); }
-  static std::string Num(double x) {
-    json j = x;
-    return j.dump();
-  }
-
-  const json& j_;
-  std::string prefix_;
-  std::optional<FieldError>* error_;
-  std::set<std::string> seen_;
-};
-
-const json& Section(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-}  // namespace
 
 int ModelConfig::resolved_mlp_hidden() const {
   if (mlp_hidden > 0) return mlp_hidden;
@@ -272,28 +26,10 @@ bool ModelConfig::HasLinear() const {
   return pattern.find_first_of(std::string{kLinearAttention, kGatedDeltaNet}) != std::string::npos;
 }
 
-bool ModelConfig::LayerUsesRope(int i) const {
-  const char kind = pattern.at(i);
-  if (kind != kFullAttention && kind != kSlidingWindow) return false;
-  if (pos == kPosNope) return false;
-  if (pos == kPosNopeFull) return kind != kFullAttention;
-  if (pos == kPosRope) return true;
-  // Explicit "F:nope,S:rope": find this layer's type.
-  const std::string entry = std::string(1, kind) + ":";
-  const size_t at = pos.find(entry);
-  return at == std::string::npos || pos.compare(at + 2, 4, "nope") != 0;
-}
+bool ModelConfig::LayerUsesRope(int i) const { return KindUsesRope(pattern.at(i), pos); }
 
 bool ModelConfig::LayerUsesLogn(int i) const {
-  const char kind = pattern.at(i);
-  if (logn_scaling == kLognOff || LayerUsesRope(i)) return false;
-  if (kind == kFullAttention) return true;
-  return kind == kSlidingWindow && logn_scaling == kLognAll;
-}
-
-bool IsExplicitPos(const std::string& pos) {
-  static const std::regex kExplicit("([FS]:(rope|nope))(,[FS]:(rope|nope))?");
-  return std::regex_match(pos, kExplicit) && !(pos.size() > 6 && pos[0] == pos[7]);
+  return KindUsesLogn(pattern.at(i), pos, logn_scaling);
 }
 
 int64_t TrainConfig::resolved_warmup_tokens() const {
@@ -310,6 +46,11 @@ int64_t TrainConfig::wsd_decay_start() const {
 
 int DataConfig::resolved_max_distance(int seq_len) const {
   return max_distance > 0 ? max_distance : seq_len;
+}
+
+int DataConfig::resolved_key_alphabet() const {
+  const int values = std::min(text_tokens(), 256);
+  return key_alphabet > 0 ? std::min(key_alphabet, values) : values;
 }
 
 int64_t EvalConfig::resolved_every_tokens(int64_t budget) const {
@@ -340,16 +81,6 @@ std::vector<int> EvalConfig::resolved_niah_lengths(int seq_len) const {
   return {seq_len / 2, seq_len, 2 * seq_len};
 }
 
-int DataConfig::resolved_key_alphabet() const {
-  const int values = std::min(text_tokens(), 256);
-  return key_alphabet > 0 ? std::min(key_alphabet, values) : values;
-}
-
-int MinNiahLength(const DataConfig& data, int records) {
-  const int span = data.record_len();
-  return 1 + span + (records > 1 ? (records + 1) * span - 2 : 0) + 1 + data.question_len();
-}
-
 int EvalConfig::resolved_short_context(const ModelConfig& model) const {
   int context = short_context;
   if (context <= 0) context = model.HasSliding() ? model.window : model.seq_len / 4;
@@ -361,257 +92,334 @@ int EvalConfig::resolved_niah_window(const ModelConfig& model) const {
   return model.HasSliding() ? model.window : std::max(1, model.seq_len / 4);
 }
 
-std::optional<int64_t> ParseTokenCount(const std::string& text) {
-  std::optional<double> value = TokenCountValue(text);
-  if (!value || !(*value <= 9e18) || *value != std::floor(*value)) return std::nullopt;
-  return static_cast<int64_t>(*value);
+int MinNiahLength(const DataConfig& data, int records) {
+  const int span = data.record_len();
+  return 1 + span + (records > 1 ? (records + 1) * span - 2 : 0) + 1 + data.question_len();
 }
 
 namespace {
 
-// The ratio archs: name -> the efficient layer they repeat.
-struct RatioArch {
-  const char* name;
-  char letter;
+using nlohmann::json;
+
+// What the canonical form writes for a field, when not simply the field's value.
+struct Canonical {
+  // The value written instead of the field's own: a derived default resolved, say.
+  std::function<json()> value;
+  // Whether the key is written at all. Keys that only some configs have are left out of the
+  // others, whose canonical text (and so cell id) is older than the key.
+  std::function<bool()> written;
 };
-constexpr RatioArch kRatioArchs[] = {
-    {"swa", kSlidingWindow}, {"lightning", kLinearAttention}, {"gdn", kGatedDeltaNet}};
 
-// Parses "name" or "name:R" of a ratio arch into its letter and ratio; false when `arch` is not
-// a ratio arch. `error` is set when it is one but R is malformed.
-bool ParseRatioArch(const std::string& arch, char* letter, int* ratio,
-                    std::optional<std::string>* error) {
-  for (const RatioArch& r : kRatioArchs) {
-    const std::string name = r.name;
-    if (arch != name && arch.rfind(name + ":", 0) != 0) continue;
-    *letter = r.letter;
-    *ratio = 3;
-    if (arch.size() > name.size()) {
-      const std::string digits = arch.substr(name.size() + 1);
-      if (digits.empty() || digits.size() > 3 ||
-          digits.find_first_not_of("0123456789") != std::string::npos) {
-        *error = "ratio in '" + arch + "' must be a non-negative integer, e.g. " + name +
-                 ":3 (" + name + ":0 = no full-attention layer)";
-        return true;
-      }
-      *ratio = std::stoi(digits);
-    }
-    return true;
-  }
-  return false;
+template <typename F>
+Canonical WrittenAs(F value) {
+  return {[value] { return json(value()); }, nullptr};
 }
 
-bool IsLayerLetter(char c) {
-  return c == kFullAttention || c == kSlidingWindow || c == kLinearAttention ||
-         c == kGatedDeltaNet;
+template <typename F>
+Canonical WrittenIf(F written) {
+  return {nullptr, written};
 }
 
-}  // namespace
-
-bool ArchUsesFullPosition(const std::string& arch) {
-  char letter = 0;
-  int ratio = 0;
-  std::optional<std::string> error;
-  return ParseRatioArch(arch, &letter, &ratio, &error) && !error && ratio >= 1;
-}
-
-std::optional<std::string> ResolvePattern(const std::string& arch, int layers,
-                                          std::string* pattern,
-                                          const std::string& full_position) {
-  if (full_position != kFullLast && full_position != kFullFirst) {
-    return "unknown full_position '" + full_position + "': expected last or first";
-  }
-  std::string unit;
-  char letter = 0;
-  int ratio = 0;
-  std::optional<std::string> ratio_error;
-  if (arch == "full") {
-    unit = "F";
-  } else if (ParseRatioArch(arch, &letter, &ratio, &ratio_error)) {
-    if (ratio_error) return ratio_error;
-    unit = std::string(ratio, letter);
-    if (ratio == 0) {
-      unit = std::string(1, letter);
-    } else if (full_position == kFullFirst) {
-      unit.insert(unit.begin(), kFullAttention);
-    } else {
-      unit += kFullAttention;
-    }
+// model.logn_scaling: off, full, all, or true (= full) and false (= off).
+void ReadLognScaling(JsonFieldReader& r, const char* key, std::string* out) {
+  const json* v = r.Find(key);
+  if (!v) return;
+  if (v->is_boolean()) {
+    *out = v->get<bool>() ? kLognFull : kLognOff;
+  } else if (v->is_string() && (*v == kLognOff || *v == kLognFull || *v == kLognAll)) {
+    *out = v->get<std::string>();
   } else {
-    if (arch.empty()) return std::string("arch must not be empty");
-    for (char c : arch) {
-      if (!IsLayerLetter(c)) {
-        return "unknown arch '" + arch +
-               "': expected full, swa[:R], lightning[:R], gdn[:R] or a pattern of F/S/L/D "
-               "letters such as SSSF";
-      }
-    }
-    unit = arch;
+    r.Fail(key, "must be off, full (NoPE F layers), all (NoPE F and S layers), true (= full) or "
+                "false");
   }
-  if (layers % static_cast<int>(unit.size()) != 0) {
-    return "arch '" + arch + "' repeats a group of " + std::to_string(unit.size()) +
-           " layers, which does not divide model.layers = " + std::to_string(layers);
-  }
-  pattern->clear();
-  for (int i = 0; i < layers / static_cast<int>(unit.size()); ++i) *pattern += unit;
-  return std::nullopt;
 }
 
-namespace {
-
-// ParseCellConfig; `fields`, when given, receives the dotted path of every key the sections
-// read.
-std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std::string>* fields) {
-  std::optional<FieldError> error;
-  CellConfig c;
-  if (!j.is_object()) return FieldError{"", "cell config must be a JSON object"};
-
-  if (auto it = j.find("study"); it != j.end() && !it->is_null()) {
-    if (!it->is_string()) return FieldError{"study", "must be a string"};
-    c.study = it->get<std::string>();
-  }
-
-  SectionReader m(Section(j, "model"), "model", &error);
-  ModelConfig& mc = c.model;
-  m.Int("layers", &mc.layers, 1, 256);
-  m.Int("d_model", &mc.d_model, 8, 65536);
-  m.Int("heads", &mc.heads, 1, 1024);
-  m.Int("mlp_hidden", &mc.mlp_hidden, 0, 1 << 20);
-  m.Int("seq_len", &mc.seq_len, 8, 1 << 22);
-  m.Double("rope_base", &mc.rope_base, 1.0, 1e12);
-  m.Bool("tie_embeddings", &mc.tie_embeddings);
-  m.Bool("qk_norm", &mc.qk_norm);
-  m.Double("init_std", &mc.init_std, 1e-6, 1.0);
-  m.String("arch", &mc.arch);
-  std::string written_pattern;
-  m.String("pattern", &written_pattern);
-  m.String("full_position", &mc.full_position);
-  m.Int("window", &mc.window, 0, 1 << 22);
-  m.String("pos", &mc.pos);
-  if (const json* logn = m.Find("logn_scaling")) {
-    if (logn->is_boolean()) {
-      mc.logn_scaling = logn->get<bool>() ? kLognFull : kLognOff;
-    } else if (logn->is_string() && (*logn == kLognOff || *logn == kLognFull || *logn == kLognAll)) {
-      mc.logn_scaling = logn->get<std::string>();
-    } else {
-      m.Fail("logn_scaling", "must be off, full (NoPE F layers), all (NoPE F and S layers), "
-                             "true (= full) or false");
+// eval.niah_variants: the variants that always run are named as such.
+void ReadNiahVariants(JsonFieldReader& r, const char* key, std::vector<std::string>* out) {
+  if (const json* v = r.Find(key); v && v->is_array()) {
+    for (const json& name : *v) {
+      if (name.is_string() && (name == "multi-key" || name == "control")) {
+        r.Fail(key, "'" + name.get<std::string>() +
+                        "' always runs (niah/acc and niah/control/...); list only single, "
+                        "multi-value or multi-query");
+        break;
+      }
     }
   }
-  m.Int("chunk_size", &mc.chunk_size, 1, 1 << 16);
-  m.Int("kv_heads", &mc.kv_heads, 0, 1024);
-  m.RejectUnknown();
-  if (fields) m.AppendFields(fields);
-  if (!error && mc.d_model % mc.heads != 0) m.Fail("heads", "must divide d_model");
-  if (!error && mc.head_dim() % 2 != 0) m.Fail("heads", "d_model / heads must be even (RoPE)");
-  if (!error && mc.heads % mc.resolved_kv_heads() != 0) {
+  r.StringList(key, out, {"single", "multi-value", "multi-query"});
+}
+
+// THE LIST OF A CELL CONFIG'S FIELDS, the one place a field is named: its key, how it is read
+// (json_fields.h: type and range) and, where the canonical form writes something other than
+// the field as held, what it writes. Every use walks it with a visitor `f`, called as
+// f(key, field, read[, canonical]): reading (ParseCellConfig), writing (ToJson), listing the
+// keys (CellConfigFields) and comparing (operator==). `Config` is CellConfig for reading and
+// const CellConfig otherwise. The order is the order of reading, which decides which of
+// several bad fields an error names; checks across fields come after each section
+// (CheckModel, ...). model.vocab_size is not a field: the data determine it.
+template <typename Config, typename Fields>
+void TopFields(Config& c, Fields& f) {
+  f("study", c.study, AnyString{});
+}
+
+template <typename Config, typename Fields>
+void ModelFields(Config& c, Fields& f) {
+  auto& m = c.model;
+  f("layers", m.layers, IntIn{1, 256});
+  f("d_model", m.d_model, IntIn{8, 65536});
+  f("heads", m.heads, IntIn{1, 1024});
+  f("mlp_hidden", m.mlp_hidden, IntIn{0, 1 << 20},
+    WrittenAs([&m] { return m.resolved_mlp_hidden(); }));
+  f("seq_len", m.seq_len, IntIn{8, 1 << 22});
+  f("rope_base", m.rope_base, NumberIn{1.0, 1e12});
+  f("tie_embeddings", m.tie_embeddings, AnyBool{});
+  f("qk_norm", m.qk_norm, AnyBool{});
+  f("init_std", m.init_std, NumberIn{1e-6, 1.0});
+  f("arch", m.arch, AnyString{});
+  // Read as written, checked against what `arch` resolves to (CheckModel), which replaces it.
+  f("pattern", m.pattern, AnyString{});
+  f("full_position", m.full_position, AnyString{});
+  f("window", m.window, IntIn{0, 1 << 22});
+  f("pos", m.pos, AnyString{});
+  f("logn_scaling", m.logn_scaling, ReadLognScaling,
+    WrittenIf([&m] { return m.logn_scaling != kLognOff; }));
+  f("chunk_size", m.chunk_size, IntIn{1, 1 << 16});
+  f("kv_heads", m.kv_heads, IntIn{0, 1024}, WrittenAs([&m] { return m.resolved_kv_heads(); }));
+}
+
+template <typename Config, typename Fields>
+void TrainFields(Config& c, Fields& f) {
+  auto& t = c.train;
+  f("tokens", t.tokens, TokensIn{1, kMaxTrainTokens});
+  f("batch_tokens", t.batch_tokens, TokensIn{1, kMaxBatchTokens});
+  f("micro_batch", t.micro_batch, IntIn{1, 1 << 16});
+  f("lr", t.lr, NumberIn{0.0, 10.0});
+  f("min_lr_ratio", t.min_lr_ratio, NumberIn{0.0, 1.0});
+  f("warmup_tokens", t.warmup_tokens, TokensIn{0, kMaxTrainTokens},
+    WrittenAs([&t] { return t.resolved_warmup_tokens(); }));
+  f("schedule", t.schedule, AnyString{});
+  f("decay_fraction", t.decay_fraction, NumberIn{0.0, 1.0});
+  f("decay_shape", t.decay_shape, AnyString{});
+  f("weight_decay", t.weight_decay, NumberIn{0.0, 10.0});
+  f("beta1", t.beta1, NumberIn{0.0, 0.999999});
+  f("beta2", t.beta2, NumberIn{0.0, 0.999999});
+  f("grad_clip", t.grad_clip, NumberIn{0.0, 1e6});
+  f("seed", t.seed, IntIn{0, int64_t{1} << 53});
+  f("precision", t.precision, AnyString{});
+  f("log_every_steps", t.log_every_steps, IntIn{1, 1 << 20});
+  f("threads", t.threads, IntIn{0, 1024});
+  f("checkpoint_every_tokens", t.checkpoint_every_tokens, TokensIn{0, kMaxTrainTokens},
+    WrittenAs([&t] { return t.resolved_checkpoint_every_tokens(); }));
+  f("keep_checkpoints", t.keep_checkpoints, IntIn{1, 1 << 20});
+  // Read after `tokens`, which bounds it.
+  f("keep_checkpoints_at", t.keep_checkpoints_at, TokenCountsIn{1, t.tokens});
+}
+
+template <typename Config, typename Fields>
+void DataFields(Config& c, Fields& f) {
+  auto& d = c.data;
+  // File-background keys are written for file backgrounds only, markov ones for markov only,
+  // so that every markov cell keeps the address it had before token files existed.
+  const auto file = [&d] { return d.background == kBackgroundFile; };
+  f("kind", d.kind, AnyString{});
+  f("markov_branching", d.markov_branching, IntIn{1, 256}, WrittenIf([file] { return !file(); }));
+  f("zipf_exponent", d.zipf_exponent, NumberIn{0.0, 10.0}, WrittenIf([file] { return !file(); }));
+  f("records_per_seq", d.records_per_seq, NumberIn{0.0, 1e6});
+  f("key_len", d.key_len, IntIn{1, 64});
+  f("value_len", d.value_len, IntIn{1, 64});
+  f("key_alphabet", d.key_alphabet, IntIn{0, 256},
+    WrittenAs([&d] { return d.resolved_key_alphabet(); }));
+  f("value_marker", d.value_marker, AnyBool{});
+  f("answer_marker", d.answer_marker, AnyBool{});
+  f("absent_queries", d.absent_queries, NumberIn{0.0, 1.0});
+  f("min_distance", d.min_distance, IntIn{1, 1 << 22});
+  f("max_distance", d.max_distance, IntIn{0, 1 << 22},
+    WrittenAs([&c] { return c.data.resolved_max_distance(c.model.seq_len); }));
+  f("seed", d.seed, IntIn{0, int64_t{1} << 53});
+  f("background", d.background, AnyString{}, WrittenIf(file));
+  f("path", d.path, AnyString{}, WrittenIf(file));
+  f("dtype", d.dtype, AnyString{}, WrittenIf(file));
+  f("vocab_size", d.vocab_size, IntIn{1, 1 << 30}, WrittenIf(file));
+  f("heldout_path", d.heldout_path, AnyString{},
+    WrittenIf([&d, file] { return file() && !d.heldout_path.empty(); }));
+  f("heldout_fraction", d.heldout_fraction, NumberIn{0.0, 0.5},
+    WrittenIf([&d, file] { return file() && d.heldout_path.empty(); }));
+}
+
+template <typename Config, typename Fields>
+void EvalFields(Config& c, Fields& f) {
+  auto& e = c.eval;
+  // Evenly spaced evals write their spacing and no log_start; log-spaced ones the reverse.
+  f("every_tokens", e.every_tokens, TokensIn{0, kMaxTrainTokens}, WrittenAs([&c] {
+      return c.eval.log_points > 0 ? 0 : c.eval.resolved_every_tokens(c.train.tokens);
+    }));
+  f("log_points", e.log_points, IntIn{0, 10'000});
+  f("log_start", e.log_start, TokensIn{0, kMaxTrainTokens}, WrittenAs([&c] {
+      return c.eval.log_points > 0 ? c.eval.resolved_log_start(c.train.tokens) : 0;
+    }));
+  f("heldout_seqs", e.heldout_seqs, IntIn{0, 1 << 20});
+  // Bounded by kMinNiahLength..kMaxNiahLength in CheckEval, when NIAH runs; without NIAH the
+  // lengths mean nothing, and the canonical form still writes the defaults (seq_len / 2 ..
+  // 2 seq_len), which must read back.
+  f("niah_lengths", e.niah_lengths, IntsIn{1, 2 * kMaxNiahLength},
+    WrittenAs([&c] { return c.eval.resolved_niah_lengths(c.model.seq_len); }));
+  f("niah_depths", e.niah_depths, NumbersIn{0.0, 1.0});
+  f("niah_samples", e.niah_samples, IntIn{0, 1 << 20});
+  f("niah_records", e.niah_records, IntIn{1, 64});
+  f("niah_window", e.niah_window, IntIn{0, 1 << 22},
+    WrittenAs([&c] { return c.eval.resolved_niah_window(c.model); }));
+  f("short_context", e.short_context, IntIn{0, 1 << 22},
+    WrittenAs([&c] { return c.eval.resolved_short_context(c.model); }));
+  f("niah_variants", e.niah_variants, ReadNiahVariants);
+  f("ablation_heads", e.ablation_heads, IntIn{0, 1 << 16});
+  f("ablation_draws", e.ablation_draws, IntIn{1, 1000});
+}
+
+// The sections of the list, each with its key in a cell config.
+constexpr const char* kSections[] = {"model", "train", "data", "eval"};
+
+template <typename Config, typename Fields>
+void SectionFields(const std::string& section, Config& c, Fields& f) {
+  if (section == "model") ModelFields(c, f);
+  if (section == "train") TrainFields(c, f);
+  if (section == "data") DataFields(c, f);
+  if (section == "eval") EvalFields(c, f);
+}
+
+// Visitor: reads each field from its JSON object.
+class FieldReading {
+ public:
+  explicit FieldReading(JsonFieldReader* reader) : reader_(*reader) {}
+  template <typename T, typename Read>
+  void operator()(const char* key, T& field, const Read& read, const Canonical& = {}) {
+    read(reader_, key, &field);
+  }
+
+ private:
+  JsonFieldReader& reader_;
+};
+
+// Visitor: writes each field into a JSON object, as the canonical form has it or (for
+// comparing) as held.
+class FieldWriting {
+ public:
+  enum Form { kCanonical, kAsHeld };
+  FieldWriting(json* object, Form form) : out_(*object), form_(form) {}
+  template <typename T, typename Read>
+  void operator()(const char* key, const T& field, const Read&, const Canonical& canonical = {}) {
+    if (form_ == kAsHeld) {
+      out_[key] = field;
+      return;
+    }
+    if (canonical.written && !canonical.written()) return;
+    out_[key] = canonical.value ? canonical.value() : json(field);
+  }
+
+ private:
+  json& out_;
+  Form form_;
+};
+
+// Visitor: collects the keys, sorted.
+struct KeyListing {
+  std::set<std::string> keys;
+  template <typename T, typename Read>
+  void operator()(const char* key, const T&, const Read&, const Canonical& = {}) {
+    keys.insert(key);
+  }
+};
+
+// Every field of `c`, section by section, in `form`.
+json Write(const CellConfig& c, FieldWriting::Form form) {
+  json j = json::object();
+  FieldWriting top(&j, form);
+  TopFields(c, top);
+  for (const char* section : kSections) {
+    j[section] = json::object();
+    FieldWriting fields(&j[section], form);
+    SectionFields(section, c, fields);
+  }
+  return j;
+}
+
+// Reads the fields of `section` into `c` with `reader` (which holds that section's JSON
+// object), then refuses the keys no field has.
+void ReadSection(const char* section, JsonFieldReader* reader, CellConfig* c) {
+  FieldReading read(reader);
+  SectionFields(section, *c, read);
+  reader->RejectUnknown();
+}
+
+// Checks across the model's fields; resolves the pattern and canonicalises values that cannot
+// change the model.
+void CheckModel(JsonFieldReader& m, ModelConfig* model) {
+  ModelConfig& mc = *model;
+  const std::string written_pattern = mc.pattern;
+  if (m.ok() && mc.d_model % mc.heads != 0) m.Fail("heads", "must divide d_model");
+  if (m.ok() && mc.head_dim() % 2 != 0) m.Fail("heads", "d_model / heads must be even (RoPE)");
+  if (m.ok() && mc.heads % mc.resolved_kv_heads() != 0) {
     m.Fail("kv_heads", "must divide model.heads = " + std::to_string(mc.heads) + " (0 = heads)");
   }
-  if (!error && mc.full_position != kFullLast && mc.full_position != kFullFirst) {
+  if (m.ok() && mc.full_position != kFullLast && mc.full_position != kFullFirst) {
     m.Fail("full_position",
            "unknown full_position '" + mc.full_position + "': expected last or first");
   }
-  if (!error) {
+  if (m.ok()) {
     if (auto e = ResolvePattern(mc.arch, mc.layers, &mc.pattern, mc.full_position)) {
       m.Fail("arch", *e);
     }
   }
-  if (!error) {
+  if (m.ok()) {
     // Values that cannot change the model are canonicalised, so they never split cells.
     if (!ArchUsesFullPosition(mc.arch)) mc.full_position = kFullLast;
     if (!mc.HasLinear()) mc.chunk_size = ModelConfig().chunk_size;
     mc.kv_heads = mc.HasAttention() ? mc.resolved_kv_heads() : mc.heads;
   }
-  if (!error && !written_pattern.empty() && written_pattern != mc.pattern) {
+  if (m.ok() && !written_pattern.empty() && written_pattern != mc.pattern) {
     m.Fail("pattern", "'" + written_pattern + "' disagrees with arch '" + mc.arch +
                           "' (resolved to '" + mc.pattern + "'); leave it out");
   }
-  if (!error && mc.pos != kPosRope && mc.pos != kPosNopeFull && mc.pos != kPosNope &&
-      !IsExplicitPos(mc.pos)) {
+  if (m.ok() && !IsKnownPos(mc.pos)) {
     m.Fail("pos", "unknown positional scheme '" + mc.pos +
                       "': expected rope, nope-full, nope or a per-type form like F:nope,S:rope");
   }
-  if (!error) {
-    // Schemes that place RoPE in the same layers are one model: full attention with nope-full
-    // is nope, a pattern without F layers with nope-full is rope, L/D-only patterns are rope.
-    // The first of rope, nope, nope-full that matches names the cell.
-    auto rope_layers = [&mc](const char* pos) {
-      ModelConfig probe = mc;
-      probe.pos = pos;
-      std::vector<bool> flags;
-      for (int i = 0; i < probe.layers; ++i) flags.push_back(probe.LayerUsesRope(i));
-      return flags;
-    };
-    const std::vector<bool> wanted = rope_layers(mc.pos.c_str());
-    for (const char* pos : {kPosRope, kPosNope, kPosNopeFull, "F:rope,S:nope"}) {
-      if (rope_layers(pos) == wanted) {
-        mc.pos = pos;
-        break;
-      }
-    }
-    // Log-n scaling that names no layer of this model is off. "all" that touches only F
-    // layers is "full": the same model.
-    bool any = false, any_sliding = false;
-    for (int i = 0; i < mc.layers; ++i) {
-      any |= mc.LayerUsesLogn(i);
-      any_sliding |= mc.LayerUsesLogn(i) && mc.pattern[i] == kSlidingWindow;
-    }
-    if (!any) mc.logn_scaling = kLognOff;
-    if (any && !any_sliding) mc.logn_scaling = kLognFull;
+  if (m.ok()) {
+    mc.pos = CanonicalPos(mc.pattern, mc.pos);
+    mc.logn_scaling = CanonicalLognScaling(mc.pattern, mc.pos, mc.logn_scaling);
   }
-  if (!error) {
+  if (m.ok()) {
     if (mc.HasSliding()) {
       if (mc.window < 1) m.Fail("window", "is required (>= 1) for an arch with S layers");
     } else {
       mc.window = 0;  // a window means nothing without S layers; keeps the hash free of it
     }
   }
+}
 
-  SectionReader t(Section(j, "train"), "train", &error);
-  TrainConfig& tc = c.train;
-  t.Tokens("tokens", &tc.tokens, 1, kMaxTrainTokens);
-  t.Tokens("batch_tokens", &tc.batch_tokens, 1, kMaxBatchTokens);
-  t.Int("micro_batch", &tc.micro_batch, 1, 1 << 16);
-  t.Double("lr", &tc.lr, 0.0, 10.0);
-  t.Double("min_lr_ratio", &tc.min_lr_ratio, 0.0, 1.0);
-  t.Tokens("warmup_tokens", &tc.warmup_tokens, 0, kMaxTrainTokens);
-  t.String("schedule", &tc.schedule);
-  t.Double("decay_fraction", &tc.decay_fraction, 0.0, 1.0);
-  t.String("decay_shape", &tc.decay_shape);
-  t.Double("weight_decay", &tc.weight_decay, 0.0, 10.0);
-  t.Double("beta1", &tc.beta1, 0.0, 0.999999);
-  t.Double("beta2", &tc.beta2, 0.0, 0.999999);
-  t.Double("grad_clip", &tc.grad_clip, 0.0, 1e6);
-  t.Int64("seed", &tc.seed, 0, int64_t{1} << 53);
-  t.String("precision", &tc.precision);
-  t.Int("log_every_steps", &tc.log_every_steps, 1, 1 << 20);
-  t.Int("threads", &tc.threads, 0, 1024);
-  t.Tokens("checkpoint_every_tokens", &tc.checkpoint_every_tokens, 0, kMaxTrainTokens);
-  t.Int("keep_checkpoints", &tc.keep_checkpoints, 1, 1 << 20);
-  t.TokensList("keep_checkpoints_at", &tc.keep_checkpoints_at, 1, tc.tokens);
-  t.RejectUnknown();
-  if (fields) t.AppendFields(fields);
-  if (!error && !(tc.lr > 0)) {
+// Checks across the training fields; resets the decay of a cosine schedule, which has none.
+void CheckTrain(JsonFieldReader& t, const ModelConfig& mc, TrainConfig* train) {
+  TrainConfig& tc = *train;
+  if (t.ok() && !(tc.lr > 0)) {
     t.Fail("lr", "must be above 0: a zero learning rate trains nothing");
   }
-  if (!error && tc.batch_tokens < mc.seq_len) {
+  if (t.ok() && tc.batch_tokens < mc.seq_len) {
     t.Fail("batch_tokens", "must be at least model.seq_len = " + std::to_string(mc.seq_len));
   }
-  if (!error && tc.resolved_warmup_tokens() >= tc.tokens) {
+  if (t.ok() && tc.resolved_warmup_tokens() >= tc.tokens) {
     t.Fail("warmup_tokens", "must be smaller than train.tokens");
   }
-  if (!error && tc.precision != "fp32" && tc.precision != "bf16") {
+  if (t.ok() && tc.precision != "fp32" && tc.precision != "bf16") {
     t.Fail("precision", "unknown precision '" + tc.precision + "': expected fp32 or bf16");
   }
-  if (!error && tc.schedule != "cosine" && tc.schedule != "wsd") {
+  if (t.ok() && tc.schedule != "cosine" && tc.schedule != "wsd") {
     t.Fail("schedule", "unknown schedule '" + tc.schedule + "': expected cosine or wsd");
   }
-  if (!error && tc.decay_shape != "linear" && tc.decay_shape != "cosine" &&
+  if (t.ok() && tc.decay_shape != "linear" && tc.decay_shape != "cosine" &&
       tc.decay_shape != "sqrt") {
     t.Fail("decay_shape",
            "unknown shape '" + tc.decay_shape + "': expected linear, cosine or sqrt");
   }
-  if (!error && tc.schedule == "wsd") {
+  if (t.ok() && tc.schedule == "wsd") {
     if (tc.wsd_decay_start() >= tc.tokens) {
       t.Fail("decay_fraction", "must leave at least one token of decay (> 0)");
     } else if (tc.resolved_warmup_tokens() > tc.wsd_decay_start()) {
@@ -619,40 +427,23 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
                                   std::to_string(tc.wsd_decay_start()) + " tokens");
     }
   }
-  if (!error && tc.schedule == "cosine") {
+  if (t.ok() && tc.schedule == "cosine") {
     const TrainConfig defaults;
     tc.decay_fraction = defaults.decay_fraction;
     tc.decay_shape = defaults.decay_shape;
   }
+}
 
-  SectionReader d(Section(j, "data"), "data", &error);
-  DataConfig& dc = c.data;
-  d.String("kind", &dc.kind);
-  d.Int("markov_branching", &dc.markov_branching, 1, 256);
-  d.Double("zipf_exponent", &dc.zipf_exponent, 0.0, 10.0);
-  d.Double("records_per_seq", &dc.records_per_seq, 0.0, 1e6);
-  d.Int("key_len", &dc.key_len, 1, 64);
-  d.Int("value_len", &dc.value_len, 1, 64);
-  d.Int("key_alphabet", &dc.key_alphabet, 0, 256);
-  d.Bool("value_marker", &dc.value_marker);
-  d.Bool("answer_marker", &dc.answer_marker);
-  d.Double("absent_queries", &dc.absent_queries, 0.0, 1.0);
-  d.Int("min_distance", &dc.min_distance, 1, 1 << 22);
-  d.Int("max_distance", &dc.max_distance, 0, 1 << 22);
-  d.Int64("seed", &dc.seed, 0, int64_t{1} << 53);
-  d.String("background", &dc.background);
-  d.String("path", &dc.path);
-  d.String("dtype", &dc.dtype);
-  d.Int("vocab_size", &dc.vocab_size, 1, (1 << 30));
-  d.String("heldout_path", &dc.heldout_path);
-  d.Double("heldout_fraction", &dc.heldout_fraction, 0.0, 0.5);
-  d.RejectUnknown();
-  if (fields) d.AppendFields(fields);
-  if (!error && dc.kind != "synthetic") d.Fail("kind", "unknown data kind '" + dc.kind + "': expected synthetic");
-  if (!error && dc.background != kBackgroundMarkov && dc.background != kBackgroundFile) {
+// Checks across the data fields; sets the model's vocabulary from the data's.
+void CheckData(JsonFieldReader& d, CellConfig* c) {
+  const DataConfig& dc = c->data;
+  if (d.ok() && dc.kind != "synthetic") {
+    d.Fail("kind", "unknown data kind '" + dc.kind + "': expected synthetic");
+  }
+  if (d.ok() && dc.background != kBackgroundMarkov && dc.background != kBackgroundFile) {
     d.Fail("background", "unknown background '" + dc.background + "': expected markov or file");
   }
-  if (!error && dc.background == kBackgroundMarkov) {
+  if (d.ok() && dc.background == kBackgroundMarkov) {
     for (const char* key : {"path", "dtype", "vocab_size", "heldout_path", "heldout_fraction"}) {
       if (d.Has(key)) {
         d.Fail(key, "applies only to data.background: file");
@@ -660,7 +451,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
       }
     }
   }
-  if (!error && dc.background == kBackgroundFile) {
+  if (d.ok() && dc.background == kBackgroundFile) {
     if (dc.path.empty()) d.Fail("path", "is required with data.background: file");
     if (dc.dtype != "uint16" && dc.dtype != "uint32") {
       d.Fail("dtype", "unknown dtype '" + dc.dtype + "': expected uint16 or uint32");
@@ -679,55 +470,33 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
       d.Fail("heldout_fraction", "is set together with data.heldout_path; choose one");
     }
   }
-  mc.vocab_size = PaddedVocabSize(dc.text_tokens());
-  if (!error && dc.resolved_max_distance(mc.seq_len) < dc.min_distance) {
+  c->model.vocab_size = PaddedVocabSize(dc.text_tokens());
+  if (d.ok() && dc.resolved_max_distance(c->model.seq_len) < dc.min_distance) {
     d.Fail("max_distance", "must be at least data.min_distance");
   }
-  if (!error && dc.key_alphabet > dc.text_tokens()) {
+  if (d.ok() && dc.key_alphabet > dc.text_tokens()) {
     d.Fail("key_alphabet", "must be at most the text vocabulary, " +
                                std::to_string(dc.text_tokens()));
   }
-  if (!error && dc.key_alphabet == 1) {
+  if (d.ok() && dc.key_alphabet == 1) {
     d.Fail("key_alphabet", "must be at least 2 (0 = the value alphabet)");
   }
-  if (!error && dc.min_distance < dc.key_len + 2) {
+  if (d.ok() && dc.min_distance < dc.key_len + 2) {
     d.Fail("min_distance", "must leave room for the record: at least key_len + 2");
   }
+}
 
-  SectionReader e(Section(j, "eval"), "eval", &error);
-  EvalConfig& ec = c.eval;
-  e.Tokens("every_tokens", &ec.every_tokens, 0, kMaxTrainTokens);
-  e.Int("log_points", &ec.log_points, 0, 10'000);
-  e.Tokens("log_start", &ec.log_start, 0, kMaxTrainTokens);
-  e.Int("heldout_seqs", &ec.heldout_seqs, 0, 1 << 20);
-  // Bounded by kMinNiahLength..kMaxNiahLength below, when NIAH runs; without NIAH the lengths
-  // mean nothing, and the canonical form still writes the defaults (seq_len / 2 .. 2 seq_len),
-  // which must read back.
-  e.IntList("niah_lengths", &ec.niah_lengths, 1, 2 * kMaxNiahLength);
+// Checks across the eval fields (NIAH lengths against the records they must hold, the
+// spacing of eval points); fills the default NIAH lengths that hold the records. `m` reads the
+// model section: a seq_len whose default lengths are out of bounds is its error.
+void CheckEval(JsonFieldReader& e, JsonFieldReader& m, CellConfig* c) {
+  EvalConfig& ec = c->eval;
+  const ModelConfig& mc = c->model;
+  const DataConfig& dc = c->data;
   const bool niah_listed = !ec.niah_lengths.empty();
-  e.DoubleList("niah_depths", &ec.niah_depths, 0.0, 1.0);
-  e.Int("niah_samples", &ec.niah_samples, 0, 1 << 20);
-  e.Int("niah_records", &ec.niah_records, 1, 64);
-  e.Int("niah_window", &ec.niah_window, 0, 1 << 22);
-  e.Int("short_context", &ec.short_context, 0, 1 << 22);
-  if (const json* v = e.Find("niah_variants"); v && v->is_array()) {
-    for (const json& name : *v) {
-      if (name.is_string() && (name == "multi-key" || name == "control")) {
-        e.Fail("niah_variants", "'" + name.get<std::string>() +
-                                    "' always runs (niah/acc and niah/control/...); list only "
-                                    "single, multi-value or multi-query");
-        break;
-      }
-    }
-  }
-  e.StringList("niah_variants", &ec.niah_variants, {"single", "multi-value", "multi-query"});
-  e.Int("ablation_heads", &ec.ablation_heads, 0, 1 << 16);
-  e.Int("ablation_draws", &ec.ablation_draws, 1, 1000);
-  e.RejectUnknown();
-  if (fields) e.AppendFields(fields);
   if (ec.ablation_heads == 0) ec.ablation_draws = EvalConfig().ablation_draws;  // moot
   const bool niah_runs = ec.niah_samples > 0 && !ec.niah_depths.empty();
-  if (!error && niah_runs && niah_listed) {
+  if (e.ok() && niah_runs && niah_listed) {
     for (int len : ec.niah_lengths) {
       if (len < kMinNiahLength || len > kMaxNiahLength) {
         e.Fail("niah_lengths", "every entry must be between " + std::to_string(kMinNiahLength) +
@@ -736,7 +505,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
       }
     }
   }
-  if (!error && niah_runs) {
+  if (e.ok() && niah_runs) {
     // Lengths must hold the headline task's records; defaults that cannot are left out.
     const int min_len = MinNiahLength(dc, ec.niah_records);
     // The control asks a key no record has: records + 1 distinct keys.
@@ -757,7 +526,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
       }
     }
     for (int len : ec.niah_lengths) {
-      if (!error && len < min_len) {
+      if (e.ok() && len < min_len) {
         e.Fail("niah_lengths", "every entry must be at least " + std::to_string(min_len) +
                                    " to hold eval.niah_records = " +
                                    std::to_string(ec.niah_records) +
@@ -766,7 +535,7 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
       }
     }
   }
-  if (!error && niah_runs && !niah_listed) {
+  if (e.ok() && niah_runs && !niah_listed) {
     // The default lengths go into the canonical config, which the trainer reads back with the
     // bounds above: defaults outside them are refused here, where the cause is named.
     const std::vector<int> lengths = ec.resolved_niah_lengths(mc.seq_len);
@@ -780,17 +549,44 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
                             std::to_string(kMaxNiahLength) + "; list eval.niah_lengths");
     }
   }
-  if (!error && ec.log_points > 0 && ec.every_tokens > 0) {
+  if (e.ok() && ec.log_points > 0 && ec.every_tokens > 0) {
     e.Fail("log_points", "is set together with eval.every_tokens; choose one spacing");
   }
-  if (!error && ec.log_points > 0 && ec.resolved_log_start(tc.tokens) >= tc.tokens) {
-    e.Fail("log_start", "must be below train.tokens = " + std::to_string(tc.tokens));
+  if (e.ok() && ec.log_points > 0 && ec.resolved_log_start(c->train.tokens) >= c->train.tokens) {
+    e.Fail("log_start", "must be below train.tokens = " + std::to_string(c->train.tokens));
   }
+}
+
+}  // namespace
+
+std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
+  if (!j.is_object()) return FieldError{"", "cell config must be a JSON object"};
+  std::optional<FieldError> error;
+  CellConfig c;
+  JsonFieldReader top(j, "", &error);
+  FieldReading read_top(&top);
+  TopFields(c, read_top);
+  if (error) return error;
+
+  // Section by section, each read whole and then checked, so that the first error in reading
+  // order is the one reported.
+  JsonFieldReader m(MemberOrNull(j, "model"), "model", &error);
+  ReadSection("model", &m, &c);
+  CheckModel(m, &c.model);
+  JsonFieldReader t(MemberOrNull(j, "train"), "train", &error);
+  ReadSection("train", &t, &c);
+  CheckTrain(t, c.model, &c.train);
+  JsonFieldReader d(MemberOrNull(j, "data"), "data", &error);
+  ReadSection("data", &d, &c);
+  CheckData(d, &c);
+  JsonFieldReader e(MemberOrNull(j, "eval"), "eval", &error);
+  ReadSection("eval", &e, &c);
+  CheckEval(e, m, &c);
 
   // Top-level keys: the sections plus `study`.
   if (!error) {
+    static const std::vector<std::string> kKeys = {"study", "model", "train", "data", "eval"};
     for (const auto& [key, value] : j.items()) {
-      static const std::vector<std::string> kKeys = {"study", "model", "train", "data", "eval"};
       if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
         error = FieldError{key, "unknown key" + base::DidYouMean(key, kKeys)};
         break;
@@ -800,12 +596,6 @@ std::optional<FieldError> Parse(const json& j, CellConfig* out, std::vector<std:
   if (error) return error;
   *out = std::move(c);
   return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<FieldError> ParseCellConfig(const json& j, CellConfig* out) {
-  return Parse(j, out, nullptr);
 }
 
 std::optional<FieldError> ValidateCanonical(const std::string& canonical_text) {
@@ -820,97 +610,25 @@ std::optional<FieldError> ValidateCanonical(const std::string& canonical_text) {
 const std::vector<std::string>& CellConfigFields() {
   static const std::vector<std::string>* const kFields = [] {
     auto* fields = new std::vector<std::string>;
-    CellConfig unused;
-    Parse(json::object(), &unused, fields);
+    const CellConfig config;
+    for (const char* section : kSections) {
+      KeyListing listing;
+      SectionFields(section, config, listing);
+      for (const std::string& key : listing.keys) {
+        fields->push_back(std::string(section) + "." + key);
+      }
+    }
     return fields;
   }();
   return *kFields;
 }
 
-nlohmann::json CellConfig::ToJson() const {
-  json j;
-  j["study"] = study;
-  j["model"] = {{"layers", model.layers},
-                {"d_model", model.d_model},
-                {"heads", model.heads},
-                {"mlp_hidden", model.resolved_mlp_hidden()},
-                {"seq_len", model.seq_len},
-                {"rope_base", model.rope_base},
-                {"tie_embeddings", model.tie_embeddings},
-                {"qk_norm", model.qk_norm},
-                {"init_std", model.init_std},
-                {"arch", model.arch},
-                {"pattern", model.pattern},
-                {"full_position", model.full_position},
-                {"window", model.window},
-                {"pos", model.pos},
-                {"chunk_size", model.chunk_size},
-                {"kv_heads", model.resolved_kv_heads()}};
-  if (model.logn_scaling != kLognOff) j["model"]["logn_scaling"] = model.logn_scaling;
-  j["train"] = {{"tokens", train.tokens},
-                {"batch_tokens", train.batch_tokens},
-                {"micro_batch", train.micro_batch},
-                {"lr", train.lr},
-                {"min_lr_ratio", train.min_lr_ratio},
-                {"warmup_tokens", train.resolved_warmup_tokens()},
-                {"schedule", train.schedule},
-                {"decay_fraction", train.decay_fraction},
-                {"decay_shape", train.decay_shape},
-                {"weight_decay", train.weight_decay},
-                {"beta1", train.beta1},
-                {"beta2", train.beta2},
-                {"grad_clip", train.grad_clip},
-                {"seed", train.seed},
-                {"precision", train.precision},
-                {"log_every_steps", train.log_every_steps},
-                {"threads", train.threads},
-                {"checkpoint_every_tokens", train.resolved_checkpoint_every_tokens()},
-                {"keep_checkpoints", train.keep_checkpoints},
-                {"keep_checkpoints_at", train.keep_checkpoints_at}};
-  j["data"] = {{"kind", data.kind},
-               {"markov_branching", data.markov_branching},
-               {"zipf_exponent", data.zipf_exponent},
-               {"records_per_seq", data.records_per_seq},
-               {"key_len", data.key_len},
-               {"key_alphabet", data.resolved_key_alphabet()},
-               {"value_marker", data.value_marker},
-               {"answer_marker", data.answer_marker},
-               {"absent_queries", data.absent_queries},
-               {"value_len", data.value_len},
-               {"min_distance", data.min_distance},
-               {"max_distance", data.resolved_max_distance(model.seq_len)},
-               {"seed", data.seed}};
-  // File-background keys appear only for file backgrounds, so that every markov cell keeps the
-  // address it had before token files existed.
-  if (data.background == kBackgroundFile) {
-    j["data"]["background"] = data.background;
-    j["data"]["path"] = data.path;
-    j["data"]["dtype"] = data.dtype;
-    j["data"]["vocab_size"] = data.vocab_size;
-    if (data.heldout_path.empty()) {
-      j["data"]["heldout_fraction"] = data.heldout_fraction;
-    } else {
-      j["data"]["heldout_path"] = data.heldout_path;
-    }
-    j["data"].erase("markov_branching");
-    j["data"].erase("zipf_exponent");
-  }
-  const bool log_spaced = eval.log_points > 0;
-  j["eval"] = {{"every_tokens", log_spaced ? 0 : eval.resolved_every_tokens(train.tokens)},
-               {"log_points", eval.log_points},
-               {"log_start", log_spaced ? eval.resolved_log_start(train.tokens) : 0},
-               {"heldout_seqs", eval.heldout_seqs},
-               {"niah_lengths", eval.resolved_niah_lengths(model.seq_len)},
-               {"niah_depths", eval.niah_depths},
-               {"niah_samples", eval.niah_samples},
-               {"niah_records", eval.niah_records},
-               {"niah_window", eval.resolved_niah_window(model)},
-               {"short_context", eval.resolved_short_context(model)},
-               {"niah_variants", eval.niah_variants},
-               {"ablation_heads", eval.ablation_heads},
-               {"ablation_draws", eval.ablation_draws}};
-  return j;
+bool operator==(const CellConfig& a, const CellConfig& b) {
+  return a.model.vocab_size == b.model.vocab_size &&
+         Write(a, FieldWriting::kAsHeld) == Write(b, FieldWriting::kAsHeld);
 }
+
+nlohmann::json CellConfig::ToJson() const { return Write(*this, FieldWriting::kCanonical); }
 
 std::string CellConfig::CanonicalText() const {
   // nlohmann's json keeps object keys sorted, so dump() is canonical.

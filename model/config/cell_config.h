@@ -7,6 +7,11 @@
 // Canonical form: ToJson() writes every field, defaults included, with derived values resolved
 // (the per-layer pattern, window 0 when the pattern has no sliding-window layer), so two configs
 // that train the same model the same way serialise identically.
+//
+// The fields are listed once, in cell_config.cc: each with its key, how it is read (type and
+// range, json_fields.h) and what the canonical form writes for it. ParseCellConfig reads with
+// that list and ToJson writes with it, so a field cannot be read and not written or the reverse.
+// How `arch` becomes a per-layer pattern, and `pos` the layers with RoPE: arch_pattern.h.
 #pragma once
 
 #include <cstdint>
@@ -16,31 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/config/arch_pattern.h"
+#include "model/config/json_fields.h"
+
 namespace onset::model {
-
-// Layer mixers, one letter per layer in ModelConfig::pattern.
-inline constexpr char kFullAttention = 'F';
-inline constexpr char kSlidingWindow = 'S';
-inline constexpr char kLinearAttention = 'L';  // decayed linear attention (linear_attention.h)
-inline constexpr char kGatedDeltaNet = 'D';    // Gated DeltaNet (gated_delta_net.h)
-
-// Where the full-attention layer sits in each group of a ratio arch (`swa:3`, `gdn:3`, ...).
-inline constexpr const char* kFullLast = "last";    // SSSF
-inline constexpr const char* kFullFirst = "first";  // FSSS
-
-// Positional schemes of the `pos` axis (docs/science.md, "The grid axes").
-inline constexpr const char* kPosRope = "rope";          // RoPE in every layer
-inline constexpr const char* kPosNopeFull = "nope-full"; // NoPE in F layers, RoPE elsewhere
-inline constexpr const char* kPosNope = "nope";          // no positional encoding anywhere
-
-// Values of ModelConfig::logn_scaling.
-inline constexpr const char* kLognOff = "off";
-inline constexpr const char* kLognFull = "full";
-inline constexpr const char* kLognAll = "all";
-
-// Whether `pos` is the explicit per-type form: "F:rope", "S:nope,F:rope", ... (each type at
-// most once).
-bool IsExplicitPos(const std::string& pos);
 
 struct ModelConfig {
   int layers = 4;
@@ -52,13 +36,8 @@ struct ModelConfig {
   bool tie_embeddings = true;
   bool qk_norm = true;        // RMSNorm on queries and keys (keeps NoPE stable)
   double init_std = 0.02;
-  // `arch` as written in the study:
-  //   "full"                     every layer F;
-  //   "swa", "lightning", "gdn"  ratio 3 of S, L or D layers per F layer (SSSF, LLLF, DDDF);
-  //   "swa:R", "lightning:R", "gdn:R"  R efficient layers per F layer; R = 0 means no F layer
-  //                              at all (a pure SWA, linear-attention or DeltaNet model);
-  //   an explicit pattern of F/S/L/D letters whose length divides `layers` (repeated to fill).
-  // The group repeats until `layers` are filled; its size must divide `layers`.
+  // `arch` as written in the study: "full", "swa[:R]", "lightning[:R]", "gdn[:R]" or an
+  // explicit pattern of F/S/L/D letters; ResolvePattern (arch_pattern.h) says what each means.
   std::string arch = "full";
   std::string pattern;        // resolved, one letter per layer, e.g. "SSSF"
   // Where the F layer sits in each group of a ratio arch: "last" (SSSF) or "first" (FSSS).
@@ -254,12 +233,11 @@ struct CellConfig {
   std::string CanonicalText() const;
 };
 
-// A problem with one field: `path` is the dotted key ("train.lr"), empty for the whole config.
-struct FieldError {
-  std::string path;
-  std::string message;
-  std::string ToString() const { return path.empty() ? message : path + ": " + message; }
-};
+// Whether `a` and `b` hold the same value in every field of the field list (as held, not as
+// written: a 0 that means "derived" differs from the value it resolves to) and the same
+// vocabulary.
+bool operator==(const CellConfig& a, const CellConfig& b);
+inline bool operator!=(const CellConfig& a, const CellConfig& b) { return !(a == b); }
 
 // Bounds of counts a config may ask for: sane maxima that keep a typo from asking for absurd
 // work (README.md, "Limits of a study file").
@@ -287,17 +265,5 @@ const std::vector<std::string>& CellConfigFields();
 // value (niah_tasks.h lays them out): BOS, the records with room to place them wherever the
 // first one sits, a background token, and the question `<Q> key <A>`.
 int MinNiahLength(const DataConfig& data, int records);
-
-// "250K" -> 250000, "1.5M" -> 1500000, "2B" -> 2000000000, "1000" -> 1000. Suffixes are
-// decimal (K = 1e3). Returns nullopt on anything else (negative, fractional tokens, junk).
-std::optional<int64_t> ParseTokenCount(const std::string& text);
-
-// Resolves an `arch` value into a per-layer pattern for `layers` layers, or an error message.
-// `full_position` (kFullLast or kFullFirst) places the F layer of ratio archs.
-std::optional<std::string> ResolvePattern(const std::string& arch, int layers, std::string* pattern,
-                                          const std::string& full_position = kFullLast);
-
-// Whether `full_position` changes the pattern of `arch`: only ratio archs with R >= 1 do.
-bool ArchUsesFullPosition(const std::string& arch);
 
 }  // namespace onset::model

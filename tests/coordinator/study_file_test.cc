@@ -570,6 +570,27 @@ grid:
             "window=16 train.lr=20");
 }
 
+TEST(StudyFileTest, TheStudiesCellIdsAreUnchanged) {
+  // A cell's id is the hash of its canonical config: stored results belong to these ids.
+  // (tests/model/config/testdata/cell_config_golden.txt pins every grid point's config.)
+  const std::map<std::string, std::vector<std::string>> ids = {
+      {"studies/demo.yaml",
+       {"dd4cd45741a76c81", "855668185f24fd41", "4848f748a2462e74", "129d4d08f5ad7424"}},
+      {"studies/retrieval-cpu.yaml",
+       {"caf6f8db3273dbc3", "19a8a9ec260a4d24", "84eeb9dc343281bd", "be2fc6e10bba2676",
+        "666742ec51b6a751", "704f224b4ac02be5", "3af60fb88e42bff7", "083af7af97a6c012"}}};
+  for (const auto& [file, expected] : ids) {
+    std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<StudySpec> spec = ParseStudyFile(file, text.str());
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    std::vector<std::string> got;
+    for (const CellSpec& cell : spec->cells) got.push_back(cell.id);
+    EXPECT_EQ(got, expected) << file;
+  }
+}
+
 TEST(StudyFileTest, EveryCellsResolvedConfigParsesToItselfAsTheTrainerReadsIt) {
   // What a worker hands onset-train is the canonical config; it must read back unchanged.
   std::vector<std::pair<std::string, std::string>> studies;

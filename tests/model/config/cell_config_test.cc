@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 namespace onset::model {
 namespace {
@@ -192,54 +193,6 @@ TEST(CellConfigTest, EvalPointsAreEvenlyOrLogSpaced) {
             "eval.log_start: must be below train.tokens = 1000");
 }
 
-TEST(CellConfigTest, PatternsResolve) {
-  std::string p;
-  EXPECT_FALSE(ResolvePattern("swa:3", 4, &p));
-  EXPECT_EQ(p, "SSSF");
-  EXPECT_FALSE(ResolvePattern("swa", 8, &p));
-  EXPECT_EQ(p, "SSSFSSSF");
-  EXPECT_FALSE(ResolvePattern("swa:1", 4, &p));
-  EXPECT_EQ(p, "SFSF");
-  EXPECT_FALSE(ResolvePattern("SF", 4, &p));
-  EXPECT_EQ(p, "SFSF");
-  EXPECT_TRUE(ResolvePattern("swa:3", 6, &p));  // a group of 4 does not divide 6
-  EXPECT_TRUE(ResolvePattern("SXF", 3, &p));
-}
-
-TEST(CellConfigTest, RecurrentPatternsResolve) {
-  std::string p;
-  EXPECT_FALSE(ResolvePattern("lightning:3", 4, &p));
-  EXPECT_EQ(p, "LLLF");
-  EXPECT_FALSE(ResolvePattern("lightning", 8, &p));
-  EXPECT_EQ(p, "LLLFLLLF");
-  EXPECT_FALSE(ResolvePattern("gdn", 4, &p, kFullFirst));
-  EXPECT_EQ(p, "FDDD");
-  EXPECT_FALSE(ResolvePattern("gdn:1", 4, &p, kFullLast));
-  EXPECT_EQ(p, "DFDF");
-  EXPECT_FALSE(ResolvePattern("swa:2", 6, &p, kFullFirst));
-  EXPECT_EQ(p, "FSSFSS");
-  // R = 0: no full-attention layer at all; full_position changes nothing.
-  EXPECT_FALSE(ResolvePattern("lightning:0", 3, &p, kFullFirst));
-  EXPECT_EQ(p, "LLL");
-  EXPECT_FALSE(ResolvePattern("gdn:0", 2, &p));
-  EXPECT_EQ(p, "DD");
-  // Explicit patterns are taken as written, whatever full_position says.
-  EXPECT_FALSE(ResolvePattern("LDSF", 8, &p, kFullFirst));
-  EXPECT_EQ(p, "LDSFLDSF");
-  EXPECT_EQ(ResolvePattern("gdn:x", 4, &p),
-            "ratio in 'gdn:x' must be a non-negative integer, e.g. gdn:3 (gdn:0 = no "
-            "full-attention layer)");
-  const std::string empty_ratio = ResolvePattern("lightning:", 4, &p).value_or("");
-  EXPECT_EQ(empty_ratio.rfind("ratio in 'lightning:' must", 0), 0u) << empty_ratio;
-  EXPECT_EQ(ResolvePattern("LQF", 3, &p),
-            "unknown arch 'LQF': expected full, swa[:R], lightning[:R], gdn[:R] or a pattern of "
-            "F/S/L/D letters such as SSSF");
-  EXPECT_EQ(ResolvePattern("gdn", 6, &p),
-            "arch 'gdn' repeats a group of 4 layers, which does not divide model.layers = 6");
-  EXPECT_EQ(ResolvePattern("gdn", 4, &p, "middle"),
-            "unknown full_position 'middle': expected last or first");
-}
-
 TEST(CellConfigTest, NewModelFieldsValidateAndCanonicalise) {
   CellConfig c = ParseOk({{"model", {{"arch", "gdn"}, {"full_position", "first"}}}});
   EXPECT_EQ(c.model.pattern, "FDDD");
@@ -346,6 +299,119 @@ TEST(CellConfigTest, ExplicitPerTypePositionsAndLognScaling) {
             on.CanonicalText());
   EXPECT_EQ(ParseError({{"model", {{"logn_scaling", "yes"}}}}).rfind("model.logn_scaling: must be", 0),
             0u);
+}
+
+// Three configs that between them set every field to a value other than its default, each
+// written in canonical form: each must read and write back unchanged.
+std::vector<json> EveryFieldConfigs() {
+  const json markov = json::parse(R"({
+    "study": "every-field",
+    "model": {"layers": 8, "d_model": 96, "heads": 6, "mlp_hidden": 320, "seq_len": 128,
+              "rope_base": 20000.0, "tie_embeddings": false, "qk_norm": false, "init_std": 0.03,
+              "arch": "gdn", "pattern": "FDDDFDDD", "full_position": "first", "window": 0,
+              "pos": "nope", "logn_scaling": "full", "chunk_size": 32, "kv_heads": 3},
+    "train": {"tokens": 2000000, "batch_tokens": 16384, "micro_batch": 4, "lr": 0.001,
+              "min_lr_ratio": 0.05, "warmup_tokens": 100000, "schedule": "wsd",
+              "decay_fraction": 0.25, "decay_shape": "sqrt", "weight_decay": 0.05, "beta1": 0.8,
+              "beta2": 0.99, "grad_clip": 0.5, "seed": 7, "precision": "bf16",
+              "log_every_steps": 10, "threads": 2, "checkpoint_every_tokens": 500000,
+              "keep_checkpoints": 3, "keep_checkpoints_at": [1000000, 1500000]},
+    "data": {"kind": "synthetic", "markov_branching": 4, "zipf_exponent": 1.3,
+             "records_per_seq": 0.5, "key_len": 3, "value_len": 2, "key_alphabet": 16,
+             "value_marker": false, "answer_marker": false, "absent_queries": 0.25,
+             "min_distance": 16, "max_distance": 100, "seed": 3},
+    "eval": {"every_tokens": 300000, "log_points": 0, "log_start": 0, "heldout_seqs": 8,
+             "niah_lengths": [128, 256], "niah_depths": [0.0, 0.25, 1.0], "niah_samples": 8,
+             "niah_records": 2, "niah_window": 32, "short_context": 16,
+             "niah_variants": ["single", "multi-value", "multi-query"], "ablation_heads": 4,
+             "ablation_draws": 7}})");
+  json file = markov;
+  file["model"].update(json::parse(R"({"arch": "swa", "pattern": "SSSFSSSF",
+      "full_position": "last", "window": 16, "pos": "F:rope,S:nope", "logn_scaling": "all",
+      "chunk_size": 64})"));
+  file["data"].erase("markov_branching");
+  file["data"].erase("zipf_exponent");
+  file["data"].update(json::parse(R"({"background": "file", "path": "/d/train.bin",
+      "dtype": "uint32", "vocab_size": 70000, "heldout_path": "/d/val.bin"})"));
+  file["eval"].update(json::parse(R"({"every_tokens": 0, "log_points": 6, "log_start": 20000})"));
+  json fraction = file;
+  fraction["data"].erase("heldout_path");
+  fraction["data"]["heldout_fraction"] = 0.05;
+  return {markov, file, fraction};
+}
+
+TEST(CellConfigFieldsTest, EveryFieldIsReadAndWritten) {
+  const json defaults = ParseOk(json::object()).ToJson();
+  std::set<std::string> written;
+  std::set<std::string> changed;  // fields some config sets to a value other than the default
+  for (const json& config : EveryFieldConfigs()) {
+    // A key the reader does not know is an error; one the writer leaves out or writes another
+    // value for shows here.
+    EXPECT_EQ(ParseOk(config).ToJson(), config);
+    for (const char* section : {"model", "train", "data", "eval"}) {
+      for (const auto& [key, value] : config[section].items()) {
+        written.insert(std::string(section) + "." + key);
+        if (!defaults[section].contains(key) || defaults[section][key] != value) {
+          changed.insert(std::string(section) + "." + key);
+        }
+      }
+    }
+  }
+  const std::vector<std::string>& fields = CellConfigFields();
+  EXPECT_EQ(written, std::set<std::string>(fields.begin(), fields.end()));
+  for (const std::string& field : fields) {
+    if (field == "data.kind") continue;  // it has one value only
+    EXPECT_TRUE(changed.count(field)) << field;
+  }
+}
+
+TEST(CellConfigFieldsTest, EqualityComparesEveryFieldAsHeld) {
+  for (const json& config : EveryFieldConfigs()) {
+    const CellConfig c = ParseOk(config);
+    CellConfig copy = c;
+    EXPECT_TRUE(copy == c);
+    EXPECT_TRUE(c != ParseOk(json::object()));
+    copy.study = "another";
+    EXPECT_TRUE(copy != c);
+    copy = c;
+    ASSERT_FALSE(copy.eval.niah_variants.empty());
+    copy.eval.niah_variants.pop_back();
+    EXPECT_TRUE(copy != c);
+    copy = c;
+    copy.model.vocab_size += 8;  // not a field, but part of the config
+    EXPECT_TRUE(copy != c);
+  }
+  // As held: a derived 0 is not the value it resolves to, though both write the same.
+  CellConfig derived = ParseOk(json::object());
+  CellConfig resolved = derived;
+  resolved.model.mlp_hidden = derived.model.resolved_mlp_hidden();
+  EXPECT_EQ(resolved.CanonicalText(), derived.CanonicalText());
+  EXPECT_TRUE(resolved != derived);
+}
+
+TEST(CellConfigFieldsTest, TheFieldListIsPinned) {
+  // A study may vary these (coordinator/study_file.cc): removing one breaks study files.
+  EXPECT_EQ(CellConfigFields(),
+            (std::vector<std::string>{
+                "model.arch", "model.chunk_size", "model.d_model", "model.full_position",
+                "model.heads", "model.init_std", "model.kv_heads", "model.layers",
+                "model.logn_scaling", "model.mlp_hidden", "model.pattern", "model.pos",
+                "model.qk_norm", "model.rope_base", "model.seq_len", "model.tie_embeddings",
+                "model.window", "train.batch_tokens", "train.beta1", "train.beta2",
+                "train.checkpoint_every_tokens", "train.decay_fraction", "train.decay_shape",
+                "train.grad_clip", "train.keep_checkpoints", "train.keep_checkpoints_at",
+                "train.log_every_steps", "train.lr", "train.micro_batch", "train.min_lr_ratio",
+                "train.precision", "train.schedule", "train.seed", "train.threads",
+                "train.tokens", "train.warmup_tokens", "train.weight_decay",
+                "data.absent_queries", "data.answer_marker", "data.background", "data.dtype",
+                "data.heldout_fraction", "data.heldout_path", "data.key_alphabet", "data.key_len",
+                "data.kind", "data.markov_branching", "data.max_distance", "data.min_distance",
+                "data.path", "data.records_per_seq", "data.seed", "data.value_len",
+                "data.value_marker", "data.vocab_size", "data.zipf_exponent",
+                "eval.ablation_draws", "eval.ablation_heads", "eval.every_tokens",
+                "eval.heldout_seqs", "eval.log_points", "eval.log_start", "eval.niah_depths",
+                "eval.niah_lengths", "eval.niah_records", "eval.niah_samples",
+                "eval.niah_variants", "eval.niah_window", "eval.short_context"}));
 }
 
 TEST(CellConfigTest, CanonicalJsonRoundTrips) {
