@@ -9,9 +9,10 @@ namespace {
 
 // Finite points with positive tokens, sorted by tokens (the last of equal tokens wins).
 std::vector<Point> Clean(std::vector<Point> curve) {
-  curve.erase(std::remove_if(curve.begin(), curve.end(),
-                             [](const Point& p) { return !std::isfinite(p.value) || p.tokens <= 0; }),
-              curve.end());
+  curve.erase(
+      std::remove_if(curve.begin(), curve.end(),
+                     [](const Point& p) { return !std::isfinite(p.value) || p.tokens <= 0; }),
+      curve.end());
   std::stable_sort(curve.begin(), curve.end(),
                    [](const Point& a, const Point& b) { return a.tokens < b.tokens; });
   std::vector<Point> unique;
@@ -80,9 +81,9 @@ Crossing TokensToThreshold(std::vector<Point> curve, double threshold, Direction
     const Point& a = curve[i - 1];
     const Point& b = curve[i];
     const double f = (threshold - a.value) / (b.value - a.value);  // in [0, 1]: a misses, b hits
-    const double log_t = std::log(static_cast<double>(a.tokens)) +
-                         f * (std::log(static_cast<double>(b.tokens)) -
-                              std::log(static_cast<double>(a.tokens)));
+    const double log_t =
+        std::log(static_cast<double>(a.tokens)) +
+        f * (std::log(static_cast<double>(b.tokens)) - std::log(static_cast<double>(a.tokens)));
     return {Crossing::kExact, std::exp(log_t)};
   }
   const double bound =

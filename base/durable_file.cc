@@ -67,8 +67,8 @@ std::optional<std::string> TryWriteFileDurably(const std::string& path, std::str
   // Make the rename (or link) itself durable.
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "."
-                          : slash == 0                ? "/"
-                                                      : path.substr(0, slash);
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
   if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);

@@ -82,8 +82,8 @@ std::optional<MetricsEvent> MetricsEvent::Parse(std::string_view line, MetricsLi
       const double v = value.get<double>();
       e.metrics[name] = std::isfinite(v) ? v : std::numeric_limits<double>::quiet_NaN();
     } else {
-      return Fail(error, "metric \"" + name.substr(0, kMaxErrorChars) + "\": " +
-                             std::string(value.type_name()) + ", not a number or null");
+      return Fail(error, "metric \"" + name.substr(0, kMaxErrorChars) +
+                             "\": " + std::string(value.type_name()) + ", not a number or null");
     }
   }
   // Unsigned when above int64's range: say so with the number as written, not wrapped.

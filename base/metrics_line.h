@@ -31,9 +31,9 @@ inline constexpr const char* kEventCheckpoint = "checkpoint";  // a checkpoint w
 inline constexpr const char* kEventDiverged = "diverged";      // the loss was not finite
 inline constexpr const char* kEventStopped = "stopped";        // stopped on request
 inline constexpr const char* kEventDone = "done";              // the budget is trained
-inline constexpr const char* kMetricsEvents[] = {
-    kEventStart, kEventResume, kEventTrain,   kEventEval,
-    kEventCheckpoint, kEventDiverged, kEventStopped, kEventDone};
+inline constexpr const char* kMetricsEvents[] = {kEventStart,   kEventResume,     kEventTrain,
+                                                 kEventEval,    kEventCheckpoint, kEventDiverged,
+                                                 kEventStopped, kEventDone};
 
 // Whether `name` is one of kMetricsEvents.
 bool IsMetricsEvent(std::string_view name);

@@ -14,14 +14,14 @@ inline constexpr int kExitStopped = 4;       // asked to stop (SIGTERM/SIGINT): 
 
 // The flags of `onset-train` (training one cell), as the worker passes them; each takes a value
 // ("--flag value" or "--flag=value") but --resume. model/training/train_flags.h says what they do.
-inline constexpr const char* kFlagConfig = "--config";                    // the cell's JSON
-inline constexpr const char* kFlagMetricsFd = "--metrics-fd";             // metrics_line.h's lines
+inline constexpr const char* kFlagConfig = "--config";         // the cell's JSON
+inline constexpr const char* kFlagMetricsFd = "--metrics-fd";  // metrics_line.h's lines
 inline constexpr const char* kFlagCheckpointDir = "--checkpoint-dir";
-inline constexpr const char* kFlagResume = "--resume";                    // no value
-inline constexpr const char* kFlagDevice = "--device";                    // auto, cpu or cuda
+inline constexpr const char* kFlagResume = "--resume";  // no value
+inline constexpr const char* kFlagDevice = "--device";  // auto, cpu or cuda
 inline constexpr const char* kFlagThreads = "--threads";
-inline constexpr const char* kFlagNproc = "--nproc";                      // ranks on this machine
-inline constexpr const char* kFlagDistTimeout = "--dist-timeout";         // seconds
+inline constexpr const char* kFlagNproc = "--nproc";               // ranks on this machine
+inline constexpr const char* kFlagDistTimeout = "--dist-timeout";  // seconds
 inline constexpr const char* kFlagAttentionBackend = "--attention-backend";
 
 }  // namespace onset::trainer

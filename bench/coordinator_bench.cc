@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   app.add_option("--points", points, "points per batch")->check(CLI::Range(1, 100000));
   app.add_option("--readers", readers, "clients reading the study meanwhile")
       ->check(CLI::Range(0, 1024));
-  app.add_option("--watchers", watchers, "WatchStudy streams meanwhile")->check(CLI::Range(0, 1024));
+  app.add_option("--watchers", watchers, "WatchStudy streams meanwhile")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--dir", dir, "directory for the database (default: a fresh temporary one)");
   CLI11_PARSE(app, argc, argv);
   if (scale) {
@@ -125,8 +126,8 @@ int main(int argc, char** argv) {
         for (int b = 0; b < batches; ++b) {
           std::vector<onset::worker::MetricPoint> batch;
           for (int p = 0; p < points; ++p) {
-            batch.push_back({"bench/m" + std::to_string(p % 10),
-                             int64_t{b} * points + p, 1.0 / (1 + p)});
+            batch.push_back(
+                {"bench/m" + std::to_string(p % 10), int64_t{b} * points + p, 1.0 / (1 + p)});
           }
           start = Clock::now();
           if (!client->ReportMetrics(reg->worker_id, (*job)->lease_id, batch).ok()) ++errors;

@@ -112,7 +112,8 @@ int RunScaleBench(const ScaleOptions& options) {
     std::printf("%-13s %lld cells in %.0f ms; pages %s\n", what, static_cast<long long>(cells),
                 Ms(Clock::now() - start), pages.Summary().c_str());
   };
-  auto get_study = [&](const std::string& token) -> absl::StatusOr<std::pair<int64_t, std::string>> {
+  auto get_study =
+      [&](const std::string& token) -> absl::StatusOr<std::pair<int64_t, std::string>> {
     v1::GetStudyRequest request;
     request.set_name("scale");
     request.set_page_token(token);
@@ -123,8 +124,8 @@ int RunScaleBench(const ScaleOptions& options) {
     if (!s.ok()) return absl::UnknownError(s.error_message());
     return std::make_pair(int64_t{response.cells_size()}, response.next_page_token());
   };
-  auto get_results = [&](const std::string& token)
-      -> absl::StatusOr<std::pair<int64_t, std::string>> {
+  auto get_results =
+      [&](const std::string& token) -> absl::StatusOr<std::pair<int64_t, std::string>> {
     v1::GetResultsRequest request;
     request.set_study("scale");
     request.set_page_token(token);
@@ -164,8 +165,8 @@ int RunScaleBench(const ScaleOptions& options) {
     for (int w = 0; w < options.workers; ++w) {
       threads.emplace_back([&, w] {
         // Paced: one call every interval_ms, the workers spread evenly over the interval.
-        auto next = Clock::now() + std::chrono::microseconds(
-                                       int64_t{options.interval_ms} * 1000 * w / options.workers);
+        auto next = Clock::now() + std::chrono::microseconds(int64_t{options.interval_ms} * 1000 *
+                                                             w / options.workers);
         auto pace = [&] {
           std::this_thread::sleep_until(next);
           next += std::chrono::milliseconds(options.interval_ms);
@@ -200,8 +201,7 @@ int RunScaleBench(const ScaleOptions& options) {
             points_sent += options.points;
             pace();
             start = Clock::now();
-            if (!c->Heartbeat(reg->worker_id, (*job)->lease_id,
-                              {int64_t{b} * options.points, 1.0})
+            if (!c->Heartbeat(reg->worker_id, (*job)->lease_id, {int64_t{b} * options.points, 1.0})
                      .ok()) {
               ++worker_errors;
             }
@@ -218,10 +218,11 @@ int RunScaleBench(const ScaleOptions& options) {
     }
     for (std::thread& th : threads) th.join();
   }
-  std::printf("workers       %d, one call each every %d ms, x %d rounds x %d batches x %d points: "
-              "%lld points in %.1f s\n",
-              options.workers, options.interval_ms, options.rounds, options.batches, options.points,
-              static_cast<long long>(points_sent.load()), Ms(Clock::now() - t) / 1000);
+  std::printf(
+      "workers       %d, one call each every %d ms, x %d rounds x %d batches x %d points: "
+      "%lld points in %.1f s\n",
+      options.workers, options.interval_ms, options.rounds, options.batches, options.points,
+      static_cast<long long>(points_sent.load()), Ms(Clock::now() - t) / 1000);
   std::printf("LeaseJob      %s\n", lease.Summary().c_str());
   std::printf("ReportMetrics %s\n", report.Summary().c_str());
   std::printf("Heartbeat     %s\n", heartbeat.Summary().c_str());
@@ -235,8 +236,8 @@ int RunScaleBench(const ScaleOptions& options) {
   const std::filesystem::path onset = OwnDir() / "onset";
   const std::string token_file = dir + "/token";
   std::ofstream(token_file) << config.token << "\n";
-  std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
-                                               std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   for (const std::string command :
        {"status scale", "compare scale --metric train/loss --threshold 0.5"}) {
     const std::string line = onset.string() + " --coordinator " + address + " --token-file " +

@@ -6,24 +6,24 @@
 // of the L and D kernels (chunkwise with chunk 64, and the token-by-token reference), and of
 // greedy NIAH-style decoding: full re-forward reference against the cached decoder.
 // arch takes every ModelConfig::arch value: swa, lightning, gdn, SSSF, LLLF, DDDF, ...
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
-#include <algorithm>
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/utils.h>
 
-#include "model/nn/attention.h"
+#include "model/config/vocab.h"
 #include "model/evaluation/decoding.h"
+#include "model/nn/attention.h"
 #include "model/nn/gated_delta_net.h"
 #include "model/nn/linear_attention.h"
 #include "model/nn/transformer.h"
-#include "model/config/vocab.h"
 
 namespace {
 
@@ -49,11 +49,15 @@ struct ModelCase {
 onset::model::CellConfig CaseConfig(const ModelCase& c, int d_model, int batch_tokens) {
   using namespace onset::model;
   CellConfig cell;
-  auto error = ParseCellConfig(
-      {{"model", {{"layers", 4}, {"d_model", d_model}, {"heads", 4}, {"seq_len", c.seq_len},
-                  {"arch", c.arch}, {"window", c.window}}},
-       {"train", {{"batch_tokens", std::max(batch_tokens, c.seq_len)}}}},
-      &cell);
+  auto error = ParseCellConfig({{"model",
+                                 {{"layers", 4},
+                                  {"d_model", d_model},
+                                  {"heads", 4},
+                                  {"seq_len", c.seq_len},
+                                  {"arch", c.arch},
+                                  {"window", c.window}}},
+                                {"train", {{"batch_tokens", std::max(batch_tokens, c.seq_len)}}}},
+                               &cell);
   if (error) {
     std::fprintf(stderr, "%s\n", error->ToString().c_str());
     std::exit(2);
@@ -73,7 +77,7 @@ double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens
   const int64_t T = cell.model.seq_len;
   const int64_t B = std::max<int64_t>(1, batch_tokens / T);
   at::Tensor tokens = at::randint(0, kNumByteTokens, {B, T + 1}, at::kLong);  // (B, T+1)
-  at::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);         // (B, T)
+  at::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);          // (B, T)
   auto step = [&] {
     at::Tensor logits = model(x);  // (B, T, V)
     at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1})).backward();
@@ -85,8 +89,10 @@ double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens
 int Sweep(int d_model, int batch_tokens) {
   std::printf("| arch | pattern | window | seq_len | tokens/CPU-s |\n|---|---|---|---|---|\n");
   for (int seq_len : {256, 1024, 4096}) {
-    std::vector<ModelCase> cases = {{"full", 0, seq_len},      {"swa", 32, seq_len},
-                                    {"swa", 128, seq_len},     {"lightning", 0, seq_len},
+    std::vector<ModelCase> cases = {{"full", 0, seq_len},
+                                    {"swa", 32, seq_len},
+                                    {"swa", 128, seq_len},
+                                    {"lightning", 0, seq_len},
                                     {"gdn", 0, seq_len}};
     for (const ModelCase& c : cases) {
       std::string pattern;
@@ -121,31 +127,34 @@ int main(int argc, char** argv) {
   const double tps = TrainTokensPerCpuSecond({arch, window, static_cast<int>(T)}, d_model,
                                              micro_batch * static_cast<int>(T), &pattern);
   prof.reset();
-  std::printf("model d_model=%d arch=%s (%s) window=%d micro_batch=%d threads=%d: "
-              "%.0f tokens per CPU-second forward+backward (%.1f CPU-ms per micro-batch)\n",
-              d_model, arch.c_str(), pattern.c_str(), window, micro_batch, threads, tps,
-              1e3 * micro_batch * T / tps);
+  std::printf(
+      "model d_model=%d arch=%s (%s) window=%d micro_batch=%d threads=%d: "
+      "%.0f tokens per CPU-second forward+backward (%.1f CPU-ms per micro-batch)\n",
+      d_model, arch.c_str(), pattern.c_str(), window, micro_batch, threads, tps,
+      1e3 * micro_batch * T / tps);
 
   const int64_t D = d_model / 4;
   at::Tensor q = at::randn({micro_batch, 4, T, D}), k = at::randn_like(q), v = at::randn_like(q);
   torch::NoGradGuard no_grad;
-  std::printf("attention (%d, 4, %lld, %lld) w=%d forward, CPU-ms: reference %.2f  band %.2f  "
-              "blocked %.2f  full-causal %.2f\n",
-              micro_batch, static_cast<long long>(T), static_cast<long long>(D), window,
-              1e3 * SecondsPerCall([&] { ReferenceAttention(q, k, v, window); }, 10),
-              1e3 * SecondsPerCall([&] { BandMaskAttention(q, k, v, window); }, 10),
-              1e3 * SecondsPerCall([&] { BlockedSlidingWindowAttention(q, k, v, window); }, 10),
-              1e3 * SecondsPerCall([&] { FullCausalAttention(q, k, v); }, 10));
-  at::Tensor kn = k / k.norm(2, -1, true);                         // (B, 4, T, D)
+  std::printf(
+      "attention (%d, 4, %lld, %lld) w=%d forward, CPU-ms: reference %.2f  band %.2f  "
+      "blocked %.2f  full-causal %.2f\n",
+      micro_batch, static_cast<long long>(T), static_cast<long long>(D), window,
+      1e3 * SecondsPerCall([&] { ReferenceAttention(q, k, v, window); }, 10),
+      1e3 * SecondsPerCall([&] { BandMaskAttention(q, k, v, window); }, 10),
+      1e3 * SecondsPerCall([&] { BlockedSlidingWindowAttention(q, k, v, window); }, 10),
+      1e3 * SecondsPerCall([&] { FullCausalAttention(q, k, v); }, 10));
+  at::Tensor kn = k / k.norm(2, -1, true);                                // (B, 4, T, D)
   at::Tensor g = at::log_sigmoid(at::randn({micro_batch, 4, T})) / 16.0;  // (B, 4, T)
-  at::Tensor beta = at::sigmoid(at::randn({micro_batch, 4, T}));         // (B, 4, T)
-  std::printf("linear kernels (%d, 4, %lld, %lld) forward, CPU-ms: L chunked %.2f  "
-              "L recurrent %.2f  D chunked %.2f  D recurrent %.2f\n",
-              micro_batch, static_cast<long long>(T), static_cast<long long>(D),
-              1e3 * SecondsPerCall([&] { DecayedLinearAttentionChunked(q, kn, v, g, 64); }, 10),
-              1e3 * SecondsPerCall([&] { DecayedLinearAttentionRecurrent(q, kn, v, g); }, 3),
-              1e3 * SecondsPerCall([&] { GatedDeltaNetChunked(q, kn, v, g, beta, 64); }, 10),
-              1e3 * SecondsPerCall([&] { GatedDeltaNetRecurrent(q, kn, v, g, beta); }, 3));
+  at::Tensor beta = at::sigmoid(at::randn({micro_batch, 4, T}));          // (B, 4, T)
+  std::printf(
+      "linear kernels (%d, 4, %lld, %lld) forward, CPU-ms: L chunked %.2f  "
+      "L recurrent %.2f  D chunked %.2f  D recurrent %.2f\n",
+      micro_batch, static_cast<long long>(T), static_cast<long long>(D),
+      1e3 * SecondsPerCall([&] { DecayedLinearAttentionChunked(q, kn, v, g, 64); }, 10),
+      1e3 * SecondsPerCall([&] { DecayedLinearAttentionRecurrent(q, kn, v, g); }, 3),
+      1e3 * SecondsPerCall([&] { GatedDeltaNetChunked(q, kn, v, g, beta, 64); }, 10),
+      1e3 * SecondsPerCall([&] { GatedDeltaNetRecurrent(q, kn, v, g, beta); }, 3));
   // A NIAH probe's shape: prompts of 2 * seq_len, a few value tokens, with the head trace.
   torch::manual_seed(0);
   Transformer model(
@@ -154,12 +163,13 @@ int main(int argc, char** argv) {
   constexpr int kSteps = 8;
   at::Tensor prompts = at::randint(0, kNumByteTokens, {micro_batch, 2 * T}, at::kLong);  // (B, 2T)
   AttentionTrace trace;
-  std::printf("greedy decode of %d tokens after (%d, %lld) prompts, CPU-ms: full re-forward "
-              "%.1f  cached %.1f  cached with trace %.1f\n",
-              kSteps, micro_batch, static_cast<long long>(2 * T),
-              1e3 * SecondsPerCall([&] { GreedyDecode(model, prompts, kSteps); }, 2),
-              1e3 * SecondsPerCall([&] { CachedGreedyDecode(model, prompts, kSteps); }, 2),
-              1e3 * SecondsPerCall(
-                        [&] { CachedGreedyDecode(model, prompts, kSteps, nullptr, &trace); }, 2));
+  std::printf(
+      "greedy decode of %d tokens after (%d, %lld) prompts, CPU-ms: full re-forward "
+      "%.1f  cached %.1f  cached with trace %.1f\n",
+      kSteps, micro_batch, static_cast<long long>(2 * T),
+      1e3 * SecondsPerCall([&] { GreedyDecode(model, prompts, kSteps); }, 2),
+      1e3 * SecondsPerCall([&] { CachedGreedyDecode(model, prompts, kSteps); }, 2),
+      1e3 *
+          SecondsPerCall([&] { CachedGreedyDecode(model, prompts, kSteps, nullptr, &trace); }, 2));
   return 0;
 }

@@ -29,11 +29,11 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
 struct PlotCommandOptions {
   std::string study;
   std::string metric;
-  std::string by;                // as compare's
+  std::string by;                   // as compare's
   std::optional<double> threshold;  // drawn, and T(x) in the legend, when given
   std::string direction = "auto";
-  std::string x = "tokens";      // the x axis: tokens or flops
-  std::string out;               // the SVG file; "-" for stdout
+  std::string x = "tokens";  // the x axis: tokens or flops
+  std::string out;           // the SVG file; "-" for stdout
   std::string title;
 };
 // Exit codes as compare's.
@@ -43,8 +43,8 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
 struct FitOptions {
   std::string study;
   std::string metric = "eval/heldout_loss";
-  std::string by;           // as compare's
-  int64_t min_tokens = 0;   // fit only the points from this many tokens on (skip warm-up)
+  std::string by;          // as compare's
+  int64_t min_tokens = 0;  // fit only the points from this many tokens on (skip warm-up)
   bool json = false;
 };
 // L(D) = E + B (D / D0)^-beta per group, the group's cells (seeds) pooled (analysis/power_law.h).

@@ -22,8 +22,8 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 // `states` and `where` (comma-separated, as `--state` and `--where` take them) filter the cells
 // of one study; the summary above the table still counts them all.
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
-                  std::ostream& err, const std::string& states = "",
-                  const std::string& where = "", const Style& style = Style());
+                  std::ostream& err, const std::string& states = "", const std::string& where = "",
+                  const Style& style = Style());
 // `onset results STUDY [--json]`.
 // `onset workers`: registered workers, their jobs and heartbeat age.
 int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err);

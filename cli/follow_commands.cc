@@ -130,15 +130,15 @@ int LogsCommand(StudyClient& client, const LogsOptions& options, std::ostream& o
   request.set_cell_id(options.cell);
   request.set_attempt(options.attempt);
   request.set_limit(kLogPage);
-  int shown_attempt = -1;  // the attempt whose header was printed
+  int shown_attempt = -1;        // the attempt whose header was printed
   std::deque<v1::LogLine> tail;  // --tail: the last lines of the backlog, printed once it is read
   bool backlog = true;           // still reading the lines that were there at the start
 
   auto print = [&](const v1::ReadLogsResponse& r, const v1::LogLine& line) {
     if (options.json) {
-      nlohmann::json j = {{"study", r.study()},           {"cell_id", r.cell_id()},
-                          {"attempt", r.attempt()},       {"line", line.line()},
-                          {"at_unix_ms", line.at_unix_ms()}, {"text", line.text()}};
+      nlohmann::json j = {
+          {"study", r.study()},  {"cell_id", r.cell_id()},          {"attempt", r.attempt()},
+          {"line", line.line()}, {"at_unix_ms", line.at_unix_ms()}, {"text", line.text()}};
       out << j.dump() << "\n";
     } else {
       out << line.text() << "\n";
@@ -205,10 +205,9 @@ int LogsCommand(StudyClient& client, const LogsOptions& options, std::ostream& o
       request.set_after_line(0);
       continue;
     }
-    const bool cell_ended = r->cell_state() == v1::CELL_STATE_SUCCEEDED ||
-                            r->cell_state() == v1::CELL_STATE_FAILED ||
-                            r->cell_state() == v1::CELL_STATE_DIVERGED ||
-                            r->cell_state() == v1::CELL_STATE_CANCELLED;
+    const bool cell_ended =
+        r->cell_state() == v1::CELL_STATE_SUCCEEDED || r->cell_state() == v1::CELL_STATE_FAILED ||
+        r->cell_state() == v1::CELL_STATE_DIVERGED || r->cell_state() == v1::CELL_STATE_CANCELLED;
     if (r->ended() && cell_ended && r->latest_attempt() == r->attempt()) return kExitOk;
     request.set_wait_ms(kFollowWaitMs);
   }

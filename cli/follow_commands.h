@@ -31,10 +31,10 @@ int WatchCommand(StudyClient& client, const WatchOptions& options, std::ostream&
                  std::ostream& err);
 
 struct LogsOptions {
-  std::string study;  // empty: the cell is looked up in every study
-  std::string cell;   // id or a unique prefix
-  int attempt = 0;    // 0: the latest
-  int tail = 0;       // only the last N lines (0: all that are kept)
+  std::string study;    // empty: the cell is looked up in every study
+  std::string cell;     // id or a unique prefix
+  int attempt = 0;      // 0: the latest
+  int tail = 0;         // only the last N lines (0: all that are kept)
   bool follow = false;  // keep printing lines as they come, and the cell's next attempts
   bool json = false;    // one JSON object per line
   int64_t reconnect_for_ms = 10 * 60'000;

@@ -8,9 +8,9 @@
 #include <iostream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/address.h"
 #include "cli/analysis_commands.h"
@@ -58,9 +58,9 @@ int main(int argc, char** argv) {
   CLI::App* status = app.add_subcommand("status", "list studies, or the cells of one study");
   status->add_option("STUDY", study, "study name");
   std::string status_states, status_where;
-  status->add_option("--state", status_states,
-                     "only cells in these states, e.g. failed,backoff");
-  status->add_option("--where", status_where, "only cells whose axes match, e.g. arch=swa,window=16");
+  status->add_option("--state", status_states, "only cells in these states, e.g. failed,backoff");
+  status->add_option("--where", status_where,
+                     "only cells whose axes match, e.g. arch=swa,window=16");
   status->add_flag("--json", json, "print JSON");
 
   std::vector<std::string> cells;
@@ -104,31 +104,36 @@ int main(int argc, char** argv) {
   logs->add_flag("--json", logs_options.json, "print each line as a JSON object");
   onset::cli::CompareOptions compare_options;
   CLI::App* compare = app.add_subcommand(
-      "compare", "which cells reach a metric threshold in fewer tokens: tokens-to-threshold per "
-                 "group of cells (seeds aggregated), final value, speed-up against a baseline");
+      "compare",
+      "which cells reach a metric threshold in fewer tokens: tokens-to-threshold per "
+      "group of cells (seeds aggregated), final value, speed-up against a baseline");
   compare->add_option("STUDY", compare_options.study, "study name")->required();
-  compare->add_option("--metric", compare_options.metric,
-                      "metric name, e.g. niah/acc@512, niah/acc_beyond_window, eval/short_loss, "
-                      "rh/max_full")
+  compare
+      ->add_option("--metric", compare_options.metric,
+                   "metric name, e.g. niah/acc@512, niah/acc_beyond_window, eval/short_loss, "
+                   "rh/max_full")
       ->required();
   compare->add_option("--threshold", compare_options.threshold, "the value to reach")->required();
-  compare->add_option("--direction", compare_options.direction,
-                      "up (reach from below) or down (fall to it); auto: down for losses")
+  compare
+      ->add_option("--direction", compare_options.direction,
+                   "up (reach from below) or down (fall to it); auto: down for losses")
       ->capture_default_str();
   compare->add_option("--by", compare_options.by,
                       "group by these axes, e.g. arch,pos (default: every axis but seed)");
   compare->add_option("--baseline", compare_options.baseline,
                       "speed-up against the group with this axis value, e.g. arch=full");
-  compare->add_option("--x", compare_options.x,
-                      "count tokens, or training FLOPs (tokens x FLOPs per token): flops")
+  compare
+      ->add_option("--x", compare_options.x,
+                   "count tokens, or training FLOPs (tokens x FLOPs per token): flops")
       ->check(CLI::IsMember({"tokens", "flops"}))
       ->capture_default_str();
   compare->add_flag("--json", compare_options.json, "print JSON");
   onset::cli::PlotCommandOptions plot_options;
   double plot_threshold = 0;
   CLI::App* plot = app.add_subcommand(
-      "plot", "a metric against tokens (log axis) as an SVG: one line per group of cells, the "
-              "seeds' range shaded, the threshold dashed, groups that never reached it circled");
+      "plot",
+      "a metric against tokens (log axis) as an SVG: one line per group of cells, the "
+      "seeds' range shaded, the threshold dashed, groups that never reached it circled");
   plot->add_option("STUDY", plot_options.study, "study name")->required();
   plot->add_option("--metric", plot_options.metric, "metric name, e.g. niah/acc@512")->required();
   CLI::Option* plot_threshold_option =
@@ -156,8 +161,10 @@ int main(int argc, char** argv) {
       "heads", "a cell's retrieval-head scores per layer and head at an eval point");
   heads->add_option("STUDY", study, "study name")->required();
   heads->add_option("CELL", heads_cell, "cell id")->required();
-  heads->add_option("--tokens", heads_tokens, "the last eval point at or before this (default: "
-                                              "the last)")
+  heads
+      ->add_option("--tokens", heads_tokens,
+                   "the last eval point at or before this (default: "
+                   "the last)")
       ->check(CLI::NonNegativeNumber);
   heads->add_flag("--json", json, "print JSON");
   onset::cli::ExportOptions export_options;
@@ -187,10 +194,12 @@ int main(int argc, char** argv) {
   run->add_option("--data-dir", run_options.data_dir, "database and work directory")
       ->capture_default_str();
   run->add_flag("--json", run_options.json, "print the results as JSON");
-  run->add_flag("--no-results", [&run_options](int64_t) { run_options.print_results = false; },
-                "end without the results table (e.g. to follow with onset compare)");
-  run->add_flag("--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
-                "log the coordinator and workers");
+  run->add_flag(
+      "--no-results", [&run_options](int64_t) { run_options.print_results = false; },
+      "end without the results table (e.g. to follow with onset compare)");
+  run->add_flag(
+      "--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
+      "log the coordinator and workers");
 
   onset::cli::DashboardOptions dashboard_options;
   CLI::App* dashboard = app.add_subcommand(

@@ -22,11 +22,20 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -140,10 +149,11 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
   auto X = [&](double t) { return left + (std::log10(t) - d_lo) / (d_hi - d_lo) * pw; };
   auto Y = [&](double v) { return top + (v_max - v) / (v_max - v_min) * ph; };
 
-  std::string svg = absl::StrCat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", W, "\" height=\"", H,
-      "\" viewBox=\"0 0 ", W, " ", H, "\" font-family=\"Helvetica, Arial, sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+  std::string svg =
+      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", W, "\" height=\"", H,
+                   "\" viewBox=\"0 0 ", W, " ", H,
+                   "\" font-family=\"Helvetica, Arial, sans-serif\" "
+                   "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
   const std::string title = options.title.empty() ? spec.metric : options.title;
   absl::StrAppend(&svg, "<text x=\"", Num(left), "\" y=\"22\" font-size=\"14\">", Escape(title),
                   "</text>\n");
@@ -172,8 +182,8 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
   for (int i = 0; i <= y_ticks; ++i) {
     const double v = v_min + step * i;
     absl::StrAppend(&svg, "<text x=\"", Num(left - 6), "\" y=\"", Num(Y(v) + 4),
-                    "\" text-anchor=\"end\">", Escape(FormatValue(std::abs(v) < step * 1e-9 ? 0 : v)),
-                    "</text>\n");
+                    "\" text-anchor=\"end\">",
+                    Escape(FormatValue(std::abs(v) < step * 1e-9 ? 0 : v)), "</text>\n");
   }
   absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(H - 10),
                   "\" text-anchor=\"middle\">",
@@ -220,15 +230,15 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
     const bool censored = row.summary.median.kind == analysis::Crossing::kRight;
     if (censored && !b.tokens.empty()) {
       // Never reached the threshold: an open circle at the end of its curve.
-      absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(X(b.tokens.back())),
-                      "\" cy=\"", Num(Y(b.median.back())), "\" r=\"4\" fill=\"white\" stroke=\"",
-                      colour, "\" stroke-width=\"2\"/>\n");
+      absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(X(b.tokens.back())), "\" cy=\"",
+                      Num(Y(b.median.back())), "\" r=\"4\" fill=\"white\" stroke=\"", colour,
+                      "\" stroke-width=\"2\"/>\n");
     }
     const double ly = top + 8 + 30.0 * static_cast<double>(g);
     absl::StrAppend(&svg, "<line x1=\"", Num(left + pw + 12), "\" y1=\"", Num(ly), "\" x2=\"",
                     Num(left + pw + 32), "\" y2=\"", Num(ly), "\" stroke=\"", colour,
-                    "\" stroke-width=\"2\"", dash, "/>\n<text x=\"", Num(left + pw + 38),
-                    "\" y=\"", Num(ly + 4), "\">", Escape(label), "</text>\n");
+                    "\" stroke-width=\"2\"", dash, "/>\n<text x=\"", Num(left + pw + 38), "\" y=\"",
+                    Num(ly + 4), "\">", Escape(label), "</text>\n");
     if (options.threshold) {
       absl::StrAppend(&svg, "<text x=\"", Num(left + pw + 38), "\" y=\"", Num(ly + 18),
                       "\" fill=\"#555\" font-size=\"11\">",

@@ -13,8 +13,8 @@
 namespace onset::cli {
 
 struct PlotOptions {
-  std::string title;        // default: "STUDY: METRIC"
-  bool threshold = false;   // draw spec.threshold
+  std::string title;       // default: "STUDY: METRIC"
+  bool threshold = false;  // draw spec.threshold
   int width = 720, height = 440;
 };
 

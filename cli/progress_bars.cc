@@ -21,15 +21,15 @@ std::string ProgressBars(const v1::GetStudyResponse& study, int width) {
         c.tokens_budget() > 0
             ? std::clamp(static_cast<double>(c.tokens_done()) / c.tokens_budget(), 0.0, 1.0)
             : 0.0;
-    std::string tail = absl::StrCat(" ", static_cast<int>(fraction * 100), "% ",
-                                    FormatTokens(c.tokens_done()), "/",
-                                    FormatTokens(c.tokens_budget()));
+    std::string tail =
+        absl::StrCat(" ", static_cast<int>(fraction * 100), "% ", FormatTokens(c.tokens_done()),
+                     "/", FormatTokens(c.tokens_budget()));
     if (c.state() == v1::CELL_STATE_BACKOFF) {
       absl::StrAppend(&tail, " waiting to retry");
     } else if (c.tokens_per_second() > 0) {
-      absl::StrAppend(&tail, " ", FormatTokens(static_cast<int64_t>(c.tokens_per_second())),
-                      " tok/s ETA ",
-                      FormatDuration((c.tokens_budget() - c.tokens_done()) / c.tokens_per_second()));
+      absl::StrAppend(
+          &tail, " ", FormatTokens(static_cast<int64_t>(c.tokens_per_second())), " tok/s ETA ",
+          FormatDuration((c.tokens_budget() - c.tokens_done()) / c.tokens_per_second()));
     }
     std::string label = c.id().substr(0, 8) + " " + DescribeAxes(c.axes());
     const int bar = 20;

@@ -15,8 +15,8 @@ namespace onset::cli {
 namespace {
 
 constexpr size_t kErrorChars = 48;
-const char* const kStates[] = {"succeeded", "failed", "diverged", "cancelled",
-                                "running",   "backoff", "queued"};
+const char* const kStates[] = {"succeeded", "failed",  "diverged", "cancelled",
+                               "running",   "backoff", "queued"};
 
 std::string Axis(const v1::Cell& cell, const std::string& name) {
   auto it = cell.axes().find(name);
@@ -86,8 +86,8 @@ bool IsResultColumn(const std::string& name) {
     return false;  // niah/control/...@L, niah/<variant>/acc@L
   }
   if (name.rfind("ablation/random_k/", 0) == 0 && !EndsWith(name, "_mean")) return false;
-  return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 ||
-         name.rfind("rh/", 0) == 0 || name.rfind("ablation/", 0) == 0 || name == "train/loss";
+  return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 || name.rfind("rh/", 0) == 0 ||
+         name.rfind("ablation/", 0) == 0 || name == "train/loss";
 }
 
 }  // namespace
@@ -208,7 +208,7 @@ std::string StudySummary(const v1::Study& study, const Style& style) {
     }
   }
   std::string text = absl::StrCat(study.name(), ": ", study.cells_total(),
-                                   study.cells_total() == 1 ? " cell" : " cells");
+                                  study.cells_total() == 1 ? " cell" : " cells");
   if (!parts.empty()) absl::StrAppend(&text, ": ", absl::StrJoin(parts, ", "));
   // A pattern of failures is the first thing to see, on its own line.
   if (!study.alert().empty()) absl::StrAppend(&text, "\n", style.Alert("!! " + study.alert()));
@@ -248,7 +248,8 @@ std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
       return std::to_string(it == s.cells_by_state().end() ? 0 : it->second);
     };
     // Cells waiting out a retry backoff are queued as far as this overview goes.
-    const std::string queued = std::to_string(std::stoi(count("queued")) + std::stoi(count("backoff")));
+    const std::string queued =
+        std::to_string(std::stoi(count("queued")) + std::stoi(count("backoff")));
     table.AddRow({s.name(), std::to_string(s.cells_total()), queued, count("running"),
                   count("succeeded"), count("failed"), count("diverged"), count("cancelled"),
                   s.source_name()});
@@ -390,9 +391,8 @@ std::vector<std::string> ResultColumns(const v1::GetResultsResponse& results) {
     }
   }
   std::vector<std::string> columns(names.begin(), names.end());
-  std::sort(columns.begin(), columns.end(), [](const std::string& a, const std::string& b) {
-    return ColumnKey(a) < ColumnKey(b);
-  });
+  std::sort(columns.begin(), columns.end(),
+            [](const std::string& a, const std::string& b) { return ColumnKey(a) < ColumnKey(b); });
   return columns;
 }
 

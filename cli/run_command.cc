@@ -86,8 +86,8 @@ int DefaultWorkers(unsigned cores) {
   return static_cast<int>(cores / 2);
 }
 
-int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
-               std::ostream& out, std::ostream& err) {
+int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, std::ostream& out,
+               std::ostream& err) {
   absl::StatusOr<std::string> text = common::ReadStudyFile(options.file);
   if (!text.ok()) return ReportError(text.status(), err);
   const std::string trainer =
@@ -136,7 +136,8 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
   AddressFile address_file{fs::path(options.data_dir) / kAddressFileName};
 
   StudyClient client(address, security);
-  absl::StatusOr<v1::SubmitStudyResponse> submitted = client.Submit(options.file, *text, StudyBaseDir(options.file));
+  absl::StatusOr<v1::SubmitStudyResponse> submitted =
+      client.Submit(options.file, *text, StudyBaseDir(options.file));
   if (!submitted.ok()) {
     int code = ReportError(submitted.status(), err);
     (*server)->Shutdown();
@@ -246,8 +247,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
             << " cells diverged (the training loss stopped being finite)\n";
       }
       if (!failed.empty()) {
-        err << failed.size() << " of " << results->results_size()
-            << " cells did not finish:\n";
+        err << failed.size() << " of " << results->results_size() << " cells did not finish:\n";
         for (const std::string& f : failed) err << "  " << f << "\n";
         code = kExitCellsFailed;
       }

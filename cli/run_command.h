@@ -9,15 +9,15 @@
 namespace onset::cli {
 
 struct RunOptions {
-  std::string file;                 // the study file
+  std::string file;                     // the study file
   std::string data_dir = "onset-data";  // onset.db, onsetd.token, coordinator.addr, work/
   // CPU slots of the embedded worker: trainers run at once, or fewer when cells need several
   // (resources.devices). 0: one per two cores, at least 1 (2 on a 2-core machine).
   int workers = 0;
-  bool json = false;                // print the final results as JSON
-  bool print_results = true;        // false: no results at the end (failures still on stderr)
-  std::string trainer_path;         // empty: onset-train next to this executable
-  int poll_ms = 500;                // progress refresh
+  bool json = false;          // print the final results as JSON
+  bool print_results = true;  // false: no results at the end (failures still on stderr)
+  std::string trainer_path;   // empty: onset-train next to this executable
+  int poll_ms = 500;          // progress refresh
   // Bars per running cell redrawn in place (stderr is a terminal); else a line per change.
   bool progress_bars = false;
 };
@@ -27,8 +27,8 @@ struct RunOptions {
 // `workers`, 130 when interrupted. `interrupted` (set from a signal
 // watcher) stops workers and the coordinator cleanly; the data directory keeps everything and a
 // later run resumes.
-int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted,
-               std::ostream& out, std::ostream& err);
+int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, std::ostream& out,
+               std::ostream& err);
 
 // The default number of CPU slots (RunOptions::workers) for `cores` CPU cores.
 int DefaultWorkers(unsigned cores);

@@ -54,9 +54,9 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
       // The coordinator's own UNAVAILABLE (e.g. its database is locked) is an answer: its
       // message says why, under the RPC's name below.
       if (common::SentByServer(status)) return common::FromGrpcStatus(status, rpc, address_);
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          absl::StrCat("cannot reach the coordinator at ", address_, ": ",
-                                       status.error_message()));
+      return absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat("cannot reach the coordinator at ", address_, ": ", status.error_message()));
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
     case grpc::StatusCode::FAILED_PRECONDITION:
@@ -101,9 +101,9 @@ absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& s
   }
   if (auto s = Convert("SubmitStudy", reader->Finish()); !s.ok()) return s;
   if (first || response.cells_size() != response.cells_in_file()) {
-    return absl::DataLossError(absl::StrCat("SubmitStudy to ", address_, ": the answer ended after ",
-                                            response.cells_size(), " of ",
-                                            response.cells_in_file(), " cells"));
+    return absl::DataLossError(absl::StrCat("SubmitStudy to ", address_,
+                                            ": the answer ended after ", response.cells_size(),
+                                            " of ", response.cells_in_file(), " cells"));
   }
   return response;
 }
@@ -162,8 +162,8 @@ absl::StatusOr<v1::GetResultsResponse> StudyClient::Results(const std::string& s
   return all;
 }
 
-absl::StatusOr<v1::CancelCellsResponse> StudyClient::Cancel(
-    const std::string& study, const std::vector<std::string>& cells) {
+absl::StatusOr<v1::CancelCellsResponse> StudyClient::Cancel(const std::string& study,
+                                                            const std::vector<std::string>& cells) {
   v1::CancelCellsRequest request;
   request.set_study(study);
   for (const std::string& c : cells) request.add_cell_ids(c);
@@ -226,7 +226,8 @@ absl::StatusOr<v1::ReadLogsResponse> StudyClient::ReadLogs(const v1::ReadLogsReq
   return response;
 }
 
-absl::StatusOr<std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
+absl::StatusOr<
+    std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
 StudyClient::Metrics(const std::string& study, const std::vector<std::string>& metrics,
                      const std::vector<std::string>& cell_ids) {
   v1::StreamMetricsRequest request;

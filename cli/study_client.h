@@ -65,7 +65,8 @@ class StudyClient {
   absl::Status Watch(const std::string& study, int64_t after_seq,
                      const std::function<bool(const v1::WatchStudyResponse&)>& on_message);
   // Every point of `metrics` (all when empty) of the study's cells: cell -> metric -> curve.
-  absl::StatusOr<std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
+  absl::StatusOr<
+      std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
   Metrics(const std::string& study, const std::vector<std::string>& metrics,
           const std::vector<std::string>& cell_ids = {});
   // ReadLogs; the deadline is the timeout plus the request's wait.

@@ -36,9 +36,8 @@ std::string DescribeAxes(const google::protobuf::Map<std::string, std::string>& 
     auto it = axes.find(name);
     if (it == axes.end()) continue;
     const bool tokens = std::string(name) == "tokens";
-    parts.push_back(absl::StrCat(name, "=",
-                                 tokens ? FormatTokens(std::atoll(it->second.c_str()))
-                                        : it->second));
+    parts.push_back(absl::StrCat(
+        name, "=", tokens ? FormatTokens(std::atoll(it->second.c_str())) : it->second));
   }
   std::map<std::string, std::string> extra;
   for (const auto& [k, v] : axes) {
@@ -87,8 +86,8 @@ std::string WatchView::Apply(const v1::WatchStudyResponse& message, int64_t now_
       absl::StrAppend(&line, StateName(e.from()), " -> ", style_.State(StateName(e.to())));
     }
     if (e.to() == v1::CELL_STATE_RUNNING) {
-      absl::StrAppend(&line, style_.Dim(absl::StrCat("  attempt ", e.attempt(), " on ",
-                                                     e.worker_id())));
+      absl::StrAppend(&line,
+                      style_.Dim(absl::StrCat("  attempt ", e.attempt(), " on ", e.worker_id())));
     } else if (!e.reason().empty() && e.to() != v1::CELL_STATE_SUCCEEDED) {
       absl::StrAppend(&line, ": ", Truncate(e.reason(), 160));
     }
@@ -104,8 +103,8 @@ std::string WatchView::Apply(const v1::WatchStudyResponse& message, int64_t now_
     if (p.has_latest_loss()) cell->set_latest_loss(p.latest_loss());
   }
   if (message.has_study()) {
-    const bool new_alert = message.study().alert() != study_.study().alert() &&
-                           !message.study().alert().empty();
+    const bool new_alert =
+        message.study().alert() != study_.study().alert() && !message.study().alert().empty();
     *study_.mutable_study() = message.study();
     if (new_alert) out += style_.Alert("!! " + message.study().alert()) + "\n";
   }

@@ -43,10 +43,10 @@ class WatchView {
 
   const Style style_;
   const int64_t progress_every_ms_;
-  v1::GetStudyResponse study_;             // the latest state of every cell
-  std::map<std::string, int> index_;       // cell id -> position in study_.cells()
+  v1::GetStudyResponse study_;        // the latest state of every cell
+  std::map<std::string, int> index_;  // cell id -> position in study_.cells()
   int64_t last_seq_ = 0;
-  bool snapshot_pending_ = false;          // the next message continues the snapshot
+  bool snapshot_pending_ = false;  // the next message continues the snapshot
   int64_t progress_printed_at_ms_ = 0;
   std::string progress_printed_;
 };

@@ -18,8 +18,6 @@ inline constexpr size_t kMaxLogLineBytes = 8 * 1024;
 // " [... cut: the line had N bytes]", all within `max_bytes`.
 std::string BoundLogLine(std::string_view text, size_t full_bytes,
                          size_t max_bytes = kMaxLogLineBytes);
-inline std::string BoundLogLine(std::string_view text) {
-  return BoundLogLine(text, text.size());
-}
+inline std::string BoundLogLine(std::string_view text) { return BoundLogLine(text, text.size()); }
 
 }  // namespace onset::common

@@ -124,7 +124,8 @@ absl::StatusOr<std::string> ReadStudyFile(const std::string& path) {
     text.append(buf, static_cast<size_t>(got));
   }
   if (text.size() > kMaxStudyFileBytes) {
-    return absl::InvalidArgumentError(TooLarge(path, "more than " + std::to_string(kMaxStudyFileBytes)));
+    return absl::InvalidArgumentError(
+        TooLarge(path, "more than " + std::to_string(kMaxStudyFileBytes)));
   }
   if (absl::Status s = CheckStudyText(path, text); !s.ok()) return s;
   return text;

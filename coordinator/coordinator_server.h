@@ -15,20 +15,20 @@
 namespace onset::coordinator {
 
 struct ServerConfig {
-  std::string db_path;                          // SQLite file, created (with parents) if missing
+  std::string db_path;  // SQLite file, created (with parents) if missing
   // Take an existing 0-byte db_path for a new database; without it such a file is refused
   // (db/startup_checks.h).
   bool init_empty_db = false;
   // Skip PRAGMA quick_check at start (the other start-up checks still run).
   bool skip_quick_check = false;
-  std::string listen = "127.0.0.1:7070";        // host:port; port 0 picks a free port
+  std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free port
   std::string token;  // every call must carry it; see common/auth_token.h for files
   // PEM files; both set: TLS (read at Start), both empty: plaintext.
   std::string tls_cert_file;
   std::string tls_key_file;
   // Serve a host other than loopback without TLS, the token crossing the network in clear text.
   bool allow_insecure_remote = false;
-  std::chrono::milliseconds lease_ttl{30'000};  // a lease not renewed for this long expires
+  std::chrono::milliseconds lease_ttl{30'000};          // a lease not renewed for this long expires
   std::chrono::milliseconds heartbeat_interval{5'000};  // advertised to workers
   // Embedded single-machine mode: no worker outlives the coordinator, so cells left `running`
   // by a previous process are requeued at once instead of waiting for their leases to expire.

@@ -24,10 +24,10 @@ struct WatchUpdate {
   // snapshot_more while the next message continues the snapshot.
   std::optional<StudyDetail> snapshot;
   bool snapshot_more = false;
-  int64_t last_seq = 0;                 // resume after this
-  std::vector<CellEvent> events;        // in seq order
-  std::vector<CellInfo> progress;       // cells whose tokens, throughput or loss changed
-  StudyInfo study;                      // counts and alert as of this message
+  int64_t last_seq = 0;            // resume after this
+  std::vector<CellEvent> events;   // in seq order
+  std::vector<CellInfo> progress;  // cells whose tokens, throughput or loss changed
+  StudyInfo study;                 // counts and alert as of this message
 };
 
 struct FeedOptions {

@@ -143,11 +143,12 @@ using ErrorDescriber = std::function<std::string(const model::FieldError&, const
 using CellAdjuster = std::function<void(nlohmann::json*)>;
 
 // Expands the points that no rule excludes, validates each cell (model::ParseCellConfig, and
-// CheckSubmittedCell once per distinct cell) and deduplicates by id, keeping the first occurrence, in expansion order, with the axis values of
-// the points it absorbed recorded as its axis_aliases. Every field an axis or a dependent sets
-// is a display axis of every cell. Errors: InvalidArgument with the first bad
-// cell's message, made by `describe` (FieldError::ToString() when null); a dependent field
-// without a value at a point is such an error, on its path; a grid over kMaxGridPoints.
+// CheckSubmittedCell once per distinct cell) and deduplicates by id, keeping the first occurrence,
+// in expansion order, with the axis values of the points it absorbed recorded as its axis_aliases.
+// Every field an axis or a dependent sets is a display axis of every cell. Errors: InvalidArgument
+// with the first bad cell's message, made by `describe` (FieldError::ToString() when null); a
+// dependent field without a value at a point is such an error, on its path; a grid over
+// kMaxGridPoints.
 absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const nlohmann::json& base, const Grid& grid,
                                                  const ErrorDescriber& describe = nullptr,
                                                  const CellAdjuster& adjust = nullptr);

@@ -172,8 +172,8 @@ int LeaseManager::ExpireLeases() {
   // A store that cannot be written fails every expiry of every sweep: one line a minute.
   int64_t left_out = 0;
   if (failed > 0 && expire_failures_.Occurred(failed, &left_out)) {
-    spdlog::error("could not expire {} of {} leases, kept for the next sweep{}: first: {}",
-                  failed, expired.size(),
+    spdlog::error("could not expire {} of {} leases, kept for the next sweep{}: first: {}", failed,
+                  expired.size(),
                   left_out > 0 ? " (" + std::to_string(left_out) + " failures not logged before)"
                                : std::string(),
                   first.ToString());

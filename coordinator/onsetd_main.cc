@@ -1,15 +1,15 @@
 // onsetd: the coordinator daemon. Parses flags, loads (or on first start creates) the token
 // every client must present, starts a CoordinatorServer, waits for SIGINT or SIGTERM, shuts down
 // cleanly.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
+#include <pthread.h>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <pthread.h>
 
 #include "base/durable_file.h"
 #include "common/auth_token.h"
@@ -118,8 +118,7 @@ int main(int argc, char** argv) {
   // Written atomically, so that a reader never sees a partial address.
   auto write_address = [](const char* flag, const std::string& path, const std::string& address) {
     if (path.empty()) return true;
-    const std::optional<std::string> error =
-        onset::base::TryWriteFileDurably(path, address + "\n");
+    const std::optional<std::string> error = onset::base::TryWriteFileDurably(path, address + "\n");
     if (error) spdlog::error("cannot write {} {}: {}", flag, path, *error);
     return !error;
   };

@@ -49,7 +49,8 @@ CellInfo ReadCell(const db::Statement& row) {
   CellInfo cell;
   cell.id = row.Text(0);
   cell.study = row.Text(1);
-  const nlohmann::json axes = nlohmann::json::parse(row.Text(2), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json axes =
+      nlohmann::json::parse(row.Text(2), nullptr, /*allow_exceptions=*/false);
   cell.axes = AxesOf(axes);
   cell.axis_aliases = AliasesOf(axes);
   cell.state = CellStateFromName(row.Text(3)).value_or(CellState::kQueued);

@@ -129,7 +129,7 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
     const int64_t now = clock_.WallUnixMs();
     AddStudyResult result;
     int64_t study_id = 0;
-    std::unordered_map<std::string, std::string> stored_axes;  // hash -> axes_json
+    std::unordered_map<std::string, std::string> stored_axes;           // hash -> axes_json
     std::unordered_map<std::string, rows::AxisAliases> stored_aliases;  // hash -> its aliases
     absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
     if (existing.ok()) {
@@ -342,12 +342,13 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
         // The first fitting queued cell and the first fitting backoff cell that is due, each
         // found by walking cells_by_state (state, id) from its start, then the earlier of the
         // two: an OR of the two states would sort every queued cell on each lease.
-        db.Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh, "
-                   "c.devices FROM cells c JOIN studies s ON s.id = c.study_id WHERE c.id IN ("
-                   "SELECT id FROM (SELECT id FROM cells WHERE state = 'queued' AND devices <= ?2 "
-                   "ORDER BY id LIMIT 1) UNION ALL "
-                   "SELECT id FROM (SELECT id FROM cells WHERE state = 'backoff' AND retry_at <= ?1 "
-                   "AND devices <= ?2 ORDER BY id LIMIT 1)) ORDER BY c.id LIMIT 1"));
+        db.Prepare(
+            "SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh, "
+            "c.devices FROM cells c JOIN studies s ON s.id = c.study_id WHERE c.id IN ("
+            "SELECT id FROM (SELECT id FROM cells WHERE state = 'queued' AND devices <= ?2 "
+            "ORDER BY id LIMIT 1) UNION ALL "
+            "SELECT id FROM (SELECT id FROM cells WHERE state = 'backoff' AND retry_at <= ?1 "
+            "AND devices <= ?2 ORDER BY id LIMIT 1)) ORDER BY c.id LIMIT 1"));
     pick.BindAll(now, static_cast<int64_t>(free_devices.size()));
     ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
     if (!row) {
@@ -390,10 +391,9 @@ absl::StatusOr<LeaseStatus> SqliteStore::RecordProgress(const std::string& lease
   return Write<LeaseStatus>([&](db::Connection& db) -> absl::StatusOr<LeaseStatus> {
     const int64_t now = clock_.WallUnixMs();
     ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement cell,
-        db.Prepare("UPDATE cells SET tokens_done = COALESCE(?, tokens_done), "
-                   "tokens_per_second = ?, updated_at = ? WHERE id = ?"));
+    ONSET_ASSIGN_OR_RETURN(db::Statement cell,
+                           db.Prepare("UPDATE cells SET tokens_done = COALESCE(?, tokens_done), "
+                                      "tokens_per_second = ?, updated_at = ? WHERE id = ?"));
     cell.BindAll(tokens_done, std::isfinite(tokens_per_second) ? tokens_per_second : 0.0, now,
                  attempt.cell_id);
     ONSET_RETURN_IF_ERROR(cell.Run());

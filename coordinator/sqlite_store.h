@@ -141,7 +141,7 @@ class SqliteStore final : public Store {
   }
 
   std::unique_ptr<db::WriteQueue> writer_;  // null when read-only
-  std::unique_ptr<db::ReadPool> readers_;  // null for an in-memory database
+  std::unique_ptr<db::ReadPool> readers_;   // null for an in-memory database
   // Read-only only: the connection whose PRAGMA data_version is the change counter.
   std::unique_ptr<db::Connection> versions_;
   std::mutex versions_mu_;  // guards versions_

@@ -245,25 +245,28 @@ absl::Status SqliteStore::ForEachMetricPoint(
     const std::vector<std::string>& cell_ids,
     const std::function<bool(const std::string&, const std::string&, int64_t, double)>& point) {
   return Read<bool>([&](db::Connection& db) -> absl::StatusOr<bool> {
-    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
-    ONSET_RETURN_IF_ERROR(rows::CellRows(db, study_id, cell_ids).status());
-    // The lists travel as JSON arrays bound to one parameter each: the SQL text never changes.
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement stmt,
-        db.Prepare("SELECT c.hash, m.name, m.tokens, m.value FROM metrics m "
+           ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+           ONSET_RETURN_IF_ERROR(rows::CellRows(db, study_id, cell_ids).status());
+           // The lists travel as JSON arrays bound to one parameter each: the SQL text never
+           // changes.
+           ONSET_ASSIGN_OR_RETURN(
+               db::Statement stmt,
+               db.Prepare(
+                   "SELECT c.hash, m.name, m.tokens, m.value FROM metrics m "
                    "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 "
                    "AND (json_array_length(?2) = 0 OR m.name IN (SELECT value FROM json_each(?2))) "
                    "AND (json_array_length(?3) = 0 OR c.hash IN (SELECT value FROM json_each(?3))) "
                    "ORDER BY c.id, m.name, m.tokens"));
-    stmt.BindAll(study_id, nlohmann::json(metrics).dump(), nlohmann::json(cell_ids).dump());
-    while (true) {
-      ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) return true;
-      const double value =
-          stmt.IsNull(3) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(3);
-      if (!point(stmt.Text(0), stmt.Text(1), stmt.Int(2), value)) return false;
-    }
-  }).status();
+           stmt.BindAll(study_id, nlohmann::json(metrics).dump(), nlohmann::json(cell_ids).dump());
+           while (true) {
+             ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+             if (!row) return true;
+             const double value =
+                 stmt.IsNull(3) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(3);
+             if (!point(stmt.Text(0), stmt.Text(1), stmt.Int(2), value)) return false;
+           }
+         })
+      .status();
 }
 
 }  // namespace onset::coordinator

@@ -25,9 +25,9 @@ const char* CellStateName(CellState state) {
 }
 
 std::optional<CellState> CellStateFromName(const std::string& name) {
-  for (CellState s : {CellState::kQueued, CellState::kRunning, CellState::kSucceeded,
-                      CellState::kFailed, CellState::kDiverged, CellState::kCancelled,
-                      CellState::kBackoff}) {
+  for (CellState s :
+       {CellState::kQueued, CellState::kRunning, CellState::kSucceeded, CellState::kFailed,
+        CellState::kDiverged, CellState::kCancelled, CellState::kBackoff}) {
     if (name == CellStateName(s)) return s;
   }
   return std::nullopt;

@@ -113,7 +113,7 @@ struct LogChunk {
   std::string worker_id;
   bool ended = false;  // the attempt has ended: no more lines will come
   CellState cell_state = CellState::kQueued;
-  int64_t first_line = 0;      // the oldest line still kept (older ones were dropped), 0 if none
+  int64_t first_line = 0;  // the oldest line still kept (older ones were dropped), 0 if none
   // In order, after query.after_line, at most query.limit and about 1 MiB of text (at least
   // one line): fewer than the limit does not mean there are no more.
   std::vector<LogLine> lines;
@@ -154,8 +154,6 @@ struct StudyDetail {
   int64_t next_after = 0;       // the `after` of the next page; 0 when this one is the last
 };
 
-
-
 // A study as of one instant, with the seq of the last event that instant includes.
 struct StudySnapshot {
   StudyDetail detail;
@@ -171,7 +169,7 @@ struct ClaimedJob {
   int attempt = 0;  // 1 for the first attempt
   std::string config_json;
   int64_t tokens_budget = 0;
-  bool fresh = false;  // start without the cell's checkpoints (a `rerun --fresh`)
+  bool fresh = false;                // start without the cell's checkpoints (a `rerun --fresh`)
   std::vector<std::string> devices;  // the devices it runs on, one per data-parallel rank
 };
 

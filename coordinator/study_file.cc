@@ -917,8 +917,7 @@ absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name, const s
   } catch (const std::exception& e) {
     // Whatever else a library throws on some input is still that file's problem, never the
     // caller's: the RPC answers it as bad input and onsetd keeps serving.
-    return absl::InvalidArgumentError(source_name + ": cannot read this study file: " +
-                                      e.what());
+    return absl::InvalidArgumentError(source_name + ": cannot read this study file: " + e.what());
   }
 }
 

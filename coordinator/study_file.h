@@ -56,8 +56,8 @@ inline constexpr int kMaxCellDevices = 64;
 struct StudySpec {
   std::string name;
   std::string description;
-  std::string source_name;  // as given, used in messages
-  std::string source_yaml;  // the text, stored verbatim
+  std::string source_name;      // as given, used in messages
+  std::string source_yaml;      // the text, stored verbatim
   std::vector<CellSpec> cells;  // deduplicated, in expansion order
   int devices = 1;              // resources.devices: devices each attempt of its cells needs
 };
@@ -68,8 +68,7 @@ struct StudySpec {
 // Errors: InvalidArgument with "SOURCE:LINE: KEY: problem", e.g.
 // "studies/x.yaml:12: train.lr: must be a number". For a problem that comes from a grid value
 // the line is that grid entry's and the key is the grid key (e.g. "grid.window").
-absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name,
-                                         const std::string& text,
+absl::StatusOr<StudySpec> ParseStudyFile(const std::string& source_name, const std::string& text,
                                          const std::string& base_dir = "");
 
 }  // namespace onset::coordinator

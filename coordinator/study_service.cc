@@ -67,11 +67,10 @@ std::string PageToken(int64_t next_after) {
   return next_after > 0 ? std::to_string(next_after) : "";
 }
 
-absl::StatusOr<CellPage> ParsePage(int32_t page_size, const std::string& token,
-                                   int default_size) {
+absl::StatusOr<CellPage> ParsePage(int32_t page_size, const std::string& token, int default_size) {
   if (page_size < 0 || page_size > kMaxPageCells) {
-    return absl::InvalidArgumentError("page_size: must be 0..10000 (0 = " +
-                                      std::to_string(default_size) + ")");
+    return absl::InvalidArgumentError(
+        "page_size: must be 0..10000 (0 = " + std::to_string(default_size) + ")");
   }
   CellPage page;
   page.limit = page_size == 0 ? default_size : page_size;
@@ -255,8 +254,7 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
   for (int s : request->states()) named.push_back(FromProto(static_cast<onset::v1::CellState>(s)));
   absl::StatusOr<std::vector<CellState>> states = RerunStates(named);
   if (!states.ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        std::string(states.status().message()));
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(states.status().message()));
   }
   RerunRequest rerun;
   rerun.study = request->study();

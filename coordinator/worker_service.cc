@@ -39,8 +39,8 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
   }
   // Shown in every listing of workers: short, printable-length labels.
   constexpr size_t kMaxLabelBytes = 256;
-  for (const auto& [field, value] : {std::pair{"host", &request->host()},
-                                     std::pair{"version", &request->version()}}) {
+  for (const auto& [field, value] :
+       {std::pair{"host", &request->host()}, std::pair{"version", &request->version()}}) {
     if (value->size() > kMaxLabelBytes) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           std::string(field) + ": " + std::to_string(value->size()) +
@@ -101,8 +101,8 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
   }
   double tokens_per_second = request->tokens_per_second();
   if (!std::isfinite(tokens_per_second) || tokens_per_second < 0) tokens_per_second = 0;
-  absl::StatusOr<LeaseStatus> s = leases_->Heartbeat(request->worker_id(), request->lease_id(),
-                                                     tokens_done, tokens_per_second);
+  absl::StatusOr<LeaseStatus> s =
+      leases_->Heartbeat(request->worker_id(), request->lease_id(), tokens_done, tokens_per_second);
   if (!s.ok()) return common::ToGrpcStatus(s.status());
   response->set_lease_ttl_ms(leases_->ttl().count());
   response->set_cancel(s->cancelled);

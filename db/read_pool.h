@@ -27,7 +27,8 @@ class ReadPool {
   // in-memory database cannot be shared between connections), with `options` (read_only: the
   // connections open the file read-only, for a database this process must never write).
   static absl::StatusOr<std::unique_ptr<ReadPool>> Open(
-      const std::string& path, int size, const Connection::Options& options = Connection::Options());
+      const std::string& path, int size,
+      const Connection::Options& options = Connection::Options());
 
   // Runs `op` in a read transaction on a free connection.
   absl::Status Run(const std::function<absl::Status(Connection&)>& op);

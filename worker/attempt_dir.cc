@@ -33,7 +33,8 @@ absl::StatusOr<AttemptDir> PrepareAttemptDir(const std::string& work_dir, const 
   std::error_code ec;
   attempt.dir =
       fs::absolute(fs::path(work_dir) / job.cell_id / absl::StrCat("attempt-", job.attempt), ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("bad work_dir ", work_dir, ": ", ec.message()));
+  if (ec)
+    return absl::InvalidArgumentError(absl::StrCat("bad work_dir ", work_dir, ": ", ec.message()));
   fs::create_directories(attempt.dir, ec);
   if (ec) {
     return absl::InternalError(

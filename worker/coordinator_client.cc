@@ -56,7 +56,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     }
     Registration r;
     r.worker_id = response.worker_id();
-    if (response.lease_ttl_ms() > 0) r.lease_ttl = std::chrono::milliseconds(response.lease_ttl_ms());
+    if (response.lease_ttl_ms() > 0)
+      r.lease_ttl = std::chrono::milliseconds(response.lease_ttl_ms());
     if (response.heartbeat_interval_ms() > 0) {
       r.heartbeat_interval = std::chrono::milliseconds(response.heartbeat_interval_ms());
     }

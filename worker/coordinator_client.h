@@ -28,10 +28,10 @@ struct JobSpec {
   std::string lease_id;  // names this attempt in every later call
   std::string study;
   std::string cell_id;
-  int attempt = 1;  // 1 for the first attempt of the cell
+  int attempt = 1;          // 1 for the first attempt of the cell
   std::string config_json;  // handed to the trainer verbatim
   int64_t tokens_budget = 0;
-  bool fresh = false;  // discard the cell's checkpoints before starting (a `rerun --fresh`)
+  bool fresh = false;          // discard the cell's checkpoints before starting (a `rerun --fresh`)
   std::string checkpoint_dir;  // shared by all workers; empty = under the work directory
   // The worker's devices this attempt runs on, one per data-parallel rank (devices.h); empty =
   // unspecified: the trainer picks its device itself.

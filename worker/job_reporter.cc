@@ -78,8 +78,7 @@ void JobReporter::FlushMetrics() {
       return;
     }
     if (!s.ok()) {
-      spdlog::error("{}: the coordinator refused {} metric points: {}", context_, n,
-                    s.ToString());
+      spdlog::error("{}: the coordinator refused {} metric points: {}", context_, n, s.ToString());
       if (refused_points_ == 0) refused_reason_ = std::string(s.message());
       refused_points_ += static_cast<int64_t>(n);
     }
@@ -136,12 +135,14 @@ void JobReporter::RelayTheRest() {
   if (logs_->dropped() > 0) {
     // Said as it happened: the buffer was full, because the trainer wrote faster than the
     // lines were relayed or because relaying failed (then how often, and the last error).
-    std::string why = absl::StrCat(
-        logs_->dropped(), " trainer log lines were dropped, the oldest first: the worker holds at "
-        "most ", logs_->max_lines(), " unsent lines (", logs_->max_bytes() >> 20, " MiB) and ");
+    std::string why =
+        absl::StrCat(logs_->dropped(),
+                     " trainer log lines were dropped, the oldest first: the worker holds at "
+                     "most ",
+                     logs_->max_lines(), " unsent lines (", logs_->max_bytes() >> 20, " MiB) and ");
     if (log_calls_failed_ > 0) {
-      absl::StrAppend(&why, log_calls_failed_, " calls relaying them failed (the last: ",
-                      last_log_error_, ")");
+      absl::StrAppend(&why, log_calls_failed_,
+                      " calls relaying them failed (the last: ", last_log_error_, ")");
     } else {
       absl::StrAppend(&why, "the trainer wrote them faster than the coordinator took them");
     }
@@ -149,8 +150,8 @@ void JobReporter::RelayTheRest() {
     FlushLogs();
   }
   if (log_lines_refused_ > 0) {
-    spdlog::warn("{}: the coordinator refused {} trainer log lines (the last error: {})",
-                 context_, log_lines_refused_, last_log_error_);
+    spdlog::warn("{}: the coordinator refused {} trainer log lines (the last error: {})", context_,
+                 log_lines_refused_, last_log_error_);
   }
 }
 

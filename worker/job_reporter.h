@@ -78,11 +78,11 @@ class JobReporter {
   MetricsParser parser_;
   std::vector<MetricPoint> pending_;  // parsed, not yet delivered
   bool lease_lost_ = false;
-  bool drop_noted_ = false;         // the first dropped metric point was noted in the cell's log
-  int64_t refused_points_ = 0;      // points the coordinator refused for good
-  std::string refused_reason_;      // and why, the first time
-  int64_t log_calls_failed_ = 0;    // AppendLogs calls that failed (lines kept for a retry)
-  int64_t log_lines_refused_ = 0;   // lines of calls the coordinator refused for good
+  bool drop_noted_ = false;        // the first dropped metric point was noted in the cell's log
+  int64_t refused_points_ = 0;     // points the coordinator refused for good
+  std::string refused_reason_;     // and why, the first time
+  int64_t log_calls_failed_ = 0;   // AppendLogs calls that failed (lines kept for a retry)
+  int64_t log_lines_refused_ = 0;  // lines of calls the coordinator refused for good
   std::string last_log_error_;
 };
 

@@ -56,7 +56,8 @@ struct JobRunner::Events {
 };
 
 JobRunner::JobRunner(JobRunnerConfig config, std::string worker_id, JobSpec job,
-                     CoordinatorClient* client, ProcessLauncher* launcher, const common::Clock& clock)
+                     CoordinatorClient* client, ProcessLauncher* launcher,
+                     const common::Clock& clock)
     : config_(std::move(config)),
       worker_id_(std::move(worker_id)),
       job_(std::move(job)),
@@ -84,9 +85,8 @@ JobRunOutcome JobRunner::Run() {
     spdlog::info("{}: starting fresh: discarded {}", Context(), attempt->checkpoint_dir.string());
   }
 
-  JobReporter reporter(
-      {config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes}, Context(),
-      worker_id_, job_.lease_id, client_, clock_);
+  JobReporter reporter({config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes},
+                       Context(), worker_id_, job_.lease_id, client_, clock_);
   absl::StatusOr<std::unique_ptr<Process>> trainer = StartTrainer(
       TrainerCommand(config_.trainer_path, config_.threads, *attempt, *launch), reporter.logs());
   if (!trainer.ok()) {
@@ -110,17 +110,19 @@ JobRunOutcome JobRunner::Run() {
   if (!DeliverLastMetrics(reporter)) {
     // Finishing now would lose these points: leave the lease to expire instead, and the retry
     // (resuming from the checkpoint) sends them again.
-    spdlog::error("{}: {} metric points could not be delivered; not reporting the end, the cell "
-                  "will be retried", Context(), reporter.pending_points());
+    spdlog::error(
+        "{}: {} metric points could not be delivered; not reporting the end, the cell "
+        "will be retried",
+        Context(), reporter.pending_points());
     return LeaveToExpire(std::move(result), "metrics undeliverable");
   }
   reporter.RelayTheRest();
   if (reporter.lease_lost()) return LeaveToExpire(std::move(result), "lease lost");
 
-  const TrainerExit exit = ClassifyTrainerExit(
-      status, pumped == PumpEnd::kCancelled       ? TrainerStop::kCellCancelled
-              : pumped == PumpEnd::kStopRequested ? TrainerStop::kWorkerStopped
-                                                  : TrainerStop::kNone);
+  const TrainerExit exit =
+      ClassifyTrainerExit(status, pumped == PumpEnd::kCancelled       ? TrainerStop::kCellCancelled
+                                  : pumped == PumpEnd::kStopRequested ? TrainerStop::kWorkerStopped
+                                                                      : TrainerStop::kNone);
   result.outcome = exit.outcome;
   result.reason = exit.reason;
   if (exit.outcome == JobOutcome::kHandedBack && !config_.report_stopped) {
@@ -168,8 +170,8 @@ JobRunner::PumpEnd JobRunner::PumpEvents(JobReporter& reporter) {
   next_heartbeat_ = clock_.MonotonicNow() + config_.heartbeat_interval;
   while (true) {
     const bool unsent = reporter.pending_points() > 0 || reporter.logs()->pending() > 0;
-    TrainerEvents events = WaitForEvents(unsent ? std::min(next_heartbeat_, next_flush)
-                                                : next_heartbeat_);
+    TrainerEvents events =
+        WaitForEvents(unsent ? std::min(next_heartbeat_, next_flush) : next_heartbeat_);
     reporter.TakeLines(&events.lines);
     if (events.exited) return PumpEnd::kExited;
     if (reporter.lease_lost()) return PumpEnd::kLeaseLost;
@@ -196,9 +198,9 @@ JobRunner::PumpEnd JobRunner::PumpEvents(JobReporter& reporter) {
 }
 
 JobRunner::TrainerEvents JobRunner::WaitForEvents(common::Clock::MonotonicTime deadline) {
-  const auto wait =
-      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
-                 std::chrono::milliseconds(0), config_.max_wait);
+  const auto wait = std::clamp(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
+      std::chrono::milliseconds(0), config_.max_wait);
   TrainerEvents taken;
   std::unique_lock<std::mutex> lock(events_->mu);
   events_->cv.wait_for(lock, wait, [&] {

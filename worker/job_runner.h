@@ -29,7 +29,7 @@ struct JobRunnerConfig {
   size_t log_buffer_bytes = LogBuffer::kDefaultMaxBytes;
   // Once this many lines wait they are relayed at once, not at the next flush_interval.
   size_t log_flush_lines = 2'000;
-  std::chrono::milliseconds terminate_grace{10'000};    // SIGTERM -> SIGKILL delay
+  std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL delay
   // How long the end of a job (last metrics, FinishJob) is retried while the coordinator is
   // unreachable (e.g. restarting).
   std::chrono::milliseconds report_deadline{10 * 60'000};
@@ -42,20 +42,20 @@ struct JobRunnerConfig {
 
 // What became of the job, for the worker's log and tests.
 enum class JobEnd {
-  kSucceeded,    // trainer exited 0, FinishJob(succeeded) sent
-  kFailed,       // trainer failed (or could not start), FinishJob(failed) sent
-  kDiverged,     // trainer stopped on a non-finite loss, FinishJob(diverged) sent
-  kLeaseLost,    // the coordinator no longer knows the lease; trainer terminated, no FinishJob
-  kStopped,      // Stop() was called; the trainer was asked to checkpoint and exit (SIGTERM),
-                 // or another's signal made it do so (exit 4); FinishJob(handed back) sent when
-                 // report_stopped
-  kCancelled,    // the heartbeat said the cell was cancelled; trainer stopped likewise,
-                 // FinishJob(cancelled) sent
+  kSucceeded,  // trainer exited 0, FinishJob(succeeded) sent
+  kFailed,     // trainer failed (or could not start), FinishJob(failed) sent
+  kDiverged,   // trainer stopped on a non-finite loss, FinishJob(diverged) sent
+  kLeaseLost,  // the coordinator no longer knows the lease; trainer terminated, no FinishJob
+  kStopped,    // Stop() was called; the trainer was asked to checkpoint and exit (SIGTERM),
+               // or another's signal made it do so (exit 4); FinishJob(handed back) sent when
+               // report_stopped
+  kCancelled,  // the heartbeat said the cell was cancelled; trainer stopped likewise,
+               // FinishJob(cancelled) sent
 };
 
 struct JobRunOutcome {
   JobEnd end = JobEnd::kFailed;
-  JobResult result;           // what was (or would have been) reported
+  JobResult result;            // what was (or would have been) reported
   absl::Status finish_status;  // the FinishJob call's status, OK when not sent
 };
 

@@ -22,8 +22,8 @@ constexpr int kLoggedMalformedLines = 10;
 void MetricsParser::Malformed(std::string_view line, std::string_view why) {
   ++malformed_lines_;
   if (malformed_lines_ <= kLoggedMalformedLines) {
-    spdlog::warn("{}{}malformed metrics line ({}): {}", context_, context_.empty() ? "" : ": ",
-                 why, line.substr(0, kLoggedLineChars));
+    spdlog::warn("{}{}malformed metrics line ({}): {}", context_, context_.empty() ? "" : ": ", why,
+                 line.substr(0, kLoggedLineChars));
   }
 }
 
@@ -38,16 +38,17 @@ void MetricsParser::Dropped(int64_t points, std::string_view why) {
 }
 
 void MetricsParser::Consume(std::string_view line, std::vector<MetricPoint>* out) {
-  if (std::all_of(line.begin(), line.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
+  if (std::all_of(line.begin(), line.end(),
+                  [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
     return;
   }
   trainer::MetricsLineError error;
   std::optional<trainer::MetricsEvent> event = trainer::MetricsEvent::Parse(line, &error);
   if (error.tokens_beyond_int64) {
     // A line of the protocol whose tokens break the bounds, like those below: its points.
-    return Dropped(static_cast<int64_t>(error.values),
-                   absl::StrCat("tokens ", *error.tokens_beyond_int64, ": must be 0..",
-                                common::kMaxTokens));
+    return Dropped(
+        static_cast<int64_t>(error.values),
+        absl::StrCat("tokens ", *error.tokens_beyond_int64, ": must be 0..", common::kMaxTokens));
   }
   if (!event) return Malformed(line, error.what);
 

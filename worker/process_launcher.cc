@@ -28,8 +28,8 @@ extern char** environ;
 namespace onset::worker {
 namespace {
 
-// How long stdout and stderr may stay open after the child exited (a grandchild holding the pipe) before the
-// readers give up on it.
+// How long stdout and stderr may stay open after the child exited (a grandchild holding the pipe)
+// before the readers give up on it.
 constexpr std::chrono::milliseconds kDrainTimeout{2000};
 // How often blocked readers look at the stop flag.
 constexpr int kReaderPollMs = 100;

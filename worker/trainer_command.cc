@@ -10,15 +10,15 @@ absl::StatusOr<std::optional<DeviceLaunch>> TrainerLaunch(const std::vector<std:
   if (devices.empty()) return std::optional<DeviceLaunch>();
   absl::StatusOr<DeviceLaunch> on = LaunchOn(devices);
   if (!on.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot run on the devices the coordinator gave (",
-                                                   absl::StrJoin(devices, ","),
-                                                   "): ", on.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot run on the devices the coordinator gave (",
+                     absl::StrJoin(devices, ","), "): ", on.status().message()));
   }
   return std::optional<DeviceLaunch>(*std::move(on));
 }
 
-SpawnOptions TrainerCommand(const std::string& trainer_path, int threads,
-                            const AttemptDir& attempt, const std::optional<DeviceLaunch>& launch) {
+SpawnOptions TrainerCommand(const std::string& trainer_path, int threads, const AttemptDir& attempt,
+                            const std::optional<DeviceLaunch>& launch) {
   SpawnOptions options;
   options.program = trainer_path;
   // The flag names are onset-train's contract (base/trainer_contract.h).

@@ -27,12 +27,12 @@ struct WorkerConfig {
   // What it offers (devices.h): GPUs "cuda:N" or CPU slots "cpu:N". A job takes as many as its
   // cell needs, so at most this many jobs run at once.
   std::vector<std::string> devices = {"cpu:0"};
-  int threads_per_job = 1;                     // CPU threads given to each trainer
-  std::chrono::milliseconds poll_interval{2'000};  // LeaseJob cadence while nothing is queued
-  std::chrono::milliseconds max_backoff{15'000};   // cap of the retry delay when unreachable
+  int threads_per_job = 1;                            // CPU threads given to each trainer
+  std::chrono::milliseconds poll_interval{2'000};     // LeaseJob cadence while nothing is queued
+  std::chrono::milliseconds max_backoff{15'000};      // cap of the retry delay when unreachable
   std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL for trainers
   std::chrono::milliseconds flush_interval{1'000};    // metric batching, see JobRunnerConfig
-  std::string host;                            // reported at registration; empty = hostname
+  std::string host;                                   // reported at registration; empty = hostname
   bool report_stopped = true;  // Stop() hands running jobs back, see JobRunnerConfig
 
   // Names the first bad field, e.g. "devices: none given".

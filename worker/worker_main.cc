@@ -7,9 +7,9 @@
 #include <string>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "common/client_security.h"
 #include "worker/coordinator_client.h"

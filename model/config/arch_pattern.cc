@@ -27,8 +27,8 @@ bool ParseRatioArch(const std::string& arch, char* letter, int* ratio,
       const std::string digits = arch.substr(name.size() + 1);
       if (digits.empty() || digits.size() > 3 ||
           digits.find_first_not_of("0123456789") != std::string::npos) {
-        *error = "ratio in '" + arch + "' must be a non-negative integer, e.g. " + name +
-                 ":3 (" + name + ":0 = no full-attention layer)";
+        *error = "ratio in '" + arch + "' must be a non-negative integer, e.g. " + name + ":3 (" +
+                 name + ":0 = no full-attention layer)";
         return true;
       }
       *ratio = std::stoi(digits);
@@ -39,8 +39,7 @@ bool ParseRatioArch(const std::string& arch, char* letter, int* ratio,
 }
 
 bool IsLayerLetter(char c) {
-  return c == kFullAttention || c == kSlidingWindow || c == kLinearAttention ||
-         c == kGatedDeltaNet;
+  return c == kFullAttention || c == kSlidingWindow || c == kLinearAttention || c == kGatedDeltaNet;
 }
 
 // Which layers of `pattern` take RoPE under `pos`.
@@ -59,8 +58,7 @@ bool ArchUsesFullPosition(const std::string& arch) {
   return ParseRatioArch(arch, &letter, &ratio, &error) && !error && ratio >= 1;
 }
 
-std::optional<std::string> ResolvePattern(const std::string& arch, int layers,
-                                          std::string* pattern,
+std::optional<std::string> ResolvePattern(const std::string& arch, int layers, std::string* pattern,
                                           const std::string& full_position) {
   if (full_position != kFullLast && full_position != kFullFirst) {
     return "unknown full_position '" + full_position + "': expected last or first";

@@ -129,8 +129,9 @@ void ReadLognScaling(JsonFieldReader& r, const char* key, std::string* out) {
   } else if (v->is_string() && (*v == kLognOff || *v == kLognFull || *v == kLognAll)) {
     *out = v->get<std::string>();
   } else {
-    r.Fail(key, "must be off, full (NoPE F layers), all (NoPE F and S layers), true (= full) or "
-                "false");
+    r.Fail(key,
+           "must be off, full (NoPE F layers), all (NoPE F and S layers), true (= full) or "
+           "false");
   }
 }
 
@@ -475,8 +476,8 @@ void CheckData(JsonFieldReader& d, CellConfig* c) {
     d.Fail("max_distance", "must be at least data.min_distance");
   }
   if (d.ok() && dc.key_alphabet > dc.text_tokens()) {
-    d.Fail("key_alphabet", "must be at most the text vocabulary, " +
-                               std::to_string(dc.text_tokens()));
+    d.Fail("key_alphabet",
+           "must be at most the text vocabulary, " + std::to_string(dc.text_tokens()));
   }
   if (d.ok() && dc.key_alphabet == 1) {
     d.Fail("key_alphabet", "must be at least 2 (0 = the value alphabet)");
@@ -519,19 +520,19 @@ void CheckEval(JsonFieldReader& e, JsonFieldReader& m, CellConfig* c) {
         if (len >= min_len) ec.niah_lengths.push_back(len);
       }
       if (ec.niah_lengths.empty()) {
-        e.Fail("niah_lengths", "none of the default lengths (seq_len / 2, seq_len, 2 seq_len) "
-                               "holds eval.niah_records = " + std::to_string(ec.niah_records) +
-                               " records (at least " + std::to_string(min_len) +
-                               " tokens); list lengths, or lower niah_records");
+        e.Fail("niah_lengths",
+               "none of the default lengths (seq_len / 2, seq_len, 2 seq_len) "
+               "holds eval.niah_records = " +
+                   std::to_string(ec.niah_records) + " records (at least " +
+                   std::to_string(min_len) + " tokens); list lengths, or lower niah_records");
       }
     }
     for (int len : ec.niah_lengths) {
       if (e.ok() && len < min_len) {
-        e.Fail("niah_lengths", "every entry must be at least " + std::to_string(min_len) +
-                                   " to hold eval.niah_records = " +
-                                   std::to_string(ec.niah_records) +
-                                   " records with room between them and the query, got " +
-                                   std::to_string(len));
+        e.Fail("niah_lengths",
+               "every entry must be at least " + std::to_string(min_len) +
+                   " to hold eval.niah_records = " + std::to_string(ec.niah_records) +
+                   " records with room between them and the query, got " + std::to_string(len));
       }
     }
   }
@@ -545,8 +546,8 @@ void CheckEval(JsonFieldReader& e, JsonFieldReader& m, CellConfig* c) {
       for (int len : lengths) shown += (shown.empty() ? "" : ", ") + std::to_string(len);
       m.Fail("seq_len", "gives default eval.niah_lengths up to " + std::to_string(*longest) +
                             " ([" + shown + "]: seq_len / 2, seq_len, 2 seq_len), outside " +
-                            std::to_string(kMinNiahLength) + ".." +
-                            std::to_string(kMaxNiahLength) + "; list eval.niah_lengths");
+                            std::to_string(kMinNiahLength) + ".." + std::to_string(kMaxNiahLength) +
+                            "; list eval.niah_lengths");
     }
   }
   if (e.ok() && ec.log_points > 0 && ec.every_tokens > 0) {

@@ -30,21 +30,21 @@ struct ModelConfig {
   int layers = 4;
   int d_model = 128;
   int heads = 4;
-  int mlp_hidden = 0;         // 0 = 8/3 d_model rounded up to a multiple of 32 (SwiGLU)
-  int seq_len = 256;          // training context length, tokens
+  int mlp_hidden = 0;  // 0 = 8/3 d_model rounded up to a multiple of 32 (SwiGLU)
+  int seq_len = 256;   // training context length, tokens
   double rope_base = 10000.0;
   bool tie_embeddings = true;
-  bool qk_norm = true;        // RMSNorm on queries and keys (keeps NoPE stable)
+  bool qk_norm = true;  // RMSNorm on queries and keys (keeps NoPE stable)
   double init_std = 0.02;
   // `arch` as written in the study: "full", "swa[:R]", "lightning[:R]", "gdn[:R]" or an
   // explicit pattern of F/S/L/D letters; ResolvePattern (arch_pattern.h) says what each means.
   std::string arch = "full";
-  std::string pattern;        // resolved, one letter per layer, e.g. "SSSF"
+  std::string pattern;  // resolved, one letter per layer, e.g. "SSSF"
   // Where the F layer sits in each group of a ratio arch: "last" (SSSF) or "first" (FSSS).
   // Explicit patterns say it themselves; the canonical form writes "last" wherever the value
   // cannot change the pattern.
   std::string full_position = kFullLast;
-  int window = 0;             // sliding window w: query i sees keys j with i - w < j <= i
+  int window = 0;  // sliding window w: query i sees keys j with i - w < j <= i
   // Positional scheme of the attention layers (F, S): rope, nope-full, nope, or the explicit
   // per-type form "F:rope|nope,S:rope|nope" (a type left out takes RoPE). L and D layers never
   // use RoPE: their decay already orders the past. Canonical form: the first of rope, nope,
@@ -58,8 +58,8 @@ struct ModelConfig {
   // Changes nothing during training (positions < seq_len). Canonical: "off" when no layer
   // it names exists.
   std::string logn_scaling = kLognOff;
-  int chunk_size = 64;        // chunk length of the L and D layers' chunkwise-parallel form
-  int kv_heads = 0;           // key/value heads of F and S layers (GQA); 0 = heads
+  int chunk_size = 64;  // chunk length of the L and D layers' chunkwise-parallel form
+  int kv_heads = 0;     // key/value heads of F and S layers (GQA); 0 = heads
   // Embedding rows, derived from the data's vocabulary (vocab.h) when the cell config is
   // parsed; never written by hand and not part of the canonical form (data determines it).
   int vocab_size = 264;
@@ -77,12 +77,12 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  int64_t tokens = 1'000'000;     // training budget, tokens
-  int64_t batch_tokens = 8192;    // tokens per optimizer step (micro-batches accumulate to it)
-  int micro_batch = 8;            // sequences per forward/backward
-  double lr = 3e-3;               // peak learning rate
-  double min_lr_ratio = 0.1;      // final learning rate as a fraction of lr (both schedules)
-  int64_t warmup_tokens = 0;      // 0 = 5% of tokens
+  int64_t tokens = 1'000'000;   // training budget, tokens
+  int64_t batch_tokens = 8192;  // tokens per optimizer step (micro-batches accumulate to it)
+  int micro_batch = 8;          // sequences per forward/backward
+  double lr = 3e-3;             // peak learning rate
+  double min_lr_ratio = 0.1;    // final learning rate as a fraction of lr (both schedules)
+  int64_t warmup_tokens = 0;    // 0 = 5% of tokens
   // "cosine": warmup, then cosine decay over the rest of the budget. "wsd" (warmup-stable-
   // decay): warmup, constant lr, then a decay over the last decay_fraction of the budget
   // shaped "linear", "cosine" or "sqrt" (1 - sqrt(progress)). With "cosine", decay_fraction
@@ -90,18 +90,18 @@ struct TrainConfig {
   std::string schedule = "cosine";
   double decay_fraction = 0.2;
   std::string decay_shape = "linear";
-  double weight_decay = 0.1;      // AdamW, not applied to norms, biases, embeddings
+  double weight_decay = 0.1;  // AdamW, not applied to norms, biases, embeddings
   double beta1 = 0.9;
   double beta2 = 0.95;
-  double grad_clip = 1.0;         // global L2 norm; 0 disables
-  int64_t seed = 0;               // fixes initialisation and data order
+  double grad_clip = 1.0;  // global L2 norm; 0 disables
+  int64_t seed = 0;        // fixes initialisation and data order
   // Numerics of the forward and backward: "fp32", or "bf16" (bf16 autocast: matmuls and
   // attention in bf16, weights, optimizer state and reductions in fp32). Part of what the cell
   // is, so the device that runs it never chooses it: a bf16 cell is bf16 on a GPU and on a CPU
   // (CPU autocast), an fp32 cell is fp32 everywhere (TF32 stays off).
   std::string precision = "fp32";
-  int log_every_steps = 5;        // train/loss cadence
-  int threads = 0;                // intra-op CPU threads, 0 = LibTorch's default
+  int log_every_steps = 5;  // train/loss cadence
+  int threads = 0;          // intra-op CPU threads, 0 = LibTorch's default
   // Checkpoints (written by onset-train into --checkpoint-dir): one every
   // checkpoint_every_tokens (0 = 4 over the budget) and one at the end; the newest
   // keep_checkpoints are kept, plus, forever, the ones at keep_checkpoints_at (token counts,
@@ -138,9 +138,9 @@ struct DataConfig {
   int vocab_size = 256;
   std::string heldout_path;
   double heldout_fraction = 0.01;
-  int markov_branching = 8;       // successors per background token
-  double zipf_exponent = 1.1;     // marginal skew of the background
-  double records_per_seq = 2.0;   // mean record/query pairs per training sequence
+  int markov_branching = 8;      // successors per background token
+  double zipf_exponent = 1.1;    // marginal skew of the background
+  double records_per_seq = 2.0;  // mean record/query pairs per training sequence
   int key_len = 2;
   int value_len = 3;
   // Whether records carry the <V> marker between key and value: `<K> key <V> value` (true) or
@@ -156,15 +156,15 @@ struct DataConfig {
   // min(256, text tokens). 0 = the same as values. A small key alphabet makes each key token
   // recur often, which is what lets a small model learn to match keys in few tokens.
   int key_alphabet = 0;
-  int min_distance = 8;           // record-to-query distance, log-uniform over [min, max]
+  int min_distance = 8;  // record-to-query distance, log-uniform over [min, max]
   // Per record, the chance of one more query whose key no record of the sequence has; its
   // answer is value_len <N> tokens (vocab.h). Without such queries "copy some value in the
   // context" is never punished, and a model needs no key match to know a value is asked for:
   // the NIAH control (niah/control/distractor_copy_rate) then reads high even for a model
   // that matches keys.
   double absent_queries = 0.0;
-  int max_distance = 0;           // 0 = seq_len
-  int64_t seed = 0;               // the background chain's seed (shared by all cells)
+  int max_distance = 0;  // 0 = seq_len
+  int64_t seed = 0;      // the background chain's seed (shared by all cells)
 
   int resolved_max_distance(int seq_len) const;
   // Tokens of a record: <K>, the key, <V> when value_marker, the value.
@@ -177,12 +177,12 @@ struct DataConfig {
 };
 
 struct EvalConfig {
-  int64_t every_tokens = 0;             // 0 = 4 eval points over the budget (plus the end)
+  int64_t every_tokens = 0;  // 0 = 4 eval points over the budget (plus the end)
   // Log-spaced eval points instead: `log_points` token counts from `log_start` (0 = budget/100)
   // to the budget, equally spaced in log(tokens), where emergence happens early. 0 = off.
   int log_points = 0;
   int64_t log_start = 0;
-  int heldout_seqs = 16;                // sequences of held-out loss
+  int heldout_seqs = 16;  // sequences of held-out loss
   // NIAH prompt lengths; empty = those of {seq_len / 2, seq_len, 2 * seq_len} that hold the
   // records (MinNiahLength). Every length must hold them and lie in kMinNiahLength..
   // kMaxNiahLength when NIAH runs (niah_samples > 0 and some depth); without NIAH they mean
@@ -190,7 +190,7 @@ struct EvalConfig {
   // defaults).
   std::vector<int> niah_lengths;
   std::vector<double> niah_depths = {0.1, 0.5, 0.9};
-  int niah_samples = 4;                 // per (length, depth)
+  int niah_samples = 4;  // per (length, depth)
   // Records in each headline (multi-key) NIAH haystack, the needle included; also the
   // records of the control and of the multi-value and multi-query variants (niah_tasks.h).
   int niah_records = 4;

@@ -15,7 +15,8 @@ namespace onset::model {
 
 // A whole number in decimal digits (at most 9) within lo..hi, or nullopt.
 inline std::optional<int> ParseWholeNumber(const std::string& text, int lo, int hi) {
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
   const int v = std::stoi(text);

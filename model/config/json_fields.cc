@@ -158,8 +158,7 @@ void JsonFieldReader::IntList(const char* key, std::vector<int>* out, int lo, in
   *out = std::move(xs);
 }
 
-void JsonFieldReader::DoubleList(const char* key, std::vector<double>* out, double lo,
-                                 double hi) {
+void JsonFieldReader::DoubleList(const char* key, std::vector<double>* out, double lo, double hi) {
   const json* v = Find(key);
   if (!v) return;
   if (!v->is_array()) return Fail(key, "must be a list of numbers");
@@ -184,8 +183,8 @@ void JsonFieldReader::TokensList(const char* key, std::vector<int64_t>* out, int
     if (e.is_number_integer()) x = e.get<int64_t>();
     if (e.is_string()) x = ParseTokenCount(e.get<std::string>());
     if (!x || *x < lo || *x > hi) {
-      return Fail(key, "every entry must be a token count between " + std::to_string(lo) +
-                           " and " + std::to_string(hi));
+      return Fail(key, "every entry must be a token count between " + std::to_string(lo) + " and " +
+                           std::to_string(hi));
     }
     xs.push_back(*x);
   }

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "model/config/cell_config.h"
+#include "model/config/vocab.h"
 #include "model/data/rng.h"
 #include "model/data/token_file.h"
-#include "model/config/vocab.h"
 
 namespace onset::model {
 

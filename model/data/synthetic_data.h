@@ -31,10 +31,10 @@
 #include <memory>
 #include <vector>
 
-#include "model/data/background.h"
 #include "model/config/cell_config.h"
-#include "model/data/rng.h"
 #include "model/config/vocab.h"
+#include "model/data/background.h"
+#include "model/data/rng.h"
 
 namespace onset::model {
 
@@ -48,9 +48,9 @@ struct RecordSpan {
 };
 
 struct Sequence {
-  std::vector<Token> tokens;         // tokens[0] is the vocabulary's BOS
-  std::vector<RecordSpan> records;   // in placement order
-  std::vector<int> absent_queries;   // the <Q> positions of queries no record answers
+  std::vector<Token> tokens;        // tokens[0] is the vocabulary's BOS
+  std::vector<RecordSpan> records;  // in placement order
+  std::vector<int> absent_queries;  // the <Q> positions of queries no record answers
 };
 
 class SyntheticData {

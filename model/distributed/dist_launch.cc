@@ -131,7 +131,7 @@ class Ranks {
   // Waits for every started rank; returns the exit code (see dist_launch.h).
   int Supervise(std::chrono::milliseconds grace) {
     int exit_code = 0;
-    int forwarded = 0;  // the signal passed on to the ranks
+    int forwarded = 0;                // the signal passed on to the ranks
     bool all_stopped_cleanly = true;  // every rank exited trainer::kExitStopped (checkpointed)
     bool stopping = false, terminated = false, killed = false;
     Clock::time_point term_at, kill_at;
@@ -179,8 +179,7 @@ class Ranks {
     }
     if (forwarded != 0) {
       std::fprintf(stderr, "onset-train: stopped by signal %d (%s)%s\n", forwarded,
-                   strsignal(forwarded),
-                   all_stopped_cleanly ? "; every rank checkpointed" : "");
+                   strsignal(forwarded), all_stopped_cleanly ? "; every rank checkpointed" : "");
       // Ranks that checkpointed make a clean stop the worker can hand back.
       return all_stopped_cleanly ? trainer::kExitStopped : 128 + forwarded;
     }

@@ -16,7 +16,8 @@
 //     exits with that first rank's exit code, or 1 when it was killed, so 2 still means bad input
 //     and 3 divergence (every rank stops at the same step then).
 //   - SIGINT, SIGTERM or SIGHUP sent to it go to every rank; once they are gone it exits 4
-//     (trainer::kExitStopped) when every rank checkpointed and stopped cleanly, else 128 + the signal.
+//     (trainer::kExitStopped) when every rank checkpointed and stopped cleanly, else 128 + the
+//     signal.
 //   - Each rank asks the kernel to kill it when the supervisor dies (FollowLauncher, Linux).
 #pragma once
 

@@ -119,9 +119,8 @@ std::vector<Evaluator::TaskGroup> Evaluator::MakeGroups(const CellConfig& config
                                                         NiahVariant variant,
                                                         const std::string& name) const {
   const EvalConfig& e = config.eval;
-  const uint64_t seed =
-      MixSeed(MixSeed(static_cast<uint64_t>(config.data.seed), kNiahStream),
-              static_cast<uint64_t>(variant));
+  const uint64_t seed = MixSeed(MixSeed(static_cast<uint64_t>(config.data.seed), kNiahStream),
+                                static_cast<uint64_t>(variant));
   std::vector<TaskGroup> groups;
   for (int length : e.resolved_niah_lengths(config.model.seq_len)) {
     if (length < MinNiahTaskLength(data, variant, e.niah_records)) continue;
@@ -202,7 +201,8 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model,
         r.prompt_len = static_cast<int>(task.prompt.size());
         r.value_begin = task.needles[0].value_pos;
         r.value_len = value_len_;
-        at::Tensor top1 = trace.top1[static_cast<int64_t>(b)].reshape({value_len_, -1});  // (m, A*H)
+        at::Tensor top1 =
+            trace.top1[static_cast<int64_t>(b)].reshape({value_len_, -1});  // (m, A*H)
         for (int step = 0; step < value_len_; ++step) {
           const int64_t* p = top1[step].data_ptr<int64_t>();
           r.top1.emplace_back(p, p + top1.size(1));
@@ -246,7 +246,8 @@ std::map<std::string, double> Evaluator::NiahVariants(Transformer& model) const 
   for (const TaskGroup& group : variants_) {
     const auto decoded = Decode(model, group, nullptr);
     double sum = 0;
-    for (size_t b = 0; b < group.tasks.size(); ++b) sum += ScoreNiahTask(group.tasks[b], decoded[b]);
+    for (size_t b = 0; b < group.tasks.size(); ++b)
+      sum += ScoreNiahTask(group.tasks[b], decoded[b]);
     const int n = static_cast<int>(group.tasks.size());
     metrics[group.name + "/acc@" + std::to_string(group.length)] = sum / n;
     overall[group.name].first += sum;
@@ -286,8 +287,7 @@ std::map<std::string, double> Evaluator::RetrievalMetrics(const RetrievalHeadSco
 }
 
 std::map<std::string, double> Evaluator::Ablation(Transformer& model,
-                                                  const std::vector<double>& scores,
-                                                  int k) const {
+                                                  const std::vector<double>& scores, int k) const {
   std::map<std::string, double> metrics;
   const int H = model_config_.heads;
   std::vector<char> kinds;
@@ -313,7 +313,8 @@ std::map<std::string, double> Evaluator::Ablation(Transformer& model,
   for (double a : acc) var += (a - mean) * (a - mean);
   const size_t n = acc.size();
   metrics["ablation/random_k/niah_acc_mean"] = mean;
-  metrics["ablation/random_k/niah_acc_std"] = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+  metrics["ablation/random_k/niah_acc_std"] =
+      n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
   metrics["ablation/random_k/niah_acc_min"] = *std::min_element(acc.begin(), acc.end());
   metrics["ablation/random_k/niah_acc_max"] = *std::max_element(acc.begin(), acc.end());
   metrics["ablation/random_k/draws"] = static_cast<double>(n);

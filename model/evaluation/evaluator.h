@@ -47,10 +47,10 @@
 #include <ATen/ATen.h>
 
 #include "model/config/cell_config.h"
+#include "model/data/synthetic_data.h"
 #include "model/evaluation/decoding.h"
 #include "model/evaluation/niah_tasks.h"
 #include "model/evaluation/retrieval_heads.h"
-#include "model/data/synthetic_data.h"
 #include "model/nn/transformer.h"
 
 namespace onset::model {
@@ -102,8 +102,8 @@ class Evaluator {
   ModelConfig model_config_;
   std::vector<int> attention_layers_;  // the F and S layers
   int value_len_;
-  int niah_window_;      // eval.resolved_niah_window()
-  int short_context_;    // eval.resolved_short_context()
+  int niah_window_;    // eval.resolved_niah_window()
+  int short_context_;  // eval.resolved_short_context()
   int ablation_heads_, ablation_draws_;
   uint64_t ablation_seed_;
   at::Device device_;

@@ -20,8 +20,7 @@ AblationPlan PlanAblation(const std::vector<double>& scores, const std::vector<c
   if (k <= 0) return plan;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return scores[a] > scores[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scores[a] > scores[b]; });
   plan.top.assign(order.begin(), order.begin() + k);
   std::sort(plan.top.begin(), plan.top.end());
 

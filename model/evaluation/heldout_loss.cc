@@ -23,7 +23,7 @@ std::vector<LossChunks> MakeLossChunks(const at::Tensor& rows, int64_t context) 
   std::vector<LossChunks> chunks;
   if (full > 0) {
     at::Tensor targets = rows.narrow(1, 1, full * c).reshape({N * full, c});  // (N * full, c)
-    at::Tensor row_bos = bos.repeat_interleave(full, 0);                       // (N * full, 1)
+    at::Tensor row_bos = bos.repeat_interleave(full, 0);                      // (N * full, 1)
     chunks.push_back({ChunkInputs(row_bos, targets), targets});
   }
   if (rest > 0) {
@@ -41,10 +41,10 @@ double ChunkedLoss(Transformer& model, const at::Tensor& rows, int64_t context,
     const int64_t n = std::min(rows_per_forward, N - i);
     for (const LossChunks& chunk : MakeLossChunks(rows.narrow(0, i, n), context)) {
       at::Tensor logits = model(chunk.inputs);  // (chunks, len, V)
-      total += at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                      chunk.targets.reshape({-1}), /*weight=*/{},
-                                      at::Reduction::Sum)
-                   .item<double>();
+      total +=
+          at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), chunk.targets.reshape({-1}),
+                                 /*weight=*/{}, at::Reduction::Sum)
+              .item<double>();
     }
   }
   return total / static_cast<double>(N * T);

@@ -103,7 +103,8 @@ NiahTask MakeNiahTask(const SyntheticData& data, NiahVariant variant, int length
   // the records of a stretch are spread by random gaps.
   const int first = spans[0].record_pos;
   const int seg_begin[2] = {1, first + span};
-  const int seg_len[2] = {std::max(0, first - 1), std::max(0, last + span - 1 - (first + span) + 1)};
+  const int seg_len[2] = {std::max(0, first - 1),
+                          std::max(0, last + span - 1 - (first + span) + 1)};
   const int room[2] = {seg_len[0] / span, seg_len[1] / span};
   if (room[0] + room[1] < n - 1) {
     throw std::invalid_argument("NIAH task: no room for " + std::to_string(n) +

@@ -48,7 +48,7 @@ class RetrievalHeadScorer {
   // Mean over the counted samples; empty when none counted (no score, rather than 0).
   std::vector<double> Scores() const;
   int samples() const { return counted_; }  // counted samples (rh/samples)
-  int seen() const { return seen_; }         // samples offered
+  int seen() const { return seen_; }        // samples offered
 
  private:
   std::vector<double> sum_;

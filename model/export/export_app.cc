@@ -51,8 +51,10 @@ int RunExport(const ExportFlags& flags, const CellConfig& config) {
 int RunDumpLogits(const ExportFlags& flags, const CellConfig& config) {
   for (int64_t t : flags.tokens) {
     if (t >= config.model.vocab_size) {
-      std::fprintf(stderr, "onset-train dump-logits: --tokens: id %lld is not below the model's "
-                   "vocabulary size %d\n", static_cast<long long>(t), config.model.vocab_size);
+      std::fprintf(stderr,
+                   "onset-train dump-logits: --tokens: id %lld is not below the model's "
+                   "vocabulary size %d\n",
+                   static_cast<long long>(t), config.model.vocab_size);
       return trainer::kExitUsage;
     }
   }

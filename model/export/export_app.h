@@ -1,4 +1,5 @@
-// onset-train's model subcommands, dispatched by onset-train (model/train_main.cc) on its first argument:
+// onset-train's model subcommands, dispatched by onset-train (model/train_main.cc) on its first
+// argument:
 //
 //   onset-train export --config CELL.json --checkpoint FILE|DIR --out DIR [--dtype f32|bf16]
 //       writes DIR/model.safetensors and DIR/config.json (export.h, docs/export.md);

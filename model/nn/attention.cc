@@ -19,10 +19,10 @@ at::Tensor ReferenceAttention(const at::Tensor& q, const at::Tensor& k, const at
   const int64_t T = q.size(2), D = q.size(3);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
   // scores: (B, H, T, T)
-  at::Tensor mask = CausalBandMask(T, window, q.device());               // (T, T)
+  at::Tensor mask = CausalBandMask(T, window, q.device());  // (T, T)
   scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  at::Tensor probs = at::softmax(scores, -1);                              // (B, H, T, T)
-  return at::matmul(probs, v);                                             // (B, H, T, D)
+  at::Tensor probs = at::softmax(scores, -1);  // (B, H, T, T)
+  return at::matmul(probs, v);                 // (B, H, T, D)
 }
 
 at::Tensor FullCausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -47,13 +47,14 @@ at::Tensor BlockedSlidingWindowAttention(const at::Tensor& q, const at::Tensor& 
   auto padded = [&](const at::Tensor& x) {
     return pad ? at::constant_pad_nd(x, {0, 0, 0, pad}) : x;  // (B, H, N*W, D)
   };
-  at::Tensor qc = padded(q).reshape({B, H * N, W, D});          // (B, H*N, W, D)
-  at::Tensor kc = padded(k).reshape({B, H, N, W, D});           // (B, H, N, W, D)
-  at::Tensor vc = padded(v).reshape({B, H, N, W, D});           // (B, H, N, W, D)
+  at::Tensor qc = padded(q).reshape({B, H * N, W, D});  // (B, H*N, W, D)
+  at::Tensor kc = padded(k).reshape({B, H, N, W, D});   // (B, H, N, W, D)
+  at::Tensor vc = padded(v).reshape({B, H, N, W, D});   // (B, H, N, W, D)
   // Each chunk's keys: the previous chunk (zeros before the first) then its own.
   auto with_previous = [&](const at::Tensor& x) {
-    at::Tensor prev = at::constant_pad_nd(x, {0, 0, 0, 0, 1, 0}).narrow(2, 0, N);  // (B, H, N, W, D)
-    return at::cat({prev, x}, 3).reshape({B, H * N, 2 * W, D});  // (B, H*N, 2W, D)
+    at::Tensor prev =
+        at::constant_pad_nd(x, {0, 0, 0, 0, 1, 0}).narrow(2, 0, N);  // (B, H, N, W, D)
+    return at::cat({prev, x}, 3).reshape({B, H * N, 2 * W, D});      // (B, H*N, 2W, D)
   };
   at::Tensor k2 = with_previous(kc);  // (B, H*N, 2W, D)
   at::Tensor v2 = with_previous(vc);  // (B, H*N, 2W, D)
@@ -61,22 +62,23 @@ at::Tensor BlockedSlidingWindowAttention(const at::Tensor& q, const at::Tensor& 
   // Query a of chunk n is position n*W + a; key b is position (n-1)*W + b. Attend iff
   // 0 <= (W + a - b) < W, i.e. a < b <= a + W. In chunk 0 the keys b < W do not exist.
   auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
-  at::Tensor a = at::arange(W, opts).view({1, W, 1});       // (1, W, 1)
-  at::Tensor b = at::arange(2 * W, opts).view({1, 1, 2 * W});  // (1, 1, 2W)
-  at::Tensor n = at::arange(N, opts).view({N, 1, 1});       // (N, 1, 1)
+  at::Tensor a = at::arange(W, opts).view({1, W, 1});               // (1, W, 1)
+  at::Tensor b = at::arange(2 * W, opts).view({1, 1, 2 * W});       // (1, 1, 2W)
+  at::Tensor n = at::arange(N, opts).view({N, 1, 1});               // (N, 1, 1)
   at::Tensor mask = (b > a) & (b <= a + W) & ((n > 0) | (b >= W));  // (N, W, 2W)
-  mask = mask.unsqueeze(0).expand({H, N, W, 2 * W}).reshape({1, H * N, W, 2 * W});  // (1, H*N, W, 2W)
+  mask =
+      mask.unsqueeze(0).expand({H, N, W, 2 * W}).reshape({1, H * N, W, 2 * W});  // (1, H*N, W, 2W)
 
   at::Tensor y = at::scaled_dot_product_attention(qc, k2, v2, mask);  // (B, H*N, W, D)
-  y = y.reshape({B, H, N * W, D});                                   // (B, H, N*W, D)
-  return pad ? y.narrow(2, 0, T) : y;                                // (B, H, T, D)
+  y = y.reshape({B, H, N * W, D});                                    // (B, H, N*W, D)
+  return pad ? y.narrow(2, 0, T) : y;                                 // (B, H, T, D)
 }
 
 at::Tensor RepeatKv(const at::Tensor& x, int64_t groups) {
   if (groups == 1) return x;
   const int64_t B = x.size(0), G = x.size(1), T = x.size(2), D = x.size(3);
   at::Tensor repeated = x.unsqueeze(2).expand({B, G, groups, T, D});  // (B, G, groups, T, D)
-  return repeated.reshape({B, G * groups, T, D});                       // (B, H, T, D)
+  return repeated.reshape({B, G * groups, T, D});                     // (B, H, T, D)
 }
 
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -27,7 +27,7 @@ ChunkLayout::ChunkLayout(const at::Tensor& q, int64_t chunk)
 
 at::Tensor ChunkLayout::Split(const at::Tensor& x) const {
   at::Tensor p = pad ? at::constant_pad_nd(x, {0, 0, 0, pad}) : x;  // (B, H, N*C, X)
-  return p.reshape({B, H, N, C, x.size(3)});                       // (B, H, N, C, X)
+  return p.reshape({B, H, N, C, x.size(3)});                        // (B, H, N, C, X)
 }
 
 at::Tensor ChunkLayout::SplitScalars(const at::Tensor& x) const {
@@ -41,25 +41,25 @@ at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& 
   const int64_t B = layout.B, H = layout.H, T = layout.T, C = layout.C, N = layout.N;
   const int64_t K = q.size(3), V = v.size(3);
   at::Tensor qc = layout.Split(q), kc = layout.Split(k), vc = layout.Split(v);  // (B, H, N, C, K|V)
-  at::Tensor gc = layout.SplitScalars(g);                                     // (B, H, N, C)
-  at::Tensor b = gc.cumsum(-1);                       // (B, H, N, C) log-decay since chunk start
-  at::Tensor b_last = b.narrow(-1, C - 1, 1);         // (B, H, N, 1) whole-chunk log-decay
+  at::Tensor gc = layout.SplitScalars(g);                                       // (B, H, N, C)
+  at::Tensor b = gc.cumsum(-1);                // (B, H, N, C) log-decay since chunk start
+  at::Tensor b_last = b.narrow(-1, C - 1, 1);  // (B, H, N, 1) whole-chunk log-decay
 
   // Inside each chunk: masked, decayed attention.
-  at::Tensor scores = at::matmul(qc, kc.transpose(-2, -1));           // (B, H, N, C, C)
-  scores = scores * SegmentDecay(b, b, /*strict=*/false);             // (B, H, N, C, C)
-  at::Tensor intra = at::matmul(scores, vc);                          // (B, H, N, C, V)
+  at::Tensor scores = at::matmul(qc, kc.transpose(-2, -1));  // (B, H, N, C, C)
+  scores = scores * SegmentDecay(b, b, /*strict=*/false);    // (B, H, N, C, C)
+  at::Tensor intra = at::matmul(scores, vc);                 // (B, H, N, C, V)
 
   // What each chunk adds to the state, decayed to the chunk's end.
-  at::Tensor k_to_end = kc * (b_last - b).exp().unsqueeze(-1);        // (B, H, N, C, K)
-  at::Tensor added = at::matmul(k_to_end.transpose(-2, -1), vc);      // (B, H, N, K, V)
+  at::Tensor k_to_end = kc * (b_last - b).exp().unsqueeze(-1);    // (B, H, N, C, K)
+  at::Tensor added = at::matmul(k_to_end.transpose(-2, -1), vc);  // (B, H, N, K, V)
   // State entering chunk n: sum over m < n of exp(L_{n-1} - L_m) added_m, L the cumulative
   // chunk log-decay (inclusive); L_{n-1} = L_n - l_n.
-  at::Tensor l = b_last.squeeze(-1);                                  // (B, H, N)
-  at::Tensor L = l.cumsum(-1);                                        // (B, H, N)
-  at::Tensor carry = SegmentDecay(L - l, L, /*strict=*/true);         // (B, H, N, N)
+  at::Tensor l = b_last.squeeze(-1);                           // (B, H, N)
+  at::Tensor L = l.cumsum(-1);                                 // (B, H, N)
+  at::Tensor carry = SegmentDecay(L - l, L, /*strict=*/true);  // (B, H, N, N)
   at::Tensor entering = at::matmul(carry, added.reshape({B, H, N, K * V}))
-                            .reshape({B, H, N, K, V});                // (B, H, N, K, V)
+                            .reshape({B, H, N, K, V});                  // (B, H, N, K, V)
   at::Tensor inter = at::matmul(qc * b.exp().unsqueeze(-1), entering);  // (B, H, N, C, V)
 
   if (final_state) {
@@ -68,14 +68,14 @@ at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& 
                    added.select(2, N - 1);  // (B, H, K, V)
   }
   at::Tensor y = (intra + inter).reshape({B, H, N * C, V});  // (B, H, N*C, V)
-  return layout.pad ? y.narrow(2, 0, T) : y;                        // (B, H, T, V)
+  return layout.pad ? y.narrow(2, 0, T) : y;                 // (B, H, T, V)
 }
 
-at::Tensor DecayedLinearAttentionStep(const at::Tensor& q, const at::Tensor& k,
-                                      const at::Tensor& v, const at::Tensor& g, at::Tensor* state) {
-  at::Tensor kv = k.unsqueeze(-1) * v.unsqueeze(-2);                  // (B, H, K, V)
-  *state = *state * g.exp().unsqueeze(-1).unsqueeze(-1) + kv;         // (B, H, K, V)
-  return at::matmul(q.unsqueeze(-2), *state).squeeze(-2);             // (B, H, V)
+at::Tensor DecayedLinearAttentionStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& g, at::Tensor* state) {
+  at::Tensor kv = k.unsqueeze(-1) * v.unsqueeze(-2);           // (B, H, K, V)
+  *state = *state * g.exp().unsqueeze(-1).unsqueeze(-1) + kv;  // (B, H, K, V)
+  return at::matmul(q.unsqueeze(-2), *state).squeeze(-2);      // (B, H, V)
 }
 
 at::Tensor DecayedLinearAttentionRecurrent(const at::Tensor& q, const at::Tensor& k,

@@ -35,7 +35,7 @@ at::Tensor SegmentDecay(const at::Tensor& row, const at::Tensor& col, bool stric
 // with zeros. Padded positions come after every real one (zero keys, values, gates and betas
 // write nothing), so they change no real output.
 struct ChunkLayout {
-  ChunkLayout(const at::Tensor& q, int64_t chunk);  // q: (B, H, T, K)
+  ChunkLayout(const at::Tensor& q, int64_t chunk);     // q: (B, H, T, K)
   at::Tensor Split(const at::Tensor& x) const;         // (B, H, T, X) -> (B, H, N, C, X)
   at::Tensor SplitScalars(const at::Tensor& x) const;  // (B, H, T) -> (B, H, N, C)
 
@@ -51,8 +51,8 @@ at::Tensor DecayedLinearAttentionChunked(const at::Tensor& q, const at::Tensor& 
 
 // One recurrent step. q, k: (B, H, K), v: (B, H, V), g: (B, H); state: (B, H, K, V), replaced
 // by S_t. Returns o_t: (B, H, V). For decoding with a carried state.
-at::Tensor DecayedLinearAttentionStep(const at::Tensor& q, const at::Tensor& k,
-                                      const at::Tensor& v, const at::Tensor& g, at::Tensor* state);
+at::Tensor DecayedLinearAttentionStep(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& g, at::Tensor* state);
 
 // Plain reference: the recurrence token by token from S_0 = 0. Same shapes as the chunked form.
 at::Tensor DecayedLinearAttentionRecurrent(const at::Tensor& q, const at::Tensor& k,

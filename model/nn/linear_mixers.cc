@@ -77,13 +77,13 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache*
   {
     NoAutocast fp32;
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-    at::Tensor q = L2Normalize(Heads(parts[0], H, D)) * scale;              // (B, H, T, D)
-    at::Tensor k = L2Normalize(Heads(parts[1], H, D));                       // (B, H, T, D)
-    at::Tensor v = Heads(parts[2], H, D);                                    // (B, H, T, D)
+    at::Tensor q = L2Normalize(Heads(parts[0], H, D)) * scale;                // (B, H, T, D)
+    at::Tensor k = L2Normalize(Heads(parts[1], H, D));                        // (B, H, T, D)
+    at::Tensor v = Heads(parts[2], H, D);                                     // (B, H, T, D)
     at::Tensor g = at::log_sigmoid(PerHead(parts[4])) / kGlaGateTemperature;  // (B, H, T)
     if (mode == Mode::kStep) {
-      y = DecayedLinearAttentionStep(q.select(2, 0), k.select(2, 0), v.select(2, 0),
-                                     g.select(2, 0), &cache->state)
+      y = DecayedLinearAttentionStep(q.select(2, 0), k.select(2, 0), v.select(2, 0), g.select(2, 0),
+                                     &cache->state)
               .unsqueeze(2);  // (B, H, 1, D)
     } else if (use_recurrent && mode == Mode::kForward) {
       y = DecayedLinearAttentionRecurrent(q, k, v, g);  // (B, H, T, D)
@@ -91,7 +91,7 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache*
       at::Tensor* final_state = mode == Mode::kPrefill ? &cache->state : nullptr;
       y = DecayedLinearAttentionChunked(q, k, v, g, chunk_, final_state);  // (B, H, T, D)
     }
-    y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);   // (B, T, H, D)
+    y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
   }
   y = y.reshape({x.size(0), x.size(1), C}).to(x.scalar_type()) * at::silu(parts[3]);  // (B, T, C)
   return out_(y);                                                                     // (B, T, C)
@@ -117,12 +117,12 @@ at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, Mode mode, LayerCache* c
   {
     NoAutocast fp32;
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-    at::Tensor q = L2Normalize(Heads(parts[0], H, D)) * scale;              // (B, H, T, D)
-    at::Tensor k = L2Normalize(Heads(parts[1], H, D));              // (B, H, T, D)
-    at::Tensor v = Heads(parts[2], H, D);                           // (B, H, T, D)
-    at::Tensor beta = at::sigmoid(PerHead(parts[4]));               // (B, H, T)
+    at::Tensor q = L2Normalize(Heads(parts[0], H, D)) * scale;                 // (B, H, T, D)
+    at::Tensor k = L2Normalize(Heads(parts[1], H, D));                         // (B, H, T, D)
+    at::Tensor v = Heads(parts[2], H, D);                                      // (B, H, T, D)
+    at::Tensor beta = at::sigmoid(PerHead(parts[4]));                          // (B, H, T)
     at::Tensor dt = at::softplus(PerHead(parts[5]) + dt_bias_.unsqueeze(-1));  // (B, H, T)
-    at::Tensor g = -a_log_.exp().unsqueeze(-1) * dt;                // (B, H, T)
+    at::Tensor g = -a_log_.exp().unsqueeze(-1) * dt;                           // (B, H, T)
     if (mode == Mode::kStep) {
       y = GatedDeltaNetStep(q.select(2, 0), k.select(2, 0), v.select(2, 0), g.select(2, 0),
                             beta.select(2, 0), &cache->state)

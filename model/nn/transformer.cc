@@ -6,10 +6,10 @@
 
 #include <torch/nn/init.h>
 
+#include "model/config/vocab.h"
 #include "model/nn/attention.h"
 #include "model/nn/attention_backend.h"
 #include "model/nn/linear_mixers.h"
-#include "model/config/vocab.h"
 
 namespace onset::model {
 
@@ -55,20 +55,20 @@ AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerCont
   const int64_t B = x.size(0), T = x.size(1), H = heads_, G = kv_heads_, D = head_dim_;
   // Queries and keys travel together through QK-norm and RoPE: half the elementwise ops.
   auto parts = qkv_(x).view({B, T, H + 2 * G, D}).split_with_sizes({H + G, G}, 2);
-  at::Tensor qk = parts[0];                   // (B, T, H+G, D)
-  at::Tensor v = parts[1].transpose(1, 2);    // (B, G, T, D)
+  at::Tensor qk = parts[0];                 // (B, T, H+G, D)
+  at::Tensor v = parts[1].transpose(1, 2);  // (B, G, T, D)
   if (qk_norm_weight_.defined()) {
-    qk = at::rms_norm(qk, {D}, std::nullopt, kNormEps);  // (B, T, H+G, D)
-    at::Tensor w = qk_norm_weight_.to(qk.scalar_type());                      // (2, 1, D)
+    qk = at::rms_norm(qk, {D}, std::nullopt, kNormEps);                      // (B, T, H+G, D)
+    at::Tensor w = qk_norm_weight_.to(qk.scalar_type());                     // (2, 1, D)
     at::Tensor gains = at::cat({w[0].expand({H, D}), w[1].expand({G, D})});  // (H+G, D)
-    qk = qk * gains;                                                          // (B, T, H+G, D)
+    qk = qk * gains;                                                         // (B, T, H+G, D)
   }
   if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, H+G, D)
   at::Tensor q = qk.narrow(2, 0, H).transpose(1, 2);             // (B, H, T, D)
   if (use_logn_ && ctx.logn_scale.defined()) {
     q = q * ctx.logn_scale.to(q.scalar_type()).view({1, 1, T, 1});  // (B, H, T, D)
   }
-  at::Tensor k = qk.narrow(2, H, G).transpose(1, 2);             // (B, G, T, D)
+  at::Tensor k = qk.narrow(2, H, G).transpose(1, 2);  // (B, G, T, D)
   return {q, k, v};
 }
 
@@ -82,13 +82,12 @@ at::Tensor AttentionMixer::Output(at::Tensor y) {
 }
 
 void AttentionMixer::SetHeadMask(const at::Tensor& mask) {
-  TORCH_CHECK(!mask.defined() || (mask.dim() == 1 && mask.size(0) == heads_),
-              "head mask must be (", heads_, ")");
+  TORCH_CHECK(!mask.defined() || (mask.dim() == 1 && mask.size(0) == heads_), "head mask must be (",
+              heads_, ")");
   head_mask_ = mask.defined() ? mask.to(qkv_->weight.device(), at::kFloat) : mask;
 }
 
-at::Tensor AttentionMixer::Attend(const at::Tensor& x, const MixerContext& ctx,
-                                  LayerCache* cache) {
+at::Tensor AttentionMixer::Attend(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {
   Qkv p = Project(x, ctx);  // q (B, H, T, D), k, v (B, G, T, D)
   if (cache != nullptr) {
     const int64_t T = x.size(1);
@@ -115,7 +114,7 @@ at::Tensor AttentionMixer::Prefill(const at::Tensor& x, const MixerContext& ctx,
 at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {
   TORCH_CHECK(x.size(1) == 1, "AttentionMixer::Step takes one position, got ", x.size(1));
   const int64_t D = head_dim_;
-  Qkv p = Project(x, ctx);                // q (B, H, 1, D), k, v (B, G, 1, D)
+  Qkv p = Project(x, ctx);                     // q (B, H, 1, D), k, v (B, G, 1, D)
   at::Tensor k = at::cat({cache->k, p.k}, 2);  // (B, G, T_kept + 1, D)
   at::Tensor v = at::cat({cache->v, p.v}, 2);  // (B, G, T_kept + 1, D)
   const int64_t n = k.size(2);
@@ -128,11 +127,11 @@ at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, La
   v = RepeatKv(cache->v, heads_ / kv_heads_);  // (B, H, T_kept', D)
   // Every cached key is visible to the newest query: no mask.
   at::Tensor scores = at::matmul(p.q, k.transpose(-2, -1)).to(at::kFloat) /
-                      std::sqrt(static_cast<double>(D));  // (B, H, 1, T_kept')
-  at::Tensor probs = at::softmax(scores, -1);             // (B, H, 1, T_kept')
+                      std::sqrt(static_cast<double>(D));         // (B, H, 1, T_kept')
+  at::Tensor probs = at::softmax(scores, -1);                    // (B, H, 1, T_kept')
   if (cache->record_attention) cache->probs = probs.squeeze(2);  // (B, H, T_kept')
   at::Tensor y = at::matmul(probs.to(v.scalar_type()), v);       // (B, H, 1, D)
-  return Output(y);                                               // (B, 1, C)
+  return Output(y);                                              // (B, 1, C)
 }
 
 std::shared_ptr<Mixer> MakeMixer(const ModelConfig& config, int layer) {
@@ -157,7 +156,7 @@ SwiGluImpl::SwiGluImpl(int64_t d_model, int64_t hidden) {
 }
 
 at::Tensor SwiGluImpl::forward(const at::Tensor& x) {
-  auto gate_up = gate_up_(x).chunk(2, -1);    // 2 x (B, T, F)
+  auto gate_up = gate_up_(x).chunk(2, -1);           // 2 x (B, T, F)
   at::Tensor h = at::silu(gate_up[0]) * gate_up[1];  // (B, T, F)
   return down_(h);                                   // (B, T, C)
 }
@@ -170,9 +169,9 @@ BlockImpl::BlockImpl(const ModelConfig& config, int layer) {
 }
 
 at::Tensor BlockImpl::forward(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
-                             LayerCache* cache) {
+                              LayerCache* cache) {
   at::Tensor h = x + mixer_->Apply(norm1_(x), ctx, pass, cache);  // (B, T, C)
-  return h + mlp_(norm2_(h));                                    // (B, T, C)
+  return h + mlp_(norm2_(h));                                     // (B, T, C)
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
@@ -183,7 +182,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   norm_f_ = register_module("norm_f", RMSNorm(config.d_model));
   if (!config.tie_embeddings) {
     lm_head_ = register_module(
-        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(config.d_model, config.vocab_size).bias(false)));
+        "lm_head",
+        torch::nn::Linear(torch::nn::LinearOptions(config.d_model, config.vocab_size).bias(false)));
   }
   InitWeights();
 }
@@ -205,7 +205,7 @@ void TransformerImpl::InitWeights() {
 at::Tensor TransformerImpl::Logits(at::Tensor x) {
   x = norm_f_(x);                                                            // (B, T, C)
   at::Tensor logits = lm_head_ ? lm_head_(x) : at::linear(x, wte_->weight);  // (B, T, V)
-  return logits.to(at::kFloat);                                             // (B, T, V)
+  return logits.to(at::kFloat);                                              // (B, T, V)
 }
 
 at::Tensor TransformerImpl::LognScale(int64_t offset, int64_t T, const at::Device& device) const {

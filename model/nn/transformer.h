@@ -74,8 +74,7 @@ enum class MixerPass {
 class Mixer : public torch::nn::Module {
  public:
   // Forward, Prefill or Step as `pass` says; `cache` is unused by kForward (may be null).
-  at::Tensor Apply(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
-                   LayerCache* cache);
+  at::Tensor Apply(const at::Tensor& x, const MixerContext& ctx, MixerPass pass, LayerCache* cache);
   virtual at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) = 0;
   // Forward over a prompt that also fills a fresh `cache` for Step. Same result as Forward.
   virtual at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) = 0;

@@ -36,8 +36,7 @@ std::optional<CheckpointManager::Saved> CheckpointManager::Save(
   saved.path = dir_ + "/" + CheckpointFileName(progress.tokens);
   saved.bytes = SaveCheckpoint(dir_, config_, progress, model, optimizer, device_);
   PruneCheckpoints(dir_, config_.train.keep_checkpoints, pinned_);
-  saved.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  saved.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return saved;
 }
 
@@ -69,7 +68,8 @@ CheckpointManager::Resumed CheckpointManager::Resume(DataParallel& parallel,
   // Go on only if every rank restored the same state.
   const bool any_failed = parallel.AnyRank(resumed.error.has_value());
   if (any_failed && !resumed.error) {
-    resumed.error = "another rank could not load the checkpoint rank 0 chose (its message says why)";
+    resumed.error =
+        "another rank could not load the checkpoint rank 0 chose (its message says why)";
   }
   return resumed;
 }

@@ -16,8 +16,7 @@ void DataParallel::BroadcastModel(const torch::nn::Module& model) {
   for (const at::Tensor& t : model.buffers()) collective_->Broadcast(t, 0);
 }
 
-void DataParallel::SumGradients(const std::vector<at::Tensor>& params,
-                                const at::Tensor& loss_sum) {
+void DataParallel::SumGradients(const std::vector<at::Tensor>& params, const at::Tensor& loss_sum) {
   if (!distributed()) return;
   std::vector<float> flags(params.size(), 0.0f);
   for (size_t i = 0; i < params.size(); ++i) {

@@ -13,7 +13,8 @@ ParamGroups SplitForWeightDecay(const torch::nn::Module& model) {
   ParamGroups groups;
   for (const auto& p : model.named_parameters()) {
     if (!p.value().requires_grad()) continue;
-    if (p.value().dim() >= 2 && !IsEmbedding(p.key()) && p.key().find("norm") == std::string::npos) {
+    if (p.value().dim() >= 2 && !IsEmbedding(p.key()) &&
+        p.key().find("norm") == std::string::npos) {
       groups.decay.push_back(p.value());
       groups.decay_names.push_back(p.key());
     } else {

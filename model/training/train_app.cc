@@ -20,11 +20,11 @@
 #include <torch/cuda.h>
 
 #include "base/trainer_contract.h"
-#include "model/nn/attention_backend.h"
+#include "model/config/flops.h"
 #include "model/distributed/c10d_collective.h"
 #include "model/distributed/dist_env.h"
 #include "model/distributed/dist_launch.h"
-#include "model/config/flops.h"
+#include "model/nn/attention_backend.h"
 #include "model/training/metrics_writer.h"
 #include "model/training/stop_request.h"
 #include "model/training/train_flags.h"

@@ -21,14 +21,14 @@
 namespace onset::model {
 
 struct TrainFlags {
-  std::string config_path;         // required
-  int metrics_fd = 1;              // JSON lines go here; stdout by default
-  std::string device = "auto";     // auto = CUDA when available, else CPU
-  std::optional<int> threads;      // overrides train.threads when given
+  std::string config_path;                     // required
+  int metrics_fd = 1;                          // JSON lines go here; stdout by default
+  std::string device = "auto";                 // auto = CUDA when available, else CPU
+  std::optional<int> threads;                  // overrides train.threads when given
   std::string checkpoint_dir = "checkpoints";  // relative to the working directory
-  bool resume = false;             // continue from the newest valid checkpoint, if any
-  int nproc = 1;                   // ranks to start on this machine
-  int dist_timeout_s = 3600;       // rendezvous and collective timeout of a data-parallel run
+  bool resume = false;                         // continue from the newest valid checkpoint, if any
+  int nproc = 1;                               // ranks to start on this machine
+  int dist_timeout_s = 3600;  // rendezvous and collective timeout of a data-parallel run
   std::string attention_backend = "auto";  // attention_backend.h: auto, custom, flash, ...
   bool help = false;
 };

@@ -9,8 +9,8 @@
 #include <torch/utils.h>
 
 #include "model/config/flops.h"
-#include "model/training/optimizer.h"
 #include "model/nn/precision.h"
+#include "model/training/optimizer.h"
 #include "model/training/stop_request.h"
 
 namespace onset::model {
@@ -166,12 +166,16 @@ std::optional<std::string> Trainer::Resume() {
 
 void Trainer::EmitStart() {
   const ParamCounts params = model_->CountParams();
-  sink_->Emit({"start", 0, std::nullopt,
+  sink_->Emit({"start",
+               0,
+               std::nullopt,
                {{"model/params", static_cast<double>(params.total)},
                 {"model/non_embedding_params", static_cast<double>(params.non_embedding)}}});
   if (resumed_) {
     // Recorded as a metric too, so the database shows where each resumption started.
-    sink_->Emit({"resume", tokens_, std::nullopt,
+    sink_->Emit({"resume",
+                 tokens_,
+                 std::nullopt,
                  {{"train/resumed_at_tokens", static_cast<double>(tokens_)}}});
     // What the stopped run had reported, once more: its last deliveries may have been lost.
     size_t begin = 0;
@@ -185,11 +189,13 @@ void Trainer::EmitStart() {
     }
   }
   if (!lead()) return;
-  std::fprintf(stderr, "onset-train: %s %s window=%d pos=%s d_model=%d: %lld params (%lld non-embedding), "
+  std::fprintf(stderr,
+               "onset-train: %s %s window=%d pos=%s d_model=%d: %lld params (%lld non-embedding), "
                "%lld tokens/step, budget %lld tokens on %s\n",
                config_.model.arch.c_str(), config_.model.pattern.c_str(), config_.model.window,
-               config_.model.pos.c_str(), config_.model.d_model, static_cast<long long>(params.total),
-               static_cast<long long>(params.non_embedding), static_cast<long long>(tokens_per_step()),
+               config_.model.pos.c_str(), config_.model.d_model,
+               static_cast<long long>(params.total), static_cast<long long>(params.non_embedding),
+               static_cast<long long>(tokens_per_step()),
                static_cast<long long>(config_.train.tokens), device_.str().c_str());
   if (parallel_.distributed()) {
     std::fprintf(stderr, "onset-train: data parallel over %d ranks, %lld sequences per step\n",
@@ -231,7 +237,9 @@ void Trainer::WriteCheckpoint() {
   const std::optional<CheckpointManager::Saved> saved =
       checkpoints_.Save(Progress(), *model_, *optimizer_);
   if (!saved) return;  // no checkpoint directory
-  sink_->Emit({"checkpoint", tokens_, std::nullopt,
+  sink_->Emit({"checkpoint",
+               tokens_,
+               std::nullopt,
                {{"checkpoint/seconds", saved->seconds},
                 {"checkpoint/bytes", static_cast<double>(saved->bytes)}}});
   std::fprintf(stderr, "checkpoint at %lld tokens: %s, %lld bytes in %.2f s\n",
@@ -271,9 +279,10 @@ TrainResult Trainer::Stopped(TrainResult result, bool checkpointed) {
   parallel_.Barrier();
   sink_->Emit({"stopped", tokens_, std::nullopt, {}});
   if (lead()) {
-    std::fprintf(stderr, "onset-train: stopped on request at %lld tokens (step %lld); resume "
-                 "with --resume\n", static_cast<long long>(tokens_),
-                 static_cast<long long>(steps_));
+    std::fprintf(stderr,
+                 "onset-train: stopped on request at %lld tokens (step %lld); resume "
+                 "with --resume\n",
+                 static_cast<long long>(tokens_), static_cast<long long>(steps_));
   }
   result.outcome = TrainOutcome::kStopped;
   result.tokens = tokens_;

@@ -10,7 +10,8 @@ namespace {
 
 TEST(TokensToThresholdTest, InterpolatesLinearlyInLogTokens) {
   // 0.2 at 1M, 0.8 at 4M: 0.5 is half way in log tokens, at 2M.
-  Crossing c = TokensToThreshold({{1'000'000, 0.2}, {4'000'000, 0.8}}, 0.5, Direction::kUp, 4'000'000);
+  Crossing c =
+      TokensToThreshold({{1'000'000, 0.2}, {4'000'000, 0.8}}, 0.5, Direction::kUp, 4'000'000);
   ASSERT_EQ(c.kind, Crossing::kExact);
   EXPECT_NEAR(c.at, 2'000'000, 1e-3);
   // A quarter of the way: 1M * 4^0.25.
@@ -19,8 +20,8 @@ TEST(TokensToThresholdTest, InterpolatesLinearlyInLogTokens) {
 }
 
 TEST(TokensToThresholdTest, TheFirstCrossingCountsNotALaterDip) {
-  Crossing c = TokensToThreshold(
-      {{100, 0.0}, {200, 0.6}, {400, 0.3}, {800, 0.9}}, 0.5, Direction::kUp, 800);
+  Crossing c =
+      TokensToThreshold({{100, 0.0}, {200, 0.6}, {400, 0.3}, {800, 0.9}}, 0.5, Direction::kUp, 800);
   ASSERT_EQ(c.kind, Crossing::kExact);
   EXPECT_GT(c.at, 100);
   EXPECT_LT(c.at, 200);

@@ -187,7 +187,8 @@ TEST(MakeDirsTest, MakesEveryLevelAndNamesTheOneItCannotMake) {
     MakeDirs(dir.File("file/sub"));
     ADD_FAILURE() << "no exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), dir.File("file/sub") + ": cannot create directory: Not a directory");
+    EXPECT_EQ(std::string(e.what()),
+              dir.File("file/sub") + ": cannot create directory: Not a directory");
   }
 }
 

@@ -26,8 +26,9 @@ std::string Why(const std::string& line) {
 
 TEST(MetricsLineTest, FormatsTheProtocolInItsOrder) {
   MetricsEvent e{kEventTrain, 4096, 3, {{"train/lr", 0.001}, {"train/loss", 2.5}}};
-  EXPECT_EQ(e.Format(),
-            R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
+  EXPECT_EQ(
+      e.Format(),
+      R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
   MetricsEvent stopped{kEventStopped, 10, std::nullopt, {}};
   EXPECT_EQ(stopped.Format(), R"({"event":"stopped","tokens":10,"metrics":{}})");
 }
@@ -51,18 +52,23 @@ TEST(MetricsLineTest, EveryEventRoundTrips) {
 }
 
 TEST(MetricsLineTest, ValuesRoundTripExactly) {
-  MetricsEvent e{kEventEval, std::numeric_limits<int64_t>::max(), std::nullopt,
+  MetricsEvent e{kEventEval,
+                 std::numeric_limits<int64_t>::max(),
+                 std::nullopt,
                  {{"a", 0.1}, {"b", 1e-300}, {"c", -2.5e300}, {"d", 1.0 / 3.0}, {"e", 0}}};
   EXPECT_EQ(ParseOk(e.Format()).metrics, e.metrics);
   EXPECT_EQ(ParseOk(e.Format()).tokens, e.tokens);
 }
 
 TEST(MetricsLineTest, NotFiniteIsWrittenAsNullAndReadBackAsNan) {
-  MetricsEvent e{kEventDiverged, 10, std::nullopt,
+  MetricsEvent e{kEventDiverged,
+                 10,
+                 std::nullopt,
                  {{"nan", std::nan("")}, {"inf", kInf}, {"-inf", -kInf}, {"ok", 1.5}}};
   const std::string line = e.Format();
-  EXPECT_EQ(line,
-            R"({"event":"diverged","tokens":10,"metrics":{"-inf":null,"inf":null,"nan":null,"ok":1.5}})");
+  EXPECT_EQ(
+      line,
+      R"({"event":"diverged","tokens":10,"metrics":{"-inf":null,"inf":null,"nan":null,"ok":1.5}})");
   const MetricsEvent back = ParseOk(line);
   ASSERT_EQ(back.metrics.size(), 4u);
   EXPECT_TRUE(std::isnan(back.metrics.at("nan")));
@@ -72,8 +78,8 @@ TEST(MetricsLineTest, NotFiniteIsWrittenAsNullAndReadBackAsNan) {
 }
 
 TEST(MetricsLineTest, ToleratesWhatANewerTrainerMightAdd) {
-  const MetricsEvent e =
-      ParseOk(R"({"event":"warmup","tokens":5,"extra":[1],"metrics":{"x":2}})" "\n");
+  const MetricsEvent e = ParseOk(R"({"event":"warmup","tokens":5,"extra":[1],"metrics":{"x":2}})"
+                                 "\n");
   EXPECT_EQ(e.event, "warmup");
   EXPECT_EQ(e.tokens, 5);
   EXPECT_FALSE(e.step.has_value());

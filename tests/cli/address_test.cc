@@ -18,9 +18,7 @@ namespace fs = std::filesystem;
 
 class AddressTest : public ::testing::Test {
  protected:
-  void WriteAddressFile(const std::string& text) {
-    std::ofstream(dir_ / kAddressFileName) << text;
-  }
+  void WriteAddressFile(const std::string& text) { std::ofstream(dir_ / kAddressFileName) << text; }
   testutil::TempDir tmp_;
   fs::path dir_{tmp_.path()};
 };

@@ -50,7 +50,7 @@ TEST(PlotTest, OneCurvePerGroupTheThresholdAndCensoredGroupsMarked) {
   EXPECT_THAT(svg, HasSubstr("arch=swa&lt;&amp;&gt;"));  // labels are escaped
   EXPECT_THAT(svg, Not(HasSubstr("swa<&>")));
   EXPECT_THAT(svg, HasSubstr("T = &gt; 4M, n = 1"));
-  EXPECT_THAT(svg, HasSubstr(">1M<"));                   // decade ticks
+  EXPECT_THAT(svg, HasSubstr(">1M<"));  // decade ticks
 
   options.threshold = false;
   EXPECT_EQ(Count(RenderSvg(table, curves, spec, options), "class=\"threshold\""), 0u);

@@ -89,8 +89,9 @@ TEST(RenderTest, AnAlertStandsOnItsOwnLine) {
   s.set_cells_total(3);
   (*s.mutable_cells_by_state())["failed"] = 3;
   s.set_alert("3 attempts in a row (3 cells) failed alike: out of memory");
-  EXPECT_EQ(StudySummary(s),
-            "demo: 3 cells: 3 failed\n!! 3 attempts in a row (3 cells) failed alike: out of memory");
+  EXPECT_EQ(
+      StudySummary(s),
+      "demo: 3 cells: 3 failed\n!! 3 attempts in a row (3 cells) failed alike: out of memory");
 }
 
 TEST(RenderTest, CellsNoWorkerCanRunAreNamedOnTheirOwnLine) {
@@ -138,7 +139,8 @@ TEST(RenderTest, StudyShowsProgressLossAndError) {
 
   std::string text = RenderStudy(study);
   EXPECT_THAT(text, HasSubstr("demo: 2 cells: 1 failed, 1 running\n"));
-  EXPECT_THAT(text, HasSubstr("aaaa  running  swa   64      rope  20K     0     5K/20K 25%  3.142"));
+  EXPECT_THAT(text,
+              HasSubstr("aaaa  running  swa   64      rope  20K     0     5K/20K 25%  3.142"));
   EXPECT_THAT(text, HasSubstr("25K"));
   EXPECT_THAT(text, HasSubstr("exit code 1: something went badly wrong in a ..."));
   // Every line has the header's column layout: the STATE column starts at the same offset.
@@ -152,10 +154,10 @@ TEST(RenderTest, ResultColumnsAreSortedSensibly) {
   v1::GetResultsResponse results;
   v1::CellResult* r = results.add_results();
   *r->mutable_cell() = MakeCell("aaaa", v1::CELL_STATE_SUCCEEDED, "full");
-  for (const char* name : {"niah/acc@512", "niah/acc", "train/lr", "eval/short_loss",
-                           "niah/acc@64", "train/loss", "eval/heldout_loss", "niah/acc@128",
-                           "train/tokens_per_second", "eval/niah_seconds", "rh/score/l0h1",
-                           "ablation/top_k/niah_acc", "rh/max_full", "rh/count_full"}) {
+  for (const char* name :
+       {"niah/acc@512", "niah/acc", "train/lr", "eval/short_loss", "niah/acc@64", "train/loss",
+        "eval/heldout_loss", "niah/acc@128", "train/tokens_per_second", "eval/niah_seconds",
+        "rh/score/l0h1", "ablation/top_k/niah_acc", "rh/max_full", "rh/count_full"}) {
     (*r->mutable_final_metrics())[name] = 0.5;
   }
   EXPECT_THAT(ResultColumns(results),

@@ -61,9 +61,8 @@ TEST(WatchViewTest, PrintsEachChangeAndFinishesWhenEveryCellEnded) {
   EXPECT_THAT(text, HasSubstr("running -> succeeded"));
   EXPECT_EQ(view.last_seq(), 12);
   EXPECT_FALSE(view.Finished());
-  text = view.Apply(Event(13, "c1", v1::CELL_STATE_RUNNING, v1::CELL_STATE_FAILED,
-                          "out of memory: killed"),
-                    3);
+  text = view.Apply(
+      Event(13, "c1", v1::CELL_STATE_RUNNING, v1::CELL_STATE_FAILED, "out of memory: killed"), 3);
   EXPECT_THAT(text, HasSubstr("running -> failed: out of memory: killed"));
   EXPECT_TRUE(view.Finished());
   EXPECT_EQ(view.ExitCode(), kExitCellsFailed);
@@ -99,7 +98,8 @@ TEST(WatchViewTest, ProgressIsPrintedWhenItMovesButNotMoreOftenThanAsked) {
 TEST(WatchViewTest, ACellAddedLaterJoinsTheView) {
   WatchView view;
   view.Apply(Snapshot(1), 0);
-  std::string text = view.Apply(Event(11, "c9", v1::CELL_STATE_UNSPECIFIED, v1::CELL_STATE_QUEUED), 1);
+  std::string text =
+      view.Apply(Event(11, "c9", v1::CELL_STATE_UNSPECIFIED, v1::CELL_STATE_QUEUED), 1);
   EXPECT_THAT(text, HasSubstr("c9  arch=swa  added (queued)"));
   view.Apply(Event(12, "c0", v1::CELL_STATE_RUNNING, v1::CELL_STATE_SUCCEEDED), 2);
   EXPECT_FALSE(view.Finished());  // c9 has not run
@@ -121,7 +121,8 @@ TEST(WatchViewTest, ColourOnlyWhenAsked) {
 TEST(WatchViewTest, ASnapshotInSeveralMessagesIsPutTogetherBeforeItCounts) {
   // Three ended cells, sent as two messages: the first two, then the third.
   v1::WatchStudyResponse all = Snapshot(3);
-  for (v1::Cell& c : *all.mutable_snapshot()->mutable_cells()) c.set_state(v1::CELL_STATE_SUCCEEDED);
+  for (v1::Cell& c : *all.mutable_snapshot()->mutable_cells())
+    c.set_state(v1::CELL_STATE_SUCCEEDED);
   v1::WatchStudyResponse first = all;
   first.mutable_snapshot()->mutable_cells()->DeleteSubrange(2, 1);
   first.set_snapshot_more(true);

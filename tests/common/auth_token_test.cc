@@ -1,7 +1,7 @@
 #include "common/auth_token.h"
 
-#include <gmock/gmock.h>
 #include <dirent.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 

@@ -28,8 +28,8 @@ TEST(BoundLogLineTest, ALongLineIsCutOnACharacterBoundaryWithAMarker) {
   EXPECT_LE(bounded.size(), kMaxLogLineBytes);
   EXPECT_TRUE(IsValidUtf8(bounded));
   EXPECT_THAT(bounded, StartsWith("\xE2\x82\xAC\xE2\x82\xAC"));
-  EXPECT_THAT(bounded, EndsWith(" [... cut: the line had " + std::to_string(line.size()) +
-                                " bytes]"));
+  EXPECT_THAT(bounded,
+              EndsWith(" [... cut: the line had " + std::to_string(line.size()) + " bytes]"));
 }
 
 TEST(BoundLogLineTest, APrefixOfALongerLineSaysHowLongTheLineWas) {

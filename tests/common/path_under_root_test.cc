@@ -9,10 +9,10 @@ TEST(PathUnderRootTest, SafeComponents) {
   for (const char* ok : {"demo", "swa-window-sweep", "a.b", "x_1", "0123abcd", "a..b"}) {
     EXPECT_TRUE(IsSafePathComponent(ok)) << ok;
   }
-  for (const std::string& bad : {std::string(""), std::string("."), std::string(".."),
-                                std::string("a/b"), std::string("/etc"), std::string("-rf"),
-                                std::string("a\tb"), std::string("a\x7f"),
-                                std::string("a\0b", 3), std::string(256, 'a')}) {
+  for (const std::string& bad :
+       {std::string(""), std::string("."), std::string(".."), std::string("a/b"),
+        std::string("/etc"), std::string("-rf"), std::string("a\tb"), std::string("a\x7f"),
+        std::string("a\0b", 3), std::string(256, 'a')}) {
     EXPECT_FALSE(IsSafePathComponent(bad)) << bad;
   }
 }

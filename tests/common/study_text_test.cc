@@ -31,12 +31,12 @@ class StudyTextTest : public ::testing::Test {
 TEST_F(StudyTextTest, Utf8) {
   EXPECT_EQ(FirstInvalidUtf8("plain ascii"), std::string_view::npos);
   EXPECT_EQ(FirstInvalidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string_view::npos);
-  EXPECT_EQ(FirstInvalidUtf8("caf\xe9"), 3u);              // Latin-1
-  EXPECT_EQ(FirstInvalidUtf8("a\xc0\xaf"), 1u);            // overlong '/'
-  EXPECT_EQ(FirstInvalidUtf8("a\xed\xa0\x80"), 1u);        // a surrogate
-  EXPECT_EQ(FirstInvalidUtf8("a\xf4\x90\x80\x80"), 1u);    // above U+10FFFF
-  EXPECT_EQ(FirstInvalidUtf8("ab\xe2\x82"), 2u);           // truncated
-  EXPECT_EQ(FirstInvalidUtf8("\x80"), 0u);                 // a lone continuation byte
+  EXPECT_EQ(FirstInvalidUtf8("caf\xe9"), 3u);            // Latin-1
+  EXPECT_EQ(FirstInvalidUtf8("a\xc0\xaf"), 1u);          // overlong '/'
+  EXPECT_EQ(FirstInvalidUtf8("a\xed\xa0\x80"), 1u);      // a surrogate
+  EXPECT_EQ(FirstInvalidUtf8("a\xf4\x90\x80\x80"), 1u);  // above U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("ab\xe2\x82"), 2u);         // truncated
+  EXPECT_EQ(FirstInvalidUtf8("\x80"), 0u);               // a lone continuation byte
 }
 
 TEST_F(StudyTextTest, ReadsAStudyFile) {
@@ -49,9 +49,9 @@ TEST_F(StudyTextTest, MissingFileIsNotFound) {
   absl::StatusOr<std::string> text = ReadStudyFile((dir_ / "nope.yaml").string());
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(text.status().message()),
-              HasSubstr("cannot open " + (dir_ / "nope.yaml").string() +
-                        ": No such file or directory"));
+  EXPECT_THAT(
+      std::string(text.status().message()),
+      HasSubstr("cannot open " + (dir_ / "nope.yaml").string() + ": No such file or directory"));
 }
 
 TEST_F(StudyTextTest, DirectoryIsNotAStudyFile) {
@@ -75,16 +75,18 @@ TEST_F(StudyTextTest, LargeFileIsRefusedBeforeItIsRead) {
   absl::StatusOr<std::string> text = ReadStudyFile(path);
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(text.status().message(), path + ":1: the file is 1048577 bytes; a study file is at "
-                                            "most 1048576 bytes (1 MiB)");
+  EXPECT_EQ(text.status().message(), path +
+                                         ":1: the file is 1048577 bytes; a study file is at "
+                                         "most 1048576 bytes (1 MiB)");
 }
 
 TEST_F(StudyTextTest, EndlessDeviceIsReadOnlyUpToTheLimit) {
   absl::StatusOr<std::string> text = ReadStudyFile("/dev/zero");
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(text.status().message(), "/dev/zero:1: the file is more than 1048576 bytes; a study "
-                                     "file is at most 1048576 bytes (1 MiB)");
+  EXPECT_EQ(text.status().message(),
+            "/dev/zero:1: the file is more than 1048576 bytes; a study "
+            "file is at most 1048576 bytes (1 MiB)");
 }
 
 TEST_F(StudyTextTest, FifoWithoutAWriterDoesNotHang) {

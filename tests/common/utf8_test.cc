@@ -19,8 +19,12 @@ TEST(Utf8Test, ValidTextIsValidAndComesBackUnchanged) {
 }
 
 TEST(Utf8Test, IllFormedSequencesBecomeOneReplacementCharEach) {
-  EXPECT_FALSE(IsValidUtf8("a\xFF" "b"));
-  EXPECT_EQ(SanitizeUtf8("a\xFF" "b"), "a" + kFffd + "b");
+  EXPECT_FALSE(
+      IsValidUtf8("a\xFF"
+                  "b"));
+  EXPECT_EQ(SanitizeUtf8("a\xFF"
+                         "b"),
+            "a" + kFffd + "b");
   // A lone continuation byte, a cut-off character at the end, a truncated one in the middle.
   EXPECT_EQ(SanitizeUtf8("\x80"), kFffd);
   EXPECT_EQ(SanitizeUtf8("x\xE2\x82"), "x" + kFffd);
@@ -35,7 +39,9 @@ TEST(Utf8Test, IllFormedSequencesBecomeOneReplacementCharEach) {
 }
 
 TEST(Utf8Test, TruncationNeverSplitsACharacter) {
-  const std::string text = "ab\xE2\x82\xAC" "c";  // a, b, the euro sign (3 bytes), c
+  const std::string text =
+      "ab\xE2\x82\xAC"
+      "c";  // a, b, the euro sign (3 bytes), c
   EXPECT_EQ(TruncateUtf8(text, 10), text);
   EXPECT_EQ(TruncateUtf8(text, 6), text);
   EXPECT_EQ(TruncateUtf8(text, 5), "ab\xE2\x82\xAC");

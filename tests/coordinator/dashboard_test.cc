@@ -34,9 +34,10 @@ class DashboardTest : public ::testing::Test {
     ASSERT_TRUE(job.ok() && job->has_value());
     cell_ = (*job)->cell_id;
     lease_ = (*job)->lease_id;
-    ASSERT_TRUE(store_->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0},
-                                                      {"train/loss", 2000, 3.0},
-                                                      {"train/loss", 4000, 2.0}})
+    ASSERT_TRUE(store_
+                    ->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0},
+                                                    {"train/loss", 2000, 3.0},
+                                                    {"train/loss", 4000, 2.0}})
                     .ok());
     api_ = std::make_unique<DashboardApi>(store_.get(), kToken);
   }
@@ -54,9 +55,10 @@ class DashboardTest : public ::testing::Test {
 };
 
 TEST_F(DashboardTest, RetrievalHeadsOfACell) {
-  ASSERT_TRUE(store_->AddMetrics(lease_, {{"rh/score/l1h0", 1000, 0.05},
-                                          {"rh/score/l1h0", 2000, 0.4},
-                                          {"rh/score/l1h1", 2000, 0.0}})
+  ASSERT_TRUE(store_
+                  ->AddMetrics(lease_, {{"rh/score/l1h0", 1000, 0.05},
+                                        {"rh/score/l1h0", 2000, 0.4},
+                                        {"rh/score/l1h1", 2000, 0.0}})
                   .ok());
   HttpResponse r = Get("/api/studies/small/heads/" + cell_);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -66,8 +68,8 @@ TEST_F(DashboardTest, RetrievalHeadsOfACell) {
   EXPECT_EQ(got["heads"][0]["layer"], 1);
   EXPECT_DOUBLE_EQ(got["heads"][0]["score"].get<double>(), 0.4);
   EXPECT_EQ(got["heads"][0]["first_retrieval_tokens"], 2000);
-  EXPECT_EQ(nlohmann::json::parse(Get("/api/studies/small/heads/" + cell_ + "?tokens=1500").body)
-                ["tokens"],
+  EXPECT_EQ(nlohmann::json::parse(
+                Get("/api/studies/small/heads/" + cell_ + "?tokens=1500").body)["tokens"],
             1000);
   EXPECT_EQ(Get("/api/studies/small/heads/0000000000000000").status, 404);
 }

@@ -171,12 +171,12 @@ TEST_F(WatchTest, ProgressComesInBoundedPieces) {
 
 TEST_F(WatchTest, UnknownStudyAndAFutureSeqAreRefused) {
   FeedOptions fast;
-  absl::Status unknown =
-      WatchStudy(*store_, "nope", 0, [](const WatchUpdate&) { return true; },
-                 [] { return false; }, fast);
+  absl::Status unknown = WatchStudy(
+      *store_, "nope", 0, [](const WatchUpdate&) { return true; }, [] { return false; }, fast);
   EXPECT_TRUE(absl::IsNotFound(unknown)) << unknown;
   absl::Status ahead;
-  Watch(1'000'000, [](const std::vector<WatchUpdate>&) { return true; }, &ahead);
+  Watch(
+      1'000'000, [](const std::vector<WatchUpdate>&) { return true; }, &ahead);
   EXPECT_TRUE(absl::IsOutOfRange(ahead)) << ahead;
 }
 
@@ -185,8 +185,9 @@ TEST_F(WatchTest, StopsWhenAskedEvenWithNothingHappening) {
   FeedOptions fast;
   fast.poll_ms = 10;
   std::future<absl::Status> watching = std::async(std::launch::async, [&] {
-    return WatchStudy(*store_, "small", 0, [](const WatchUpdate&) { return true; },
-                      [&] { return stop.load(); }, fast);
+    return WatchStudy(
+        *store_, "small", 0, [](const WatchUpdate&) { return true; }, [&] { return stop.load(); },
+        fast);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   stop = true;

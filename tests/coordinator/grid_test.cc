@@ -100,7 +100,8 @@ TEST(GridTest, AxesAreShownAsResolvedValues) {
   EXPECT_EQ(CellId(parsed), c.id);  // the canonical text round-trips to the same id
 }
 
-// The same id as the trainer's export gives the same config (tests/model/export/safetensors_writer_test.cc).
+// The same id as the trainer's export gives the same config
+// (tests/model/export/safetensors_writer_test.cc).
 TEST(GridTest, TheCellIdOfThePinnedConfigIsThePinnedOne) {
   model::CellConfig config;
   ASSERT_FALSE(model::ParseCellConfig(json::parse(testutil::kPinnedCellConfig), &config));

@@ -155,8 +155,8 @@ TEST_F(LeaseManagerTest, AStaleLeaseOfARequeuedCellWritesNothing) {
 TEST_F(LeaseManagerTest, FinishReleasesTheLease) {
   ClaimedJob job = Lease();
   ASSERT_EQ(*leases_->ReportMetrics(worker_, job.lease_id, {{"train/loss", 64000, 1.5}}), 1);
-  ASSERT_TRUE(leases_->FinishJob(worker_, job.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "",
-                                                         ""}).ok());
+  ASSERT_TRUE(
+      leases_->FinishJob(worker_, job.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "", ""}).ok());
   EXPECT_EQ(leases_->ActiveLeases(), 0u);
   EXPECT_EQ(Cell(job.cell_id).state, CellState::kSucceeded);
   clock_.Advance(kTtl * 2);

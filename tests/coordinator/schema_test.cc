@@ -23,8 +23,8 @@ int UserVersion(Connection* db) {
 }
 
 int64_t CountTables(Connection* db) {
-  absl::StatusOr<Statement> stmt =
-      db->Prepare("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+  absl::StatusOr<Statement> stmt = db->Prepare(
+      "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
   EXPECT_TRUE(stmt.ok());
   EXPECT_TRUE(*stmt->Step());
   return stmt->Int(0);
@@ -48,7 +48,8 @@ TEST(SchemaTest, VersionTwoKeepsTheRowsOfAVersionOneDatabase) {
     absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
     ASSERT_TRUE(db.ok()) << db.status();
     ASSERT_TRUE((*db)->Exec(Migrations()[0].sql).ok());
-    ASSERT_TRUE((*db)->Exec(R"sql(
+    ASSERT_TRUE((*db)
+                    ->Exec(R"sql(
       PRAGMA user_version = 1;
       INSERT INTO studies VALUES (1, 's', '', 's.yaml', 'name: s', 0);
       INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, state,
@@ -61,7 +62,8 @@ TEST(SchemaTest, VersionTwoKeepsTheRowsOfAVersionOneDatabase) {
         VALUES (1, 1, 1, 'w-1', 'l1', 0, 1, 'failed', 'exit code 1'),
                (2, 2, 1, 'w-1', 'l2', 0, 1, 'lost', 'lease expired');
       INSERT INTO metrics VALUES (1, 'train/loss', 10, 2.5, 1);
-    )sql").ok());
+    )sql")
+                    .ok());
   }
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
@@ -110,8 +112,8 @@ TEST(SchemaTest, RefusesADatabaseFromANewerOnset) {
   {
     absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = " +
-                            std::to_string(LatestSchemaVersion() + 1)).ok());
+    ASSERT_TRUE(
+        (*db)->Exec("PRAGMA user_version = " + std::to_string(LatestSchemaVersion() + 1)).ok());
   }
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_FALSE(db.ok());
@@ -125,7 +127,8 @@ TEST(SchemaTest, PragmasAreApplied) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(dir.File("onset.db"));
   ASSERT_TRUE(db.ok());
   for (auto [pragma, expected] : {std::pair<const char*, const char*>{"journal_mode", "wal"},
-                                  {"foreign_keys", "1"}, {"synchronous", "1"}}) {
+                                  {"foreign_keys", "1"},
+                                  {"synchronous", "1"}}) {
     absl::StatusOr<Statement> stmt = (*db)->Prepare(std::string("PRAGMA ") + pragma);
     ASSERT_TRUE(stmt.ok());
     ASSERT_TRUE(*stmt->Step());
@@ -140,15 +143,18 @@ TEST(SchemaTest, TablesAreStrictAndConstrained) {
   // STRICT: text in an INTEGER column is refused.
   EXPECT_FALSE(c->Exec("INSERT INTO workers VALUES ('w', 'h', 'many', 'v', 1, 1)").ok());
   ASSERT_TRUE(c->Exec("INSERT INTO studies (name, source_name, source_yaml, created_at) "
-                      "VALUES ('s', 'f', 'y', 1)").ok());
+                      "VALUES ('s', 'f', 'y', 1)")
+                  .ok());
   // CHECK on cells.state.
   EXPECT_FALSE(c->Exec("INSERT INTO cells (study_id, hash, axes_json, config_json, "
                        "tokens_budget, state, created_at, updated_at) "
-                       "VALUES (1, 'h', '{}', '{}', 1, 'paused', 1, 1)").ok());
+                       "VALUES (1, 'h', '{}', '{}', 1, 'paused', 1, 1)")
+                   .ok());
   // Foreign keys: a cell of a study that does not exist.
   EXPECT_FALSE(c->Exec("INSERT INTO cells (study_id, hash, axes_json, config_json, "
                        "tokens_budget, created_at, updated_at) "
-                       "VALUES (99, 'h', '{}', '{}', 1, 1, 1)").ok());
+                       "VALUES (99, 'h', '{}', '{}', 1, 1, 1)")
+                   .ok());
 }
 
 // What `onset status` opens when no coordinator serves the file: never created, migrated or

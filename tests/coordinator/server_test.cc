@@ -235,9 +235,9 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   v1::ReportMetricsRequest report;
   report.set_worker_id(worker);
   report.set_lease_id(job.lease_id());
-  for (auto [name, tokens, value] : {std::tuple{"train/loss", 32'000, 3.0},
-                                     std::tuple{"train/loss", 64'000, 2.0},
-                                     std::tuple{"niah/acc@128", 64'000, 0.75}}) {
+  for (auto [name, tokens, value] :
+       {std::tuple{"train/loss", 32'000, 3.0}, std::tuple{"train/loss", 64'000, 2.0},
+        std::tuple{"niah/acc@128", 64'000, 0.75}}) {
     v1::MetricPoint* p = report.add_points();
     p->set_name(name);
     p->set_tokens(tokens);
@@ -341,7 +341,8 @@ TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   grpc::Status status;
   Submit("name: a\ntrain:\n  lr: fast\n", &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), StartsWith("studies/small.yaml:3: train.lr: must be a number"));
+  EXPECT_THAT(status.error_message(),
+              StartsWith("studies/small.yaml:3: train.lr: must be a number"));
 
   v1::GetStudyRequest get;
   get.set_name("missing");

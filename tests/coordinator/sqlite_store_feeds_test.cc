@@ -89,8 +89,8 @@ TEST_F(FeedsTest, EveryStateChangeIsAnEventInOrder) {
     EXPECT_EQ(e.cell_id, job.cell_id);
     described.push_back(Describe(e));
   }
-  EXPECT_THAT(described, ElementsAre("queued>running#1", "running>backoff#1",
-                                     "backoff>cancelled#1", "cancelled>queued#1"));
+  EXPECT_THAT(described, ElementsAre("queued>running#1", "running>backoff#1", "backoff>cancelled#1",
+                                     "cancelled>queued#1"));
   EXPECT_EQ(events[0].worker_id, worker_);
   EXPECT_THAT(events[1].reason, HasSubstr("exit code 1"));
   EXPECT_EQ(events[0].axes.at("arch"), "full");
@@ -151,7 +151,8 @@ TEST_F(FeedsTest, LogsAreReadByCellPrefixAndAttempt) {
   EXPECT_EQ(chunk->lines[0].line, 3);
 
   ASSERT_TRUE(store_->FinishAttempt(job.lease_id, {AttemptOutcome::kFailed, 1, 0, "x", ""}).ok());
-  EXPECT_TRUE(absl::IsFailedPrecondition(store_->AppendLogs(job.lease_id, {{4, 1, "late"}}).status()));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(store_->AppendLogs(job.lease_id, {{4, 1, "late"}}).status()));
   chunk = store_->ReadLogs(query);
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(chunk->ended);
@@ -271,10 +272,11 @@ namespace {
 
 TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
   ClaimedJob job = Claim();
-  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"train/loss", 200, 2.0},
-                                                {"train/loss", 100, 3.0},
-                                                {"niah/acc@64", 100, 0.25},
-                                                {"eval/heldout_loss", 100, std::nan("")}})
+  ASSERT_TRUE(store_
+                  ->AddMetrics(job.lease_id, {{"train/loss", 200, 2.0},
+                                              {"train/loss", 100, 3.0},
+                                              {"niah/acc@64", 100, 0.25},
+                                              {"eval/heldout_loss", 100, std::nan("")}})
                   .ok());
   std::vector<std::string> seen;
   ASSERT_TRUE(store_
@@ -287,22 +289,22 @@ TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
                                          return true;
                                        })
                   .ok());
-  EXPECT_THAT(seen, ElementsAre("eval/heldout_loss@100=nan", "niah/acc@64@100",
-                                "train/loss@100", "train/loss@200"));
+  EXPECT_THAT(seen, ElementsAre("eval/heldout_loss@100=nan", "niah/acc@64@100", "train/loss@100",
+                                "train/loss@200"));
   seen.clear();
   ASSERT_TRUE(store_
-                  ->ForEachMetricPoint("small", {"train/loss"}, {job.cell_id},
-                                       [&](const std::string&, const std::string& metric,
-                                           int64_t tokens, double) {
-                                         seen.push_back(metric + "@" + std::to_string(tokens));
-                                         return seen.size() < 1;  // stop after the first
-                                       })
+                  ->ForEachMetricPoint(
+                      "small", {"train/loss"}, {job.cell_id},
+                      [&](const std::string&, const std::string& metric, int64_t tokens, double) {
+                        seen.push_back(metric + "@" + std::to_string(tokens));
+                        return seen.size() < 1;  // stop after the first
+                      })
                   .ok());
   EXPECT_THAT(seen, ElementsAre("train/loss@100"));
-  EXPECT_TRUE(absl::IsNotFound(
-      store_->ForEachMetricPoint("nope", {}, {}, [](auto&&...) { return true; })));
-  EXPECT_TRUE(absl::IsNotFound(
-      store_->ForEachMetricPoint("small", {}, {"0000000000000000"}, [](auto&&...) { return true; })));
+  EXPECT_TRUE(
+      absl::IsNotFound(store_->ForEachMetricPoint("nope", {}, {}, [](auto&&...) { return true; })));
+  EXPECT_TRUE(absl::IsNotFound(store_->ForEachMetricPoint("small", {}, {"0000000000000000"},
+                                                          [](auto&&...) { return true; })));
 }
 
 }  // namespace

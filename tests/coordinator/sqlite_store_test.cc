@@ -172,10 +172,13 @@ TEST_F(SqliteStoreTest, ACellStoredBeforeItsCostWasIsSizedFromItsConfig) {
   const std::vector<CellInfo> stored = store_->GetStudy("small")->cells;
   // As a database from before schema version 4 holds it: no cost columns set.
   {
-    absl::StatusOr<std::unique_ptr<db::Connection>> raw = db::Connection::Open(dir_.File("onset.db"));
+    absl::StatusOr<std::unique_ptr<db::Connection>> raw =
+        db::Connection::Open(dir_.File("onset.db"));
     ASSERT_TRUE(raw.ok()) << raw.status();
-    ASSERT_TRUE((*raw)->Exec("UPDATE cells SET non_embedding_params = NULL, "
-                             "train_flops_per_token = NULL").ok());
+    ASSERT_TRUE((*raw)
+                    ->Exec("UPDATE cells SET non_embedding_params = NULL, "
+                           "train_flops_per_token = NULL")
+                    .ok());
   }
   const std::vector<CellInfo> read = store_->GetStudy("small")->cells;
   ASSERT_EQ(read.size(), stored.size());
@@ -396,12 +399,13 @@ TEST_F(SqliteStoreTest, ProgressAndMetricsUpsertIdempotently) {
 TEST_F(SqliteStoreTest, ResultsShowTheLastEvaluationOnly) {
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
   ClaimedJob job = Claim();
-  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"eval/heldout_loss", 1000, 4.0},
-                                                {"rh/max_full", 1000, 0.9},
-                                                {"niah/acc", 1000, 0.2},
-                                                {"eval/heldout_loss", 2000, 3.0},
-                                                {"niah/acc", 2000, 0.1},
-                                                {"train/loss", 2500, 2.5}})
+  ASSERT_TRUE(store_
+                  ->AddMetrics(job.lease_id, {{"eval/heldout_loss", 1000, 4.0},
+                                              {"rh/max_full", 1000, 0.9},
+                                              {"niah/acc", 1000, 0.2},
+                                              {"eval/heldout_loss", 2000, 3.0},
+                                              {"niah/acc", 2000, 0.1},
+                                              {"train/loss", 2500, 2.5}})
                   .ok());
   absl::StatusOr<std::vector<CellResult>> results = store_->Results("small");
   ASSERT_TRUE(results.ok());
@@ -523,8 +527,8 @@ TEST_F(FailurePolicyStoreTest, CrashesRetryWithGrowingBackoffThenFail) {
 
 TEST_F(FailurePolicyStoreTest, DivergedOomAndConfigAreNotRetried) {
   ClaimedJob a = Claim(), b = Claim(), c = Claim();
-  ASSERT_TRUE(store_->FinishAttempt(a.lease_id, {AttemptOutcome::kDiverged, 3, 0, "diverged", ""})
-                  .ok());
+  ASSERT_TRUE(
+      store_->FinishAttempt(a.lease_id, {AttemptOutcome::kDiverged, 3, 0, "diverged", ""}).ok());
   ASSERT_TRUE(store_->FinishAttempt(b.lease_id, Crash("RuntimeError: CUDA out of memory.")).ok());
   ASSERT_TRUE(
       store_->FinishAttempt(c.lease_id, {AttemptOutcome::kFailed, 2, 0, "exit code 2", ""}).ok());
@@ -537,9 +541,9 @@ TEST_F(FailurePolicyStoreTest, DivergedOomAndConfigAreNotRetried) {
 
 TEST_F(FailurePolicyStoreTest, AHandedBackAttemptIsRequeuedAtOnceAndNotCounted) {
   ClaimedJob job = Claim();
-  ASSERT_TRUE(store_->FinishAttempt(job.lease_id, {AttemptOutcome::kHandedBack, 4, 0,
-                                                   "worker stopped", ""})
-                  .ok());
+  ASSERT_TRUE(
+      store_->FinishAttempt(job.lease_id, {AttemptOutcome::kHandedBack, 4, 0, "worker stopped", ""})
+          .ok());
   EXPECT_EQ(Cell(job.cell_id).state, CellState::kQueued);
   EXPECT_EQ(Cell(job.cell_id).failures, 0);
   ClaimedJob again = Claim();
@@ -597,8 +601,8 @@ TEST_F(FailurePolicyStoreTest, RerunQueuesTheSelectedCellsAndFreshForgetsTheirMe
   EXPECT_FALSE(again.fresh);  // resumes from its checkpoint
   ASSERT_TRUE(store_->FinishAttempt(again.lease_id, Crash("out of memory")).ok());
 
-  RerunRequest fresh{"small", {CellState::kFailed, CellState::kDiverged}, {{"arch", arch_a}}, {},
-                     true};
+  RerunRequest fresh{
+      "small", {CellState::kFailed, CellState::kDiverged}, {{"arch", arch_a}}, {}, true};
   EXPECT_EQ(*store_->RerunCells(fresh), Cell(b.cell_id).axes.at("arch") == arch_a ? 2 : 1);
   ClaimedJob from_scratch = Claim();
   EXPECT_EQ(from_scratch.cell_id, a.cell_id);

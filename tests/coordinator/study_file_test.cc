@@ -176,7 +176,8 @@ const BadFile kBadFiles[] = {
     {"empty second document", "name: a\n---\n",
      "s.yaml:2: a study file is one YAML document; a second one starts here"},
     {"nesting too deep",
-     "name: a\ndescription: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[x]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+     "name: a\ndescription: "
+     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[x]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
      "s.yaml:2: nesting deeper than 16 levels"},
     {"not UTF-8", "name: a\ndescription: caf\xe9\n",
      "s.yaml:2: the file is not UTF-8 text (byte 0xe9 at offset 24)"},
@@ -209,8 +210,7 @@ const BadFile kBadFiles[] = {
      "s.yaml:3: train.batch_tokens: must be at most 10000000000 tokens (1e10)"},
     {"eval cadence over the limit", "name: a\neval:\n  every_tokens: 9000000000000000000\n",
      "s.yaml:3: eval.every_tokens: must be at most 1000000000000000 tokens (1e15)"},
-    {"zero learning rate", "name: a\ntrain: {lr: 0}\n",
-     "s.yaml:2: train.lr: must be above 0"},
+    {"zero learning rate", "name: a\ntrain: {lr: 0}\n", "s.yaml:2: train.lr: must be above 0"},
     {"zero learning rate in the grid", "name: a\n" MODEL "grid:\n  train.lr: [1e-3, 0.0]\n",
      "s.yaml:5: grid.train.lr: must be above 0"},
     // Names are directory names (checkpoints live under ROOT/STUDY/CELL).
@@ -542,16 +542,17 @@ TEST(StudyFileTest, TextThatIsNotAStudyFileIsRefusedWithItsPlace) {
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().message(), "s.yaml:3: the file is not text: a NUL byte at offset 23");
   // Over the size limit: refused before YAML sees it.
-  const std::string big = "name: a\ndescription: " + std::string(common::kMaxStudyFileBytes, 'x') + "\n";
+  const std::string big =
+      "name: a\ndescription: " + std::string(common::kMaxStudyFileBytes, 'x') + "\n";
   spec = ParseStudyFile("s.yaml", big);
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(),
-            "s.yaml:1: the file is " + std::to_string(big.size()) +
-                " bytes; a study file is at most 1048576 bytes (1 MiB)");
+  EXPECT_EQ(spec.status().message(), "s.yaml:1: the file is " + std::to_string(big.size()) +
+                                         " bytes; a study file is at most 1048576 bytes (1 MiB)");
   // A truncated UTF-8 sequence at the end.
   spec = ParseStudyFile("s.yaml", "name: a\n\n\ndescription: \xe2\x82");
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(), "s.yaml:4: the file is not UTF-8 text (byte 0xe2 at offset 23)");
+  EXPECT_EQ(spec.status().message(),
+            "s.yaml:4: the file is not UTF-8 text (byte 0xe2 at offset 23)");
 }
 
 TEST(StudyFileTest, CellErrorsNameTheCellsAxisValues) {

@@ -38,8 +38,7 @@ class WorkerServiceTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    auto channel =
-        common::NewClientChannel(server_->address(), common::ClientSecurity{kToken, ""});
+    auto channel = common::NewClientChannel(server_->address(), common::ClientSecurity{kToken, ""});
     studies_ = v1::StudyService::NewStub(channel);
     workers_ = v1::WorkerService::NewStub(channel);
 
@@ -161,20 +160,20 @@ TEST_F(WorkerServiceTest, BadMetricPointsAreRefusedOneByOneAndTheRestStored) {
     p->set_value(value);
   };
   add("train/loss", 1000, 3.0);
-  add("", 1000, 1.0);                                        // no name
-  add("train/loss", -1, 2.9);                                // negative tokens
-  add("train/loss", std::numeric_limits<int64_t>::max(), 2.8);  // beyond any run
-  add(std::string(300, 'n'), 1000, 1.0);                     // name too long
-  add("bad name", 1000, 1.0);                                // not the charset
+  add("", 1000, 1.0);                                                       // no name
+  add("train/loss", -1, 2.9);                                               // negative tokens
+  add("train/loss", std::numeric_limits<int64_t>::max(), 2.8);              // beyond any run
+  add(std::string(300, 'n'), 1000, 1.0);                                    // name too long
+  add("bad name", 1000, 1.0);                                               // not the charset
   add("eval/heldout_loss", 2000, std::numeric_limits<double>::infinity());  // stored as NULL
   add("train/loss", 2000, 2.5);
   v1::ReportMetricsResponse resp;
   grpc::Status s = workers_->ReportMetrics(Ctx().get(), report, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.accepted(), 3);
-  EXPECT_THAT(Rows("SELECT name, tokens, value FROM metrics ORDER BY name, tokens"),
-              ElementsAre("eval/heldout_loss|2000|NULL", "train/loss|1000|3.0",
-                          "train/loss|2000|2.5"));
+  EXPECT_THAT(
+      Rows("SELECT name, tokens, value FROM metrics ORDER BY name, tokens"),
+      ElementsAre("eval/heldout_loss|2000|NULL", "train/loss|1000|3.0", "train/loss|2000|2.5"));
   // A batch of nothing but bad points still leaves the lease alone.
   report.clear_points();
   add("", 1, 1);
@@ -186,8 +185,8 @@ TEST_F(WorkerServiceTest, BadMetricPointsAreRefusedOneByOneAndTheRestStored) {
 TEST_F(WorkerServiceTest, AbsurdProgressRenewsTheLeaseButIsNotStored) {
   ASSERT_TRUE(Heartbeat(4096, 900).ok());
   EXPECT_EQ(Cell().tokens_done(), 4096);
-  for (int64_t bad : {int64_t{-388313981572612}, common::kMaxTokens + 1,
-                      std::numeric_limits<int64_t>::max()}) {
+  for (int64_t bad :
+       {int64_t{-388313981572612}, common::kMaxTokens + 1, std::numeric_limits<int64_t>::max()}) {
     grpc::Status s = Heartbeat(bad, 900);
     EXPECT_TRUE(s.ok()) << bad << ": " << s.error_message();
     EXPECT_EQ(Cell().tokens_done(), 4096) << bad;

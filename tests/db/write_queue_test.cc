@@ -72,8 +72,8 @@ TEST(WriteQueueTest, AFailingOperationRollsBackOnlyItself) {
   });
   EXPECT_FALSE(failed.ok());
   ASSERT_TRUE(queue.Run([](Connection& db) { return Insert(db, 3); }).ok());
-  absl::StatusOr<int64_t> rows = queue.Run<int64_t>(
-      [](Connection& db) -> absl::StatusOr<int64_t> { return Count(db); }, true);
+  absl::StatusOr<int64_t> rows =
+      queue.Run<int64_t>([](Connection& db) -> absl::StatusOr<int64_t> { return Count(db); }, true);
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(*rows, 2);  // 1 and 3
 }
@@ -90,8 +90,8 @@ TEST(WriteQueueTest, RunAndRollBackShowsTheWriteButKeepsNothing) {
       /*roll_back=*/true);
   ASSERT_TRUE(seen.ok()) << seen.status();
   EXPECT_EQ(*seen, 1);
-  absl::StatusOr<int64_t> rows = queue.Run<int64_t>(
-      [](Connection& db) -> absl::StatusOr<int64_t> { return Count(db); }, true);
+  absl::StatusOr<int64_t> rows =
+      queue.Run<int64_t>([](Connection& db) -> absl::StatusOr<int64_t> { return Count(db); }, true);
   EXPECT_EQ(*rows, 0);
   EXPECT_EQ(queue.commits(), commits);  // nothing was written, so no watcher wakes
 }

@@ -31,10 +31,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Child;
 using testing::Finish;
-using testing::Ran;
 using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using ::testing::Not;
+using testing::Ran;
 using testing::Start;
 using testing::WaitForFile;
 using worker::ExitStatus;

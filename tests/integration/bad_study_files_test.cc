@@ -18,13 +18,13 @@ namespace onset {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::Child;
 using testing::Finish;
+using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using testing::Ran;
 using testing::Start;
+using ::testing::StartsWith;
 using worker::ExitStatus;
 using worker::PosixProcessLauncher;
 
@@ -94,10 +94,10 @@ TEST_F(BadStudyFilesTest, AreRefusedWithTheirPlaceAndOnsetdKeepsServing) {
   const std::string tiny = Write("tiny.yaml", "name: tiny\ntrain:\n  lr: 1e-400\n");
   const std::string digits =
       Write("digits.yaml", "name: digits\ngrid:\n  tokens: [" + std::string(400, '9') + "K]\n");
-  const std::string long_seq = Write(
-      "long.yaml",
-      "name: long\nmodel: {layers: 2, d_model: 32, heads: 2}\ntrain: {batch_tokens: 4M}\n"
-      "grid:\n  model.seq_len: [64, 2200000]\n");
+  const std::string long_seq =
+      Write("long.yaml",
+            "name: long\nmodel: {layers: 2, d_model: 32, heads: 2}\ntrain: {batch_tokens: 4M}\n"
+            "grid:\n  model.seq_len: [64, 2200000]\n");
   const std::string dots = Write("dots.yaml", "name: ..\n");
   const std::string two_docs = Write("two.yaml", std::string(kGoodStudy) + "---\nname: other\n");
   const std::string latin1 = Write("latin1.yaml", "name: caf\xe9\n");

@@ -74,8 +74,8 @@ TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
   const std::string http = WaitForFile(dir / "http");
   ASSERT_FALSE(http.empty()) << daemon.process->StderrTail();
   Child worker = Start(launcher, "onset-worker",
-                       {"--coordinator", address, "--work-dir", (dir / "work").string(),
-                        "--slots", "2", "--token-file", token_file});
+                       {"--coordinator", address, "--work-dir", (dir / "work").string(), "--slots",
+                        "2", "--token-file", token_file});
   Child submit = Start(launcher, "onset",
                        {"--coordinator", address, "--token-file", token_file, "submit",
                         (dir / "browse.yaml").string()});
@@ -105,21 +105,21 @@ TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
   ASSERT_LT(max_last, min_first) << "the losses did not fall";
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%.4f", max_last + 0.3 * (min_first - max_last));
-  Child compare = Start(launcher, "onset",
-                        {"--coordinator", address, "--token-file", token_file, "compare",
-                         "browse", "--metric", "train/loss", "--threshold", threshold, "--by",
-                         "arch", "--json"});
+  Child compare =
+      Start(launcher, "onset",
+            {"--coordinator", address, "--token-file", token_file, "compare", "browse", "--metric",
+             "train/loss", "--threshold", threshold, "--by", "arch", "--json"});
   ASSERT_TRUE(compare.process->Wait().Succeeded()) << compare.process->StderrTail();
   const nlohmann::json cli = nlohmann::json::parse(compare.Out());
   ASSERT_EQ(cli["groups"].size(), 2u);
 
   // The browser, with the comparison in the link.
-  Child browser =
-      Start(launcher, chromium,
-            {"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + (dir / "chrome").string(),
-             "--virtual-time-budget=10000", "--dump-dom",
-             "http://" + http + "/#token=" + token +
-                 "&study=browse&metric=train/loss&threshold=" + threshold + "&by=arch"});
+  Child browser = Start(
+      launcher, chromium,
+      {"--headless", "--no-sandbox", "--disable-gpu",
+       "--user-data-dir=" + (dir / "chrome").string(), "--virtual-time-budget=10000", "--dump-dom",
+       "http://" + http + "/#token=" + token +
+           "&study=browse&metric=train/loss&threshold=" + threshold + "&by=arch"});
   ASSERT_NE(browser.process, nullptr);
   ASSERT_TRUE(browser.process->WaitFor(std::chrono::seconds(90))) << "chromium did not finish";
   const std::string dom = browser.Out();

@@ -23,10 +23,10 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using testing::Child;
-using testing::Ran;
 using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using ::testing::Not;
+using testing::Ran;
 using testing::Start;
 using testing::WaitForFile;
 using worker::ExitStatus;

@@ -26,8 +26,8 @@ namespace onset {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using testing::Child;
+using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using testing::PointsPerCell;
 using testing::Start;
@@ -130,8 +130,7 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
     if (succeeded == 2) break;
     std::this_thread::sleep_for(kPollInterval);
   }
-  ASSERT_EQ(succeeded, 2) << last.DebugString() << "\nworker:\n"
-                          << worker.process->StderrTail();
+  ASSERT_EQ(succeeded, 2) << last.DebugString() << "\nworker:\n" << worker.process->StderrTail();
 
   // The CLI reads the same state back.
   Child status = Start(launcher_, "onset",
@@ -152,9 +151,9 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
     EXPECT_TRUE(c.process->Wait().Succeeded()) << c.process->StderrTail();
     return c.Out();
   };
-  const nlohmann::json compared = nlohmann::json::parse(
-      run_cli({"compare", "tiny", "--metric", "train/loss", "--threshold", "100", "--by", "arch",
-               "--baseline", "arch=full", "--json"}));
+  const nlohmann::json compared =
+      nlohmann::json::parse(run_cli({"compare", "tiny", "--metric", "train/loss", "--threshold",
+                                     "100", "--by", "arch", "--baseline", "arch=full", "--json"}));
   std::map<std::string, std::pair<int64_t, double>> first_and_final;  // cell -> (tokens, value)
   std::map<std::string, int64_t> last_tokens;
   std::istringstream exported(
@@ -204,7 +203,8 @@ TEST_F(EndToEndTest, DaemonWorkerAndTrainerFinishAStudy) {
   EXPECT_EQ(PointsPerCell(db, "niah/acc").size(), 2u);
 
   EXPECT_EQ(worker.process->Terminate(std::chrono::seconds(10)).signal, 0)
-      << "onset-worker should exit cleanly on SIGTERM:\n" << worker.process->StderrTail();
+      << "onset-worker should exit cleanly on SIGTERM:\n"
+      << worker.process->StderrTail();
   daemon.process->Terminate(std::chrono::seconds(10));
 }
 
@@ -218,8 +218,8 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
                       {"run", study_file_.string(), "--data-dir", data.string(), "--workers", "2"});
   ASSERT_NE(first.process, nullptr);
   // Bounded: a hung run is killed by its destructor and fails the test.
-  ASSERT_TRUE(first.process->WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(
-      kOverallTimeout)));
+  ASSERT_TRUE(first.process->WaitFor(
+      std::chrono::duration_cast<std::chrono::milliseconds>(kOverallTimeout)));
   ExitStatus status = first.process->Wait();
   ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << first.process->StderrTail();
   EXPECT_THAT(first.Out(), HasSubstr("train/loss"));
@@ -229,8 +229,9 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
   EXPECT_EQ(fs::status(data / common::kTokenFileName).permissions(),
             fs::perms::owner_read | fs::perms::owner_write);
 
-  Child second = Start(launcher_, "onset",
-                       {"run", study_file_.string(), "--data-dir", data.string(), "--workers", "2"});
+  Child second =
+      Start(launcher_, "onset",
+            {"run", study_file_.string(), "--data-dir", data.string(), "--workers", "2"});
   ASSERT_TRUE(second.process->WaitFor(std::chrono::seconds(60)));
   status = second.process->Wait();
   ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << second.process->StderrTail();
@@ -251,8 +252,8 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
   std::ofstream(edited_file) << edited;
   Child third = Start(launcher_, "onset",
                       {"run", edited_file.string(), "--data-dir", data.string(), "--workers", "1"});
-  ASSERT_TRUE(third.process->WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(
-      kOverallTimeout)));
+  ASSERT_TRUE(third.process->WaitFor(
+      std::chrono::duration_cast<std::chrono::milliseconds>(kOverallTimeout)));
   status = third.process->Wait();
   ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << third.process->StderrTail();
   EXPECT_THAT(third.process->StderrTail(), HasSubstr("1 cells, 1 new"));

@@ -287,8 +287,9 @@ TEST_F(FaultInjectionTest, ARestartedCoordinatorLosesNothing) {
   StartWorker("w2");
   Submit();
   // `onset watch` follows the study through the restart.
-  Child watcher = Start(launcher_, "onset",
-                        {"watch", "faults", "--coordinator", address_, "--token-file", token_file_});
+  Child watcher =
+      Start(launcher_, "onset",
+            {"watch", "faults", "--coordinator", address_, "--token-file", token_file_});
   ASSERT_NE(watcher.process, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return RunningCellPast(20'000).has_value(); }));
   ASSERT_EQ(::kill(daemon_.process->pid(), SIGKILL), 0);
@@ -321,9 +322,9 @@ TEST_F(FaultInjectionTest, ARestartedCoordinatorLosesNothing) {
 
   // Each trainer's stderr reached the coordinator; a cell is found by a prefix of its id.
   const std::string cell = study->cells(0).id();
-  Child logs = Start(launcher_, "onset",
-                     {"logs", cell.substr(0, 6), "--coordinator", address_, "--token-file",
-                      token_file_});
+  Child logs =
+      Start(launcher_, "onset",
+            {"logs", cell.substr(0, 6), "--coordinator", address_, "--token-file", token_file_});
   ASSERT_NE(logs.process, nullptr);
   EXPECT_EQ(logs.process->Wait().exit_code, 0) << logs.process->StderrTail();
   EXPECT_THAT(logs.Out(), HasSubstr("onset-train: done"));

@@ -38,7 +38,9 @@ std::string StudyOf(int cells) {
   return yaml + "]\n";
 }
 
-int Lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+int Lines(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
 
 class StudyLimitTest : public ::testing::Test {
  protected:
@@ -92,10 +94,10 @@ TEST_F(StudyLimitTest, EveryCommandWorksOnAStudyOfTheLimitsSize) {
 
   // Cancelled, every cell has ended: the watch takes the snapshot (in pieces) and exits.
   ASSERT_EQ(Onset({"cancel", "wide"}, &out), 0);
-  Child watch = Start(launcher_, "onset",
-                      {"--coordinator", daemon_.address, "--token-file", daemon_.token_file,
-                       "watch", "wide"},
-                      dir_.string());
+  Child watch =
+      Start(launcher_, "onset",
+            {"--coordinator", daemon_.address, "--token-file", daemon_.token_file, "watch", "wide"},
+            dir_.string());
   ASSERT_TRUE(watch.process);
   EXPECT_EQ(watch.process->Wait().exit_code, 3) << watch.process->StderrTail();
   EXPECT_THAT(watch.Out(), HasSubstr("wide: " + n + " cells: " + n + " cancelled"));

@@ -23,10 +23,10 @@ namespace onset {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::Child;
+using ::testing::HasSubstr;
 using testing::HaveBinaries;
+using ::testing::Not;
 using testing::Start;
 using worker::PosixProcessLauncher;
 
@@ -55,9 +55,9 @@ class TrainerOutputTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     // A short lease: a cell whose worker cannot report its end is requeued within seconds.
-    daemon_ = testing::StartDaemon(launcher_, dir_,
-                                   {"--lease-ttl-ms", "3000", "--heartbeat-interval-ms", "200",
-                                    "--retry-backoff-ms", "100"});
+    daemon_ = testing::StartDaemon(
+        launcher_, dir_,
+        {"--lease-ttl-ms", "3000", "--heartbeat-interval-ms", "200", "--retry-backoff-ms", "100"});
     ASSERT_FALSE(daemon_.address.empty() || daemon_.token.empty());
     client_ = std::make_unique<cli::StudyClient>(
         daemon_.address, common::ClientSecurity{daemon_.token, ""}, std::chrono::seconds(10));
@@ -76,10 +76,10 @@ class TrainerOutputTest : public ::testing::Test {
     const fs::path trainer = dir_ / "trainer.sh";
     std::ofstream(trainer) << "#!/bin/sh\n" << body << "\n";
     fs::permissions(trainer, fs::perms::owner_all);
-    worker_ = Start(launcher_, "onset-worker",
-                    {"--coordinator", daemon_.address, "--work-dir", (dir_ / "work").string(),
-                     "--trainer", trainer.string(), "--slots", "1", "--token-file",
-                     daemon_.token_file});
+    worker_ =
+        Start(launcher_, "onset-worker",
+              {"--coordinator", daemon_.address, "--work-dir", (dir_ / "work").string(),
+               "--trainer", trainer.string(), "--slots", "1", "--token-file", daemon_.token_file});
     EXPECT_NE(worker_.process, nullptr);
     absl::StatusOr<v1::SubmitStudyResponse> submitted = client_->Submit("unruly.yaml", kStudy);
     EXPECT_TRUE(submitted.ok()) << submitted.status();
@@ -98,7 +98,8 @@ class TrainerOutputTest : public ::testing::Test {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ADD_FAILURE() << "the cell did not end in time:\n" << cell_.DebugString() << "\nworker:\n"
+    ADD_FAILURE() << "the cell did not end in time:\n"
+                  << cell_.DebugString() << "\nworker:\n"
                   << worker_.process->StderrTail();
     return "";
   }
@@ -159,8 +160,9 @@ TEST_F(TrainerOutputTest, LinesStoredWithBrokenUtf8AreReadableAgain) {
   ASSERT_EQ(sqlite3_open(Db().c_str(), &db), SQLITE_OK);
   sqlite3_busy_timeout(db, 5000);
   char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, "UPDATE log_lines SET text = CAST(X'74776FE282' AS TEXT) "
-                             "WHERE text = 'two'",
+  EXPECT_EQ(sqlite3_exec(db,
+                         "UPDATE log_lines SET text = CAST(X'74776FE282' AS TEXT) "
+                         "WHERE text = 'two'",
                          nullptr, nullptr, &error),
             SQLITE_OK)
       << (error ? error : "");
@@ -217,8 +219,8 @@ exit 3)");
                       "SELECT name, tokens, coalesce(value, 'NULL') FROM metrics "
                       "ORDER BY name, tokens",
                       {}, [&](sqlite3_stmt* row) {
-                        points.push_back(testing::Text(row, 0) + "@" + testing::Text(row, 1) +
-                                         "=" + testing::Text(row, 2));
+                        points.push_back(testing::Text(row, 0) + "@" + testing::Text(row, 1) + "=" +
+                                         testing::Text(row, 2));
                       });
   EXPECT_THAT(points, ::testing::ElementsAre("train/loss@1024=3.5", "train/loss@2048=NULL",
                                              "train/lr@2048=0.001"));

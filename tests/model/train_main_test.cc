@@ -166,24 +166,28 @@ TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
 
 TEST_F(TrainBinaryTest, PreparedTextTrainsAndABadTokenFileExitsTwo) {
   std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
+  for (int i = 0; i < 400; ++i)
+    text += "the quick brown fox jumps over the lazy dog " + std::to_string(i) + "\n";
   std::ofstream(dir_ + "/text.txt") << text;
   RunResult p = Run("prepare --out " + dir_ + "/text.bin " + dir_ + "/text.txt");
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find(std::to_string(text.size()) + " tokens (uint16, byte vocabulary)"),
-            std::string::npos) << p.out;
+            std::string::npos)
+      << p.out;
 
   const std::string config = R"({
     "model": {"layers": 1, "d_model": 16, "heads": 2, "seq_len": 32},
     "train": {"tokens": 1024, "batch_tokens": 256, "micro_batch": 8},
-    "data": {"background": "file", "path": ")" + dir_ + R"(/text.bin", "vocab_size": VOCAB},
+    "data": {"background": "file", "path": ")" +
+                             dir_ + R"(/text.bin", "vocab_size": VOCAB},
     "eval": {"heldout_seqs": 2, "niah_lengths": [48], "niah_samples": 1}})";
   auto with_vocab = [&](const std::string& v) {
     std::string c = config;
     c.replace(c.find("VOCAB"), 5, v);
     return WriteConfig(c);
   };
-  RunResult ok = Run("--config " + with_vocab("256") + " --device cpu --threads 1 --checkpoint-dir " + ckpt());
+  RunResult ok =
+      Run("--config " + with_vocab("256") + " --device cpu --threads 1 --checkpoint-dir " + ckpt());
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("\"event\":\"done\""), std::string::npos) << ok.out;
 
@@ -191,9 +195,11 @@ TEST_F(TrainBinaryTest, PreparedTextTrainsAndABadTokenFileExitsTwo) {
   const std::string path = with_vocab("100");
   RunResult bad = Run("--config " + path + " --device cpu --checkpoint-dir " + ckpt() + "2");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find(path + ": data.path: " + dir_ + "/text.bin: token id 116 at token 0 "
+  EXPECT_NE(bad.err.find(path + ": data.path: " + dir_ +
+                         "/text.bin: token id 116 at token 0 "
                          "(byte offset 0) is outside the vocabulary"),
-            std::string::npos) << bad.err;
+            std::string::npos)
+      << bad.err;
   EXPECT_TRUE(bad.out.empty()) << bad.out;
 }
 
@@ -202,7 +208,8 @@ TEST_F(TrainBinaryTest, DumpLogitsRefusesIdsPastTheConfigsVocabulary) {
   RunResult r = Run("dump-logits --config " + path + " --checkpoint " + ckpt() + " --tokens 1,264");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--tokens: id 264 is not below the model's vocabulary size 264"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
 }
 
 // SIGTERM (a worker handing its job back): checkpoint, a "stopped" event, exit code 4; then
@@ -213,11 +220,15 @@ TEST_F(TrainBinaryTest, SigtermCheckpointsAndExitsFour) {
     "train": {"tokens": 20000000, "batch_tokens": 128, "micro_batch": 8, "log_every_steps": 1},
     "eval": {"heldout_seqs": 1, "niah_lengths": [48], "niah_samples": 1}})");
   const std::string out = dir_ + "/out.txt";
-  const std::string script =
-      binary_ + " --config " + path + " --device cpu --threads 1 --checkpoint-dir " + ckpt() +
-      " >" + out + " 2>" + dir_ + "/err.txt & pid=$!; "
-      "for i in $(seq 600); do grep -q '\"train\"' " + out + " 2>/dev/null && break; "
-      "sleep 0.05; done; kill -TERM $pid; wait $pid; echo $? >" + dir_ + "/rc0";
+  const std::string script = binary_ + " --config " + path +
+                             " --device cpu --threads 1 --checkpoint-dir " + ckpt() + " >" + out +
+                             " 2>" + dir_ +
+                             "/err.txt & pid=$!; "
+                             "for i in $(seq 600); do grep -q '\"train\"' " +
+                             out +
+                             " 2>/dev/null && break; "
+                             "sleep 0.05; done; kill -TERM $pid; wait $pid; echo $? >" +
+                             dir_ + "/rc0";
   ASSERT_EQ(std::system(("sh -c \"" + Escape(script) + "\"").c_str()), 0);
   std::ifstream rc(dir_ + "/rc0");
   int code = -1;

@@ -83,9 +83,8 @@ TEST_F(AttemptDirTest, AFreshJobDiscardsOnlyWhatIsRecognisablyACellsCheckpoints)
   job.checkpoint_dir = (work_dir_ / "data").string();
   fs::create_directories(job.checkpoint_dir);
   absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), job);
-  EXPECT_EQ(attempt.status().message(),
-            "refusing to discard " + job.checkpoint_dir +
-                ": not a checkpoint directory of cell 00c0ffee");
+  EXPECT_EQ(attempt.status().message(), "refusing to discard " + job.checkpoint_dir +
+                                            ": not a checkpoint directory of cell 00c0ffee");
   EXPECT_TRUE(fs::exists(job.checkpoint_dir));
 }
 
@@ -105,8 +104,9 @@ TEST_F(AttemptDirTest, AWorkDirThatCannotBeCreatedSaysWhere) {
   fs::create_directories(work_dir_.parent_path());
   std::ofstream(work_dir_.string()) << "a file, not a directory";
   absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), Job());
-  EXPECT_THAT(std::string(attempt.status().message()),
-              StartsWith("cannot create " + (work_dir_ / "00c0ffee" / "attempt-3").string() + ": "));
+  EXPECT_THAT(
+      std::string(attempt.status().message()),
+      StartsWith("cannot create " + (work_dir_ / "00c0ffee" / "attempt-3").string() + ": "));
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status report_status;
   int report_failures = 0;  // before report_status: the first calls fail as unreachable
   absl::Status logs_status;
-  int finish_failures = 0;      // the first Finish calls fail with finish_failure
+  int finish_failures = 0;  // the first Finish calls fail with finish_failure
   absl::Status finish_failure = absl::UnavailableError("FinishJob to fake: connection refused");
   std::deque<JobSpec> jobs;
   bool keep_devices = false;
@@ -144,7 +144,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::vector<Progress> heartbeats;
   std::vector<std::vector<MetricPoint>> batches;
   std::vector<Finished> finished;
-  std::vector<LogLine> log_lines;  // every line accepted, in the order sent
+  std::vector<LogLine> log_lines;      // every line accepted, in the order sent
   std::vector<size_t> log_call_bytes;  // the text each accepted AppendLogs call carried
   // "heartbeat", "report", "report failed", "report refused", "finish", in order.
   std::vector<std::string> calls;

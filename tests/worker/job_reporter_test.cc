@@ -18,8 +18,8 @@ using ::testing::IsEmpty;
 
 // One train line with one point (train/loss) at `tokens`.
 std::string TrainLine(int64_t tokens, double loss) {
-  return absl::StrCat(R"({"event":"train","tokens":)", tokens,
-                      R"(,"metrics":{"train/loss":)", loss, "}}");
+  return absl::StrCat(R"({"event":"train","tokens":)", tokens, R"(,"metrics":{"train/loss":)", loss,
+                      "}}");
 }
 
 class JobReporterTest : public ::testing::Test {
@@ -79,8 +79,9 @@ TEST_F(JobReporterTest, ARefusedBatchIsDroppedAndTheEndSaysSo) {
   reporter.FlushMetrics();
   EXPECT_EQ(reporter.pending_points(), 0u);
   reporter.RelayTheRest();
-  EXPECT_THAT(LogTexts(),
-              ElementsAre("onset-worker: the coordinator refused 1 metric points: first: bad points"));
+  EXPECT_THAT(
+      LogTexts(),
+      ElementsAre("onset-worker: the coordinator refused 1 metric points: first: bad points"));
 }
 
 TEST_F(JobReporterTest, ALostLeaseEndsAllReporting) {
@@ -134,9 +135,10 @@ TEST_F(JobReporterTest, TheEndSaysWhatBecameOfTheTrainersOutput) {
   reporter.FlushMetrics();
   reporter.Note("a note of the worker's own");
   reporter.RelayTheRest();
-  EXPECT_THAT(LogTexts(),
-              ElementsAre("onset-worker: a note of the worker's own",
-                          "onset-worker: skipped 1 metrics lines that were not onset-train's JSON"));
+  EXPECT_THAT(
+      LogTexts(),
+      ElementsAre("onset-worker: a note of the worker's own",
+                  "onset-worker: skipped 1 metrics lines that were not onset-train's JSON"));
 }
 
 }  // namespace

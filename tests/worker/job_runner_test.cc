@@ -98,10 +98,10 @@ TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
   EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("threads=2"));
   EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("cwd=" + fs::canonical(attempt).string()));
   // Checkpoints are per cell, shared by its attempts, and the trainer is asked to resume.
-  EXPECT_THAT(outcome.result.stderr_tail,
-              HasSubstr("checkpoint_dir=" +
-                        (fs::canonical(work_dir_ / "00c0ffee") / "checkpoints").string() +
-                        " resume=1"));
+  EXPECT_THAT(
+      outcome.result.stderr_tail,
+      HasSubstr("checkpoint_dir=" +
+                (fs::canonical(work_dir_ / "00c0ffee") / "checkpoints").string() + " resume=1"));
 }
 
 // The fake trainer echoes its --device, --nproc and CUDA_VISIBLE_DEVICES ("unset" without it).
@@ -238,7 +238,8 @@ TEST_F(JobRunnerTest, HeartbeatsGoOnWhileTheLastPointsWaitForTheCoordinator) {
   const auto delivered = std::find(calls.begin(), calls.end(), "report");
   ASSERT_NE(first_failure, calls.end());
   ASSERT_NE(delivered, calls.end());
-  EXPECT_GE(std::count(first_failure, delivered, "heartbeat"), 1) << ::testing::PrintToString(calls);
+  EXPECT_GE(std::count(first_failure, delivered, "heartbeat"), 1)
+      << ::testing::PrintToString(calls);
   EXPECT_EQ(calls.back(), "finish");
 }
 
@@ -284,7 +285,7 @@ TEST_F(JobRunnerTest, InvalidUtf8OnStderrReachesTheCoordinatorRepaired) {
 TEST_F(JobRunnerTest, LinesDroppedForWantOfRoomAreExplainedInTheCellsLog) {
   JobRunnerConfig config = Config();
   config.log_buffer_lines = 100;
-  config.log_flush_lines = 1'000;                   // no early relay
+  config.log_flush_lines = 1'000;                    // no early relay
   config.flush_interval = std::chrono::seconds(60);  // nothing is relayed before the exit
   JobRunner runner(config, "w1", Job("fail"), &client_, &launcher_);
   runner.Run();
@@ -428,8 +429,8 @@ TEST_F(JobRunnerTest, HeartbeatsFollowTheInjectedClock) {
   std::thread run([&] { runner.Run(); });
 
   // The trainer's first line is held back until the fake flush interval has passed.
-  ASSERT_FALSE(client_.WaitUntil([&] { return !client_.batches.empty(); },
-                                 std::chrono::milliseconds(300)));
+  ASSERT_FALSE(
+      client_.WaitUntil([&] { return !client_.batches.empty(); }, std::chrono::milliseconds(300)));
   clock.Advance(std::chrono::seconds(10));
   ASSERT_TRUE(client_.WaitUntil([&] { return !client_.batches.empty(); }));
   EXPECT_TRUE(client_.Locked([&] { return client_.heartbeats.empty(); }));
@@ -453,8 +454,8 @@ TEST_F(JobRunnerTest, TheEndIsReportedAgainAfterADelayOfTheInjectedClock) {
     return std::count(client_.calls.begin(), client_.calls.end(), "finish refused") == 1;
   }));
   // The retry waits for the clock, not for real time.
-  EXPECT_FALSE(client_.WaitUntil([&] { return !client_.finished.empty(); },
-                                 std::chrono::milliseconds(300)));
+  EXPECT_FALSE(
+      client_.WaitUntil([&] { return !client_.finished.empty(); }, std::chrono::milliseconds(300)));
   clock.Advance(std::chrono::milliseconds(250));
   EXPECT_TRUE(client_.WaitUntil([&] { return !client_.finished.empty(); }));
   run.join();

@@ -31,8 +31,9 @@ TEST(MetricsParserTest, TrainLineBecomesPointsAtItsTokens) {
 TEST(MetricsParserTest, NullValuesArriveAsNanPoints) {
   MetricsParser parser;
   std::vector<MetricPoint> points;
-  parser.Consume(R"({"event":"eval","tokens":250000,"metrics":{"eval/heldout_loss":2.9,"niah/acc@256":null}})",
-                 &points);
+  parser.Consume(
+      R"({"event":"eval","tokens":250000,"metrics":{"eval/heldout_loss":2.9,"niah/acc@256":null}})",
+      &points);
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(points[0], (MetricPoint{"eval/heldout_loss", 250000, 2.9}));
   EXPECT_EQ(points[1].name, "niah/acc@256");
@@ -46,11 +47,11 @@ TEST(MetricsParserTest, MalformedLinesAreCountedNotFatal) {
   std::vector<MetricPoint> points;
   parser.Consume("not json", &points);
   parser.Consume("[1,2]", &points);
-  parser.Consume(R"({"tokens":1,"metrics":{}})", &points);                  // no event
-  parser.Consume(R"({"event":"train","tokens":"x","metrics":{}})", &points);  // bad tokens
-  parser.Consume(R"({"event":"train","tokens":5,"metrics":3})", &points);    // bad metrics
+  parser.Consume(R"({"tokens":1,"metrics":{}})", &points);                        // no event
+  parser.Consume(R"({"event":"train","tokens":"x","metrics":{}})", &points);      // bad tokens
+  parser.Consume(R"({"event":"train","tokens":5,"metrics":3})", &points);         // bad metrics
   parser.Consume(R"({"event":"eval","tokens":5,"metrics":{"a":"x"}})", &points);  // bad value
-  parser.Consume("   ", &points);                                           // blank: ignored
+  parser.Consume("   ", &points);                                                 // blank: ignored
   EXPECT_THAT(points, IsEmpty());
   EXPECT_EQ(parser.malformed_lines(), 6);
   parser.Consume(R"({"event":"train","tokens":7,"metrics":{"train/loss":1}})", &points);
@@ -60,7 +61,8 @@ TEST(MetricsParserTest, MalformedLinesAreCountedNotFatal) {
 TEST(MetricsParserTest, TracksTokensDoneAndEvents) {
   MetricsParser parser;
   std::vector<MetricPoint> points;
-  parser.Consume(R"({"event":"train","tokens":500,"metrics":{"train/tokens_per_second":10}})", &points);
+  parser.Consume(R"({"event":"train","tokens":500,"metrics":{"train/tokens_per_second":10}})",
+                 &points);
   parser.Consume(R"({"event":"eval","tokens":400,"metrics":{}})", &points);
   EXPECT_EQ(parser.tokens_done(), 500);
   EXPECT_FALSE(parser.diverged());
@@ -88,9 +90,9 @@ TEST(MetricsParserTest, PointsBreakingTheLimitsAreDroppedAloneAndCounted) {
   parser.Consume(R"({"event":"eval","tokens":200,"metrics":{")" + std::string(10 << 20, 'n') +
                      R"(":1,"eval/heldout_loss":2.5}})",
                  &points);
-  EXPECT_THAT(points, ElementsAre(MetricPoint{"train/loss", 100, 3.0},
-                                  MetricPoint{"train/loss", 200, 2.6},
-                                  MetricPoint{"eval/heldout_loss", 200, 2.5}));
+  EXPECT_THAT(points,
+              ElementsAre(MetricPoint{"train/loss", 100, 3.0}, MetricPoint{"train/loss", 200, 2.6},
+                          MetricPoint{"eval/heldout_loss", 200, 2.5}));
   EXPECT_EQ(parser.dropped_points(), 7);
   EXPECT_EQ(parser.first_drop_reason(), "tokens -1: must be 0..1000000000000000");
   EXPECT_EQ(parser.malformed_lines(), 0);

@@ -101,9 +101,10 @@ TEST(ProcessLauncherTest, PassesEnvironmentAndWorkingDirectory) {
   auto process = launcher.Spawn(std::move(options));
   ASSERT_TRUE(process.ok()) << process.status();
   EXPECT_TRUE((*process)->Wait().Succeeded());
-  EXPECT_THAT(lines.lines,
-              ElementsAre("forty two", std::filesystem::canonical(
-                                           std::filesystem::temp_directory_path()).string()));
+  EXPECT_THAT(
+      lines.lines,
+      ElementsAre("forty two",
+                  std::filesystem::canonical(std::filesystem::temp_directory_path()).string()));
 }
 
 TEST(ProcessLauncherTest, StderrTailKeepsTheLastLines) {
@@ -179,8 +180,8 @@ TEST(ProcessLauncherTest, AHugeStderrLineIsCutAsItIsReadAndTheNextLinesFollow) {
 TEST(ProcessLauncherTest, ALongStderrLineIsCutBetweenCharacters) {
   PosixProcessLauncher launcher;
   // 3000 euro signs (3 bytes each): a byte bound falls inside one unless the cut backs off.
-  SpawnOptions options = Shell(
-      "i=0; while [ $i -lt 3000 ]; do printf '\\342\\202\\254' >&2; i=$((i+1)); done");
+  SpawnOptions options =
+      Shell("i=0; while [ $i -lt 3000 ]; do printf '\\342\\202\\254' >&2; i=$((i+1)); done");
   options.stderr_max_line_bytes = 1000;
   options.stderr_tail_bytes = 500;  // the tail keeps the end of the line, from a character on
   StderrLines lines;

@@ -41,9 +41,8 @@ TEST_F(RetryTest, ASuccessfulFirstTryDoesNotWait) {
 
 TEST_F(RetryTest, TheDelayDoublesUpToItsMaximum) {
   int tries = 0;
-  EXPECT_TRUE(Retry({milliseconds(250), milliseconds(5'000), milliseconds(600'000)}, [&] {
-    return ++tries == 9 ? TryResult::kDone : TryResult::kAgain;
-  }));
+  EXPECT_TRUE(Retry({milliseconds(250), milliseconds(5'000), milliseconds(600'000)},
+                    [&] { return ++tries == 9 ? TryResult::kDone : TryResult::kAgain; }));
   EXPECT_EQ(tries, 9);
   EXPECT_THAT(waits_, ElementsAre(milliseconds(250), milliseconds(500), milliseconds(1'000),
                                   milliseconds(2'000), milliseconds(4'000), milliseconds(5'000),

@@ -28,9 +28,9 @@ TEST(TrainerCommandTest, WithoutDevicesTheTrainerChooses) {
 
   const SpawnOptions command = TrainerCommand("/bin/onset-train", 4, Attempt(), *launch);
   EXPECT_EQ(command.program, "/bin/onset-train");
-  EXPECT_THAT(command.args,
-              ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads", "4",
-                          "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints", "--resume"));
+  EXPECT_THAT(command.args, ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json",
+                                        "--threads", "4", "--checkpoint-dir",
+                                        "/var/lib/onset/00c0ffee/checkpoints", "--resume"));
   EXPECT_EQ(command.env, (std::map<std::string, std::string>{{"OMP_NUM_THREADS", "4"},
                                                              {"MKL_NUM_THREADS", "4"}}));
   EXPECT_EQ(command.working_dir, "/var/lib/onset/00c0ffee/attempt-2");
@@ -43,9 +43,9 @@ TEST(TrainerCommandTest, OnGpusOneRankPerDeviceSeeingOnlyThem) {
   ASSERT_TRUE(launch.ok()) << launch.status();
   const SpawnOptions command = TrainerCommand("/bin/onset-train", 2, Attempt(), *launch);
   EXPECT_THAT(command.args,
-              ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads", "2",
-                          "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints", "--resume",
-                          "--device", "cuda", "--nproc", "2"));
+              ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
+                          "2", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
+                          "--resume", "--device", "cuda", "--nproc", "2"));
   EXPECT_EQ(command.env.at("CUDA_VISIBLE_DEVICES"), "3,1");
   EXPECT_EQ(DescribeLaunch(devices, *launch), " on cuda:3,cuda:1 (--device cuda --nproc 2)");
 }
@@ -54,10 +54,10 @@ TEST(TrainerCommandTest, OnOneDeviceNoNprocFlag) {
   absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch({"cuda:2"});
   ASSERT_TRUE(launch.ok()) << launch.status();
   const SpawnOptions command = TrainerCommand("/bin/onset-train", 1, Attempt(), *launch);
-  EXPECT_THAT(command.args, ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json",
-                                        "--threads", "1", "--checkpoint-dir",
-                                        "/var/lib/onset/00c0ffee/checkpoints", "--resume", "--device",
-                                        "cuda"));
+  EXPECT_THAT(command.args,
+              ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
+                          "1", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
+                          "--resume", "--device", "cuda"));
   EXPECT_EQ(command.env.at("CUDA_VISIBLE_DEVICES"), "2");
 }
 

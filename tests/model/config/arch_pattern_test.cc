@@ -64,12 +64,12 @@ TEST(ArchPatternTest, FullPositionMattersOnlyForRatioArchsWithAFullLayer) {
 }
 
 TEST(ArchPatternTest, PositionalSchemes) {
-  for (const char* pos : {"rope", "nope", "nope-full", "F:rope", "S:nope", "S:nope,F:rope",
-                          "F:nope,S:nope"}) {
+  for (const char* pos :
+       {"rope", "nope", "nope-full", "F:rope", "S:nope", "S:nope,F:rope", "F:nope,S:nope"}) {
     EXPECT_TRUE(IsKnownPos(pos)) << pos;
   }
-  for (const char* pos : {"", "alibi", "F:nope,F:rope", "F=nope", "L:nope", "F:alibi",
-                          "F:nope,", "f:nope"}) {
+  for (const char* pos :
+       {"", "alibi", "F:nope,F:rope", "F=nope", "L:nope", "F:alibi", "F:nope,", "f:nope"}) {
     EXPECT_FALSE(IsKnownPos(pos)) << pos;
   }
   EXPECT_FALSE(IsExplicitPos("rope"));

@@ -119,8 +119,8 @@ TEST(CellConfigTest, NiahVariantsAndAblationHeads) {
   EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi"}}}}}),
             "eval.niah_variants: every entry must be one of single, multi-value, multi-query");
   // The headline and its control always run: naming them is a mistake worth explaining.
-  EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi-key"}}}}}).rfind(
-                "eval.niah_variants: 'multi-key' always runs", 0),
+  EXPECT_EQ(ParseError({{"eval", {{"niah_variants", {"multi-key"}}}}})
+                .rfind("eval.niah_variants: 'multi-key' always runs", 0),
             0u);
   EXPECT_EQ(ParseError({{"eval", {{"ablation_heads", -1}}}}).rfind("eval.ablation_heads", 0), 0u);
   // Draws mean nothing without the ablation: they never split cells then.
@@ -156,8 +156,8 @@ TEST(CellConfigTest, NiahLengthsMustHoldTheRecords) {
   CellConfig c = ParseOk({{"model", {{"seq_len", 64}}}, {"data", data}});
   EXPECT_EQ(c.eval.niah_lengths, (std::vector<int>{64, 128}));
   EXPECT_EQ(c.ToJson()["eval"]["niah_lengths"], json({64, 128}));
-  EXPECT_EQ(ParseError({{"model", {{"seq_len", 16}}}, {"data", data}}).rfind(
-                "eval.niah_lengths: none of the default lengths", 0),
+  EXPECT_EQ(ParseError({{"model", {{"seq_len", 16}}}, {"data", data}})
+                .rfind("eval.niah_lengths: none of the default lengths", 0),
             0u);
   // The control needs one key more than the records: 2 one-token keys cannot give 5.
   EXPECT_EQ(ParseError({{"data", {{"key_len", 1}, {"key_alphabet", 2}}}}),
@@ -297,8 +297,9 @@ TEST(CellConfigTest, ExplicitPerTypePositionsAndLognScaling) {
   // "all" in a model whose NoPE layers are all F is "full": the same model.
   EXPECT_EQ(ParseOk({{"model", {{"pos", "nope"}, {"logn_scaling", "all"}}}}).CanonicalText(),
             on.CanonicalText());
-  EXPECT_EQ(ParseError({{"model", {{"logn_scaling", "yes"}}}}).rfind("model.logn_scaling: must be", 0),
-            0u);
+  EXPECT_EQ(
+      ParseError({{"model", {{"logn_scaling", "yes"}}}}).rfind("model.logn_scaling: must be", 0),
+      0u);
 }
 
 // Three configs that between them set every field to a value other than its default, each
@@ -391,27 +392,75 @@ TEST(CellConfigFieldsTest, EqualityComparesEveryFieldAsHeld) {
 
 TEST(CellConfigFieldsTest, TheFieldListIsPinned) {
   // A study may vary these (coordinator/study_file.cc): removing one breaks study files.
-  EXPECT_EQ(CellConfigFields(),
-            (std::vector<std::string>{
-                "model.arch", "model.chunk_size", "model.d_model", "model.full_position",
-                "model.heads", "model.init_std", "model.kv_heads", "model.layers",
-                "model.logn_scaling", "model.mlp_hidden", "model.pattern", "model.pos",
-                "model.qk_norm", "model.rope_base", "model.seq_len", "model.tie_embeddings",
-                "model.window", "train.batch_tokens", "train.beta1", "train.beta2",
-                "train.checkpoint_every_tokens", "train.decay_fraction", "train.decay_shape",
-                "train.grad_clip", "train.keep_checkpoints", "train.keep_checkpoints_at",
-                "train.log_every_steps", "train.lr", "train.micro_batch", "train.min_lr_ratio",
-                "train.precision", "train.schedule", "train.seed", "train.threads",
-                "train.tokens", "train.warmup_tokens", "train.weight_decay",
-                "data.absent_queries", "data.answer_marker", "data.background", "data.dtype",
-                "data.heldout_fraction", "data.heldout_path", "data.key_alphabet", "data.key_len",
-                "data.kind", "data.markov_branching", "data.max_distance", "data.min_distance",
-                "data.path", "data.records_per_seq", "data.seed", "data.value_len",
-                "data.value_marker", "data.vocab_size", "data.zipf_exponent",
-                "eval.ablation_draws", "eval.ablation_heads", "eval.every_tokens",
-                "eval.heldout_seqs", "eval.log_points", "eval.log_start", "eval.niah_depths",
-                "eval.niah_lengths", "eval.niah_records", "eval.niah_samples",
-                "eval.niah_variants", "eval.niah_window", "eval.short_context"}));
+  EXPECT_EQ(CellConfigFields(), (std::vector<std::string>{"model.arch",
+                                                          "model.chunk_size",
+                                                          "model.d_model",
+                                                          "model.full_position",
+                                                          "model.heads",
+                                                          "model.init_std",
+                                                          "model.kv_heads",
+                                                          "model.layers",
+                                                          "model.logn_scaling",
+                                                          "model.mlp_hidden",
+                                                          "model.pattern",
+                                                          "model.pos",
+                                                          "model.qk_norm",
+                                                          "model.rope_base",
+                                                          "model.seq_len",
+                                                          "model.tie_embeddings",
+                                                          "model.window",
+                                                          "train.batch_tokens",
+                                                          "train.beta1",
+                                                          "train.beta2",
+                                                          "train.checkpoint_every_tokens",
+                                                          "train.decay_fraction",
+                                                          "train.decay_shape",
+                                                          "train.grad_clip",
+                                                          "train.keep_checkpoints",
+                                                          "train.keep_checkpoints_at",
+                                                          "train.log_every_steps",
+                                                          "train.lr",
+                                                          "train.micro_batch",
+                                                          "train.min_lr_ratio",
+                                                          "train.precision",
+                                                          "train.schedule",
+                                                          "train.seed",
+                                                          "train.threads",
+                                                          "train.tokens",
+                                                          "train.warmup_tokens",
+                                                          "train.weight_decay",
+                                                          "data.absent_queries",
+                                                          "data.answer_marker",
+                                                          "data.background",
+                                                          "data.dtype",
+                                                          "data.heldout_fraction",
+                                                          "data.heldout_path",
+                                                          "data.key_alphabet",
+                                                          "data.key_len",
+                                                          "data.kind",
+                                                          "data.markov_branching",
+                                                          "data.max_distance",
+                                                          "data.min_distance",
+                                                          "data.path",
+                                                          "data.records_per_seq",
+                                                          "data.seed",
+                                                          "data.value_len",
+                                                          "data.value_marker",
+                                                          "data.vocab_size",
+                                                          "data.zipf_exponent",
+                                                          "eval.ablation_draws",
+                                                          "eval.ablation_heads",
+                                                          "eval.every_tokens",
+                                                          "eval.heldout_seqs",
+                                                          "eval.log_points",
+                                                          "eval.log_start",
+                                                          "eval.niah_depths",
+                                                          "eval.niah_lengths",
+                                                          "eval.niah_records",
+                                                          "eval.niah_samples",
+                                                          "eval.niah_variants",
+                                                          "eval.niah_window",
+                                                          "eval.short_context"}));
 }
 
 TEST(CellConfigTest, CanonicalJsonRoundTrips) {

@@ -95,14 +95,18 @@ TEST(JsonFieldReaderTest, Lists) {
                     [&](JsonFieldReader& r) { r.TokensList("k", &tokens, 1, 5000); }),
             "no error");
   EXPECT_EQ(tokens, (std::vector<int64_t>{500, 2000}));  // sorted, without repeats
-  EXPECT_EQ(ErrorOf({{"k", {"9K"}}},
-                    [&](JsonFieldReader& r) { r.TokensList("k", &tokens, 1, 5000); }),
-            "s.k: every entry must be a token count between 1 and 5000");
+  EXPECT_EQ(
+      ErrorOf({{"k", {"9K"}}}, [&](JsonFieldReader& r) { r.TokensList("k", &tokens, 1, 5000); }),
+      "s.k: every entry must be a token count between 1 and 5000");
   EXPECT_EQ(ErrorOf({{"k", {"a", "c"}}},
-                    [&](JsonFieldReader& r) { r.StringList("k", &names, {"a", "b"}); }),
+                    [&](JsonFieldReader& r) {
+                      r.StringList("k", &names, {"a", "b"});
+                    }),
             "s.k: every entry must be one of a, b");
   EXPECT_EQ(ErrorOf({{"k", "a"}},
-                    [&](JsonFieldReader& r) { r.StringList("k", &names, {"a", "b"}); }),
+                    [&](JsonFieldReader& r) {
+                      r.StringList("k", &names, {"a", "b"});
+                    }),
             "s.k: must be a list of strings out of a, b");
 }
 
@@ -139,7 +143,7 @@ TEST(JsonFieldReaderTest, TheFirstErrorOfASharedSlotWins) {
 
 TEST(JsonFieldReaderTest, FieldKindsReadWithTheirRanges) {
   std::optional<FieldError> error;
-  const json object = {{"i", 3}, {"t", "2K"}, {"d", 0.5}, {"b", true}, {"s", "x"},
+  const json object = {{"i", 3},    {"t", "2K"},    {"d", 0.5},     {"b", true},  {"s", "x"},
                        {"is", {1}}, {"ds", {0.25}}, {"ts", {"1K"}}, {"ss", {"a"}}};
   JsonFieldReader r(object, "o", &error);
   int i = 0;

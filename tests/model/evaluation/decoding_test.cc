@@ -56,8 +56,8 @@ TEST(DecodingTest, CachedEqualsFullReforward) {
       const float scale = std::max(1.0f, ref_logits.abs().max().item<float>());
       EXPECT_LT((ref_logits - got_logits).abs().max().item<float>(), 1e-5 * scale)
           << arch << " " << pos << " max diff "
-          << (ref_logits - got_logits).abs().max().item<float>()
-          << " max |logit| " << ref_logits.abs().max().item<float>();
+          << (ref_logits - got_logits).abs().max().item<float>() << " max |logit| "
+          << ref_logits.abs().max().item<float>();
     }
   }
 }

@@ -10,16 +10,23 @@ namespace {
 
 CellConfig Cell(int ablation_heads, const nlohmann::json& eval_extra = nlohmann::json::object()) {
   CellConfig c;
-  nlohmann::json eval = {{"heldout_seqs", 2},  {"niah_lengths", {32, 48}},
-                         {"niah_depths", {0.2, 0.8}}, {"niah_samples", 2},
-                         {"niah_records", 2},  {"ablation_heads", ablation_heads},
+  nlohmann::json eval = {{"heldout_seqs", 2},
+                         {"niah_lengths", {32, 48}},
+                         {"niah_depths", {0.2, 0.8}},
+                         {"niah_samples", 2},
+                         {"niah_records", 2},
+                         {"ablation_heads", ablation_heads},
                          {"niah_variants", {"single", "multi-value", "multi-query"}}};
   for (const auto& [k, v] : eval_extra.items()) eval[k] = v;
-  auto e = ParseCellConfig(
-      {{"model", {{"layers", 3}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "FSL"},
-                  {"window", 8}}},
-       {"eval", eval}},
-      &c);
+  auto e = ParseCellConfig({{"model",
+                             {{"layers", 3},
+                              {"d_model", 32},
+                              {"heads", 2},
+                              {"seq_len", 32},
+                              {"arch", "FSL"},
+                              {"window", 8}}},
+                            {"eval", eval}},
+                           &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
 }
@@ -37,16 +44,16 @@ TEST(EvaluatorTest, ReportsTheHeadlineItsControlBucketsAndVariants) {
   torch::manual_seed(0);
   Transformer model(config.model);
   const std::map<std::string, double> m = evaluator.Run(model);
-  for (const char* name : {"niah/acc@32", "niah/acc@48", "niah/acc",
-                           "niah/control/distractor_copy_rate@32",
-                           "niah/control/distractor_copy_rate", "niah/single/acc",
-                           "niah/multi-value/acc", "niah/multi-query/acc@48"}) {
+  for (const char* name :
+       {"niah/acc@32", "niah/acc@48", "niah/acc", "niah/control/distractor_copy_rate@32",
+        "niah/control/distractor_copy_rate", "niah/single/acc", "niah/multi-value/acc",
+        "niah/multi-query/acc@48"}) {
     EXPECT_GE(Get(m, name), 0.0) << name;
     EXPECT_LE(Get(m, name), 1.0) << name;
   }
   // Accuracy by the needle's depth, over both lengths: the depths average to the whole.
-  EXPECT_NEAR((Get(m, "niah/acc_depth@0.2") + Get(m, "niah/acc_depth@0.8")) / 2,
-              Get(m, "niah/acc"), 1e-12);
+  EXPECT_NEAR((Get(m, "niah/acc_depth@0.2") + Get(m, "niah/acc_depth@0.8")) / 2, Get(m, "niah/acc"),
+              1e-12);
   // The study window buckets (here the cell's own window, 8) and the own-window buckets.
   EXPECT_TRUE(m.count("niah/acc_in_window") || m.count("niah/acc_beyond_window"));
   EXPECT_TRUE(m.count("niah/acc_beyond_own_window"));
@@ -67,8 +74,12 @@ TEST(EvaluatorTest, FullAttentionCellsGetTheStudyWindowBuckets) {
   CellConfig c;
   ASSERT_FALSE(ParseCellConfig(
       {{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 64}, {"arch", "full"}}},
-       {"eval", {{"heldout_seqs", 0}, {"niah_lengths", {64}}, {"niah_depths", {0.1, 0.9}},
-                 {"niah_samples", 2}, {"niah_window", 8}}}},
+       {"eval",
+        {{"heldout_seqs", 0},
+         {"niah_lengths", {64}},
+         {"niah_depths", {0.1, 0.9}},
+         {"niah_samples", 2},
+         {"niah_window", 8}}}},
       &c));
   SyntheticData data(c.data, c.model.seq_len);
   Evaluator evaluator(c, data, at::kCPU);

@@ -16,8 +16,7 @@ int Count(const std::vector<int>& heads, const std::vector<char>& kinds, char ki
 TEST(HeadAblationTest, BaselinesAvoidTheTopKAndMatchItsLayerMix) {
   // 3 S-layer heads then 3 F-layer heads, twice: 12 heads.
   const std::vector<char> kinds = {'S', 'S', 'S', 'F', 'F', 'F', 'S', 'S', 'S', 'F', 'F', 'F'};
-  const std::vector<double> scores = {0.1, 0.0, 0.3, 0.9, 0.2, 0.05,
-                                      0.0, 0.4, 0.0, 0.8, 0.0, 0.01};
+  const std::vector<double> scores = {0.1, 0.0, 0.3, 0.9, 0.2, 0.05, 0.0, 0.4, 0.0, 0.8, 0.0, 0.01};
   const AblationPlan plan = PlanAblation(scores, kinds, 3, 20, 7);
   EXPECT_EQ(plan.top, (std::vector<int>{3, 7, 9}));  // 0.9, 0.8, 0.4
   EXPECT_TRUE(plan.no_baseline.empty());
@@ -40,7 +39,8 @@ TEST(HeadAblationTest, SeedsGiveDifferentDrawsAndTheSameSeedTheSame) {
   const std::vector<char> kinds(16, 'F');
   std::vector<double> scores(16, 0.0);
   scores[5] = 1.0;
-  const AblationPlan a = PlanAblation(scores, kinds, 2, 5, 1), b = PlanAblation(scores, kinds, 2, 5, 1);
+  const AblationPlan a = PlanAblation(scores, kinds, 2, 5, 1),
+                     b = PlanAblation(scores, kinds, 2, 5, 1);
   const AblationPlan c = PlanAblation(scores, kinds, 2, 5, 2);
   EXPECT_EQ(a.baselines, b.baselines);
   EXPECT_NE(a.baselines, c.baselines);

@@ -48,10 +48,10 @@ TEST(HeldoutLossTest, EveryChunkStartsWithBosAndEveryTargetCountsOnce) {
 TEST(HeldoutLossTest, FullContextEqualsThePlainLossAndShortContextDiffers) {
   at::set_num_threads(1);
   CellConfig c;
-  ASSERT_FALSE(ParseCellConfig(
-      {{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 10}}},
-       {"eval", {{"niah_samples", 0}}}},
-      &c));
+  ASSERT_FALSE(
+      ParseCellConfig({{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 10}}},
+                       {"eval", {{"niah_samples", 0}}}},
+                      &c));
   torch::manual_seed(0);
   Transformer model(c.model);
   torch::NoGradGuard no_grad;

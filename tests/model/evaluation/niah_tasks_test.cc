@@ -56,8 +56,8 @@ TEST(NiahTasksTest, NeedleAtTheDepthAndRecordsNeverCollide) {
           const std::vector<Token> key = Slice(t.prompt, all[a].record_pos + 1, k);
           // The control asks a key no record has; only multi-value repeats the asked key; in
           // the others only the needle has it.
-          const bool expected = v != NiahVariant::kControl &&
-                                (a == 0 || v == NiahVariant::kMultiValue);
+          const bool expected =
+              v != NiahVariant::kControl && (a == 0 || v == NiahVariant::kMultiValue);
           EXPECT_EQ(key == asked, expected);
           EXPECT_EQ(Slice(t.prompt, all[a].value_pos, m), t.values[a]);
         }
@@ -105,7 +105,8 @@ std::vector<Token> MatchKey(const NiahTask& t, int k, int m) {
   const int L = static_cast<int>(t.prompt.size());
   const std::vector<Token> asked = Slice(t.prompt, L - k - 1, k);
   for (int p = 0; p + k + 1 + m < L - k - 2; ++p) {
-    if (t.prompt[p] == kKey && Slice(t.prompt, p + 1, k) == asked) return Slice(t.prompt, p + k + 2, m);
+    if (t.prompt[p] == kKey && Slice(t.prompt, p + 1, k) == asked)
+      return Slice(t.prompt, p + k + 2, m);
   }
   return std::vector<Token>(m, kAns);
 }
@@ -128,11 +129,11 @@ TEST(NiahTasksTest, CopyingTheOnlyValueSolvesSingleButNotMultiKey) {
       copy_rate_matcher += CopiedRecordValue(ctl, MatchKey(ctl, k, m));
     }
   }
-  EXPECT_DOUBLE_EQ(single / n, 1.0);              // the shortcut is perfect on single-needle
-  EXPECT_NEAR(multi / n, 1.0 / records, 0.07);    // and chance on multi-key over depths
-  EXPECT_DOUBLE_EQ(matched / n, 1.0);             // retrieval solves multi-key
-  EXPECT_DOUBLE_EQ(copy_rate_copier / n, 1.0);    // the control exposes the copier
-  EXPECT_DOUBLE_EQ(copy_rate_matcher / n, 0.0);   // and not the retriever
+  EXPECT_DOUBLE_EQ(single / n, 1.0);             // the shortcut is perfect on single-needle
+  EXPECT_NEAR(multi / n, 1.0 / records, 0.07);   // and chance on multi-key over depths
+  EXPECT_DOUBLE_EQ(matched / n, 1.0);            // retrieval solves multi-key
+  EXPECT_DOUBLE_EQ(copy_rate_copier / n, 1.0);   // the control exposes the copier
+  EXPECT_DOUBLE_EQ(copy_rate_matcher / n, 0.0);  // and not the retriever
 }
 
 TEST(NiahTasksTest, KeysComeFromTheKeyAlphabetAndValuesFromAllBytes) {

@@ -71,7 +71,8 @@ TEST(AttentionTest, BlockedGradientsMatchTheReference) {
   auto grads = [&](bool blocked) {
     at::Tensor q = x.q.clone().requires_grad_(), k = x.k.clone().requires_grad_(),
                v = x.v.clone().requires_grad_();
-    at::Tensor y = blocked ? BlockedSlidingWindowAttention(q, k, v, 4) : ReferenceAttention(q, k, v, 4);
+    at::Tensor y =
+        blocked ? BlockedSlidingWindowAttention(q, k, v, 4) : ReferenceAttention(q, k, v, 4);
     (y * y).sum().backward();
     return std::make_tuple(q.grad(), k.grad(), v.grad());
   };

@@ -11,10 +11,10 @@
 #include <tuple>
 #include <vector>
 
+#include "model/config/vocab.h"
 #include "model/nn/attention.h"
 #include "model/nn/gated_delta_net.h"
 #include "model/nn/linear_attention.h"
-#include "model/config/vocab.h"
 
 namespace onset::model {
 namespace {

@@ -4,16 +4,16 @@
 
 #include <torch/utils.h>
 
-#include "model/training/optimizer.h"
 #include "model/config/vocab.h"
+#include "model/training/optimizer.h"
 
 namespace onset::model {
 namespace {
 
 ModelConfig Tiny(const std::string& arch, const std::string& pos, int layers = 2, int window = 0) {
   CellConfig c;
-  nlohmann::json m = {{"layers", layers}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32},
-                      {"arch", arch},     {"pos", pos}};
+  nlohmann::json m = {{"layers", layers}, {"d_model", 32}, {"heads", 2},
+                      {"seq_len", 32},    {"arch", arch},  {"pos", pos}};
   if (window > 0) m["window"] = window;
   auto e = ParseCellConfig({{"model", m}}, &c);
   EXPECT_FALSE(e) << e->ToString();

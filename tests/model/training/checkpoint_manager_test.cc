@@ -12,9 +12,9 @@
 #include <vector>
 
 #include <ATen/Parallel.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "model/distributed/c10d_collective.h"
 #include "tests/testing/temp_dir.h"
@@ -31,10 +31,10 @@ CellConfig Cell(const nlohmann::json& train_extra) {
   nlohmann::json train = {{"tokens", 4096}, {"batch_tokens", kTokensPerStep}};
   train.update(train_extra);
   CellConfig c;
-  auto e = ParseCellConfig(
-      {{"model", {{"layers", 1}, {"d_model", 16}, {"heads", 2}, {"seq_len", 32}}},
-       {"train", train}},
-      &c);
+  auto e =
+      ParseCellConfig({{"model", {{"layers", 1}, {"d_model", 16}, {"heads", 2}, {"seq_len", 32}}},
+                       {"train", train}},
+                      &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
 }
@@ -59,8 +59,7 @@ TEST(CheckpointManagerTest, DueOnTheCadenceAtThePinsAndAtTheEnd) {
 
   // A cadence off the step boundaries fires on the first step past each multiple; the end
   // always gets one.
-  CheckpointManager uneven("", Cell({{"checkpoint_every_tokens", 1000}}), kTokensPerStep,
-                           at::kCPU);
+  CheckpointManager uneven("", Cell({{"checkpoint_every_tokens", 1000}}), kTokensPerStep, at::kCPU);
   EXPECT_EQ(DueOverTheRun(uneven, 3584), (std::vector<int64_t>{1024, 2048, 3072, 3584}));
 
   // A resumed run counts from where it is.
@@ -121,8 +120,9 @@ std::vector<int64_t> Tokens(const std::string& dir) {
 TEST(CheckpointManagerTest, SavesAndPrunesToTheNewestAndThePinned) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const CellConfig cell = Cell(
-      {{"checkpoint_every_tokens", 1024}, {"keep_checkpoints", 2}, {"keep_checkpoints_at", {1500}}});
+  const CellConfig cell = Cell({{"checkpoint_every_tokens", 1024},
+                                {"keep_checkpoints", 2},
+                                {"keep_checkpoints_at", {1500}}});
   CheckpointManager checkpoints(dir.File("ckpt"), cell, kTokensPerStep, at::kCPU);
   Model model;
   SaveOverTheRun(checkpoints, model);
@@ -153,8 +153,8 @@ TEST(CheckpointManagerTest, ResumesFromTheNewestIntactCheckpoint) {
   ASSERT_EQ(::truncate(dir.File(CheckpointFileName(4096)).c_str(), 100), 0);  // damaged
   Model restored;
   ::testing::internal::CaptureStderr();
-  CheckpointManager::Resumed r = checkpoints.Resume(one, restored.linear.get(),
-                                                    &restored.optimizer);
+  CheckpointManager::Resumed r =
+      checkpoints.Resume(one, restored.linear.get(), &restored.optimizer);
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(r.error, std::nullopt);
   ASSERT_TRUE(r.progress.has_value());
@@ -171,8 +171,8 @@ TEST(CheckpointManagerTest, ResumesFromTheNewestIntactCheckpoint) {
   CheckpointManager other(dir.path(), Cell({{"lr", 0.001}}), kTokensPerStep, at::kCPU);
   Model untouched;
   untouched.Fill(-1);
-  CheckpointManager::Resumed refused = other.Resume(one, untouched.linear.get(),
-                                                    &untouched.optimizer);
+  CheckpointManager::Resumed refused =
+      other.Resume(one, untouched.linear.get(), &untouched.optimizer);
   EXPECT_EQ(refused.progress, std::nullopt);
   ASSERT_TRUE(refused.error.has_value());
   EXPECT_NE(refused.error->find("written for a different config"), std::string::npos)

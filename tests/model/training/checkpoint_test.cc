@@ -237,10 +237,16 @@ TEST_F(CheckpointTest, RefusesACheckpointOfAnotherConfig) {
 // identifiers (a submodule called "in" once made every L and D checkpoint unreadable).
 TEST_F(CheckpointTest, EveryMixerRoundTrips) {
   CellConfig c;
-  ASSERT_FALSE(ParseCellConfig(
-      {{"model", {{"layers", 4}, {"d_model", 32}, {"heads", 4}, {"kv_heads", 2}, {"seq_len", 32},
-                  {"arch", "LDSF"}, {"window", 8}, {"tie_embeddings", false}}}},
-      &c));
+  ASSERT_FALSE(ParseCellConfig({{"model",
+                                 {{"layers", 4},
+                                  {"d_model", 32},
+                                  {"heads", 4},
+                                  {"kv_heads", 2},
+                                  {"seq_len", 32},
+                                  {"arch", "LDSF"},
+                                  {"window", 8},
+                                  {"tie_embeddings", false}}}},
+                               &c));
   torch::manual_seed(5);
   Transformer saved(c.model);
   torch::optim::AdamW saved_opt(saved->parameters(), torch::optim::AdamWOptions(1e-3));

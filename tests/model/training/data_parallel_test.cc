@@ -29,8 +29,7 @@ std::string RunRanks(int world, const std::function<void(DataParallel&)>& body) 
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        C10dCollective collective(store, r, world, at::kCPU, std::chrono::seconds(30),
-                                  "127.0.0.1");
+        C10dCollective collective(store, r, world, at::kCPU, std::chrono::seconds(30), "127.0.0.1");
         DataParallel parallel(&collective, at::kCPU);
         body(parallel);
       } catch (const std::exception& e) {
@@ -117,9 +116,9 @@ TEST(DataParallelTest, GradientsAreSummedAndOnesNoRankReachedStayUndefined) {
   std::vector<at::Tensor> a(world), b(world), c(world), loss(world);
   const std::string error = RunRanks(world, [&](DataParallel& parallel) {
     const int r = parallel.rank();
-    at::Tensor pa = at::zeros({2}).requires_grad_();     // every rank reaches it
-    at::Tensor pb = at::zeros({3}).requires_grad_();     // only rank 2 reaches it
-    at::Tensor pc = at::zeros({1}).requires_grad_();     // no rank reaches it
+    at::Tensor pa = at::zeros({2}).requires_grad_();  // every rank reaches it
+    at::Tensor pb = at::zeros({3}).requires_grad_();  // only rank 2 reaches it
+    at::Tensor pc = at::zeros({1}).requires_grad_();  // no rank reaches it
     pa.mutable_grad() = at::full({2}, static_cast<float>(r + 1));
     if (r == 2) pb.mutable_grad() = at::full({3}, 5.0f);
     at::Tensor loss_sum = at::full({}, static_cast<float>(10 * (r + 1)));  // ()
@@ -161,8 +160,8 @@ TEST(DataParallelTest, RanksTakeRankZerosModelFlagsAndNumbers) {
     counts[r] = model.count.clone();
     stop_none[r] = parallel.AnyRank(false);
     stop_one[r] = parallel.AnyRank(r == 1);  // one rank got the signal
-    numbers[r] = parallel.FromLead(r == 0 ? std::vector<int64_t>{7, -1}
-                                          : std::vector<int64_t>{r, r});
+    numbers[r] =
+        parallel.FromLead(r == 0 ? std::vector<int64_t>{7, -1} : std::vector<int64_t>{r, r});
     parallel.Barrier();
   });
   ASSERT_EQ(error, "");

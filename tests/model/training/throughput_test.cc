@@ -52,15 +52,16 @@ TEST(ThroughputTest, TotalsCountTheWholeRun) {
 TEST(ThroughputTest, NoMfuWithoutAPeakOrWithoutTime) {
   Throughput unknown_peak(6000, 1);
   unknown_peak.AddStep(1.0, 512, 2.0);
-  EXPECT_EQ(unknown_peak.Totals(512), (Metrics{{"train/tokens_per_second", 512.0},
-                                               {"train/seconds", 1.0}}));
+  EXPECT_EQ(unknown_peak.Totals(512),
+            (Metrics{{"train/tokens_per_second", 512.0}, {"train/seconds", 1.0}}));
   EXPECT_EQ(unknown_peak.TakeWindow(),
             (Metrics{{"train/loss", 2.0}, {"train/tokens_per_second", 512.0}}));
 
   Throughput untimed = TwoRanks();  // a step too fast for the clock
   untimed.AddStep(0.0, 512, 2.0);
   EXPECT_EQ(untimed.TakeWindow(), (Metrics{{"train/loss", 2.0}, {"train/tokens_per_second", 0.0}}));
-  EXPECT_EQ(untimed.Totals(512), (Metrics{{"train/tokens_per_second", 0.0}, {"train/seconds", 0.0}}));
+  EXPECT_EQ(untimed.Totals(512),
+            (Metrics{{"train/tokens_per_second", 0.0}, {"train/seconds", 0.0}}));
 }
 
 TEST(ThroughputTest, TheBookkeepingTravelsInACheckpoint) {

@@ -17,7 +17,8 @@ std::optional<std::string> Parse(std::vector<const char*> args, TrainFlags* flag
 
 TEST(TrainFlagsTest, ParsesBothForms) {
   TrainFlags f;
-  ASSERT_FALSE(Parse({"--config", "c.json", "--metrics-fd=5", "--device", "cpu", "--threads=2"}, &f));
+  ASSERT_FALSE(
+      Parse({"--config", "c.json", "--metrics-fd=5", "--device", "cpu", "--threads=2"}, &f));
   EXPECT_EQ(f.config_path, "c.json");
   EXPECT_EQ(f.metrics_fd, 5);
   EXPECT_EQ(f.device, "cpu");
@@ -79,9 +80,8 @@ TEST(TrainFlagsTest, HelpNeedsNoOtherFlag) {
 
 TEST(TrainFlagsTest, NumbersAreDecimalAndTheLastOfARepeatedFlagWins) {
   TrainFlags f;
-  ASSERT_FALSE(Parse({"--config", "a", "--threads", "010", "--config=b", "--nproc", "2",
-                      "--nproc=3"},
-                     &f));
+  ASSERT_FALSE(
+      Parse({"--config", "a", "--threads", "010", "--config=b", "--nproc", "2", "--nproc=3"}, &f));
   EXPECT_EQ(f.threads, 10);  // not octal
   EXPECT_EQ(f.config_path, "b");
   EXPECT_EQ(f.nproc, 3);
@@ -110,11 +110,11 @@ TEST(TrainFlagsTest, AcceptsEveryFlagOfTheContract) {
 }
 
 TEST(TrainFlagsTest, ArgsWithoutDropsTheFlagInEitherForm) {
-  const char* argv[] = {"onset-train", "--config", "c", "--nproc", "2", "--resume",
-                        "--nproc=4", "--nproc-x=1", "--threads", "1"};
-  EXPECT_EQ(ArgsWithout(trainer::kFlagNproc, 10, argv),
-            (std::vector<std::string>{"--config", "c", "--resume", "--nproc-x=1", "--threads",
-                                      "1"}));
+  const char* argv[] = {"onset-train", "--config",  "c",           "--nproc",   "2",
+                        "--resume",    "--nproc=4", "--nproc-x=1", "--threads", "1"};
+  EXPECT_EQ(
+      ArgsWithout(trainer::kFlagNproc, 10, argv),
+      (std::vector<std::string>{"--config", "c", "--resume", "--nproc-x=1", "--threads", "1"}));
 }
 
 TEST(TrainFlagsTest, LoadNamesFileAndKey) {

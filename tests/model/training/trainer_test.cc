@@ -12,8 +12,8 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
-#include "model/distributed/c10d_collective.h"
 #include "model/config/flops.h"
+#include "model/distributed/c10d_collective.h"
 #include "model/training/stop_request.h"
 #include "tests/testing/temp_dir.h"
 
@@ -200,13 +200,25 @@ std::vector<int64_t> WalkText(int n) {
 CellConfig FileCell(const std::string& path, int64_t tokens) {
   CellConfig c;
   auto e = ParseCellConfig(
-      {{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "swa:1"},
-                  {"window", 8}}},
+      {{"model",
+        {{"layers", 2},
+         {"d_model", 32},
+         {"heads", 2},
+         {"seq_len", 32},
+         {"arch", "swa:1"},
+         {"window", 8}}},
        {"train", {{"tokens", tokens}, {"batch_tokens", 512}, {"micro_batch", 8}, {"lr", 1e-2}}},
-       {"data", {{"background", "file"}, {"path", path}, {"dtype", "uint32"},
-                 {"vocab_size", 300}, {"heldout_fraction", 0.1}}},
-       {"eval", {{"heldout_seqs", 4}, {"niah_lengths", {48, 64}}, {"niah_depths", {0.5}},
-                 {"niah_samples", 2}}}},
+       {"data",
+        {{"background", "file"},
+         {"path", path},
+         {"dtype", "uint32"},
+         {"vocab_size", 300},
+         {"heldout_fraction", 0.1}}},
+       {"eval",
+        {{"heldout_seqs", 4},
+         {"niah_lengths", {48, 64}},
+         {"niah_depths", {0.5}},
+         {"niah_samples", 2}}}},
       &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
