@@ -14,6 +14,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include "tests/model/distributed/thread_ranks.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
@@ -21,29 +22,18 @@ namespace {
 
 constexpr std::chrono::milliseconds kTimeout{30'000};
 
-// Runs body(collective) on `world` threads, one rank each, joined through `store`. Returns the
-// first exception message, or "".
+// Runs body(collective) on `world` thread ranks joined through `store`, checking each knows its
+// place. Returns the first exception message, or "".
 std::string RunRanks(int world, const c10::intrusive_ptr<c10d::Store>& store,
                      const std::function<void(Collective&)>& body) {
-  std::vector<std::string> errors(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        C10dCollective collective(store, r, world, at::kCPU, kTimeout, "127.0.0.1");
+  return testing::OnThreadRanks(
+      world,
+      [&](C10dCollective& collective, int r) {
         EXPECT_EQ(collective.rank(), r);
         EXPECT_EQ(collective.world_size(), world);
         body(collective);
-      } catch (const std::exception& e) {
-        errors[r] = "rank " + std::to_string(r) + ": " + e.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::string& e : errors) {
-    if (!e.empty()) return e;
-  }
-  return "";
+      },
+      store, kTimeout);
 }
 
 class C10dCollectiveTest : public ::testing::Test {

@@ -8,15 +8,14 @@
 #include <exception>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "model/distributed/c10d_collective.h"
+#include "tests/model/distributed/thread_ranks.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
@@ -180,8 +179,8 @@ TEST(CheckpointManagerTest, ResumesFromTheNewestIntactCheckpoint) {
   EXPECT_EQ(untouched.Value(), -1);
 }
 
-// Two ranks as threads over a HashStore, on Gloo; each rank resumes from its own directory,
-// which shows that rank 1 loads what rank 0 chose rather than look for itself.
+// Two thread ranks (tests/model/distributed/thread_ranks.h); each rank resumes from its own
+// directory, which shows that rank 1 loads what rank 0 chose rather than look for itself.
 struct RankResume {
   CheckpointManager::Resumed resumed;
   float value = 0;
@@ -189,26 +188,16 @@ struct RankResume {
 
 std::vector<RankResume> ResumeOnTwoRanks(const CellConfig& cell,
                                          const std::vector<std::string>& dirs) {
-  at::set_num_threads(1);
-  auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<RankResume> out(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        C10dCollective collective(store, r, 2, at::kCPU, std::chrono::seconds(30), "127.0.0.1");
-        DataParallel parallel(&collective, at::kCPU);
-        CheckpointManager checkpoints(dirs[r], cell, kTokensPerStep, at::kCPU);
-        Model model;
-        model.Fill(-1);
-        out[r].resumed = checkpoints.Resume(parallel, model.linear.get(), &model.optimizer);
-        out[r].value = model.Value();
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "rank " << r << ": " << e.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  const std::string error = testing::OnThreadRanks(2, [&](C10dCollective& collective, int r) {
+    DataParallel parallel(&collective, at::kCPU);
+    CheckpointManager checkpoints(dirs[r], cell, kTokensPerStep, at::kCPU);
+    Model model;
+    model.Fill(-1);
+    out[r].resumed = checkpoints.Resume(parallel, model.linear.get(), &model.optimizer);
+    out[r].value = model.Value();
+  });
+  EXPECT_EQ(error, "");
   return out;
 }
 

@@ -1,5 +1,4 @@
-// Ranks as threads of this process joined over a c10d HashStore, on Gloo (as in
-// tests/model/distributed/c10d_collective_test.cc).
+// Ranks as threads of this process (tests/model/distributed/thread_ranks.h).
 #include "model/training/data_parallel.h"
 
 #include <gtest/gtest.h>
@@ -8,40 +7,22 @@
 #include <exception>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <ATen/Parallel.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "model/distributed/c10d_collective.h"
+#include "tests/model/distributed/thread_ranks.h"
 
 namespace onset::model {
 namespace {
 
-// Runs body(parallel) on `world` threads, one rank each. Returns the first exception message,
-// or "".
+// Runs body(parallel) on `world` thread ranks. Returns the first exception message, or "".
 std::string RunRanks(int world, const std::function<void(DataParallel&)>& body) {
-  at::set_num_threads(1);
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::string> errors(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        C10dCollective collective(store, r, world, at::kCPU, std::chrono::seconds(30), "127.0.0.1");
-        DataParallel parallel(&collective, at::kCPU);
-        body(parallel);
-      } catch (const std::exception& e) {
-        errors[r] = "rank " + std::to_string(r) + ": " + e.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::string& e : errors) {
-    if (!e.empty()) return e;
-  }
-  return "";
+  return testing::OnThreadRanks(world, [&](C10dCollective& collective, int) {
+    DataParallel parallel(&collective, at::kCPU);
+    body(parallel);
+  });
 }
 
 TEST(DataParallelTest, SharesSplitAStepIntoContiguousNearlyEqualParts) {

@@ -7,14 +7,13 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <ATen/Parallel.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "model/config/flops.h"
 #include "model/distributed/c10d_collective.h"
 #include "model/training/stop_request.h"
+#include "tests/model/distributed/thread_ranks.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
@@ -284,7 +283,7 @@ TEST(TrainerTest, AnUnusableTokenFileIsADataError) {
   EXPECT_TRUE(sink.events.empty());
 }
 
-// Data parallel: ranks are threads of this process joined over a c10d HashStore, on Gloo.
+// Data parallel: ranks are threads of this process (tests/model/distributed/thread_ranks.h).
 
 struct RankRun {
   MemorySink sink;
@@ -311,28 +310,19 @@ std::vector<RankRun> TrainOnRanks(const CellConfig& config, int world,
     runs[0].params = Parameters(trainer);
     return runs;
   }
-  auto store = c10::make_intrusive<c10d::HashStore>();
   std::mutex construction;  // the constructor seeds and draws from the global generator
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        C10dCollective collective(store, r, world, at::kCPU, std::chrono::seconds(60), "127.0.0.1");
-        std::unique_ptr<Trainer> trainer;
-        {
-          std::lock_guard<std::mutex> lock(construction);
-          trainer = std::make_unique<Trainer>(config, at::kCPU, &runs[r].sink, checkpoint_dir,
-                                              &collective);
-        }
-        if (resume && (runs[r].resume_error = trainer->Resume())) return;
-        runs[r].result = trainer->Run();
-        runs[r].params = Parameters(*trainer);
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "rank " << r << ": " << e.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  const std::string error = testing::OnThreadRanks(world, [&](C10dCollective& collective, int r) {
+    std::unique_ptr<Trainer> trainer;
+    {
+      std::lock_guard<std::mutex> lock(construction);
+      trainer =
+          std::make_unique<Trainer>(config, at::kCPU, &runs[r].sink, checkpoint_dir, &collective);
+    }
+    if (resume && (runs[r].resume_error = trainer->Resume())) return;
+    runs[r].result = trainer->Run();
+    runs[r].params = Parameters(*trainer);
+  });
+  EXPECT_EQ(error, "");
   return runs;
 }
 
