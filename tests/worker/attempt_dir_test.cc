@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/temp_dir.h"
+
 namespace onset::worker {
 namespace {
 
@@ -17,14 +19,6 @@ using ::testing::StartsWith;
 
 class AttemptDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    work_dir_ = fs::temp_directory_path() /
-                ("onset-attempt-dir-" + std::to_string(getpid()) + "-" +
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(work_dir_);
-  }
-  void TearDown() override { fs::remove_all(work_dir_); }
-
   static JobSpec Job() {
     JobSpec job;
     job.cell_id = "00c0ffee";
@@ -40,7 +34,8 @@ class AttemptDirTest : public ::testing::Test {
     return text.str();
   }
 
-  fs::path work_dir_;
+  testutil::TempDir tmp_;
+  fs::path work_dir_ = fs::path(tmp_.path()) / "work";  // made by the code under test
 };
 
 TEST_F(AttemptDirTest, CreatesTheAttemptWithItsConfigBesideTheCellsCheckpoints) {

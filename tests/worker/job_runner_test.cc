@@ -13,6 +13,7 @@
 
 #include "common/fake_clock.h"
 #include "common/utf8.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/worker/fake_coordinator_client.h"
 
 namespace onset::worker {
@@ -28,14 +29,6 @@ constexpr char kFakeTrainer[] = ONSET_WORKER_TESTDATA "/fake_trainer.sh";
 
 class JobRunnerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    work_dir_ = fs::temp_directory_path() /
-                ("onset-job-runner-" + std::to_string(getpid()) + "-" +
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(work_dir_);
-  }
-  void TearDown() override { fs::remove_all(work_dir_); }
-
   JobRunnerConfig Config() const {
     JobRunnerConfig config;
     config.trainer_path = kFakeTrainer;
@@ -66,7 +59,8 @@ class JobRunnerTest : public ::testing::Test {
     });
   }
 
-  fs::path work_dir_;
+  testutil::TempDir tmp_;
+  fs::path work_dir_ = fs::path(tmp_.path()) / "work";  // made by the code under test
   FakeCoordinatorClient client_;
   PosixProcessLauncher launcher_;
 };
