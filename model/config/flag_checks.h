@@ -4,12 +4,15 @@
 // Header-only; CLI11 is header-only too (vendored in third_party/ for a node with only LibTorch).
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "base/trainer_contract.h"
 
 namespace onset::model {
 
@@ -89,6 +92,26 @@ inline std::optional<std::string> ParseFlags(CLI::App& app, int argc, const char
   }
   for (const CLI::Option* option : required) {
     if (option->count() == 0) return option->get_name() + " is required";
+  }
+  return std::nullopt;
+}
+
+// What a command of onset-train does before it runs, from how its flags parsed: bad flags print
+// the error and the usage on stderr and exit 2 (trainer::kExitUsage), `flags.help` prints the
+// usage on stdout and exits 0; nullopt means run. `flags` is taken by reference so that its help
+// is read after the parse in the same call has filled it:
+//   if (auto exit = ExitBeforeRunning(ParseTrainFlags(argc, argv, &flags), flags, kTrainUsage))
+//     return *exit;
+template <typename Flags>
+std::optional<int> ExitBeforeRunning(const std::optional<std::string>& parse_error,
+                                     const Flags& flags, const char* usage) {
+  if (parse_error) {
+    std::fprintf(stderr, "onset-train: %s\n%s\n", parse_error->c_str(), usage);
+    return trainer::kExitUsage;
+  }
+  if (flags.help) {
+    std::fprintf(stdout, "%s\n", usage);
+    return trainer::kExitOk;
   }
   return std::nullopt;
 }

@@ -63,13 +63,8 @@ std::optional<std::string> PrepareTokenFile(const PrepareFlags& flags, int64_t* 
 
 int PrepareMain(int argc, char** argv) {
   PrepareFlags flags;
-  if (auto error = ParsePrepareFlags(argc, argv, &flags)) {
-    std::fprintf(stderr, "onset-train: %s\n%s\n", error->c_str(), kPrepareUsage);
-    return trainer::kExitUsage;
-  }
-  if (flags.help) {
-    std::fprintf(stdout, "%s\n", kPrepareUsage);
-    return trainer::kExitOk;
+  if (auto exit = ExitBeforeRunning(ParsePrepareFlags(argc, argv, &flags), flags, kPrepareUsage)) {
+    return *exit;
   }
   int64_t tokens = 0;
   if (auto error = PrepareTokenFile(flags, &tokens)) {

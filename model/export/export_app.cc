@@ -124,13 +124,8 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
 
 int ExportMain(int argc, char** argv) {
   ExportFlags flags;
-  if (auto error = ParseExportFlags(argc, argv, &flags)) {
-    std::fprintf(stderr, "onset-train: %s\n%s\n", error->c_str(), kExportUsage);
-    return trainer::kExitUsage;
-  }
-  if (flags.help) {
-    std::fprintf(stdout, "%s\n", kExportUsage);
-    return trainer::kExitOk;
+  if (auto exit = ExitBeforeRunning(ParseExportFlags(argc, argv, &flags), flags, kExportUsage)) {
+    return *exit;
   }
   CellConfig config;
   if (auto error = LoadCellConfig(flags.config_path, &config)) {

@@ -20,6 +20,7 @@
 #include <torch/cuda.h>
 
 #include "base/trainer_contract.h"
+#include "model/config/flag_checks.h"
 #include "model/config/flops.h"
 #include "model/distributed/c10d_collective.h"
 #include "model/distributed/dist_env.h"
@@ -50,13 +51,8 @@ std::unique_ptr<C10dCollective> JoinRanks(const DistEnv& env, const at::Device& 
 
 int TrainMain(int argc, char** argv) {
   TrainFlags flags;
-  if (auto error = ParseTrainFlags(argc, argv, &flags)) {
-    std::fprintf(stderr, "onset-train: %s\n%s\n", error->c_str(), kTrainUsage);
-    return trainer::kExitUsage;
-  }
-  if (flags.help) {
-    std::fprintf(stdout, "%s\n", kTrainUsage);
-    return trainer::kExitOk;
+  if (auto exit = ExitBeforeRunning(ParseTrainFlags(argc, argv, &flags), flags, kTrainUsage)) {
+    return *exit;
   }
   const EnvLookup getenv = [](const char* name) { return std::getenv(name); };
   FollowLauncher(getenv);
