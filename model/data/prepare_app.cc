@@ -6,7 +6,7 @@
 
 #include "base/durable_file.h"
 #include "base/trainer_contract.h"
-#include "model/config/flag_checks.h"
+#include "model/command_flags.h"
 
 namespace onset::model {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/trainer_contract.h"
-#include "model/config/flag_checks.h"
+#include "model/command_flags.h"
 #include "model/export/export.h"
 #include "model/training/train_flags.h"
 

@@ -20,7 +20,7 @@
 #include <torch/cuda.h>
 
 #include "base/trainer_contract.h"
-#include "model/config/flag_checks.h"
+#include "model/command_flags.h"
 #include "model/config/flops.h"
 #include "model/distributed/c10d_collective.h"
 #include "model/distributed/dist_env.h"

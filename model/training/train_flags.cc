@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "base/trainer_contract.h"
-#include "model/config/flag_checks.h"
+#include "model/command_flags.h"
 #include "model/data/synthetic_data.h"
 
 namespace onset::model {
