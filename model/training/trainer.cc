@@ -166,14 +166,14 @@ std::optional<std::string> Trainer::Resume() {
 
 void Trainer::EmitStart() {
   const ParamCounts params = model_->CountParams();
-  sink_->Emit({"start",
+  sink_->Emit({trainer::kEventStart,
                0,
                std::nullopt,
                {{"model/params", static_cast<double>(params.total)},
                 {"model/non_embedding_params", static_cast<double>(params.non_embedding)}}});
   if (resumed_) {
     // Recorded as a metric too, so the database shows where each resumption started.
-    sink_->Emit({"resume",
+    sink_->Emit({trainer::kEventResume,
                  tokens_,
                  std::nullopt,
                  {{"train/resumed_at_tokens", static_cast<double>(tokens_)}}});
@@ -205,7 +205,7 @@ void Trainer::EmitStart() {
 
 void Trainer::EmitTrain(double lr) {
   // train/loss is the mean over the steps since the previous train event.
-  MetricsEvent event{"train", tokens_, steps_, throughput_.TakeWindow()};
+  MetricsEvent event{trainer::kEventTrain, tokens_, steps_, throughput_.TakeWindow()};
   event.metrics["train/lr"] = lr;
   sink_->Emit(event);
   reported_ += event.Format() + "\n";
@@ -221,7 +221,7 @@ void Trainer::Evaluate() {
   std::map<std::string, double> metrics =
       evaluator_->Run(model_, bf16_, /*final_eval=*/tokens_ >= config_.train.tokens);
   metrics["eval/seconds"] = Seconds(Clock::now() - t0);
-  const MetricsEvent event{"eval", tokens_, std::nullopt, metrics};
+  const MetricsEvent event{trainer::kEventEval, tokens_, std::nullopt, metrics};
   sink_->Emit(event);
   reported_ += event.Format() + "\n";
   std::string line;
@@ -237,7 +237,7 @@ void Trainer::WriteCheckpoint() {
   const std::optional<CheckpointManager::Saved> saved =
       checkpoints_.Save(Progress(), *model_, *optimizer_);
   if (!saved) return;  // no checkpoint directory
-  sink_->Emit({"checkpoint",
+  sink_->Emit({trainer::kEventCheckpoint,
                tokens_,
                std::nullopt,
                {{"checkpoint/seconds", saved->seconds},
@@ -250,7 +250,7 @@ void Trainer::WriteCheckpoint() {
 TrainResult Trainer::Finish(TrainResult result) {
   result.tokens = tokens_;
   result.steps = steps_;
-  MetricsEvent done{"done", tokens_, std::nullopt, throughput_.Totals(tokens_)};
+  MetricsEvent done{trainer::kEventDone, tokens_, std::nullopt, throughput_.Totals(tokens_)};
   // A run resumed from its final checkpoint takes no step and has no loss of its own to add.
   if (!result.step_losses.empty()) done.metrics["train/loss"] = result.step_losses.back();
   sink_->Emit(done);
@@ -263,7 +263,8 @@ TrainResult Trainer::Finish(TrainResult result) {
 }
 
 TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
-  sink_->Emit({"diverged", tokens_, std::nullopt, {{"train/loss", loss}, {"train/lr", lr}}});
+  sink_->Emit(
+      {trainer::kEventDiverged, tokens_, std::nullopt, {{"train/loss", loss}, {"train/lr", lr}}});
   if (lead()) {
     std::fprintf(stderr, "onset-train: diverged at step %lld (%lld tokens): loss %f\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_), loss);
@@ -277,7 +278,7 @@ TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
 TrainResult Trainer::Stopped(TrainResult result, bool checkpointed) {
   if (!checkpointed && lead()) WriteCheckpoint();
   parallel_.Barrier();
-  sink_->Emit({"stopped", tokens_, std::nullopt, {}});
+  sink_->Emit({trainer::kEventStopped, tokens_, std::nullopt, {}});
   if (lead()) {
     std::fprintf(stderr,
                  "onset-train: stopped on request at %lld tokens (step %lld); resume "
