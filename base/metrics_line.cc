@@ -28,13 +28,6 @@ std::string ErrorText(const nlohmann::json::exception& e) {
 
 }  // namespace
 
-bool IsMetricsEvent(std::string_view name) {
-  for (const char* known : kMetricsEvents) {
-    if (name == known) return true;
-  }
-  return false;
-}
-
 std::string MetricsEvent::Format() const {
   // ordered_json keeps "event", "tokens", "step", "metrics" in this order for human readers.
   nlohmann::ordered_json j;

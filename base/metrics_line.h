@@ -35,9 +35,6 @@ inline constexpr const char* kMetricsEvents[] = {kEventStart,   kEventResume,   
                                                  kEventEval,    kEventCheckpoint, kEventDiverged,
                                                  kEventStopped, kEventDone};
 
-// Whether `name` is one of kMetricsEvents.
-bool IsMetricsEvent(std::string_view name);
-
 // Why a line is not a metrics line.
 struct MetricsLineError {
   std::string what;  // e.g. "not JSON: syntax error ...", "no \"tokens\" integer"

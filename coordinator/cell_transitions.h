@@ -9,7 +9,8 @@
 //   cancelled    -> cancelled.
 //   failed, lost -> classified (failure_policy.h); crash and lost count a failure and back off
 //                   while the policy retries them, the others fail at once.
-// A cell cancelled while its attempt ran stays cancelled whatever else the attempt did.
+// A cell cancelled while its attempt ran stays cancelled whatever else the attempt did, unless
+// the attempt succeeded.
 //
 // Pure: no database, no clock (the time comes in), so every branch is tested alone.
 #pragma once
