@@ -23,5 +23,8 @@ inline constexpr const char* kFlagThreads = "--threads";
 inline constexpr const char* kFlagNproc = "--nproc";               // ranks on this machine
 inline constexpr const char* kFlagDistTimeout = "--dist-timeout";  // seconds
 inline constexpr const char* kFlagAttentionBackend = "--attention-backend";
+// A WSD branch (model/config/wsd_trunk.h): the trunk checkpoint file the cell starts from when
+// it has no checkpoint of its own to resume.
+inline constexpr const char* kFlagBranchFrom = "--branch-from";
 
 }  // namespace onset::trainer

@@ -98,6 +98,16 @@ std::optional<int> DependentChoice(const Grid& grid, size_t d, const GridPoint& 
 // at their paths. A dependent field with no value for the point is left to `base`.
 nlohmann::json CellJson(const nlohmann::json& base, const Grid& grid, const GridPoint& p);
 
+// How a stored cell runs (docs/wsd-trunks.md). kCell: on its own. kBranch: a WSD budget that
+// starts from its trunk's checkpoint at branch_tokens and trains only its decay; it is the same
+// cell (id, config, metrics) as the run on its own would be. kTrunk: the shared stable phase of
+// its branches, a job and not a grid point: its config_json is a trunk spec
+// (model/config/wsd_trunk.h), its tokens_budget where it stops.
+enum class CellRole { kCell, kTrunk, kBranch };
+// "cell", "trunk", "branch": the names stored and shown.
+const char* CellRoleName(CellRole role);
+std::optional<CellRole> CellRoleFromName(const std::string& name);
+
 // A cell ready to store.
 struct CellSpec {
   std::string id;  // CellId of the config
@@ -117,6 +127,9 @@ struct CellSpec {
   // stored with the cell, so that reading a cell never parses its config.
   int64_t non_embedding_params = 0;
   double train_flops_per_token = 0;
+  CellRole role = CellRole::kCell;
+  std::string trunk_id;       // kBranch: its trunk's id
+  int64_t branch_tokens = 0;  // kBranch: the trunk checkpoint it starts from, tokens
 };
 
 // The longest sequence a cell's model sees: model.seq_len, or its longest NIAH prompt when it

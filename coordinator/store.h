@@ -73,6 +73,12 @@ struct CellInfo {
   // The model of its config (model_cost.h); 0 when the config cannot be read.
   int64_t non_embedding_params = 0;
   double train_flops_per_token = 0;
+  CellRole role = CellRole::kCell;  // CellSpec::role
+  std::string trunk_id;             // kBranch: its trunk's id
+  int64_t branch_tokens = 0;        // kBranch: the trunk checkpoint it starts from, tokens
+  // kBranch: the trunk has not reported that checkpoint yet (no "checkpoint/bytes" point at
+  // branch_tokens); the branch cannot be claimed until it does.
+  bool waiting_for_trunk = false;
 };
 
 // A change of a cell's state, from the durable event log (one row per change, in order).
@@ -171,6 +177,21 @@ struct ClaimedJob {
   int64_t tokens_budget = 0;
   bool fresh = false;                // start without the cell's checkpoints (a `rerun --fresh`)
   std::vector<std::string> devices;  // the devices it runs on, one per data-parallel rank
+  CellRole role = CellRole::kCell;
+  std::string trunk_id;       // kBranch: the trunk whose checkpoint it starts from
+  int64_t branch_tokens = 0;  // kBranch: that checkpoint's tokens
+};
+
+// What trunk planning (trunk_plan.h) needs to know of a stored cell.
+struct StoredPlanCell {
+  std::string id;
+  CellRole role = CellRole::kCell;
+  std::string trunk_id;       // kBranch
+  int64_t branch_tokens = 0;  // kBranch
+  CellState state = CellState::kQueued;
+  int64_t tokens_done = 0;
+  int64_t tokens_budget = 0;
+  std::string config_json;  // kTrunk only: its trunk spec
 };
 
 struct WorkerRegistration {
@@ -257,9 +278,19 @@ class Store {
   // (append_only.h): FailedPrecondition, and nothing written, when a new cell would redefine
   // the grid point of a stored one.
   virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
+  // Cells of role kTrunk whose id is stored already are trunks being extended: when the new
+  // spec's tokens_budget is larger, the stored config_json and tokens_budget are replaced and a
+  // succeeded trunk is queued again (it resumes from its last checkpoint); otherwise the stored
+  // trunk stays as it is. A stored cell keeps its role.
+  //
   // What AddStudy would return, errors included, without writing anything. Cells not stored
   // yet appear queued.
   virtual absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) = 0;
+  // Every stored cell of the study with its role, trunks included; empty for an unknown study.
+  virtual absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) {
+    (void)study;
+    return absl::UnimplementedError("PlanCells");
+  }
   // Oldest first.
   virtual absl::StatusOr<std::vector<StudyInfo>> ListStudies() = 0;
   // The study and the cells of `page`. NotFound for an unknown name.

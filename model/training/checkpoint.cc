@@ -18,6 +18,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include "base/checkpoint_name.h"
 #include "base/durable_file.h"
 
 namespace onset::model {
@@ -114,11 +115,7 @@ std::optional<CheckpointError> ReadVerified(const std::string& path, std::string
 
 }  // namespace
 
-std::string CheckpointFileName(int64_t tokens) {
-  char name[64];
-  std::snprintf(name, sizeof name, "%s%012lld%s", kPrefix, static_cast<long long>(tokens), kSuffix);
-  return name;
-}
+std::string CheckpointFileName(int64_t tokens) { return base::CheckpointFileName(tokens); }
 
 std::vector<CheckpointFile> ListCheckpoints(const std::string& dir) {
   std::vector<CheckpointFile> files;

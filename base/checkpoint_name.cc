@@ -1,0 +1,13 @@
+#include "base/checkpoint_name.h"
+
+#include <cstdio>
+
+namespace onset::base {
+
+std::string CheckpointFileName(int64_t tokens) {
+  char name[64];
+  std::snprintf(name, sizeof name, "ckpt-%012lld.pt", static_cast<long long>(tokens));
+  return name;
+}
+
+}  // namespace onset::base
