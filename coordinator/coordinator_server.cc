@@ -43,7 +43,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         store_(std::move(store)),
         leases_(store_.get(), &common::SystemClock(), config.lease_ttl),
         auth_(config.token),
-        study_service_(store_.get(), &auth_),
+        study_service_(store_.get(), &auth_, !config.checkpoint_root.empty()),
         worker_service_(store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root),
         dashboard_api_(store_.get(), config.token) {}

@@ -340,6 +340,7 @@ class StudyParser {
     }
     if (!has_name) Fail(1, "name", "is required");
     base["study"] = spec.name;
+    ReadShareTrunk(&base, &spec);
     if (later.count("grid")) ParseGrid(later["grid"]);
     if (later.count("depends")) ParseDepends(later["depends"]);
     if (later.count("exclude")) ParseExclude(later["exclude"]);
@@ -782,6 +783,20 @@ class StudyParser {
       if (key == s) return true;
     }
     return false;
+  }
+
+  // train.share_trunk: how the study runs (a WSD study's budgets from one trunk, or each on
+  // its own), not what its cells are, so it is taken out of the cells' config.
+  void ReadShareTrunk(json* base, StudySpec* spec) {
+    if (!base->contains("train") || !(*base)["train"].contains("share_trunk")) return;
+    json& train = (*base)["train"];
+    const int line = key_lines_["train.share_trunk"];
+    if (!train["share_trunk"].is_boolean()) {
+      Fail(line, "train.share_trunk", "must be true or false, got " + train["share_trunk"].dump());
+    }
+    spec->share_trunk = train["share_trunk"].get<bool>();
+    spec->share_trunk_line = line;
+    train.erase("share_trunk");
   }
 
   // resources: {devices: N}; returns N (1 when not given).

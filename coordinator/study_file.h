@@ -24,6 +24,10 @@
 //                                    # kMaxCellDevices; how a cell is run, not what it is: not
 //                                    # part of its content address
 //
+// `train.share_trunk: false` makes a WSD study train each budget on its own instead of branching
+// them off one trunk (trunk_plan.h); `true` refuses the file when its budgets cannot share. How
+// cells run, not what they are: it is taken out of the cells' config.
+//
 // Axes expand seeds outermost, then tokens, then the rest in file order (a zip group counts as
 // one axis). Every grid, zip, exclude and depends key is a named axis (arch, window, pos,
 // tokens, seeds) or a field path (section.key); unknown ones are errors with the closest known
@@ -42,6 +46,7 @@
 // kMaxGridPoints points before exclusion.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +65,10 @@ struct StudySpec {
   std::string source_yaml;      // the text, stored verbatim
   std::vector<CellSpec> cells;  // deduplicated, in expansion order
   int devices = 1;              // resources.devices: devices each attempt of its cells needs
+  // train.share_trunk: whether a WSD study's budgets share a trunk (trunk_plan.h); unset =
+  // wherever they can. Not part of any cell's config.
+  std::optional<bool> share_trunk;
+  int share_trunk_line = 0;  // its line in the file, for messages
 };
 
 // Parses and expands a study file. Pure: reads no files, writes nothing. Relative token-file

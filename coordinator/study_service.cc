@@ -9,6 +9,7 @@
 #include "coordinator/feeds.h"
 #include "coordinator/rerun_selection.h"
 #include "coordinator/study_file.h"
+#include "coordinator/study_submission.h"
 
 namespace onset::coordinator {
 namespace {
@@ -138,8 +139,10 @@ grpc::Status StudyServiceImpl::SubmitStudy(
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());
-  NewStudy study{spec->name,        spec->description,      spec->source_name,
-                 spec->source_yaml, std::move(spec->cells), spec->devices};
+  absl::StatusOr<PlannedSubmission> planned =
+      PlanSubmission(*store_, *std::move(spec), shared_checkpoints_);
+  if (!planned.ok()) return common::ToGrpcStatus(planned.status());
+  const NewStudy& study = planned->study;
   absl::StatusOr<AddStudyResult> added =
       request->dry_run() ? store_->PreviewStudy(study) : store_->AddStudy(study);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
@@ -153,6 +156,9 @@ grpc::Status StudyServiceImpl::SubmitStudy(
       ToProto(added->study, out.mutable_study());
       out.set_cells_added(added->cells_added);
       out.set_cells_in_file(static_cast<int32_t>(cells.size()));
+      out.set_tokens_to_train(planned->tokens_to_train);
+      out.set_tokens_without_sharing(planned->tokens_without_sharing);
+      for (const std::string& note : planned->sharing_notes) out.add_sharing_notes(note);
     }
     const size_t to = std::min(cells.size(), from + kPageCells);
     for (size_t i = from; i < to; ++i) {

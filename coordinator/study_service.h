@@ -14,8 +14,11 @@ namespace onset::coordinator {
 // call is refused with UNAUTHENTICATED unless `auth` accepts it.
 class StudyServiceImpl final : public onset::v1::StudyService::Service {
  public:
-  StudyServiceImpl(Store* store, const common::BearerTokenChecker* auth)
-      : store_(store), auth_(auth) {}
+  // `shared_checkpoints`: the coordinator keeps checkpoints under a root every worker sees
+  // (--checkpoint-root), which WSD branches need to find their trunk's (trunk_plan.h).
+  StudyServiceImpl(Store* store, const common::BearerTokenChecker* auth,
+                   bool shared_checkpoints = false)
+      : store_(store), auth_(auth), shared_checkpoints_(shared_checkpoints) {}
 
   grpc::Status SubmitStudy(grpc::ServerContext* context,
                            const onset::v1::SubmitStudyRequest* request,
@@ -50,6 +53,7 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
  private:
   Store* const store_;
   const common::BearerTokenChecker* const auth_;
+  const bool shared_checkpoints_;
   std::atomic<bool> stopping_{false};
 };
 

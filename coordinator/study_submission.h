@@ -1,0 +1,27 @@
+// A submitted study file, planned: its cells as the study file expands them, with the trunks
+// that WSD budgets share (trunk_plan.h) given what the store already holds of the study.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/store.h"
+#include "coordinator/study_file.h"
+
+namespace onset::coordinator {
+
+struct PlannedSubmission {
+  NewStudy study;  // what to store (or preview): the file's cells and their trunks
+  std::vector<std::string> sharing_notes;
+  int64_t tokens_to_train = 0;
+  int64_t tokens_without_sharing = 0;
+};
+
+// `shared_checkpoints`: whether the coordinator has a checkpoint root every worker sees.
+// Errors: the store's, and PlanTrunks' refusal of a file that asks for sharing it cannot have.
+absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
+                                                 bool shared_checkpoints);
+
+}  // namespace onset::coordinator
