@@ -7,6 +7,7 @@
 
 #include "cli/cell_commands.h"
 #include "cli/render.h"
+#include "cli/trunk_view.h"
 #include "common/study_text.h"
 
 namespace onset::cli {
@@ -55,7 +56,8 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
   }
   out << "study " << StudySummary(response->study()) << "\n"
       << response->cells_size() << (response->cells_size() == 1 ? " cell, " : " cells, ")
-      << response->cells_added() << " new\n";
+      << response->cells_added() << " new\n"
+      << SharingSummary(*response);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/trunk_view.h"
 
 namespace onset::cli {
 namespace {
@@ -303,19 +304,20 @@ std::string StudyProgress(const v1::GetStudyResponse& study) {
   int64_t done = 0, total = 0;
   double throughput = 0;
   for (const v1::Cell& cell : study.cells()) {
-    total += cell.tokens_budget();
+    // The tokens that will actually be trained: a trunk once, each branch from its branch point.
+    total += TokensToTrain(cell);
     switch (cell.state()) {
       case v1::CELL_STATE_SUCCEEDED:
       case v1::CELL_STATE_FAILED:
       case v1::CELL_STATE_DIVERGED:
       case v1::CELL_STATE_CANCELLED:
-        done += cell.tokens_budget();  // nothing left to train
+        done += TokensToTrain(cell);  // nothing left to train
         break;
       case v1::CELL_STATE_RUNNING:
         throughput += cell.tokens_per_second();
         [[fallthrough]];
       default:
-        done += std::min(cell.tokens_done(), cell.tokens_budget());
+        done += TokensTrained(cell);
     }
   }
   if (total == 0) return "";
@@ -340,9 +342,13 @@ std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style) {
   Append(&headers, AxisHeaders(extra));
   const size_t first_number = headers.size();
   if (devices) headers.push_back("DEVICES");
-  Append(&headers, {"PROGRESS", "LOSS", "TOK/S", "ATTEMPTS", "LAST ERROR"});
+  Append(&headers, {"PROGRESS", "LOSS", "TOK/S", "ATTEMPTS"});
+  // WSD trunk sharing: which rows are trunks, and where each branch starts.
+  const bool shared = AnyShared(study.cells());
+  if (shared) headers.push_back("RUNS AS");
+  headers.push_back("LAST ERROR");
   Table table(headers);
-  for (size_t c = first_number; c < headers.size() - 1; ++c) table.AlignRight(c);
+  for (size_t c = first_number; c < headers.size() - (shared ? 2 : 1); ++c) table.AlignRight(c);
   for (const v1::Cell& cell : study.cells()) {
     std::string progress =
         absl::StrCat(FormatTokens(cell.tokens_done()), "/", FormatTokens(cell.tokens_budget()));
@@ -357,7 +363,9 @@ std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style) {
                   cell.tokens_per_second() > 0
                       ? FormatTokens(static_cast<int64_t>(cell.tokens_per_second()))
                       : "-",
-                  std::to_string(cell.attempts()), Truncate(cell.last_error(), kErrorChars)});
+                  std::to_string(cell.attempts())});
+    if (shared) row.push_back(RoleText(cell));
+    row.push_back(Truncate(cell.last_error(), kErrorChars));
     table.AddRow(std::move(row));
   }
   const std::string progress = StudyProgress(study);
@@ -370,17 +378,25 @@ std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview) {
   const std::vector<std::string> extra = ExtraAxes(preview.cells());
   std::vector<std::string> headers = {"CELL", "SUBMIT"};
   Append(&headers, AxisHeaders(extra));
+  const bool shared = AnyShared(preview.cells());
+  if (shared) headers.push_back("RUNS AS");
   Table table(headers);
+  int trunks = 0;
   for (const v1::Cell& cell : preview.cells()) {
     std::vector<std::string> row = {
         cell.id(), fresh.count(cell.id()) ? "new" : "exists (" + StateName(cell.state()) + ")"};
     Append(&row, AxisCells(cell, extra));
+    if (shared) row.push_back(RoleText(cell));
     table.AddRow(std::move(row));
+    if (cell.role() == "trunk") ++trunks;
   }
-  const int total = preview.cells_size();
-  return table.Render() + absl::StrCat(preview.study().name(), ": ", total,
-                                       total == 1 ? " cell, " : " cells, ", fresh.size(),
-                                       " new; dry run, nothing written\n");
+  const int total = preview.cells_size() - trunks;
+  return table.Render() +
+         absl::StrCat(
+             preview.study().name(), ": ", total, total == 1 ? " cell" : " cells",
+             trunks > 0 ? absl::StrCat(" and ", trunks, trunks == 1 ? " trunk" : " trunks") : "",
+             ", ", fresh.size(), " new; dry run, nothing written\n") +
+         SharingSummary(preview);
 }
 
 std::vector<std::string> ResultColumns(const v1::GetResultsResponse& results) {

@@ -16,6 +16,7 @@
 #include "cli/progress_bars.h"
 #include "cli/render.h"
 #include "cli/study_client.h"
+#include "cli/trunk_view.h"
 #include "common/auth_token.h"
 #include "common/client_security.h"
 #include "common/study_text.h"
@@ -120,6 +121,9 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   server_config.lease_ttl = std::chrono::seconds(30);
   server_config.heartbeat_interval = std::chrono::seconds(1);
   server_config.requeue_running_on_start = true;
+  // One machine: every worker sees the data directory, so a WSD branch finds its trunk's
+  // checkpoint there (docs/wsd-trunks.md).
+  server_config.checkpoint_root = (fs::path(options.data_dir) / "checkpoints").string();
   auto server = coordinator::CoordinatorServer::Start(server_config);
   if (!server.ok()) {
     err << "cannot start the coordinator: " << server.status().message() << "\n";
@@ -148,7 +152,8 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   for (const v1::Cell& cell : submitted->cells()) submitted_ids.insert(cell.id());
   err << "study " << study << ": " << submitted->cells_size() << " cells, "
       << submitted->cells_added() << " new (coordinator at " << address << ", data in "
-      << options.data_dir << ")\n";
+      << options.data_dir << ")\n"
+      << SharingSummary(*submitted);
 
   // One worker with a CPU slot per trainer run at once: a cell that needs several devices
   // (data-parallel ranks) takes several slots.

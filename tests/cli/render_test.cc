@@ -248,11 +248,14 @@ TEST(RenderTest, SubmitPreviewMarksNewAndExistingCells) {
   (*preview.mutable_cells(1)->mutable_axes())["train.lr"] = "0.001";
   preview.add_new_cell_ids("bbbb");
   preview.set_cells_added(1);
+  preview.set_tokens_to_train(40000);
+  preview.set_tokens_without_sharing(40000);
   EXPECT_EQ(RenderSubmitPreview(preview),
             "CELL  SUBMIT              ARCH  WINDOW  POS   TOKENS  SEED  train.lr\n"
             "aaaa  exists (succeeded)  full  -       rope  20K     0     -\n"
             "bbbb  new                 swa   64      rope  20K     0     0.001\n"
-            "demo: 2 cells, 1 new; dry run, nothing written\n");
+            "demo: 2 cells, 1 new; dry run, nothing written\n"
+            "40K tokens to train\n");
 }
 
 TEST(RenderTest, ProgressLineNamesRunningCells) {

@@ -1,0 +1,53 @@
+#include "cli/trunk_view.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "cli/render.h"
+
+namespace onset::cli {
+
+int64_t TokensToTrain(const v1::Cell& cell) {
+  if (cell.role() == "branch")
+    return std::max<int64_t>(0, cell.tokens_budget() - cell.branch_tokens());
+  return cell.tokens_budget();
+}
+
+int64_t TokensTrained(const v1::Cell& cell) {
+  const int64_t done =
+      cell.role() == "branch" ? cell.tokens_done() - cell.branch_tokens() : cell.tokens_done();
+  return std::clamp<int64_t>(done, 0, TokensToTrain(cell));
+}
+
+bool AnyShared(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
+  return std::any_of(cells.begin(), cells.end(),
+                     [](const v1::Cell& c) { return c.role() == "trunk" || c.role() == "branch"; });
+}
+
+std::string RoleText(const v1::Cell& cell) {
+  if (cell.role() == "trunk") return "trunk";
+  if (cell.role() != "branch") return "";
+  std::string text = absl::StrCat("branch of ", cell.trunk_id().substr(0, 8), " at ",
+                                  FormatTokens(cell.branch_tokens()));
+  if (cell.waiting_for_trunk()) text += " (waiting for it)";
+  return text;
+}
+
+std::string SharingSummary(const v1::SubmitStudyResponse& response) {
+  const int64_t with = response.tokens_to_train();
+  const int64_t without = response.tokens_without_sharing();
+  if (without == 0 && response.sharing_notes().empty()) return "";  // an older coordinator
+  std::string out = FormatTokens(with) + " tokens to train";
+  if (with > 0 && with < without) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.1fx", static_cast<double>(without) / with);
+    absl::StrAppend(&out, " (", FormatTokens(without), " without trunk sharing, ", ratio, " less)");
+  }
+  out += "\n";
+  for (const std::string& note : response.sharing_notes())
+    absl::StrAppend(&out, "note: ", note, "\n");
+  return out;
+}
+
+}  // namespace onset::cli
