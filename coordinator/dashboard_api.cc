@@ -63,12 +63,18 @@ std::string ProtoJson(const google::protobuf::Message& m) {
   return json;
 }
 
-absl::StatusOr<v1::GetStudyResponse> StudyProto(Store& store, const std::string& name) {
+// The study and its cells; `grid_points_only` leaves out trunks (jobs, not grid points: they
+// have no curves of their own), for what reads results.
+absl::StatusOr<v1::GetStudyResponse> StudyProto(Store& store, const std::string& name,
+                                                bool grid_points_only = false) {
   absl::StatusOr<StudyDetail> detail = store.GetStudy(name);
   if (!detail.ok()) return detail.status();
   v1::GetStudyResponse out;
   ToProto(detail->study, out.mutable_study());
-  for (const CellInfo& cell : detail->cells) ToProto(cell, out.add_cells());
+  for (const CellInfo& cell : detail->cells) {
+    if (grid_points_only && cell.role == CellRole::kTrunk) continue;
+    ToProto(cell, out.add_cells());
+  }
   return out;
 }
 
@@ -201,7 +207,8 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
       if (eq == std::string::npos || eq == 0) return Error(400, "baseline: must be AXIS=VALUE");
       spec.baseline = {b.substr(0, eq), b.substr(eq + 1)};
     }
-    absl::StatusOr<v1::GetStudyResponse> got = StudyProto(*store_, study);
+    absl::StatusOr<v1::GetStudyResponse> got =
+        StudyProto(*store_, study, /*grid_points_only=*/true);
     if (!got.ok()) return FromStatus(got.status());
     std::vector<std::string> metrics = {metric};
     if (const std::string copy = analysis::CopyRateMetric(metric); !copy.empty()) {

@@ -14,12 +14,17 @@ namespace {
 constexpr const char* kCellColumns = R"sql(
   c.hash, s.name, c.axes_json, c.state, c.tokens_done, c.tokens_budget, c.latest_loss,
   (SELECT COUNT(*) FROM attempts a WHERE a.cell_id = c.id),
-  COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
-            FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
-            ORDER BY a.attempt DESC LIMIT 1), ''),
+  CASE WHEN c.note <> '' THEN c.note
+  ELSE COALESCE((SELECT CASE WHEN a.outcome = 'succeeded' THEN '' ELSE a.reason END
+                 FROM attempts a WHERE a.cell_id = c.id AND a.ended_at IS NOT NULL
+                 ORDER BY a.attempt DESC LIMIT 1), '') END,
   c.tokens_per_second, c.failures, c.retry_at, c.devices, c.non_embedding_params,
-  c.train_flops_per_token, CASE WHEN c.non_embedding_params IS NULL THEN c.config_json END)sql";
-constexpr int kCellColumnCount = 16;
+  c.train_flops_per_token, CASE WHEN c.non_embedding_params IS NULL THEN c.config_json END,
+  c.role, COALESCE((SELECT t.hash FROM cells t WHERE t.id = c.trunk_id), ''), c.branch_tokens,
+  c.role = 'branch' AND c.state IN ('queued', 'backoff') AND NOT EXISTS (
+    SELECT 1 FROM metrics m WHERE m.cell_id = c.trunk_id AND m.name = 'checkpoint/bytes'
+    AND m.tokens = c.branch_tokens))sql";
+constexpr int kCellColumnCount = 20;
 
 std::map<std::string, std::string> AxesOf(const nlohmann::json& parsed) {
   std::map<std::string, std::string> axes;
@@ -72,6 +77,10 @@ CellInfo ReadCell(const db::Statement& row) {
     cell.non_embedding_params = cost.non_embedding_params;
     cell.train_flops_per_token = cost.train_flops_per_token;
   }
+  cell.role = CellRoleFromName(row.Text(16)).value_or(CellRole::kCell);
+  cell.trunk_id = row.Text(17);
+  cell.branch_tokens = row.Int(18);
+  cell.waiting_for_trunk = row.Int(19) != 0;
   return cell;
 }
 
@@ -133,7 +142,9 @@ absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id) {
 
   ONSET_ASSIGN_OR_RETURN(
       db::Statement counts,
-      db.Prepare("SELECT state, COUNT(*) FROM cells WHERE study_id = ? GROUP BY state"));
+      // Trunks are jobs, not grid points: the study's counts leave them out.
+      db.Prepare("SELECT state, COUNT(*) FROM cells WHERE study_id = ? AND role <> 'trunk' "
+                 "GROUP BY state"));
   counts.BindAll(study_id);
   while (true) {
     ONSET_ASSIGN_OR_RETURN(bool more, counts.Step());
@@ -212,13 +223,17 @@ std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id) {
 }
 
 absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id,
-                                                const CellPage& page, int64_t* next_after) {
+                                                const CellPage& page, int64_t* next_after,
+                                                bool without_trunks) {
   // One row more than the page holds tells whether another page follows.
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db.Prepare(std::string("SELECT ") + kCellColumns +
-                                    ", c.id FROM cells c JOIN studies s ON s.id = c.study_id"
-                                    " WHERE c.study_id = ? AND c.id > ? ORDER BY c.id LIMIT ?"));
-  stmt.BindAll(study_id, page.after, page.limit > 0 ? int64_t{page.limit} + 1 : int64_t{-1});
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db.Prepare(std::string("SELECT ") + kCellColumns +
+                 ", c.id FROM cells c JOIN studies s ON s.id = c.study_id"
+                 " WHERE c.study_id = ? AND c.id > ? AND (? = 0 OR c.role <> 'trunk')"
+                 " ORDER BY c.id LIMIT ?"));
+  stmt.BindAll(study_id, page.after, int64_t{without_trunks},
+               page.limit > 0 ? int64_t{page.limit} + 1 : int64_t{-1});
   std::vector<CellInfo> cells;
   int64_t last = 0;
   if (next_after != nullptr) *next_after = 0;
@@ -254,8 +269,8 @@ absl::StatusOr<std::vector<CellInfo>> FindCells(db::Connection& db, int64_t stud
 
 absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id) {
   ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db.Prepare("SELECT hash, axes_json, config_json, tokens_budget FROM cells "
-                                    "WHERE study_id = ? ORDER BY id"));
+                         db.Prepare("SELECT hash, axes_json, config_json, tokens_budget, role "
+                                    "FROM cells WHERE study_id = ? ORDER BY id"));
   stmt.BindAll(study_id);
   std::vector<CellSpec> cells;
   while (true) {
@@ -267,7 +282,32 @@ absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t 
     cell.axis_aliases = ParseAxisAliases(stmt.Text(1));
     cell.config_json = stmt.Text(2);
     cell.tokens_budget = stmt.Int(3);
+    cell.role = CellRoleFromName(stmt.Text(4)).value_or(CellRole::kCell);
     cells.push_back(std::move(cell));
+  }
+}
+
+absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_t study_id) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db.Prepare("SELECT c.hash, c.role, COALESCE(t.hash, ''), c.branch_tokens, c.state, "
+                 "c.tokens_done, c.tokens_budget, CASE WHEN c.role = 'trunk' THEN c.config_json "
+                 "ELSE '' END FROM cells c LEFT JOIN cells t ON t.id = c.trunk_id "
+                 "WHERE c.study_id = ? ORDER BY c.id"));
+  stmt.BindAll(study_id);
+  std::vector<StoredPlanCell> cells;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return cells;
+    StoredPlanCell& cell = cells.emplace_back();
+    cell.id = stmt.Text(0);
+    cell.role = CellRoleFromName(stmt.Text(1)).value_or(CellRole::kCell);
+    cell.trunk_id = stmt.Text(2);
+    cell.branch_tokens = stmt.Int(3);
+    cell.state = CellStateFromName(stmt.Text(4)).value_or(CellState::kQueued);
+    cell.tokens_done = stmt.Int(5);
+    cell.tokens_budget = stmt.Int(6);
+    cell.config_json = stmt.Text(7);
   }
 }
 

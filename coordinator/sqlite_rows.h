@@ -16,18 +16,22 @@ namespace onset::coordinator::rows {
 
 // The row id of the study named `name`; NotFound naming it.
 absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name);
-// The study with its counts per state, its repeated-failure alert and its device note.
+// The study with its counts per state (trunks left out), its repeated-failure alert and its
+// device note.
 absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id);
 // Its cells of `page`, in queue order; `next_after`, when given, receives the next page's
-// `after` (0 when no cell follows the page).
+// `after` (0 when no cell follows the page). `without_trunks`: only grid points (results).
 absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id,
                                                 const CellPage& page = {},
-                                                int64_t* next_after = nullptr);
+                                                int64_t* next_after = nullptr,
+                                                bool without_trunks = false);
 // The study's cells that `filter` selects, in queue order.
 absl::StatusOr<std::vector<CellInfo>> FindCells(db::Connection& db, int64_t study_id,
                                                 const CellFilter& filter);
-// Its cells as stored: id, display axes, config and budget.
+// Its cells as stored: id, display axes, config, budget and role.
 absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id);
+// Every cell of the study as trunk planning sees it (Store::PlanCells), in queue order.
+absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_t study_id);
 // The row ids of the given cells of a study, in order; NotFound naming an unknown one.
 absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_id,
                                               const std::vector<std::string>& cell_ids);

@@ -14,6 +14,7 @@
 #include "coordinator/append_only.h"
 #include "coordinator/cell_transitions.h"
 #include "coordinator/sqlite_rows.h"
+#include "coordinator/sqlite_trunks.h"
 #include "db/schema.h"
 
 namespace onset::coordinator {
@@ -41,22 +42,61 @@ struct OpenAttempt {
   std::string worker_id;
   CellState cell_state;
   int failures;  // the cell's counted failures so far
+  CellRole role;
+  std::string cell_hash;
+  int64_t tokens_done;
+  int64_t tokens_budget;
 };
 
 absl::StatusOr<OpenAttempt> FindOpenAttempt(db::Connection& db, const std::string& lease_id) {
   ONSET_ASSIGN_OR_RETURN(
       db::Statement stmt,
-      db.Prepare("SELECT a.id, a.cell_id, a.worker_id, c.state, c.failures FROM attempts a "
-                 "JOIN cells c ON c.id = a.cell_id WHERE a.lease_id = ? AND a.ended_at IS NULL"));
+      db.Prepare("SELECT a.id, a.cell_id, a.worker_id, c.state, c.failures, c.role, c.hash, "
+                 "c.tokens_done, c.tokens_budget FROM attempts a JOIN cells c ON c.id = a.cell_id "
+                 "WHERE a.lease_id = ? AND a.ended_at IS NULL"));
   stmt.BindAll(lease_id);
   ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
     return absl::FailedPreconditionError("lease " + lease_id +
                                          " is unknown or its attempt has ended");
   }
-  return OpenAttempt{stmt.Int(0), stmt.Int(1), stmt.Text(2),
+  return OpenAttempt{stmt.Int(0),
+                     stmt.Int(1),
+                     stmt.Text(2),
                      CellStateFromName(stmt.Text(3)).value_or(CellState::kRunning),
-                     static_cast<int>(stmt.Int(4))};
+                     static_cast<int>(stmt.Int(4)),
+                     CellRoleFromName(stmt.Text(5)).value_or(CellRole::kCell),
+                     stmt.Text(6),
+                     stmt.Int(7),
+                     stmt.Int(8)};
+}
+
+// The cells of `cells` that are grid points (every one but the trunks); `storage` holds them
+// when some are left out.
+const std::vector<CellSpec>& GridPoints(const std::vector<CellSpec>& cells,
+                                        std::vector<CellSpec>* storage) {
+  if (std::none_of(cells.begin(), cells.end(),
+                   [](const CellSpec& c) { return c.role == CellRole::kTrunk; })) {
+    return cells;
+  }
+  for (const CellSpec& c : cells) {
+    if (c.role != CellRole::kTrunk) storage->push_back(c);
+  }
+  return *storage;
+}
+
+// A branch names its trunk; InvalidArgument naming the cell otherwise.
+absl::Status CheckRoles(const std::vector<CellSpec>& cells) {
+  for (const CellSpec& c : cells) {
+    if (c.role == CellRole::kBranch && c.trunk_id.empty()) {
+      return absl::InvalidArgumentError("cell " + c.id + " is a branch without a trunk id");
+    }
+    if (c.role == CellRole::kBranch && c.branch_tokens < 0) {
+      return absl::InvalidArgumentError("cell " + c.id + " branches at negative tokens " +
+                                        std::to_string(c.branch_tokens));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CreateParentDirectories(const std::string& path) {
@@ -125,20 +165,26 @@ absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) 
 }
 
 absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& study, bool write) {
+  ONSET_RETURN_IF_ERROR(CheckRoles(study.cells));
   auto op = [&](db::Connection& db) -> absl::StatusOr<AddStudyResult> {
     const int64_t now = clock_.WallUnixMs();
     AddStudyResult result;
     int64_t study_id = 0;
     std::unordered_map<std::string, std::string> stored_axes;           // hash -> axes_json
     std::unordered_map<std::string, rows::AxisAliases> stored_aliases;  // hash -> its aliases
+    std::unordered_map<std::string, int64_t> stored_trunks;             // hash -> tokens_budget
     absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
     if (existing.ok()) {
       study_id = *existing;
       ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, rows::LoadCellSpecs(db, study_id));
-      ONSET_RETURN_IF_ERROR(CheckAppendOnly(stored, study.cells));
+      // Trunks are not grid points: their axes name no point of the grid.
+      std::vector<CellSpec> stored_points, submitted_points;
+      ONSET_RETURN_IF_ERROR(CheckAppendOnly(GridPoints(stored, &stored_points),
+                                            GridPoints(study.cells, &submitted_points)));
       for (const CellSpec& cell : stored) {
         stored_axes[cell.id] = rows::AxesJson(cell.axes, cell.axis_aliases);
         stored_aliases[cell.id] = cell.axis_aliases;
+        if (cell.role == CellRole::kTrunk) stored_trunks[cell.id] = cell.tokens_budget;
       }
       ONSET_ASSIGN_OR_RETURN(db::Statement update,
                              db.Prepare("UPDATE studies SET description = ?, source_name = ?, "
@@ -163,7 +209,8 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
         db::Statement insert_cell,
         db.Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
                    "created_at, updated_at, devices, non_embedding_params, "
-                   "train_flops_per_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                   "train_flops_per_token, role, branch_tokens) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                    "ON CONFLICT (study_id, hash) DO NOTHING"));
     // A stored cell is shown with the display axes of the latest submission that names it
     // (e.g. a field the study has since made an axis), and keeps the axis aliases of every
@@ -171,8 +218,26 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
     ONSET_ASSIGN_OR_RETURN(
         db::Statement relabel_cell,
         db.Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
+    // A stored trunk given a larger budget is extended: it trains on from its last checkpoint,
+    // so a succeeded one is queued again.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement extend_trunk,
+        db.Prepare("UPDATE cells SET config_json = ?1, tokens_budget = ?2, updated_at = ?3, "
+                   "failures = CASE WHEN state = 'succeeded' THEN 0 ELSE failures END, "
+                   "note = CASE WHEN state = 'succeeded' THEN '' ELSE note END, "
+                   "state = CASE WHEN state = 'succeeded' THEN 'queued' ELSE state END "
+                   "WHERE study_id = ?4 AND hash = ?5 AND role = 'trunk'"));
+    std::vector<const CellSpec*> new_branches;
     for (const CellSpec& cell : study.cells) {
       if (auto it = stored_axes.find(cell.id); it != stored_axes.end()) {
+        if (auto trunk = stored_trunks.find(cell.id); cell.role == CellRole::kTrunk &&
+                                                      trunk != stored_trunks.end() &&
+                                                      cell.tokens_budget > trunk->second) {
+          extend_trunk.Reset();
+          extend_trunk.BindAll(cell.config_json, cell.tokens_budget, now, study_id, cell.id);
+          ONSET_RETURN_IF_ERROR(extend_trunk.Run());
+          trunk->second = cell.tokens_budget;
+        }
         const std::string axes_json = rows::AxesJson(
             cell.axes,
             rows::MergeAxisAliases(stored_aliases[cell.id], cell.axis_aliases, cell.axes));
@@ -186,12 +251,31 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
       insert_cell.Reset();
       insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
                           now, std::max(1, study.devices), cell.non_embedding_params,
-                          cell.train_flops_per_token);
+                          cell.train_flops_per_token, CellRoleName(cell.role),
+                          cell.role == CellRole::kBranch ? cell.branch_tokens : int64_t{0});
       ONSET_RETURN_IF_ERROR(insert_cell.Run());
       if (db.Changes() > 0) {
         ++result.cells_added;
         result.new_cell_ids.push_back(cell.id);
+        if (cell.role == CellRole::kBranch) new_branches.push_back(&cell);
       }
+    }
+    // A new branch's trunk is a trunk of the study, stored before or in this submission.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement link,
+        db.Prepare("UPDATE cells SET trunk_id = (SELECT t.id FROM cells t WHERE t.study_id = ?1 "
+                   "AND t.hash = ?3 AND t.role = 'trunk') WHERE study_id = ?1 AND hash = ?2 "
+                   "RETURNING trunk_id"));
+    for (const CellSpec* branch : new_branches) {
+      link.Reset();
+      link.BindAll(study_id, branch->id, branch->trunk_id);
+      ONSET_ASSIGN_OR_RETURN(bool row, link.Step());
+      if (!row || link.IsNull(0)) {
+        return absl::InvalidArgumentError("cell " + branch->id + " is a branch of trunk " +
+                                          branch->trunk_id + ", which study " + study.name +
+                                          " does not have");
+      }
+      ONSET_RETURN_IF_ERROR(link.Run());
     }
 
     ONSET_ASSIGN_OR_RETURN(result.study, rows::LoadStudy(db, study_id));
@@ -206,6 +290,16 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
   };
   if (!writer_) return ReadOnlyError();
   return writer_->Run<AddStudyResult>(op, /*roll_back=*/!write);
+}
+
+absl::StatusOr<std::vector<StoredPlanCell>> SqliteStore::PlanCells(const std::string& study) {
+  return Read<std::vector<StoredPlanCell>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<StoredPlanCell>> {
+        absl::StatusOr<int64_t> id = rows::StudyId(db, study);
+        if (absl::IsNotFound(id.status())) return std::vector<StoredPlanCell>();
+        if (!id.ok()) return id.status();
+        return rows::PlanCells(db, *id);
+      });
 }
 
 absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
@@ -333,22 +427,28 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
       }
     }
 
-    // The first claimable cell that fits: queued, or done waiting out its backoff, and needing
-    // no more devices than are free. A bigger cell ahead waits for a worker with room, without
+    // The first claimable cell that fits: queued, or done waiting out its backoff, needing no
+    // more devices than are free, and, for a WSD branch, with its trunk's checkpoint reported.
+    // A bigger cell ahead waits for a worker with room, and a branch for its trunk, without
     // holding up the cells behind it. The write transaction (BEGIN IMMEDIATE) holds the
     // database's write lock, so no one claims it in between.
+    const std::string claimable = trunks::ClaimableRoleSql("q");
     ONSET_ASSIGN_OR_RETURN(
         db::Statement pick,
         // The first fitting queued cell and the first fitting backoff cell that is due, each
         // found by walking cells_by_state (state, id) from its start, then the earlier of the
         // two: an OR of the two states would sort every queued cell on each lease.
-        db.Prepare(
-            "SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh, "
-            "c.devices FROM cells c JOIN studies s ON s.id = c.study_id WHERE c.id IN ("
-            "SELECT id FROM (SELECT id FROM cells WHERE state = 'queued' AND devices <= ?2 "
-            "ORDER BY id LIMIT 1) UNION ALL "
-            "SELECT id FROM (SELECT id FROM cells WHERE state = 'backoff' AND retry_at <= ?1 "
-            "AND devices <= ?2 ORDER BY id LIMIT 1)) ORDER BY c.id LIMIT 1"));
+        db.Prepare("SELECT c.id, c.hash, c.config_json, c.tokens_budget, s.name, c.fresh, "
+                   "c.devices, c.role, COALESCE(t.hash, ''), c.branch_tokens "
+                   "FROM cells c JOIN studies s ON s.id = c.study_id "
+                   "LEFT JOIN cells t ON t.id = c.trunk_id WHERE c.id IN ("
+                   "SELECT id FROM (SELECT q.id FROM cells q WHERE q.state = 'queued' "
+                   "AND q.devices <= ?2 AND " +
+                   claimable +
+                   " ORDER BY q.id LIMIT 1) UNION ALL "
+                   "SELECT id FROM (SELECT q.id FROM cells q WHERE q.state = 'backoff' "
+                   "AND q.retry_at <= ?1 AND q.devices <= ?2 AND " +
+                   claimable + " ORDER BY q.id LIMIT 1)) ORDER BY c.id LIMIT 1"));
     pick.BindAll(now, static_cast<int64_t>(free_devices.size()));
     ONSET_ASSIGN_OR_RETURN(bool row, pick.Step());
     if (!row) {
@@ -363,6 +463,9 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
     job.study = pick.Text(4);
     job.fresh = pick.Int(5) != 0;  // handed to this attempt only
     job.devices.assign(free_devices.begin(), free_devices.begin() + pick.Int(6));
+    job.role = CellRoleFromName(pick.Text(7)).value_or(CellRole::kCell);
+    job.trunk_id = pick.Text(8);
+    job.branch_tokens = pick.Int(9);
     job.lease_id = common::RandomHex(kLeaseIdBytes);
     ONSET_RETURN_IF_ERROR(pick.Run());
     ONSET_ASSIGN_OR_RETURN(
@@ -447,15 +550,35 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
   const int64_t now = clock_.WallUnixMs();
   ONSET_ASSIGN_OR_RETURN(OpenAttempt attempt, FindOpenAttempt(db, lease_id));
 
+  // A trunk is done when its checkpoint at its budget (where its last branch starts) is written.
+  // Without it, a trunk extended while it ran trains on; any other is a failed attempt.
+  AttemptEnd checked = end;
+  bool extended = false;
+  if (!lost && attempt.role == CellRole::kTrunk && end.outcome == AttemptOutcome::kSucceeded) {
+    ONSET_ASSIGN_OR_RETURN(bool done,
+                           trunks::HasCheckpointPoint(db, attempt.cell_id, attempt.tokens_budget));
+    if (!done && attempt.tokens_done < attempt.tokens_budget) {
+      extended = true;
+    } else if (!done) {
+      checked.outcome = AttemptOutcome::kFailed;
+      checked.reason = trunks::MissingCheckpointReason(attempt.tokens_budget);
+    }
+  }
+
   // The attempt's outcome and the cell's next state (cell_transitions.h).
   AttemptEndInput in;
   in.cell_state = attempt.cell_state;
   in.failures = attempt.failures;
-  in.end = end;
+  in.end = checked;
   in.lost = lost;
   in.policy = policy_;
   in.now_unix_ms = now;
-  const CellTransition t = TransitionAtAttemptEnd(in);
+  CellTransition t = TransitionAtAttemptEnd(in);
+  if (extended) {
+    // The attempt did what it was given; the trunk is not done (nor, when cancelled, saved by it).
+    t.next =
+        attempt.cell_state == CellState::kCancelled ? CellState::kCancelled : CellState::kQueued;
+  }
 
   ONSET_ASSIGN_OR_RETURN(
       db::Statement update,
@@ -471,6 +594,13 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
                  "WHERE id = ?"));
   cell.BindAll(CellStateName(t.next), now, t.failures, t.retry_at_unix_ms, attempt.cell_id);
   ONSET_RETURN_IF_ERROR(cell.Run());
+  if (attempt.role == CellRole::kTrunk &&
+      (t.next == CellState::kFailed || t.next == CellState::kDiverged ||
+       t.next == CellState::kCancelled)) {
+    ONSET_RETURN_IF_ERROR(
+        trunks::EndWaitingBranches(db, attempt.cell_id, attempt.cell_hash, t.next, t.reason, now)
+            .status());
+  }
   return absl::OkStatus();
 }
 
@@ -494,21 +624,37 @@ absl::StatusOr<int> SqliteStore::CancelCells(const std::string& study,
     const int64_t now = clock_.WallUnixMs();
     ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
     ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> rows, rows::CellRows(db, study_id, cell_ids));
+    // Trunks cancelled before they run end for good now (a running one when its attempt ends,
+    // since its success would still win): their waiting branches end with them.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement trunks_ending,
+        db.Prepare("SELECT id, hash FROM cells WHERE study_id = ?1 AND role = 'trunk' "
+                   "AND state IN ('queued', 'backoff') AND (?2 = 0 OR id = ?3)"));
     ONSET_ASSIGN_OR_RETURN(
         db::Statement cancel,
         db.Prepare("UPDATE cells SET state = 'cancelled', updated_at = ?1 WHERE study_id = ?2 "
                    "AND state IN ('queued', 'backoff', 'running') AND (?3 = 0 OR id = ?4)"));
+    std::vector<std::pair<int64_t, std::string>> ending;
     int cancelled = 0;
-    if (rows.empty()) {
-      cancel.BindAll(now, study_id, 0, 0);
-      ONSET_RETURN_IF_ERROR(cancel.Run());
-      cancelled = static_cast<int>(db.Changes());
-    }
-    for (int64_t row : rows) {
+    auto cancel_rows = [&](bool one, int64_t row) -> absl::Status {
+      trunks_ending.Reset();
+      trunks_ending.BindAll(study_id, int64_t{one}, row);
+      while (true) {
+        ONSET_ASSIGN_OR_RETURN(bool found, trunks_ending.Step());
+        if (!found) break;
+        ending.emplace_back(trunks_ending.Int(0), trunks_ending.Text(1));
+      }
       cancel.Reset();
-      cancel.BindAll(now, study_id, 1, row);
+      cancel.BindAll(now, study_id, int64_t{one}, row);
       ONSET_RETURN_IF_ERROR(cancel.Run());
       cancelled += static_cast<int>(db.Changes());
+      return absl::OkStatus();
+    };
+    if (rows.empty()) ONSET_RETURN_IF_ERROR(cancel_rows(false, 0));
+    for (int64_t row : rows) ONSET_RETURN_IF_ERROR(cancel_rows(true, row));
+    for (const auto& [row, hash] : ending) {
+      ONSET_RETURN_IF_ERROR(
+          trunks::EndWaitingBranches(db, row, hash, CellState::kCancelled, "", now).status());
     }
     return cancelled;
   });
@@ -547,7 +693,7 @@ absl::StatusOr<int> SqliteStore::RerunCells(const RerunRequest& request) {
     ONSET_ASSIGN_OR_RETURN(
         db::Statement requeue,
         db.Prepare("UPDATE cells SET state = 'queued', updated_at = ?, failures = 0, "
-                   "retry_at = 0, fresh = ? WHERE id = ?"));
+                   "retry_at = 0, fresh = ?, note = '' WHERE id = ?"));
     ONSET_ASSIGN_OR_RETURN(db::Statement forget,
                            db.Prepare("DELETE FROM metrics WHERE cell_id = ?"));
     ONSET_ASSIGN_OR_RETURN(
@@ -609,8 +755,10 @@ absl::StatusOr<ResultPage> SqliteStore::Results(const std::string& study, const 
   return Read<ResultPage>([&](db::Connection& db) -> absl::StatusOr<ResultPage> {
     ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
     ResultPage out;
-    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells,
-                           rows::LoadCells(db, study_id, page, &out.next_after));
+    // Trunks are jobs, not grid points: they have no result.
+    ONSET_ASSIGN_OR_RETURN(
+        std::vector<CellInfo> cells,
+        rows::LoadCells(db, study_id, page, &out.next_after, /*without_trunks=*/true));
     std::unordered_map<std::string, size_t> index;
     for (CellInfo& cell : cells) {
       index[cell.id] = out.results.size();
@@ -623,7 +771,7 @@ absl::StatusOr<ResultPage> SqliteStore::Results(const std::string& study, const 
         db::Statement stmt,
         db.Prepare("SELECT c.hash, m.name, m.value, MAX(m.tokens) FROM metrics m "
                    "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? AND c.id > ? "
-                   "AND c.id <= ? GROUP BY m.cell_id, m.name"));
+                   "AND c.id <= ? AND c.role <> 'trunk' GROUP BY m.cell_id, m.name"));
     stmt.BindAll(study_id, page.after,
                  out.next_after > 0 ? out.next_after : std::numeric_limits<int64_t>::max());
     // An evaluation reports its metrics together, but not always the same ones (no

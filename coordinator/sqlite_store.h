@@ -70,6 +70,7 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
+  absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) override;
   absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
   using Store::GetStudy;
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) override;

@@ -253,7 +253,7 @@ absl::Status SqliteStore::ForEachMetricPoint(
                db::Statement stmt,
                db.Prepare(
                    "SELECT c.hash, m.name, m.tokens, m.value FROM metrics m "
-                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 "
+                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 AND c.role <> 'trunk' "
                    "AND (json_array_length(?2) = 0 OR m.name IN (SELECT value FROM json_each(?2))) "
                    "AND (json_array_length(?3) = 0 OR c.hash IN (SELECT value FROM json_each(?3))) "
                    "ORDER BY c.id, m.name, m.tokens"));

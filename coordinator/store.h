@@ -40,6 +40,7 @@ struct StudyInfo {
   std::string source_name;
   std::string source_yaml;
   int64_t created_unix_ms = 0;
+  // Grid points only: trunks (CellRole::kTrunk) are jobs and are not counted.
   int cells_total = 0;
   std::map<std::string, int> cells_by_state;  // CellStateName -> count; absent = 0
   // Set when the latest kRepeatedFailures failed attempts of the study failed alike (same
@@ -65,7 +66,9 @@ struct CellInfo {
   int64_t tokens_budget = 0;
   std::optional<double> latest_loss;  // the "train/loss" point with the most tokens
   int attempts = 0;                   // attempts started
-  std::string last_error;             // reason of the latest attempt if it did not succeed
+  // Reason of the latest attempt if it did not succeed; for a branch that ended because its
+  // trunk did, "trunk ID STATE: REASON".
+  std::string last_error;
   double tokens_per_second = 0;
   int failures = 0;              // counted failures since it was last queued by hand
   int64_t retry_at_unix_ms = 0;  // state kBackoff: claimable from then on
@@ -76,8 +79,8 @@ struct CellInfo {
   CellRole role = CellRole::kCell;  // CellSpec::role
   std::string trunk_id;             // kBranch: its trunk's id
   int64_t branch_tokens = 0;        // kBranch: the trunk checkpoint it starts from, tokens
-  // kBranch: the trunk has not reported that checkpoint yet (no "checkpoint/bytes" point at
-  // branch_tokens); the branch cannot be claimed until it does.
+  // kBranch, queued or backing off: the trunk has not reported that checkpoint yet (no
+  // "checkpoint/bytes" point at branch_tokens); the branch cannot be claimed until it does.
   bool waiting_for_trunk = false;
 };
 
@@ -276,21 +279,19 @@ class Store {
   // cells (existing cells, also those no longer in the file, stay), records the latest source
   // and shows the existing cells it names with its display axes. Studies are append-only
   // (append_only.h): FailedPrecondition, and nothing written, when a new cell would redefine
-  // the grid point of a stored one.
-  virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
+  // the grid point of a stored one (trunks are not grid points and are not compared).
   // Cells of role kTrunk whose id is stored already are trunks being extended: when the new
   // spec's tokens_budget is larger, the stored config_json and tokens_budget are replaced and a
   // succeeded trunk is queued again (it resumes from its last checkpoint); otherwise the stored
-  // trunk stays as it is. A stored cell keeps its role.
-  //
+  // trunk stays as it is. A stored cell keeps its role. A new branch's trunk_id must name a
+  // trunk of the study, stored before or in this submission: InvalidArgument, and nothing
+  // written, otherwise.
+  virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
   // What AddStudy would return, errors included, without writing anything. Cells not stored
   // yet appear queued.
   virtual absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) = 0;
   // Every stored cell of the study with its role, trunks included; empty for an unknown study.
-  virtual absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) {
-    (void)study;
-    return absl::UnimplementedError("PlanCells");
-  }
+  virtual absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) = 0;
   // Oldest first.
   virtual absl::StatusOr<std::vector<StudyInfo>> ListStudies() = 0;
   // The study and the cells of `page`. NotFound for an unknown name.
@@ -307,7 +308,8 @@ class Store {
   // Every registered worker, the most recently seen first, with its running attempts.
   virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
 
-  // Atomically moves the first claimable cell (queue order) that needs at most
+  // A branch is claimable once its trunk has reported the "checkpoint/bytes" point at its
+  // branch_tokens. Atomically moves the first claimable cell (queue order) that needs at most
   // free_devices.size() devices to running and opens an attempt under a fresh random lease id,
   // on the first devices of `free_devices` it needs (recorded with the attempt and returned). A
   // cell needing more devices than are free is passed over, not waited for. nullopt when no
@@ -328,6 +330,12 @@ class Store {
   virtual absl::StatusOr<int> AddMetrics(const std::string& lease_id,
                                          const std::vector<MetricPoint>& points) = 0;
   // Ends the attempt; the cell's next state follows the failure policy (failure_policy.h).
+  // A trunk that succeeds without having reported its checkpoint at its tokens_budget is queued
+  // again when it was extended meanwhile (tokens_done < tokens_budget), and otherwise fails
+  // ("trunk ended without its checkpoint at N tokens"). A trunk that ends for good (failed,
+  // diverged, cancelled; here, in RequeueAttempt or in CancelCells) ends its queued or backoff
+  // branches still waiting for their checkpoint: diverged when it diverged, failed otherwise,
+  // with the last error "trunk ID STATE: REASON". RerunCells queues them again.
   virtual absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) = 0;
   // Ends the attempt as "lost" with `reason` (its worker stopped heartbeating or is gone); the
   // cell is retried under the policy, like a crash.
@@ -346,7 +354,8 @@ class Store {
   // Attempts without an end, oldest first.
   virtual absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() = 0;
 
-  // The cells of `page` with their final metrics. NotFound for an unknown study.
+  // The cells of `page` with their final metrics, trunks left out (they are not grid points).
+  // NotFound for an unknown study.
   virtual absl::StatusOr<ResultPage> Results(const std::string& study, const CellPage& page) = 0;
   // Every cell of the study with its final metrics.
   absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) {
@@ -377,7 +386,8 @@ class Store {
   virtual absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) = 0;
 
   // Calls `point` for every stored point of `metrics` (all when empty) of the study's cells
-  // (`cell_ids`, or all when empty), ordered by cell (queue order), name and tokens, inside one
+  // (`cell_ids`, or all when empty; never a trunk's: its stable phase is in its branches'
+  // curves), ordered by cell (queue order), name and tokens, inside one
   // read snapshot; stops early when `point` returns false. NotFound for an unknown study or
   // cell. NaN values come as NaN.
   virtual absl::Status ForEachMetricPoint(

@@ -118,6 +118,10 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   }
   out->set_non_embedding_params(in.non_embedding_params);
   out->set_train_flops_per_token(in.train_flops_per_token);
+  out->set_role(CellRoleName(in.role));
+  out->set_trunk_id(in.trunk_id);
+  out->set_branch_tokens(in.branch_tokens);
+  out->set_waiting_for_trunk(in.waiting_for_trunk);
 }
 
 void ToProto(const CellEvent& in, onset::v1::CellEvent* out) {

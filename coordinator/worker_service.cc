@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "base/checkpoint_name.h"
 #include "common/grpc_status.h"
 #include "common/metric_limits.h"
 #include "coordinator/checkpoint_layout.h"
@@ -28,6 +29,37 @@ struct Refusals {
 };
 
 }  // namespace
+
+void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset::v1::Job* out) {
+  out->set_lease_id(job.lease_id);
+  out->set_study(job.study);
+  out->set_cell_id(job.cell_id);
+  out->set_attempt(job.attempt);
+  out->set_config_json(job.config_json);
+  out->set_tokens_budget(job.tokens_budget);
+  out->set_fresh(job.fresh);
+  for (const std::string& device : job.devices) out->add_devices(device);
+  absl::StatusOr<std::string> dir = CellCheckpointDir(checkpoint_root, job.study, job.cell_id);
+  if (dir.ok()) {
+    out->set_checkpoint_dir(*dir);
+  } else {
+    spdlog::warn("cell {}: checkpoints stay on the worker: {}", job.cell_id,
+                 std::string(dir.status().message()));
+  }
+  if (job.role != CellRole::kBranch) return;
+  absl::StatusOr<std::string> trunk_dir =
+      CellCheckpointDir(checkpoint_root, job.study, job.trunk_id);
+  if (trunk_dir.ok() && !trunk_dir->empty()) {
+    out->set_trunk_checkpoint(*trunk_dir + "/" + base::CheckpointFileName(job.branch_tokens));
+  } else {
+    spdlog::warn(
+        "cell {}: a branch of trunk {}, but no worker can reach that trunk's checkpoints ({}): "
+        "it trains its whole run itself",
+        job.cell_id, job.trunk_id,
+        trunk_dir.ok() ? "onsetd has no --checkpoint-root"
+                       : std::string(trunk_dir.status().message()));
+  }
+}
 
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const onset::v1::RegisterWorkerRequest* request,
@@ -67,23 +99,7 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
       request->worker_id(), {request->free_devices().begin(), request->free_devices().end()});
   if (!job.ok()) return common::ToGrpcStatus(job.status());
   if (!*job) return grpc::Status::OK;
-  onset::v1::Job* out = response->mutable_job();
-  out->set_lease_id((*job)->lease_id);
-  out->set_study((*job)->study);
-  out->set_cell_id((*job)->cell_id);
-  out->set_attempt((*job)->attempt);
-  out->set_config_json((*job)->config_json);
-  out->set_tokens_budget((*job)->tokens_budget);
-  out->set_fresh((*job)->fresh);
-  for (const std::string& device : (*job)->devices) out->add_devices(device);
-  absl::StatusOr<std::string> dir =
-      CellCheckpointDir(checkpoint_root_, (*job)->study, (*job)->cell_id);
-  if (dir.ok()) {
-    out->set_checkpoint_dir(*dir);
-  } else {
-    spdlog::warn("cell {}: checkpoints stay on the worker: {}", (*job)->cell_id,
-                 std::string(dir.status().message()));
-  }
+  JobToProto(**job, checkpoint_root_, response->mutable_job());
   return grpc::Status::OK;
 }
 

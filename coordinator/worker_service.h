@@ -12,6 +12,13 @@
 
 namespace onset::coordinator {
 
+// The Job a worker is handed for `job`. Its checkpoint directory lies under `checkpoint_root`
+// (checkpoint_layout.h; none when the root is empty). A branch starts from its trunk's
+// checkpoint file at its branch_tokens, in the trunk's directory under the same root; without a
+// root no worker could be sure to see that file, so none is named (logged: the branch then
+// trains its whole run itself, the same cell, only slower).
+void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset::v1::Job* out);
+
 // Thread-safe. `store`, `leases` and `auth` must outlive the service; every call is refused with
 // UNAUTHENTICATED unless `auth` accepts it. Calls about a job are accepted only from the worker
 // holding its current lease (LeaseManager checks the pair of worker id and lease id).

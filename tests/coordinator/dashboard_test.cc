@@ -125,6 +125,49 @@ TEST_F(DashboardTest, CompareGivesTheCliNumbers) {
               HasSubstr("--by: nope is not an axis"));
 }
 
+// A WSD trunk is listed with the study's cells (status), but has no curves and is no grid point
+// to compare.
+TEST_F(DashboardTest, TrunksAreListedButNeitherCurvesNorComparedCells) {
+  CellSpec trunk, branch;
+  trunk.id = "7000000000000001";
+  trunk.axes = {{"arch", "full"}, {"tokens", "2000"}, {"seed", "0"}};
+  trunk.config_json = R"({"trunk":{"until":2000}})";
+  trunk.tokens_budget = 2000;
+  trunk.role = CellRole::kTrunk;
+  branch.id = "b000000000000001";
+  branch.axes = {{"arch", "full"}, {"tokens", "2500"}, {"seed", "0"}};
+  branch.config_json = "{}";
+  branch.tokens_budget = 2500;
+  branch.role = CellRole::kBranch;
+  branch.trunk_id = trunk.id;
+  branch.branch_tokens = 2000;
+  ASSERT_TRUE(store_->AddStudy({"wsd", "", "wsd.yaml", "name: wsd", {trunk, branch}}).ok());
+  absl::StatusOr<std::string> worker = store_->RegisterWorker({"h", 1, "v"});
+  ASSERT_TRUE(worker.ok());
+  while (true) {
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(*worker, {"cpu:0"});
+    ASSERT_TRUE(job.ok() && job->has_value());
+    if ((*job)->cell_id != trunk.id) continue;
+    ASSERT_TRUE(store_->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0}}).ok());
+    break;
+  }
+
+  const nlohmann::json study = nlohmann::json::parse(Get("/api/studies/wsd").body);
+  ASSERT_EQ(study["cells"].size(), 2u);
+  EXPECT_EQ(study["cells"][0]["role"], "trunk");
+  EXPECT_EQ(study["cells"][1]["role"], "branch");
+  EXPECT_EQ(study["cells"][1]["trunk_id"], trunk.id);
+  EXPECT_EQ(study["cells"][1]["waiting_for_trunk"], true);
+  EXPECT_EQ(study["study"]["cells_total"], 1);
+  EXPECT_EQ(nlohmann::json::parse(Get("/api/studies/wsd/metrics").body)["metrics"].size(), 0u);
+  EXPECT_EQ(
+      nlohmann::json::parse(Get("/api/studies/wsd/curves?metric=train/loss").body)["curves"].size(),
+      0u);
+  HttpResponse r = Get("/api/studies/wsd/compare?metric=train/loss&threshold=3");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["cells_without_points"], 1);  // the branch alone
+}
+
 // full x {rope, nope-full, nope} and swa x {rope, nope-full}: full with nope-full is stored as
 // the full nope cell, and the swa nope-full group still finds it as its arch=full baseline.
 TEST(DashboardCompareTest, PairsGroupsThroughTheSchemesTheGridMerged) {

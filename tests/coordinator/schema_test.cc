@@ -85,6 +85,62 @@ TEST(SchemaTest, VersionTwoKeepsTheRowsOfAVersionOneDatabase) {
   EXPECT_FALSE((*db)->Exec("INSERT INTO metrics VALUES (99, 'x', 1, 1.0, 1)").ok());
 }
 
+// A version-4 database keeps its rows through version 5, every cell a cell that runs alone;
+// a state change's reason is still its latest attempt's, unless the cell has a note.
+TEST(SchemaTest, VersionFiveKeepsTheCellsOfAVersionFourDatabaseAsCells) {
+  TempDir dir;
+  const std::string path = dir.File("v4.db");
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
+    for (int v = 0; v < 4; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
+    ASSERT_TRUE((*db)
+                    ->Exec(R"sql(
+      PRAGMA user_version = 4;
+      INSERT INTO studies VALUES (1, 's', '', 's.yaml', 'name: s', 0);
+      INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, state,
+                         created_at, updated_at)
+        VALUES (1, 1, 'aaaa', '{}', '{}', 100, 'failed', 0, 0),
+               (2, 1, 'bbbb', '{}', '{}', 100, 'succeeded', 0, 0);
+      INSERT INTO workers VALUES ('w-1', 'h', 1, 'v', 0, 0, '');
+      INSERT INTO attempts (id, cell_id, attempt, worker_id, lease_id, started_at, ended_at,
+                            outcome, reason)
+        VALUES (1, 1, 1, 'w-1', 'l1', 0, 1, 'failed', 'exit code 1');
+      INSERT INTO metrics VALUES (2, 'train/loss', 10, 2.5, 1);
+    )sql")
+                    .ok());
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+  const auto rows = [&](const std::string& sql) {
+    std::vector<std::string> out;
+    absl::StatusOr<Statement> stmt = (*db)->Prepare(sql);
+    EXPECT_TRUE(stmt.ok()) << stmt.status();
+    if (!stmt.ok()) return out;
+    while (*stmt->Step()) out.push_back(stmt->Text(0));
+    return out;
+  };
+  EXPECT_THAT(rows("SELECT hash || '|' || state || '|' || role || '|' || "
+                   "COALESCE(trunk_id, 'NULL') || '|' || branch_tokens || '|' || note "
+                   "FROM cells ORDER BY id"),
+              ::testing::ElementsAre("aaaa|failed|cell|NULL|0|", "bbbb|succeeded|cell|NULL|0|"));
+  EXPECT_THAT(rows("SELECT COUNT(*) FROM metrics"), ::testing::ElementsAre("1"));
+
+  ASSERT_TRUE((*db)->Exec("UPDATE cells SET state = 'queued' WHERE id = 1").ok());
+  ASSERT_TRUE((*db)
+                  ->Exec("UPDATE cells SET state = 'failed', note = 'trunk t failed' "
+                         "WHERE id = 2")
+                  .ok());
+  EXPECT_THAT(rows("SELECT reason FROM cell_events WHERE old_state IS NOT NULL ORDER BY seq"),
+              ::testing::ElementsAre("exit code 1", "trunk t failed"));
+  // The role is one of three; a branch's trunk is a row.
+  EXPECT_FALSE((*db)->Exec("UPDATE cells SET role = 'leaf' WHERE id = 1").ok());
+  EXPECT_FALSE((*db)->Exec("UPDATE cells SET role = 'branch', trunk_id = 99 WHERE id = 1").ok());
+  EXPECT_TRUE((*db)->Exec("UPDATE cells SET role = 'branch', trunk_id = 2 WHERE id = 1").ok());
+}
+
 TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   TempDir dir;
   const std::string path = dir.File("onset.db");

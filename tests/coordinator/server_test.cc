@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/grpc_auth.h"
+#include "coordinator/study_service.h"
 #include "db/sqlite.h"
 #include "onset/v1/onset.grpc.pb.h"
 #include "tests/common/self_signed.h"
@@ -799,6 +800,27 @@ TEST(ServerStartTest, AnEmptyDatabaseFileIsRefusedUnlessInitEmptyDb) {
   config.init_empty_db = true;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> started = CoordinatorServer::Start(config);
   EXPECT_TRUE(started.ok()) << started.status();
+}
+
+// Every cell read (GetStudy, watch snapshots, SubmitStudy's cells) carries how the cell runs.
+TEST(CellProtoTest, ACellCarriesItsRoleTrunkAndWait) {
+  CellInfo branch;
+  branch.id = "b1";
+  branch.role = CellRole::kBranch;
+  branch.trunk_id = "t1";
+  branch.branch_tokens = 100;
+  branch.waiting_for_trunk = true;
+  v1::Cell out;
+  ToProto(branch, &out);
+  EXPECT_EQ(out.role(), "branch");
+  EXPECT_EQ(out.trunk_id(), "t1");
+  EXPECT_EQ(out.branch_tokens(), 100);
+  EXPECT_TRUE(out.waiting_for_trunk());
+  v1::Cell alone;
+  ToProto(CellInfo{}, &alone);
+  EXPECT_EQ(alone.role(), "cell");
+  EXPECT_EQ(alone.trunk_id(), "");
+  EXPECT_FALSE(alone.waiting_for_trunk());
 }
 
 }  // namespace

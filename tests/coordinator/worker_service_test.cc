@@ -234,3 +234,51 @@ TEST_F(WorkerServiceTest, AnAttemptsEndIsRecordedWithItsTextsBounded) {
 
 }  // namespace
 }  // namespace onset::coordinator
+
+namespace onset::coordinator {
+namespace {
+
+ClaimedJob BranchJob() {
+  ClaimedJob job;
+  job.lease_id = "lease";
+  job.study = "wsd";
+  job.cell_id = "b1";
+  job.attempt = 1;
+  job.config_json = "{}";
+  job.tokens_budget = 125;
+  job.devices = {"cpu:0"};
+  job.role = CellRole::kBranch;
+  job.trunk_id = "t1";
+  job.branch_tokens = 100;
+  return job;
+}
+
+TEST(JobToProtoTest, ABranchStartsFromItsTrunksCheckpointFileUnderTheRoot) {
+  v1::Job out;
+  JobToProto(BranchJob(), "/shared/ckpt", &out);
+  EXPECT_EQ(out.cell_id(), "b1");
+  EXPECT_EQ(out.tokens_budget(), 125);
+  EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1");
+  EXPECT_EQ(out.trunk_checkpoint(), "/shared/ckpt/wsd/t1/ckpt-000000000100.pt");
+}
+
+TEST(JobToProtoTest, WithoutACheckpointRootABranchNamesNoTrunkCheckpoint) {
+  v1::Job out;
+  JobToProto(BranchJob(), "", &out);
+  EXPECT_EQ(out.checkpoint_dir(), "");
+  EXPECT_EQ(out.trunk_checkpoint(), "");
+}
+
+TEST(JobToProtoTest, OtherCellsNameNoTrunkCheckpoint) {
+  for (CellRole role : {CellRole::kCell, CellRole::kTrunk}) {
+    ClaimedJob job = BranchJob();
+    job.role = role;
+    v1::Job out;
+    JobToProto(job, "/shared/ckpt", &out);
+    EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1");
+    EXPECT_EQ(out.trunk_checkpoint(), "") << CellRoleName(role);
+  }
+}
+
+}  // namespace
+}  // namespace onset::coordinator
