@@ -15,6 +15,7 @@
 #include "cli/heads.h"
 #include "cli/plot.h"
 #include "cli/render.h"
+#include "cli/trunk_view.h"
 
 namespace onset::cli {
 namespace {
@@ -53,6 +54,7 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
                                  const CompareSpec& spec, std::ostream& err, Grouped* out) {
   absl::StatusOr<v1::GetStudyResponse> study = client.Get(study_name);
   if (!study.ok()) return ReportError(study.status(), err);
+  RemoveTrunks(&*study);
   std::vector<std::string> metrics = {spec.metric};
   if (const std::string copy = analysis::CopyRateMetric(spec.metric); !copy.empty()) {
     metrics.push_back(copy);
@@ -265,6 +267,7 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostrea
   }
   absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
   if (!study.ok()) return ReportError(study.status(), err);
+  RemoveTrunks(&*study);
   absl::StatusOr<Curves> curves = client.Metrics(options.study, SplitList(options.metrics));
   if (!curves.ok()) return ReportError(curves.status(), err);
   std::set<std::string> axis_set;

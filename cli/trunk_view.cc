@@ -20,6 +20,13 @@ int64_t TokensTrained(const v1::Cell& cell) {
   return std::clamp<int64_t>(done, 0, TokensToTrain(cell));
 }
 
+void RemoveTrunks(v1::GetStudyResponse* study) {
+  google::protobuf::RepeatedPtrField<v1::Cell>* cells = study->mutable_cells();
+  cells->erase(std::remove_if(cells->begin(), cells->end(),
+                              [](const v1::Cell& c) { return c.role() == "trunk"; }),
+               cells->end());
+}
+
 bool AnyShared(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
   return std::any_of(cells.begin(), cells.end(),
                      [](const v1::Cell& c) { return c.role() == "trunk" || c.role() == "branch"; });

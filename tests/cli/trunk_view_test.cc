@@ -100,5 +100,16 @@ TEST(TrunkViewTest, PreviewCountsTrunksApartFromCells) {
       << text;
 }
 
+TEST(TrunkViewTest, AnalysesSeeNoTrunks) {
+  v1::GetStudyResponse study;
+  *study.add_cells() = Row("7777777777777777", "trunk", 800'000, 0, v1::CELL_STATE_QUEUED);
+  *study.add_cells() = Branch("aaaa", 500'000, 400'000, 0, v1::CELL_STATE_QUEUED);
+  *study.add_cells() = Row("cccc", "cell", 500'000, 0, v1::CELL_STATE_QUEUED);
+  RemoveTrunks(&study);
+  ASSERT_EQ(study.cells_size(), 2);
+  EXPECT_EQ(study.cells(0).id(), "aaaa");
+  EXPECT_EQ(study.cells(1).id(), "cccc");
+}
+
 }  // namespace
 }  // namespace onset::cli
