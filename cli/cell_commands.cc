@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/render.h"
+#include "cli/trunk_view.h"
 
 namespace onset::cli {
 
@@ -105,6 +106,13 @@ int RerunCommand(StudyClient& client, const RerunOptions& options, std::ostream&
     err << error << "\n";
     return 2;
   }
+  // What a fresh rerun of named trunks and branches discards, as they were before it.
+  std::string discards;
+  if (options.fresh && !options.json && !options.cells.empty()) {
+    if (absl::StatusOr<v1::GetStudyResponse> before = client.Get(options.study); before.ok()) {
+      discards = DescribeFreshRerun(*before, options.cells);
+    }
+  }
   absl::StatusOr<v1::RerunCellsResponse> response =
       client.Rerun(options.study, *states, *where, options.cells, options.fresh);
   if (!response.ok()) return ReportError(response.status(), err);
@@ -113,7 +121,8 @@ int RerunCommand(StudyClient& client, const RerunOptions& options, std::ostream&
   } else {
     out << options.study << ": " << response->queued() << " cell"
         << (response->queued() == 1 ? "" : "s") << " queued again"
-        << (options.fresh ? " from scratch" : ", resuming from their checkpoints") << "\n";
+        << (options.fresh ? " from scratch" : ", resuming from their checkpoints") << "\n"
+        << (response->queued() > 0 ? discards : "");
   }
   return 0;
 }

@@ -41,6 +41,44 @@ std::string RoleText(const v1::Cell& cell) {
   return text;
 }
 
+std::string DescribeFreshRerun(const v1::GetStudyResponse& study,
+                               const std::vector<std::string>& named) {
+  auto is_named = [&named](const std::string& id) {
+    return std::any_of(named.begin(), named.end(), [&id](const std::string& n) {
+      return !n.empty() && id.compare(0, n.size(), n) == 0;
+    });
+  };
+  std::string out;
+  for (const v1::Cell& cell : study.cells()) {
+    if (!is_named(cell.id())) continue;
+    if (cell.role() == "trunk") {
+      int waiting = 0, started = 0;
+      for (const v1::Cell& b : study.cells()) {
+        if (b.role() != "branch" || b.trunk_id() != cell.id()) continue;
+        const bool ended =
+            b.state() == v1::CELL_STATE_SUCCEEDED || b.state() == v1::CELL_STATE_DIVERGED;
+        if (ended || b.tokens_done() > b.branch_tokens()) {
+          ++started;
+        } else {
+          ++waiting;
+        }
+      }
+      absl::StrAppend(&out, "trunk ", cell.id().substr(0, 8),
+                      ": its checkpoints and metrics are discarded and it trains again from "
+                      "scratch; ",
+                      waiting, waiting == 1 ? " branch" : " branches",
+                      " not started yet will wait for it; ", started,
+                      started == 1 ? " branch" : " branches",
+                      " already past its branch point keep what they have\n");
+    } else if (cell.role() == "branch") {
+      absl::StrAppend(&out, "branch ", cell.id().substr(0, 8),
+                      ": re-runs only its decay, from trunk ", cell.trunk_id().substr(0, 8),
+                      "'s checkpoint at ", FormatTokens(cell.branch_tokens()), " tokens\n");
+    }
+  }
+  return out;
+}
+
 std::string SharingSummary(const v1::SubmitStudyResponse& response) {
   const int64_t with = response.tokens_to_train();
   const int64_t without = response.tokens_without_sharing();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "onset/v1/onset.pb.h"
 
@@ -24,6 +25,13 @@ bool AnyShared(const google::protobuf::RepeatedPtrField<v1::Cell>& cells);
 // "trunk", "branch of 1a2b3c4d at 800K", with " (waiting for it)" while the checkpoint it
 // starts from is not written; "" for a cell that runs on its own.
 std::string RoleText(const v1::Cell& cell);
+// What `onset rerun --fresh` discards of the trunks and branches among `named` (cell ids or
+// prefixes of them), one line each: a trunk loses its checkpoints and metrics, and its branches
+// that have not started wait for it to train again (those that have keep their own
+// checkpoints); a branch re-runs only its decay, from its trunk's checkpoint. Empty when none
+// is a trunk or a branch.
+std::string DescribeFreshRerun(const v1::GetStudyResponse& study,
+                               const std::vector<std::string>& named);
 // "9.4M tokens to train (15M without trunk sharing, 1.6x less)", or "15M tokens to train" when
 // nothing is shared; then one "note: ..." line per sharing note. Each line ends in '\n'. Empty
 // from a coordinator that does not plan trunks.

@@ -100,6 +100,22 @@ TEST(TrunkViewTest, PreviewCountsTrunksApartFromCells) {
       << text;
 }
 
+TEST(TrunkViewTest, AFreshRerunSaysWhatATrunkAndABranchDiscard) {
+  v1::GetStudyResponse study;
+  *study.add_cells() = Row("7777777777777777", "trunk", 800'000, 800'000, v1::CELL_STATE_FAILED);
+  *study.add_cells() = Branch("aaaa0000", 500'000, 400'000, 500'000, v1::CELL_STATE_SUCCEEDED);
+  *study.add_cells() = Branch("bbbb0000", 1'000'000, 800'000, 0, v1::CELL_STATE_FAILED);
+  *study.add_cells() = Branch("cccc0000", 900'000, 720'000, 0, v1::CELL_STATE_FAILED);
+  EXPECT_EQ(DescribeFreshRerun(study, {"7777"}),
+            "trunk 77777777: its checkpoints and metrics are discarded and it trains again from "
+            "scratch; 2 branches not started yet will wait for it; 1 branch already past its "
+            "branch point keep what they have\n");
+  EXPECT_EQ(DescribeFreshRerun(study, {"bbbb0000"}),
+            "branch bbbb0000: re-runs only its decay, from trunk 77777777's checkpoint at 800K "
+            "tokens\n");
+  EXPECT_EQ(DescribeFreshRerun(study, {"dddd"}), "");
+}
+
 TEST(TrunkViewTest, AnalysesSeeNoTrunks) {
   v1::GetStudyResponse study;
   *study.add_cells() = Row("7777777777777777", "trunk", 800'000, 0, v1::CELL_STATE_QUEUED);
