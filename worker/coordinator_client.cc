@@ -87,6 +87,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     spec.fresh = job.fresh();
     spec.checkpoint_dir = job.checkpoint_dir();
     spec.devices.assign(job.devices().begin(), job.devices().end());
+    spec.trunk_checkpoint = job.trunk_checkpoint();
     return std::optional<JobSpec>(std::move(spec));
   }
 

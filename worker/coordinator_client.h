@@ -36,6 +36,9 @@ struct JobSpec {
   // The worker's devices this attempt runs on, one per data-parallel rank (devices.h); empty =
   // unspecified: the trainer picks its device itself.
   std::vector<std::string> devices;
+  // A WSD branch's trunk checkpoint file, started from when the cell has no checkpoint of its own
+  // (onset-train --branch-from); empty for other cells.
+  std::string trunk_checkpoint;
 };
 
 // What the worker reports of an attempt; the coordinator applies its failure policy to kFailed.

@@ -87,8 +87,10 @@ JobRunOutcome JobRunner::Run() {
 
   JobReporter reporter({config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes},
                        Context(), worker_id_, job_.lease_id, client_, clock_);
-  absl::StatusOr<std::unique_ptr<Process>> trainer = StartTrainer(
-      TrainerCommand(config_.trainer_path, config_.threads, *attempt, *launch), reporter.logs());
+  absl::StatusOr<std::unique_ptr<Process>> trainer =
+      StartTrainer(TrainerCommand(config_.trainer_path, config_.threads, *attempt,
+                                  job_.trunk_checkpoint, *launch),
+                   reporter.logs());
   if (!trainer.ok()) {
     return FailToStart(absl::StrCat("cannot start the trainer: ", trainer.status().message()));
   }

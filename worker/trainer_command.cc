@@ -18,6 +18,7 @@ absl::StatusOr<std::optional<DeviceLaunch>> TrainerLaunch(const std::vector<std:
 }
 
 SpawnOptions TrainerCommand(const std::string& trainer_path, int threads, const AttemptDir& attempt,
+                            const std::string& trunk_checkpoint,
                             const std::optional<DeviceLaunch>& launch) {
   SpawnOptions options;
   options.program = trainer_path;
@@ -26,6 +27,9 @@ SpawnOptions TrainerCommand(const std::string& trainer_path, int threads, const 
                   trainer::kFlagThreads,       std::to_string(threads),
                   trainer::kFlagCheckpointDir, attempt.checkpoint_dir.string(),
                   trainer::kFlagResume};
+  if (!trunk_checkpoint.empty()) {
+    options.args.insert(options.args.end(), {trainer::kFlagBranchFrom, trunk_checkpoint});
+  }
   options.env["OMP_NUM_THREADS"] = std::to_string(threads);
   options.env["MKL_NUM_THREADS"] = std::to_string(threads);
   if (launch) {

@@ -18,9 +18,12 @@ absl::StatusOr<std::optional<DeviceLaunch>> TrainerLaunch(const std::vector<std:
 
 // The trainer's command line, environment and working directory (the callbacks are left
 // empty): `threads` intra-op threads, the attempt's config, the cell's checkpoints (resumed from
-// when there are any) and, on devices, one rank per device. CUDA_VISIBLE_DEVICES shows the
-// trainer its GPUs only (none for CPU slots), so its ranks use cuda:0..N-1 of what it sees.
+// when there are any), for a WSD branch the trunk checkpoint it starts from otherwise
+// (`trunk_checkpoint`, JobSpec's; empty = none) and, on devices, one rank per device.
+// CUDA_VISIBLE_DEVICES shows the trainer its GPUs only (none for CPU slots), so its ranks use
+// cuda:0..N-1 of what it sees.
 SpawnOptions TrainerCommand(const std::string& trainer_path, int threads, const AttemptDir& attempt,
+                            const std::string& trunk_checkpoint,
                             const std::optional<DeviceLaunch>& launch);
 
 // " on cuda:3,cuda:1 (--device cuda --nproc 2)" for the worker's log; "" without devices.

@@ -20,6 +20,7 @@
 
 #include "base/checkpoint_name.h"
 #include "base/durable_file.h"
+#include "model/config/wsd_trunk.h"
 
 namespace onset::model {
 namespace {
@@ -181,7 +182,8 @@ int64_t SaveCheckpoint(const std::string& dir, const CellConfig& config,
 std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const CellConfig& config,
                                               const at::Device& device, TrainProgress* progress,
                                               torch::nn::Module* model,
-                                              torch::optim::Optimizer* optimizer) {
+                                              torch::optim::Optimizer* optimizer, ConfigMatch match,
+                                              const ProgressCheck& check) {
   using Kind = CheckpointError::Kind;
   auto corrupt = [&](const std::string& why) {
     return CheckpointError{Kind::kCorrupt, path + ": corrupt (" + why + ")"};
@@ -225,8 +227,10 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
 
   nlohmann::json stored = nlohmann::json::parse(stored_config, nullptr, /*allow_exceptions=*/false);
   if (stored.is_discarded()) return corrupt("unreadable config text");
-  const nlohmann::json want = TrajectoryJson(config.ToJson());
-  const nlohmann::json have = TrajectoryJson(stored);
+  const bool stable = match == ConfigMatch::kStablePhase;
+  const nlohmann::json want =
+      stable ? StablePhaseJson(config.ToJson()) : TrajectoryJson(config.ToJson());
+  const nlohmann::json have = stable ? StablePhaseJson(stored) : TrajectoryJson(stored);
   if (want != have) {
     std::string where;
     const nlohmann::json patch = nlohmann::json::diff(have, want);
@@ -238,10 +242,21 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
       where += ": checkpoint has " + (have.contains(ptr) ? have.at(ptr).dump() : "nothing") +
                ", config has " + (want.contains(ptr) ? want.at(ptr).dump() : "nothing");
     }
+    if (stable) {
+      return CheckpointError{Kind::kOtherConfig,
+                             path + ": written for a different stable phase (" + where +
+                                 "); a WSD run continues only a checkpoint of its own trunk"};
+    }
     return CheckpointError{Kind::kOtherConfig,
                            path + ": written for a different config (" + where +
                                "); resume with the config it was written for, or use another "
                                "--checkpoint-dir"};
+  }
+
+  if (check) {
+    if (std::optional<std::string> refusal = check(&p)) {
+      return CheckpointError{Kind::kUnfit, *refusal};
+    }
   }
 
   torch::serialize::InputArchive model_archive, optimizer_archive;
@@ -253,6 +268,13 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
   if (rng_cuda.defined()) SetGeneratorState(CudaGenerator(device), rng_cuda);
   *progress = p;
   return std::nullopt;
+}
+
+std::optional<int64_t> CheckpointFileBytes(const std::string& dir, int64_t tokens) {
+  struct stat st;
+  const std::string path = dir + "/" + CheckpointFileName(tokens);
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<int64_t>(st.st_size);
 }
 
 std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,

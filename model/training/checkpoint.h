@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -72,20 +73,39 @@ struct CheckpointError {
   enum class Kind {
     kCorrupt,      // unreadable, truncated or failing its checksum: skip it
     kOtherConfig,  // intact, but written for a config that trains differently: refuse
+    kUnfit,        // intact and of the config, but its progress is not a start the run can use
   };
   Kind kind;
   std::string message;  // starts with the file's path
 };
 
-// Verifies the file, checks that it was written for `config` (the checkpoint cadence and
-// retention fields may differ, nothing else may) and then restores `model`, `optimizer`, the
-// RNG states and `progress`. The model and optimizer are untouched when an error is returned.
-// Throws (c10::Error) only when an intact file of the right config does not fit the model,
-// which means a bug or an incompatible build.
+// Which configs a checkpoint may continue:
+//   kTrajectory:  the cell's own, give or take the checkpoint cadence and retention fields (a
+//                 cell resuming itself).
+//   kStablePhase: any whose stable phase (StablePhaseJson, model/config/wsd_trunk.h) is the
+//                 file's (a WSD trunk resuming itself after its spec grew, or a branch starting
+//                 from its trunk's checkpoint).
+enum class ConfigMatch { kTrajectory, kStablePhase };
+
+// Whether a run can start from an intact checkpoint of its config, given the progress it holds
+// (which it may adjust): an error message refuses it.
+using ProgressCheck = std::function<std::optional<std::string>(TrainProgress*)>;
+
+// Verifies the file, checks that it was written for `config` (as `match` says) and that `check`
+// (when given) accepts its progress (else kUnfit, with check's message), and then restores
+// `model`, `optimizer`, the RNG states and `progress`. The model and optimizer are untouched
+// when an error is returned. Throws (c10::Error) only when an intact file of the right config
+// does not fit the model, which means a bug or an incompatible build.
 std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const CellConfig& config,
                                               const at::Device& device, TrainProgress* progress,
                                               torch::nn::Module* model,
-                                              torch::optim::Optimizer* optimizer);
+                                              torch::optim::Optimizer* optimizer,
+                                              ConfigMatch match = ConfigMatch::kTrajectory,
+                                              const ProgressCheck& check = nullptr);
+
+// The size in bytes of `dir`/CheckpointFileName(tokens), or nullopt when there is no such file
+// (its contents are not checked).
+std::optional<int64_t> CheckpointFileBytes(const std::string& dir, int64_t tokens);
 
 // Restores only the model's parameters and buffers (no optimizer, RNG or progress), for export
 // and inspection, and sets *config_text to the canonical config text the file was written with.

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/training/trunk_progress.h"
+
 namespace onset::model {
 
 CheckpointManager::CheckpointManager(std::string dir, const CellConfig& config,
@@ -17,6 +19,19 @@ CheckpointManager::CheckpointManager(std::string dir, const CellConfig& config,
     pinned_.insert((at + tokens_per_step - 1) / tokens_per_step * tokens_per_step);
   }
   ScheduleAfter(0);
+}
+
+void CheckpointManager::ServeTrunk(const std::vector<int64_t>& branch_points,
+                                   const std::vector<int64_t>& eval_at) {
+  pinned_.insert(branch_points.begin(), branch_points.end());
+  trunk_ = true;
+  trunk_evals_ = eval_at;
+  match_ = ConfigMatch::kStablePhase;
+}
+
+ProgressCheck CheckpointManager::OwnCheck(const std::string& path) const {
+  if (!trunk_) return nullptr;
+  return [this, path](TrainProgress* p) { return TrunkResumeRefusal(path, trunk_evals_, *p); };
 }
 
 void CheckpointManager::ScheduleAfter(int64_t tokens) {
@@ -42,15 +57,26 @@ std::optional<CheckpointManager::Saved> CheckpointManager::Save(
 
 CheckpointManager::Resumed CheckpointManager::Resume(DataParallel& parallel,
                                                      torch::nn::Module* model,
-                                                     torch::optim::Optimizer* optimizer) {
+                                                     torch::optim::Optimizer* optimizer,
+                                                     const StartFrom& from) {
   Resumed resumed;
-  if (parallel.lead()) resumed = LoadNewest(model, optimizer);
+  bool branched = false;
+  if (parallel.lead()) {
+    if (from.own) resumed = LoadNewest(model, optimizer, /*say_fresh=*/from.branch_from.empty());
+    if (!resumed.error && !resumed.progress && !from.branch_from.empty()) {
+      resumed = LoadBranch(from.branch_from, model, optimizer);
+      branched = true;
+    }
+  }
   if (!parallel.distributed()) return resumed;
 
   // Rank 0 alone looks through the directory, skipping damaged files; the others load the file
-  // it settled on, so ranks cannot settle on different ones.
-  enum Decision : int64_t { kFresh = 0, kLoaded = 1, kRefused = 2 };
-  const int64_t decision = resumed.error ? kRefused : resumed.progress ? kLoaded : kFresh;
+  // it settled on (its own or the trunk's), so ranks cannot settle on different ones.
+  enum Decision : int64_t { kFresh = 0, kLoaded = 1, kRefused = 2, kBranched = 3 };
+  const int64_t decision = resumed.error       ? kRefused
+                           : !resumed.progress ? kFresh
+                           : branched          ? kBranched
+                                               : kLoaded;
   const int64_t chosen = resumed.progress ? resumed.progress->tokens : -1;
   const std::vector<int64_t> message = parallel.FromLead({decision, chosen});
   if (!parallel.lead()) {
@@ -60,6 +86,9 @@ CheckpointManager::Resumed CheckpointManager::Resume(DataParallel& parallel,
         break;
       case kLoaded:
         resumed = LoadFrom(dir_ + "/" + CheckpointFileName(message[1]), model, optimizer);
+        break;
+      case kBranched:
+        resumed = LoadBranch(from.branch_from, model, optimizer);
         break;
       default:
         break;
@@ -75,11 +104,13 @@ CheckpointManager::Resumed CheckpointManager::Resume(DataParallel& parallel,
 }
 
 CheckpointManager::Resumed CheckpointManager::LoadNewest(torch::nn::Module* model,
-                                                         torch::optim::Optimizer* optimizer) {
+                                                         torch::optim::Optimizer* optimizer,
+                                                         bool say_fresh) {
   const std::vector<CheckpointFile> files = ListCheckpoints(dir_);
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     TrainProgress p;
-    auto error = LoadCheckpoint(it->path, config_, device_, &p, model, optimizer);
+    auto error = LoadCheckpoint(it->path, config_, device_, &p, model, optimizer, match_,
+                                OwnCheck(it->path));
     if (error && error->kind == CheckpointError::Kind::kOtherConfig) {
       return {std::nullopt, error->message};
     }
@@ -92,8 +123,9 @@ CheckpointManager::Resumed CheckpointManager::LoadNewest(torch::nn::Module* mode
                  static_cast<long long>(p.steps));
     return {std::move(p), std::nullopt};
   }
-  std::fprintf(stderr, "onset-train: no valid checkpoint in %s, starting fresh\n",
-               dir_.empty() ? "(no checkpoint directory)" : dir_.c_str());
+  std::fprintf(stderr, "onset-train: no valid checkpoint in %s%s\n",
+               dir_.empty() ? "(no checkpoint directory)" : dir_.c_str(),
+               say_fresh ? ", starting fresh" : "");
   return {};
 }
 
@@ -101,8 +133,23 @@ CheckpointManager::Resumed CheckpointManager::LoadFrom(const std::string& path,
                                                        torch::nn::Module* model,
                                                        torch::optim::Optimizer* optimizer) {
   TrainProgress p;
-  auto error = LoadCheckpoint(path, config_, device_, &p, model, optimizer);
+  auto error = LoadCheckpoint(path, config_, device_, &p, model, optimizer, match_, OwnCheck(path));
   if (error) return {std::nullopt, error->message};
+  return {std::move(p), std::nullopt};
+}
+
+CheckpointManager::Resumed CheckpointManager::LoadBranch(const std::string& path,
+                                                         torch::nn::Module* model,
+                                                         torch::optim::Optimizer* optimizer) {
+  if (auto refusal = BranchRefusal(path, config_)) return {std::nullopt, *refusal};
+  TrainProgress p;
+  // Damaged or missing is an error too: a branch never starts afresh in its trunk's stead.
+  auto error = LoadCheckpoint(
+      path, config_, device_, &p, model, optimizer, ConfigMatch::kStablePhase,
+      [&](TrainProgress* progress) { return AdoptTrunkProgress(path, config_, progress); });
+  if (error) return {std::nullopt, error->message};
+  std::fprintf(stderr, "onset-train: branching from %s at %lld tokens (step %lld)\n", path.c_str(),
+               static_cast<long long>(p.tokens), static_cast<long long>(p.steps));
   return {std::move(p), std::nullopt};
 }
 

@@ -1,6 +1,7 @@
 // The trainer's checkpoints (checkpoint.h) as a policy: when one falls due, writing it and
 // pruning the directory to what train.keep_checkpoints and train.keep_checkpoints_at keep, and
-// which one a run resumes from, agreed across the ranks of a data-parallel run.
+// which one a run resumes from (its own newest, or a WSD trunk's checkpoint it branches from),
+// agreed across the ranks of a data-parallel run.
 //
 // Cadence: a checkpoint is due after the step that reaches the next multiple of
 // train.checkpoint_every_tokens, after the step at each of train.keep_checkpoints_at (rounded
@@ -12,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -23,6 +25,13 @@
 
 namespace onset::model {
 
+// Where a run starts: `own`, the newest valid checkpoint in its directory, if any; else, when
+// `branch_from` names a WSD trunk's checkpoint file (trunk_progress.h), that file.
+struct StartFrom {
+  bool own = true;
+  std::string branch_from;
+};
+
 class CheckpointManager {
  public:
   // Checkpoints of `config` go into `dir` (created when needed); empty = none are written or
@@ -31,6 +40,16 @@ class CheckpointManager {
                     const at::Device& device);
 
   const std::string& dir() const { return dir_; }
+
+  // A WSD trunk's (model/config/wsd_trunk.h): a checkpoint is also due at each of
+  // `branch_points` (step boundaries), and pruning never deletes those; the checkpoints it
+  // resumes need only share its stable phase (ConfigMatch::kStablePhase), so that a trunk whose
+  // spec grew to a larger budget continues from where it stopped, but must have evaluated at every
+  // one of `eval_at` they passed (TrunkResumeRefusal; else it resumes an older one).
+  void ServeTrunk(const std::vector<int64_t>& branch_points, const std::vector<int64_t>& eval_at);
+  // The pinned checkpoints: keep_checkpoints_at rounded up to step boundaries, and a trunk's
+  // branch points.
+  const std::set<int64_t>& pinned() const { return pinned_; }
 
   // Places the next cadence point beyond `tokens`: call when a run starts and after each
   // checkpoint that fell due.
@@ -50,31 +69,40 @@ class CheckpointManager {
   std::optional<Saved> Save(const TrainProgress& progress, const torch::nn::Module& model,
                             const torch::optim::Optimizer& optimizer);
 
-  // Restores `model` and `optimizer` from the newest valid checkpoint: damaged ones are
-  // skipped with a message on stderr; with none left the run starts fresh (said on stderr
-  // too). With several ranks, rank 0 chooses the checkpoint and every other rank loads that
-  // same file (so the directory must be one they can all read), and if any rank fails, every
-  // rank gets an error.
+  // Restores `model` and `optimizer` from the newest valid checkpoint of the run's own: damaged
+  // ones (and a trunk's that it cannot resume) are skipped with a message on stderr. With none
+  // left, a branch starts from its trunk's file, which must be intact, of the same stable phase and
+  // a valid start (AdoptTrunkProgress); anything else is an error naming it. Without a file either,
+  // the run starts fresh (said on stderr too). With several ranks, rank 0 chooses the checkpoint
+  // and every other rank loads that same file (so the files must be ones they can all read), and if
+  // any rank fails, every rank gets an error.
   struct Resumed {
     std::optional<TrainProgress> progress;  // what was restored; none = a fresh start
-    // Why the run cannot go on: the newest intact checkpoint was written for another config,
-    // or another rank failed.
+    // Why the run cannot go on: the newest intact checkpoint was written for another config, the
+    // trunk's file cannot be branched from, or another rank failed.
     std::optional<std::string> error;
   };
   Resumed Resume(DataParallel& parallel, torch::nn::Module* model,
-                 torch::optim::Optimizer* optimizer);
+                 torch::optim::Optimizer* optimizer, const StartFrom& from = StartFrom());
 
  private:
-  Resumed LoadNewest(torch::nn::Module* model, torch::optim::Optimizer* optimizer);
+  // `say_fresh`: no checkpoint means a fresh start (not a branch), which stderr says.
+  Resumed LoadNewest(torch::nn::Module* model, torch::optim::Optimizer* optimizer, bool say_fresh);
+  ProgressCheck OwnCheck(const std::string& path) const;  // a trunk's TrunkResumeRefusal
   Resumed LoadFrom(const std::string& path, torch::nn::Module* model,
                    torch::optim::Optimizer* optimizer);
+  Resumed LoadBranch(const std::string& path, torch::nn::Module* model,
+                     torch::optim::Optimizer* optimizer);
 
   std::string dir_;
   CellConfig config_;
   at::Device device_;
   int64_t every_;             // train.resolved_checkpoint_every_tokens()
-  std::set<int64_t> pinned_;  // train.keep_checkpoints_at rounded up to step boundaries
-  int64_t next_ = 0;          // the next cadence point
+  std::set<int64_t> pinned_;  // train.keep_checkpoints_at rounded up, a trunk's branch points
+  bool trunk_ = false;        // ServeTrunk was called
+  std::vector<int64_t> trunk_evals_;              // its eval_at
+  ConfigMatch match_ = ConfigMatch::kTrajectory;  // which of its own checkpoints a run resumes
+  int64_t next_ = 0;                              // the next cadence point
 };
 
 }  // namespace onset::model

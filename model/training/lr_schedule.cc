@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace onset::model {
 
@@ -19,6 +20,14 @@ LrSchedule LrSchedule::FromConfig(const TrainConfig& train) {
   return s;
 }
 
+LrSchedule LrSchedule::StablePhase(const TrainConfig& train) {
+  LrSchedule s = FromConfig(train);
+  s.kind = Kind::kWsd;
+  s.total = std::numeric_limits<int64_t>::max();
+  s.decay_start = s.total;
+  return s;
+}
+
 double LrSchedule::At(int64_t tokens) const {
   if (tokens < warmup) return peak * static_cast<double>(tokens) / static_cast<double>(warmup);
   const double floor = min_ratio * peak;
@@ -26,7 +35,8 @@ double LrSchedule::At(int64_t tokens) const {
   // The cosine schedule is WSD with no stable phase and a cosine-shaped decay.
   const int64_t start = kind == Kind::kWsd ? decay_start : warmup;
   const Shape s = kind == Kind::kWsd ? shape : Shape::kCosine;
-  if (tokens < start) return peak;
+  // floor + (peak - floor) * 1 need not round to peak: the WSD decay starts after decay_start.
+  if (tokens < start || (kind == Kind::kWsd && tokens == start)) return peak;
   if (total <= start) return floor;
   const double p = std::clamp(
       static_cast<double>(tokens - start) / static_cast<double>(total - start), 0.0, 1.0);

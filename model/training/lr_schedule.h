@@ -18,7 +18,9 @@ namespace onset::model {
 //            kLinear 1 - p, kCosine (1 + cos(pi p)) / 2, kSqrt 1 - sqrt(p).
 //
 // The trainer evaluates it at the tokens count reached by the end of a step, so the first step
-// of a run already has a non-zero rate.
+// of a run already has a non-zero rate. A WSD rate is exactly `peak` up to and including
+// `decay_start`, whatever the floor: the step that ends there is trained at the rate of the stable
+// phase, which a WSD trunk (model/config/wsd_trunk.h) shares with every budget.
 struct LrSchedule {
   enum class Kind { kCosine, kWsd };
   enum class Shape { kLinear, kCosine, kSqrt };
@@ -32,6 +34,9 @@ struct LrSchedule {
   Shape shape = Shape::kLinear;
 
   static LrSchedule FromConfig(const TrainConfig& train);
+  // The WSD rate of `train` without its decay: the warmup, then `peak` for good (what a trunk
+  // trains at; the budget, decay and floor mean nothing to it).
+  static LrSchedule StablePhase(const TrainConfig& train);
   double At(int64_t tokens) const;
 };
 

@@ -77,8 +77,15 @@ int TrainMain(int argc, char** argv) {
     return trainer::kExitUsage;
   }
   CellConfig config;
-  if (auto error = LoadCellConfig(flags.config_path, &config)) {
+  std::optional<TrunkSpec> trunk;  // the config file holds a WSD trunk's spec
+  if (auto error = LoadTrainConfig(flags.config_path, &config, &trunk)) {
     std::fprintf(stderr, "%s: %s\n", me.c_str(), error->c_str());
+    return trainer::kExitUsage;
+  }
+  if (trunk && !flags.branch_from.empty()) {
+    std::fprintf(stderr, "%s: %s %s: %s holds a WSD trunk, which branches from nothing\n",
+                 me.c_str(), trainer::kFlagBranchFrom, flags.branch_from.c_str(),
+                 flags.config_path.c_str());
     return trainer::kExitUsage;
   }
 
@@ -134,7 +141,12 @@ int TrainMain(int argc, char** argv) {
       collective = JoinRanks(env, device, std::chrono::seconds(flags.dist_timeout_s));
     }
     JsonLinesSink sink(flags.metrics_fd);
-    Trainer trainer(config, device, &sink, flags.checkpoint_dir, collective.get());
+    std::unique_ptr<Trainer> made =
+        trunk ? std::make_unique<Trainer>(*trunk, device, &sink, flags.checkpoint_dir,
+                                          collective.get())
+              : std::make_unique<Trainer>(config, device, &sink, flags.checkpoint_dir,
+                                          collective.get());
+    Trainer& trainer = *made;
 #ifdef ONSET_HAVE_ATEN_CUDA
     if (device.is_cuda()) {
       const std::string name = at::cuda::getCurrentDeviceProperties()->name;
@@ -146,11 +158,15 @@ int TrainMain(int argc, char** argv) {
       }
     }
 #endif
-    if (flags.resume) {
-      if (auto error = trainer.Resume()) {
-        std::fprintf(stderr, "%s: %s\n", me.c_str(), error->c_str());
-        return trainer::kExitUsage;
-      }
+    std::optional<std::string> start_error;
+    if (!flags.branch_from.empty()) {
+      start_error = trainer.StartBranch(flags.branch_from, flags.resume);
+    } else if (flags.resume) {
+      start_error = trainer.Resume();
+    }
+    if (start_error) {
+      std::fprintf(stderr, "%s: %s\n", me.c_str(), start_error->c_str());
+      return trainer::kExitUsage;
     }
     TrainResult result = trainer.Run();
     switch (result.outcome) {

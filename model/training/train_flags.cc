@@ -32,6 +32,8 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       ->transform(WholeNumber(1, 7 * 24 * 3600, "a number of seconds between 1 and 604800"));
   app.add_option(trainer::kFlagAttentionBackend, flags.attention_backend)
       ->check(OneOf({"auto", "custom", "flash", "sdpa-band", "blocked", "math"}));
+  app.add_option(trainer::kFlagBranchFrom, flags.branch_from)
+      ->check(NotEmpty("must name a checkpoint file"));
   if (auto error = ParseFlags(app, argc, argv, &flags.help)) return error;
   if (app.count(trainer::kFlagThreads) > 0) flags.threads = threads;
   *out = std::move(flags);
@@ -52,22 +54,49 @@ std::vector<std::string> ArgsWithout(const char* flag, int argc, const char* con
   return args;
 }
 
-std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out) {
+namespace {
+
+std::optional<std::string> ReadJsonFile(const std::string& path, nlohmann::json* out) {
   std::ifstream in(path);
   if (!in) return path + ": cannot open: " + std::strerror(errno);
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
+    *out = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 2, ..."
     if (auto close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
     return path + ": not valid JSON: " + what;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out) {
+  nlohmann::json j;
+  if (auto error = ReadJsonFile(path, &j)) return error;
   CellConfig config;
   if (auto e = ParseCellConfig(j, &config)) return path + ": " + e->ToString();
   *out = std::move(config);
+  return std::nullopt;
+}
+
+std::optional<std::string> LoadTrainConfig(const std::string& path, CellConfig* cell,
+                                           std::optional<TrunkSpec>* trunk) {
+  nlohmann::json j;
+  if (auto error = ReadJsonFile(path, &j)) return error;
+  if (!IsTrunkSpecJson(j)) {
+    CellConfig config;
+    if (auto e = ParseCellConfig(j, &config)) return path + ": " + e->ToString();
+    *cell = std::move(config);
+    trunk->reset();
+    return std::nullopt;
+  }
+  TrunkSpec spec;
+  if (auto e = ParseTrunkSpec(j, &spec)) return path + ": " + e->ToString();
+  *cell = spec.cell;
+  *trunk = std::move(spec);
   return std::nullopt;
 }
 

@@ -4,7 +4,11 @@
 //
 //   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
 //               [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]
-//               [--attention-backend NAME]
+//               [--attention-backend NAME] [--branch-from FILE]
+//
+// The --config file holds a cell's config, or a WSD trunk's spec (model/config/wsd_trunk.h):
+// onset-train then trains the trunk. --branch-from FILE starts a WSD cell from its trunk's
+// checkpoint FILE unless --resume finds a checkpoint of its own (Trainer::StartBranch).
 //
 // --nproc N trains data-parallel on N ranks of this machine (N CUDA devices, or N CPU processes
 // sharing --threads); onset-train then supervises N copies of itself (dist_launch.h). The ranks
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "model/config/cell_config.h"
+#include "model/config/wsd_trunk.h"
 
 namespace onset::model {
 
@@ -30,13 +35,14 @@ struct TrainFlags {
   int nproc = 1;                               // ranks to start on this machine
   int dist_timeout_s = 3600;  // rendezvous and collective timeout of a data-parallel run
   std::string attention_backend = "auto";  // attention_backend.h: auto, custom, flash, ...
+  std::string branch_from;                 // a WSD trunk's checkpoint file; empty = none
   bool help = false;
 };
 
 inline constexpr const char* kTrainUsage =
     "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
     "[--threads N] [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS] "
-    "[--attention-backend auto|custom|flash|sdpa-band|blocked|math]";
+    "[--attention-backend auto|custom|flash|sdpa-band|blocked|math] [--branch-from FILE]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);
@@ -47,5 +53,11 @@ std::vector<std::string> ArgsWithout(const char* flag, int argc, const char* con
 
 // Reads and parses a cell config file. Errors read "FILE: key.path: message".
 std::optional<std::string> LoadCellConfig(const std::string& path, CellConfig* out);
+
+// Reads the --config file: a cell's config, or a WSD trunk's spec (IsTrunkSpecJson), which sets
+// *trunk (and *cell to its cell); *trunk is reset otherwise. Errors read
+// "FILE: key.path: message".
+std::optional<std::string> LoadTrainConfig(const std::string& path, CellConfig* cell,
+                                           std::optional<TrunkSpec>* trunk);
 
 }  // namespace onset::model

@@ -61,22 +61,32 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
   if (lead()) evaluator_ = std::make_unique<Evaluator>(config, heldout_data_, device_);
 }
 
+Trainer::Trainer(const TrunkSpec& trunk, const at::Device& device, MetricsSink* sink,
+                 std::string checkpoint_dir, Collective* collective)
+    : Trainer(trunk.cell, device, sink, std::move(checkpoint_dir), collective) {
+  trunk_ = trunk;
+  trunk_evals_.insert(trunk.eval_at.begin(), trunk.eval_at.end());
+  schedule_ = LrSchedule::StablePhase(config_.train);
+  checkpoints_.ServeTrunk(trunk.branch_points, trunk.eval_at);
+}
+
 TrainResult Trainer::Run() {
   const TrainConfig& tc = config_.train;
+  const int64_t end = trunk_ ? trunk_->until : tc.tokens;
   int64_t next_eval = config_.eval.NextEvalAfter(tokens_, tc.tokens);
   checkpoints_.ScheduleAfter(tokens_);
   EmitStart();
   parallel_.BroadcastModel(*model_);
   TrainResult result;
-  while (tokens_ < tc.tokens) {
+  while (tokens_ < end) {
     const double lr = schedule_.At(tokens_ + tokens_per_step());
     const double loss = Step(lr);  // the same on every rank
     result.step_losses.push_back(loss);
     if (!std::isfinite(loss)) return Diverged(std::move(result), loss, lr);
 
-    const bool last = tokens_ >= tc.tokens;
-    if (steps_ % tc.log_every_steps == 0 || last) EmitTrain(lr);
-    const bool eval_due = tokens_ >= next_eval || last;
+    const bool last = tokens_ >= end;
+    if (steps_ % tc.log_every_steps == 0 || (last && !trunk_)) EmitTrain(lr);
+    const bool eval_due = trunk_ ? trunk_evals_.count(tokens_) > 0 : tokens_ >= next_eval || last;
     const bool checkpoint_due = checkpoints_.Due(tokens_, last);
     if (eval_due) {
       if (lead()) Evaluate();
@@ -157,9 +167,15 @@ void Trainer::Restore(const TrainProgress& p) {
   resumed_ = true;
 }
 
-std::optional<std::string> Trainer::Resume() {
+std::optional<std::string> Trainer::Resume() { return Start({}); }
+
+std::optional<std::string> Trainer::StartBranch(const std::string& trunk_file, bool resume) {
+  return Start({resume, trunk_file});
+}
+
+std::optional<std::string> Trainer::Start(const StartFrom& from) {
   CheckpointManager::Resumed resumed =
-      checkpoints_.Resume(parallel_, model_.ptr().get(), optimizer_.get());
+      checkpoints_.Resume(parallel_, model_.ptr().get(), optimizer_.get(), from);
   if (resumed.progress) Restore(*resumed.progress);
   return resumed.error;
 }
@@ -188,18 +204,34 @@ void Trainer::EmitStart() {
       begin = end + 1;
     }
   }
+  if (trunk_) AnnounceBranchPoints();
   if (!lead()) return;
   std::fprintf(stderr,
                "onset-train: %s %s window=%d pos=%s d_model=%d: %lld params (%lld non-embedding), "
-               "%lld tokens/step, budget %lld tokens on %s\n",
+               "%lld tokens/step, %s %lld tokens on %s\n",
                config_.model.arch.c_str(), config_.model.pattern.c_str(), config_.model.window,
                config_.model.pos.c_str(), config_.model.d_model,
                static_cast<long long>(params.total), static_cast<long long>(params.non_embedding),
-               static_cast<long long>(tokens_per_step()),
-               static_cast<long long>(config_.train.tokens), device_.str().c_str());
+               static_cast<long long>(tokens_per_step()), trunk_ ? "WSD trunk to" : "budget",
+               static_cast<long long>(trunk_ ? trunk_->until : config_.train.tokens),
+               device_.str().c_str());
   if (parallel_.distributed()) {
     std::fprintf(stderr, "onset-train: data parallel over %d ranks, %lld sequences per step\n",
                  parallel_.world_size(), static_cast<long long>(seqs_per_step_));
+  }
+}
+
+void Trainer::AnnounceBranchPoints() {
+  // Its branches wait for these events; an attempt that died may have taken one with it.
+  if (!lead() || checkpoints_.dir().empty()) return;
+  for (int64_t at : trunk_->branch_points) {
+    if (at > tokens_) break;
+    if (std::optional<int64_t> bytes = CheckpointFileBytes(checkpoints_.dir(), at)) {
+      sink_->Emit({trainer::kEventCheckpoint,
+                   at,
+                   std::nullopt,
+                   {{"checkpoint/bytes", static_cast<double>(*bytes)}}});
+    }
   }
 }
 
@@ -219,7 +251,7 @@ void Trainer::EmitTrain(double lr) {
 void Trainer::Evaluate() {
   const auto t0 = Clock::now();
   std::map<std::string, double> metrics =
-      evaluator_->Run(model_, bf16_, /*final_eval=*/tokens_ >= config_.train.tokens);
+      evaluator_->Run(model_, bf16_, /*final_eval=*/!trunk_ && tokens_ >= config_.train.tokens);
   metrics["eval/seconds"] = Seconds(Clock::now() - t0);
   const MetricsEvent event{trainer::kEventEval, tokens_, std::nullopt, metrics};
   sink_->Emit(event);

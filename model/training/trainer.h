@@ -16,6 +16,16 @@
 // every train and eval event of the run before the checkpoint (idempotent for the coordinator:
 // this recovers points that an attempt which died took with it), then new events.
 //
+// A WSD trunk (model/config/wsd_trunk.h) trains its spec's cell at the WSD rate without the
+// decay, up to the spec's `until`: it evaluates after the steps that end at its eval_at and
+// nowhere else (no final evaluation), reports train events on the train.log_every_steps cadence
+// only (a cell's extra one after its last step would move the loss window its branches resume
+// with), and writes a checkpoint, never pruned, at each branch point. Starting, it announces again
+// every branch-point checkpoint it has up to where it starts (a "checkpoint" event with its
+// checkpoint/bytes), and it resumes any checkpoint of its stable phase, so that a trunk extended
+// to a larger budget continues from its last one. A branch (StartBranch, trunk_progress.h) starts
+// from the trunk's checkpoint at its branch point and continues as a resumed run.
+//
 // Data parallel (docs/data-parallel.md, data_parallel.h): given a Collective of N ranks, each
 // rank runs its own Trainer on the same config and trains on its share of each step's S
 // sequences; each micro-batch's loss is still weighted by its size over S, so the sum of the
@@ -28,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,6 +47,7 @@
 #include <torch/optim/adamw.h>
 
 #include "model/config/cell_config.h"
+#include "model/config/wsd_trunk.h"
 #include "model/data/synthetic_data.h"
 #include "model/distributed/collective.h"
 #include "model/evaluation/evaluator.h"
@@ -77,6 +89,9 @@ class Trainer {
   // the data's token files cannot be used (background.h).
   Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
           std::string checkpoint_dir = "", Collective* collective = nullptr);
+  // The trunk `trunk` describes, as the constructor above trains trunk.cell.
+  Trainer(const TrunkSpec& trunk, const at::Device& device, MetricsSink* sink,
+          std::string checkpoint_dir = "", Collective* collective = nullptr);
 
   // Restores the newest valid checkpoint in the checkpoint directory. Damaged ones are skipped
   // with a message on stderr; with none left the run starts fresh (also said on stderr).
@@ -85,6 +100,15 @@ class Trainer {
   // checkpoint and every other rank loads that same file (so the directory must be one they
   // can all read); if any rank fails, every rank returns an error.
   std::optional<std::string> Resume();
+
+  // Starts this WSD cell as a branch of its trunk from `trunk_file`, the trunk's checkpoint at
+  // its branch point (or before), unless `resume` and the checkpoint directory holds a valid
+  // checkpoint of the cell's own, which Resume() would restore: that wins. The file must be
+  // intact and a valid start (CheckpointManager::Resume, trunk_progress.h); otherwise the error
+  // names it, and the trainer must not Run(). The run then continues as a resumed one: it reports
+  // the trunk's train events and its evals at this cell's own eval points as its own. With
+  // several ranks, as Resume().
+  std::optional<std::string> StartBranch(const std::string& trunk_file, bool resume);
 
   // Trains from the current position to train.tokens (or until the loss is not finite) and
   // returns the outcome. Throws std::runtime_error when a checkpoint cannot be written.
@@ -102,7 +126,9 @@ class Trainer {
   at::Tensor NextBatch(int64_t seqs);  // (seqs, seq_len + 1) int64 on device_
   TrainProgress Progress() const;      // what a checkpoint holds besides the model and optimizer
   void Restore(const TrainProgress& p);
+  std::optional<std::string> Start(const StartFrom& from);
   void EmitStart();
+  void AnnounceBranchPoints();  // a trunk's branch-point checkpoints up to tokens_
   void EmitTrain(double lr);
   void Evaluate();
   void WriteCheckpoint();
@@ -126,7 +152,9 @@ class Trainer {
   std::unique_ptr<Evaluator> evaluator_;  // rank 0 only
   int64_t seqs_per_step_;
   CheckpointManager checkpoints_;
-  Throughput throughput_;  // training time only, evaluation and checkpoints excluded
+  Throughput throughput_;           // training time only, evaluation and checkpoints excluded
+  std::optional<TrunkSpec> trunk_;  // set when training a trunk
+  std::set<int64_t> trunk_evals_;   // trunk_->eval_at
 
   // Position; a checkpoint holds these and the throughput window.
   int64_t tokens_ = 0;

@@ -26,7 +26,7 @@ TEST(TrainerCommandTest, WithoutDevicesTheTrainerChooses) {
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_FALSE(launch->has_value());
 
-  const SpawnOptions command = TrainerCommand("/bin/onset-train", 4, Attempt(), *launch);
+  const SpawnOptions command = TrainerCommand("/bin/onset-train", 4, Attempt(), "", *launch);
   EXPECT_EQ(command.program, "/bin/onset-train");
   EXPECT_THAT(command.args, ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json",
                                         "--threads", "4", "--checkpoint-dir",
@@ -41,7 +41,7 @@ TEST(TrainerCommandTest, OnGpusOneRankPerDeviceSeeingOnlyThem) {
   const std::vector<std::string> devices = {"cuda:3", "cuda:1"};
   absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch(devices);
   ASSERT_TRUE(launch.ok()) << launch.status();
-  const SpawnOptions command = TrainerCommand("/bin/onset-train", 2, Attempt(), *launch);
+  const SpawnOptions command = TrainerCommand("/bin/onset-train", 2, Attempt(), "", *launch);
   EXPECT_THAT(command.args,
               ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
                           "2", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
@@ -53,7 +53,7 @@ TEST(TrainerCommandTest, OnGpusOneRankPerDeviceSeeingOnlyThem) {
 TEST(TrainerCommandTest, OnOneDeviceNoNprocFlag) {
   absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch({"cuda:2"});
   ASSERT_TRUE(launch.ok()) << launch.status();
-  const SpawnOptions command = TrainerCommand("/bin/onset-train", 1, Attempt(), *launch);
+  const SpawnOptions command = TrainerCommand("/bin/onset-train", 1, Attempt(), "", *launch);
   EXPECT_THAT(command.args,
               ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
                           "1", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
@@ -64,9 +64,22 @@ TEST(TrainerCommandTest, OnOneDeviceNoNprocFlag) {
 TEST(TrainerCommandTest, OnCpuSlotsNoGpuIsVisible) {
   absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch({"cpu:0", "cpu:1"});
   ASSERT_TRUE(launch.ok()) << launch.status();
-  const SpawnOptions command = TrainerCommand("/bin/onset-train", 1, Attempt(), *launch);
+  const SpawnOptions command = TrainerCommand("/bin/onset-train", 1, Attempt(), "", *launch);
   EXPECT_EQ(command.env.at("CUDA_VISIBLE_DEVICES"), "");
   EXPECT_EQ(command.args[command.args.size() - 3], "cpu");
+}
+
+// A WSD branch resumes its own checkpoint when it has one, else starts from its trunk's.
+TEST(TrainerCommandTest, ABranchStartsFromItsTrunkCheckpointAfterResume) {
+  absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch({"cuda:2"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  const SpawnOptions command = TrainerCommand(
+      "/bin/onset-train", 1, Attempt(), "/shared/ckpt/7e57ab1e/ckpt-000000524288.pt", *launch);
+  EXPECT_THAT(command.args,
+              ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
+                          "1", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
+                          "--resume", "--branch-from", "/shared/ckpt/7e57ab1e/ckpt-000000524288.pt",
+                          "--device", "cuda"));
 }
 
 TEST(TrainerCommandTest, DevicesItCannotRunOnAreTheJobsFailureReason) {

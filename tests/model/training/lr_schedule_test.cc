@@ -62,6 +62,31 @@ TEST(LrScheduleTest, WsdDecayShapes) {
   EXPECT_NEAR(sqrt.At(1000), 0.1, 1e-12);
 }
 
+// The step that ends where the decay starts trains at the stable phase's rate, bit for bit,
+// whatever the floor: a WSD trunk trains it at the peak for every budget it shares.
+// floor + (peak - floor) rounds away from 1e-2 with the floor at 10%.
+TEST(LrScheduleTest, WsdRateAtTheDecayStartIsExactlyThePeak) {
+  for (const char* shape : {"linear", "cosine", "sqrt"}) {
+    const LrSchedule s =
+        LrSchedule::FromConfig(Train({{"schedule", "wsd"}, {"lr", 1e-2}, {"decay_shape", shape}}));
+    EXPECT_EQ(s.At(800), 1e-2) << shape;
+    EXPECT_LT(s.At(801), 1e-2) << shape;
+  }
+}
+
+TEST(LrScheduleTest, TheStablePhaseWarmsUpAndNeverDecays) {
+  const TrainConfig train = Train({{"schedule", "wsd"}, {"lr", 1e-2}});
+  const LrSchedule wsd = LrSchedule::FromConfig(train);
+  const LrSchedule stable = LrSchedule::StablePhase(train);
+  for (int64_t t : {0, 1, 50, 99, 100, 500, 800}) EXPECT_EQ(stable.At(t), wsd.At(t)) << t;
+  for (int64_t t : {int64_t{801}, int64_t{1000}, int64_t{1'000'000'000'000}})
+    EXPECT_EQ(stable.At(t), 1e-2) << t;
+  // A cosine cell's warmup is the same, though no trunk trains one.
+  const LrSchedule cosine = LrSchedule::StablePhase(Train());
+  EXPECT_DOUBLE_EQ(cosine.At(50), 0.5);
+  EXPECT_EQ(cosine.At(5000), 1.0);
+}
+
 TEST(LrScheduleTest, ConfigValidatesTheSchedule) {
   auto parse = [](const nlohmann::json& train) {
     CellConfig c;

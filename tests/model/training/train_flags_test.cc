@@ -36,6 +36,13 @@ TEST(TrainFlagsTest, ParsesBothForms) {
   EXPECT_EQ(f.attention_backend, "auto");
   ASSERT_FALSE(Parse({"--config=c.json", "--attention-backend", "sdpa-band"}, &f));
   EXPECT_EQ(f.attention_backend, "sdpa-band");
+  EXPECT_EQ(f.branch_from, "");
+  ASSERT_FALSE(Parse({"--config=c.json", "--resume", "--branch-from", "/t/ckpt-1.pt"}, &f));
+  EXPECT_EQ(f.branch_from, "/t/ckpt-1.pt");
+  ASSERT_FALSE(Parse({"--config=c.json", "--branch-from=/t/ckpt-2.pt"}, &f));
+  EXPECT_EQ(f.branch_from, "/t/ckpt-2.pt");
+  EXPECT_EQ(Parse({"--config=c.json", "--branch-from", ""}, &f),
+            "--branch-from: must name a checkpoint file");
 }
 
 TEST(TrainFlagsTest, RejectsBadInput) {
@@ -132,6 +139,42 @@ TEST(TrainFlagsTest, LoadNamesFileAndKey) {
   std::remove(path.c_str());
   CellConfig c;
   EXPECT_EQ(LoadCellConfig(path, &c), path + ": cannot open: No such file or directory");
+}
+
+// The --config file may hold a WSD trunk's spec instead of a cell's config.
+TEST(TrainFlagsTest, LoadTrainConfigReadsATrunkSpecOrACell) {
+  const std::string path = ::testing::TempDir() + "onset_train_flags_trunk_test.json";
+  const nlohmann::json cell = {
+      {"train",
+       {{"tokens", 4096}, {"batch_tokens", 128}, {"schedule", "wsd"}, {"warmup_tokens", 256}}},
+      {"model", {{"seq_len", 32}}}};
+  auto load = [&](const nlohmann::json& j, CellConfig* c, std::optional<TrunkSpec>* trunk) {
+    std::ofstream(path) << j.dump();
+    auto e = LoadTrainConfig(path, c, trunk);
+    return e ? *e : std::string("ok");
+  };
+  CellConfig c;
+  std::optional<TrunkSpec> trunk;
+  const nlohmann::json spec = {
+      {"trunk", {{"until", 3072}, {"eval_at", {1024, 3072}}, {"branch_points", {1536, 3072}}}},
+      {"cell", cell}};
+  ASSERT_EQ(load(spec, &c, &trunk), "ok");
+  ASSERT_TRUE(trunk.has_value());
+  EXPECT_EQ(trunk->until, 3072);
+  EXPECT_EQ(trunk->branch_points, (std::vector<int64_t>{1536, 3072}));
+  EXPECT_EQ(c.train.tokens, 4096);
+
+  ASSERT_EQ(load(cell, &c, &trunk), "ok");
+  EXPECT_FALSE(trunk.has_value());
+
+  nlohmann::json bad = spec;
+  bad["trunk"]["until"] = 3000;
+  EXPECT_EQ(load(bad, &c, &trunk),
+            path + ": trunk.until: 3000 is not a positive step boundary (a multiple of 128)");
+  bad = spec;
+  bad["cell"]["train"]["lr"] = "x";
+  EXPECT_EQ(load(bad, &c, &trunk), path + ": cell.train.lr: must be a number");
+  std::remove(path.c_str());
 }
 
 }  // namespace
