@@ -39,9 +39,10 @@ using worker::PosixProcessLauncher;
 constexpr auto kTimeout = std::chrono::minutes(6);
 
 // 1024 tokens a step; warmup 8000 tokens for every budget; decays over the last 25%. Budgets of
-// 32, 64, 128 (and 160) steps: branch points after 24, 48, 96 (and 120) steps. Default eval cadence
-// (budget / 4), so each budget evaluates at points of its own and the trunk evaluates at their
-// union.
+// 32, 64, 128 (and 256) steps: branch points after 24, 48, 96 (and 192) steps. Default eval
+// cadence (budget / 4), so each budget evaluates at points of its own and the trunk evaluates at
+// their union; the fourth budget's points before the trunk's end (64 steps) are among them, so
+// it can join the trunk when it is added later.
 std::string StudyFile(const std::string& tokens, bool share) {
   return std::string(R"(name: wsd
 model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
@@ -56,7 +57,7 @@ grid:
          tokens + "\n";
 }
 constexpr char kThreeBudgets[] = "[32768, 65536, 131072]";
-constexpr char kFourBudgets[] = "[32768, 65536, 131072, 163840]";
+constexpr char kFourBudgets[] = "[32768, 65536, 131072, 262144]";
 
 // What a run measured, as opposed to how it ran: timing, checkpoints and resumption differ
 // between a branch and the run on its own by design.
@@ -298,8 +299,9 @@ TEST_F(WsdTrunkTest, BranchesOfAKilledTrunkEqualRunsOnTheirOwnAndALargerBudgetEx
   absl::StatusOr<v1::SubmitStudyResponse> more = shared.Submit(StudyFile(kFourBudgets, true));
   ASSERT_TRUE(more.ok()) << more.status();
   EXPECT_EQ(more->cells_added(), 1);
+  EXPECT_THAT(more->sharing_notes(), ::testing::IsEmpty());
   const std::map<std::string, Row> cells = Cells(shared.Db());
-  EXPECT_EQ(cells.at(trunk).budget, 120 * 1024);
+  EXPECT_EQ(cells.at(trunk).budget, 192 * 1024);
   int branches = 0;
   for (const auto& [id, row] : cells) {
     if (row.role == "branch") {
