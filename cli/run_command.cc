@@ -150,7 +150,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   const std::string study = submitted->study().name();
   std::set<std::string> submitted_ids;
   for (const v1::Cell& cell : submitted->cells()) submitted_ids.insert(cell.id());
-  err << "study " << study << ": " << submitted->cells_size() << " cells, "
+  err << "study " << study << ": " << CountCells(submitted->cells()) << ", "
       << submitted->cells_added() << " new (coordinator at " << address << ", data in "
       << options.data_dir << ")\n"
       << SharingSummary(*submitted);

@@ -27,6 +27,15 @@ void RemoveTrunks(v1::GetStudyResponse* study) {
                cells->end());
 }
 
+std::string CountCells(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
+  const auto trunks = std::count_if(cells.begin(), cells.end(),
+                                    [](const v1::Cell& c) { return c.role() == "trunk"; });
+  const auto grid = cells.size() - trunks;
+  std::string out = absl::StrCat(grid, grid == 1 ? " cell" : " cells");
+  if (trunks > 0) absl::StrAppend(&out, " and ", trunks, trunks == 1 ? " trunk" : " trunks");
+  return out;
+}
+
 bool AnyShared(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
   return std::any_of(cells.begin(), cells.end(),
                      [](const v1::Cell& c) { return c.role() == "trunk" || c.role() == "branch"; });

@@ -20,6 +20,8 @@ int64_t TokensTrained(const v1::Cell& cell);
 // Removes the trunks from `study`'s cells: they are jobs, not grid points, and have no curves of
 // their own (each branch reports its trunk's points as its own). For compare, plot, fit, export.
 void RemoveTrunks(v1::GetStudyResponse* study);
+// "8 cells" or "8 cells and 2 trunks": the grid's cells, and the trunks apart.
+std::string CountCells(const google::protobuf::RepeatedPtrField<v1::Cell>& cells);
 // Whether any cell of the list is a trunk or a branch.
 bool AnyShared(const google::protobuf::RepeatedPtrField<v1::Cell>& cells);
 // "trunk", "branch of 1a2b3c4d at 800K", with " (waiting for it)" while the checkpoint it

@@ -372,7 +372,7 @@ TEST_F(AfterRunTest, TheDashboardServesTheDataReadOnlyWhileARunAddsToIt) {
   std::ofstream(dir_ / "tiny-more.yaml") << edited;
   const Ran more = Onset({"run", "tiny-more.yaml", "--workers", "1", "--no-results"});
   ASSERT_EQ(more.code, 0) << more.err;
-  EXPECT_THAT(more.err, HasSubstr("1 cells, 1 new"));
+  EXPECT_THAT(more.err, HasSubstr("1 cell, 1 new"));
   EXPECT_EQ(more.out, "");  // --no-results: the answer is left to onset compare
 
   std::tie(status, body) = HttpGet(address, "/api/studies/tiny", *token);

@@ -256,7 +256,7 @@ TEST_F(EndToEndTest, OnsetRunCompletesAndResumes) {
       std::chrono::duration_cast<std::chrono::milliseconds>(kOverallTimeout)));
   status = third.process->Wait();
   ASSERT_TRUE(status.Succeeded()) << status.ToString() << "\n" << third.process->StderrTail();
-  EXPECT_THAT(third.process->StderrTail(), HasSubstr("1 cells, 1 new"));
+  EXPECT_THAT(third.process->StderrTail(), HasSubstr("1 cell, 1 new"));
   EXPECT_THAT(third.Out(), HasSubstr("full"));
   EXPECT_THAT(third.Out(), ::testing::Not(HasSubstr("swa")));
 }

@@ -33,6 +33,7 @@ using testing::Child;
 using ::testing::HasSubstr;
 using testing::HaveBinaries;
 using testing::Start;
+using testing::TrainersMatching;
 using testing::WaitForFile;
 using worker::PosixProcessLauncher;
 
@@ -67,25 +68,6 @@ int FreePort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-// The pids of onset-train processes whose command line mentions both `dir` (tests running in
-// parallel train the same cells) and `needle`.
-std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& needle) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::stringstream cmdline;
-    cmdline << in.rdbuf();
-    const std::string text = cmdline.str();
-    if (text.find("onset-train") != std::string::npos && text.find(dir) != std::string::npos &&
-        text.find(needle) != std::string::npos) {
-      pids.push_back(static_cast<pid_t>(std::stoi(name)));
-    }
-  }
-  return pids;
 }
 
 // The token counts at which `cell` was resumed from a checkpoint (the trainer's

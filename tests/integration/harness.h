@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,6 +167,25 @@ inline void ForEachRow(const fs::path& db, const std::string& sql,
 inline std::string Text(sqlite3_stmt* stmt, int col) {
   const unsigned char* t = sqlite3_column_text(stmt, col);
   return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+}
+
+// The pids of onset-train processes whose command line mentions both `dir` (tests running in
+// parallel train the same cells) and `needle`.
+inline std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& needle) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::stringstream cmdline;
+    cmdline << in.rdbuf();
+    const std::string text = cmdline.str();
+    if (text.find("onset-train") != std::string::npos && text.find(dir) != std::string::npos &&
+        text.find(needle) != std::string::npos) {
+      pids.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+  }
+  return pids;
 }
 
 // (cell hash) -> number of distinct token counts with a value of `metric`.

@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 using testing::Child;
 using testing::HaveBinaries;
 using testing::Start;
+using testing::TrainersMatching;
 using worker::PosixProcessLauncher;
 
 constexpr auto kTimeout = std::chrono::minutes(6);
@@ -104,24 +105,6 @@ std::map<std::string, Row> Cells(const fs::path& db) {
                                       sqlite3_column_int64(row, 5), testing::Text(row, 6)};
       });
   return out;
-}
-
-// The pids of onset-train processes whose command line mentions `dir` and `needle`.
-std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& needle) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::stringstream cmdline;
-    cmdline << in.rdbuf();
-    const std::string text = cmdline.str();
-    if (text.find("onset-train") != std::string::npos && text.find(dir) != std::string::npos &&
-        text.find(needle) != std::string::npos) {
-      pids.push_back(static_cast<pid_t>(std::stoi(name)));
-    }
-  }
-  return pids;
 }
 
 // One coordinator with two workers and a shared checkpoint root, in its own directory.
