@@ -14,10 +14,14 @@
 #include "model/distributed/c10d_collective.h"
 #include "model/training/stop_request.h"
 #include "tests/model/distributed/thread_ranks.h"
+#include "tests/model/training/parameters.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {
+
+using testing::ExpectSameParameters;
+using testing::ParameterSnapshot;
 
 using testutil::TempDir;
 
@@ -292,12 +296,6 @@ struct RankRun {
   std::vector<at::Tensor> params;  // after the run
 };
 
-std::vector<at::Tensor> Parameters(Trainer& trainer) {
-  std::vector<at::Tensor> out;
-  for (const at::Tensor& p : trainer.model()->parameters()) out.push_back(p.detach().clone());
-  return out;
-}
-
 // Trains `config` on `world` ranks (world 1: a plain Trainer with no collective).
 std::vector<RankRun> TrainOnRanks(const CellConfig& config, int world,
                                   const std::string& checkpoint_dir = "", bool resume = false) {
@@ -307,7 +305,7 @@ std::vector<RankRun> TrainOnRanks(const CellConfig& config, int world,
     Trainer trainer(config, at::kCPU, &runs[0].sink, checkpoint_dir);
     if (resume && (runs[0].resume_error = trainer.Resume())) return runs;
     runs[0].result = trainer.Run();
-    runs[0].params = Parameters(trainer);
+    runs[0].params = ParameterSnapshot(trainer);
     return runs;
   }
   std::mutex construction;  // the constructor seeds and draws from the global generator
@@ -320,7 +318,7 @@ std::vector<RankRun> TrainOnRanks(const CellConfig& config, int world,
     }
     if (resume && (runs[r].resume_error = trainer->Resume())) return;
     runs[r].result = trainer->Run();
-    runs[r].params = Parameters(*trainer);
+    runs[r].params = ParameterSnapshot(*trainer);
   });
   EXPECT_EQ(error, "");
   return runs;
@@ -340,11 +338,6 @@ void ExpectCloseParameters(const std::vector<at::Tensor>& a, const std::vector<a
     EXPECT_TRUE(at::allclose(a[i], b[i], kRtol, kAtol))
         << "parameter " << i << ": max |diff| " << (a[i] - b[i]).abs().max().item<double>();
   }
-}
-
-void ExpectSameParameters(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
 }
 
 void ExpectCloseLosses(const std::vector<double>& a, const std::vector<double>& b) {

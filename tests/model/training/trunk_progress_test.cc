@@ -22,10 +22,14 @@
 #include "model/training/stop_request.h"
 #include "model/training/trainer.h"
 #include "tests/model/distributed/thread_ranks.h"
+#include "tests/model/training/parameters.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
 namespace {
+
+using testing::ExpectSameParameters;
+using testing::ParameterSnapshot;
 
 using testutil::TempDir;
 
@@ -90,15 +94,9 @@ struct RunRecord {
   std::vector<at::Tensor> params;  // after the run
 };
 
-std::vector<at::Tensor> Parameters(Trainer& trainer) {
-  std::vector<at::Tensor> out;
-  for (const at::Tensor& p : trainer.model()->parameters()) out.push_back(p.detach().clone());
-  return out;
-}
-
 void Finish(Trainer& trainer, RunRecord* run) {
   run->result = trainer.Run();
-  run->params = Parameters(trainer);
+  run->params = ParameterSnapshot(trainer);
 }
 
 std::unique_ptr<RunRecord> Independent(const CellConfig& c) {
@@ -161,11 +159,6 @@ Points PointsOf(const MemorySink& sink) {
     }
   }
   return points;
-}
-
-void ExpectSameParameters(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
 }
 
 // The branch reported what the independent run did, bit for bit, and ends with its parameters.
@@ -438,7 +431,7 @@ TEST_F(BranchRefusalTest, RanksBranchFromTheFileRankZeroChose) {
     }
     if ((runs[r].start_error = trainer->StartBranch(File(1920), true))) return;
     runs[r].result = trainer->Run();
-    runs[r].params = Parameters(*trainer);
+    runs[r].params = ParameterSnapshot(*trainer);
   });
   ASSERT_EQ(error, "");
   ASSERT_EQ(runs[0].start_error, std::nullopt);
