@@ -60,6 +60,9 @@ void InsertSorted(std::vector<int64_t>* v, const std::vector<int64_t>& add) {
 
 std::string Tokens(int64_t t) { return std::to_string(t); }
 
+// Eval step ends one plan computes at most, over all its trunks.
+constexpr size_t kMaxPlanPoints = 5'000'000;
+
 // A group of cells with one stable phase, and its trunk if it gets or has one.
 struct Group {
   std::string trunk_id;
@@ -90,16 +93,27 @@ class Planner {
   }
 
  private:
+  // WSD cells in full; of the others (most studies' every cell) only the schedule and budget
+  // the plan looks at, so that planning a cosine study costs one JSON parse a cell.
   absl::Status ReadConfigs() {
     configs_.resize(request_.cells.size());
     for (size_t i = 0; i < request_.cells.size(); ++i) {
       const nlohmann::json j =
           nlohmann::json::parse(request_.cells[i].config_json, nullptr, /*allow_exceptions=*/false);
-      CellConfig config;
+      const nlohmann::json* schedule = j.is_object() && j.contains("train") &&
+                                               j["train"].is_object() &&
+                                               j["train"].contains("schedule")
+                                           ? &j["train"]["schedule"]
+                                           : nullptr;
+      CellConfig& config = configs_[i];
+      if (schedule != nullptr && schedule->is_string() && *schedule != "wsd") {
+        config.train.schedule = schedule->get<std::string>();
+        config.train.tokens = request_.cells[i].tokens_budget;
+        continue;
+      }
       if (j.is_discarded() || model::ParseCellConfig(j, &config)) {
         return absl::InternalError("cell " + request_.cells[i].id + ": its config does not read");
       }
-      configs_[i] = std::move(config);
     }
     return absl::OkStatus();
   }
@@ -211,30 +225,43 @@ class Planner {
     }
   }
 
+  // The eval step ends of cell `i` up to its branch point `bp`, within what one trunk and the
+  // whole plan may hold (so that a study of tiny eval spacings cannot stall its submission);
+  // nullopt, with a note, beyond that.
+  std::optional<std::vector<int64_t>> EndsOf(size_t i, int64_t bp, size_t trunk_points) {
+    const size_t limit =
+        std::min(model::kMaxTrunkPoints - std::min(model::kMaxTrunkPoints, trunk_points),
+                 kMaxPlanPoints - std::min(kMaxPlanPoints, plan_points_));
+    std::optional<std::vector<int64_t>> ends = model::EvalStepEnds(configs_[i], bp, limit);
+    if (!ends) {
+      Note("budget " + Tokens(configs_[i].train.tokens) + " evaluates at too many points " +
+           "before its decay for a trunk to hold them (at most " +
+           std::to_string(model::kMaxTrunkPoints) + " a trunk, " + std::to_string(kMaxPlanPoints) +
+           " a study): it trains on its own");
+      return std::nullopt;
+    }
+    plan_points_ += ends->size();
+    return ends;
+  }
+
   void StartTrunk(Group* g, const std::vector<size_t>& fresh) {
     TrunkSpec spec;
-    size_t largest = fresh.front();
+    std::optional<size_t> largest;
     for (size_t i : fresh) {
       const int64_t bp = model::BranchPoint(configs_[i]);
-      const std::optional<std::vector<int64_t>> ends = model::EvalStepEnds(configs_[i], bp);
-      if (!ends || ends->size() + spec.eval_at.size() > model::kMaxTrunkPoints) {
-        Note("budget " + Tokens(configs_[i].train.tokens) + " evaluates at more than " +
-             std::to_string(model::kMaxTrunkPoints) +
-             " points before its decay: it trains "
-             "on its own");
-        continue;
-      }
+      const std::optional<std::vector<int64_t>> ends = EndsOf(i, bp, spec.eval_at.size());
+      if (!ends) continue;
       InsertSorted(&spec.eval_at, *ends);
       InsertSorted(&spec.branch_points, {bp});
-      if (configs_[i].train.tokens > configs_[largest].train.tokens) largest = i;
+      if (!largest || configs_[i].train.tokens > configs_[*largest].train.tokens) largest = i;
       MakeBranch(g, i, bp);
     }
-    if (spec.branch_points.empty()) return;
-    spec.cell = configs_[largest];
+    if (!largest) return;
+    spec.cell = configs_[*largest];
     spec.until = spec.branch_points.back();
     g->trunk = std::move(spec);
     g->changed = true;
-    largest_[g->trunk_id] = largest;
+    largest_[g->trunk_id] = *largest;
   }
 
   // A new budget of a group whose trunk is stored.
@@ -256,7 +283,7 @@ class Planner {
            " tokens), which keeps no checkpoint there");
       return;
     }
-    const std::optional<std::vector<int64_t>> ends = model::EvalStepEnds(configs_[i], bp);
+    const std::optional<std::vector<int64_t>> ends = EndsOf(i, bp, spec.eval_at.size());
     if (!ends) return;
     std::vector<int64_t> before, after;
     for (int64_t t : *ends) (t <= stored_until ? before : after).push_back(t);
@@ -343,6 +370,7 @@ class Planner {
   std::vector<CellConfig> configs_;
   std::vector<Group> groups_;
   std::map<std::string, size_t> largest_;  // trunk id -> the cell whose config it trains
+  size_t plan_points_ = 0;                 // eval step ends computed so far, all trunks
 };
 
 }  // namespace

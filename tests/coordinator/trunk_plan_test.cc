@@ -145,6 +145,24 @@ TEST(TrunkPlanTest, DecayFractionsShareOneTrunkWithABranchPointEach) {
   EXPECT_THAT(SpecOf(*trunks[0]).branch_points, ElementsAre(49152, 89088));
 }
 
+TEST(TrunkPlanTest, ABudgetWithMoreEvalPointsThanATrunkHoldsRunsOnItsOwn) {
+  // eval.every_tokens 1 on 1024-token steps: an eval after every step, 150,000 steps before
+  // the largest budget's decay, more than a trunk holds; the smaller budget's 31 fit.
+  const std::string yaml =
+      "name: t\n"
+      "model: {layers: 1, d_model: 32, heads: 2, seq_len: 64}\n"
+      "train: {batch_tokens: 1024, schedule: wsd, warmup_tokens: 8K, decay_fraction: 0.2}\n"
+      "eval: {niah_samples: 0, every_tokens: 1}\n"
+      "grid: {tokens: [40K, 80K, 192M]}\n";
+  absl::StatusOr<TrunkPlan> plan = PlanTrunks(Request(yaml));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(OfRole(*plan, CellRole::kCell).size(), 1u);
+  EXPECT_EQ(OfRole(*plan, CellRole::kCell)[0]->tokens_budget, 192'000'000);
+  EXPECT_EQ(OfRole(*plan, CellRole::kBranch).size(), 2u);
+  ASSERT_EQ(plan->notes.size(), 1u);
+  EXPECT_THAT(plan->notes[0], HasSubstr("budget 192000000 evaluates at too many points"));
+}
+
 TEST(TrunkPlanTest, CosineStudiesAreUnchanged) {
   const std::string yaml =
       "name: t\n"
@@ -164,6 +182,25 @@ TEST(TrunkPlanTest, CosineStudiesAreUnchanged) {
   EXPECT_EQ(plan->tokens_to_train, 120000);
   ASSERT_EQ(plan->notes.size(), 1u);
   EXPECT_THAT(plan->notes[0], HasSubstr("cosine schedule's curve depends on the budget"));
+}
+
+// A field that `depends` on the budget is a display axis: its budgets are points of their own.
+TEST(TrunkPlanTest, ACosineBudgetAmongWsdOnesRunsOnItsOwn) {
+  const std::string yaml =
+      "name: t\n"
+      "model: {layers: 1, d_model: 32, heads: 2, seq_len: 64}\n"
+      "train: {batch_tokens: 1024, warmup_tokens: 8K}\n"
+      "eval: {niah_samples: 0}\n"
+      "grid: {tokens: [40K, 80K, 160K]}\n"
+      "depends:\n"
+      "  train.schedule: {by: tokens, values: {40K: cosine}, default: wsd}\n";
+  absl::StatusOr<TrunkPlan> plan = PlanTrunks(Request(yaml));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(OfRole(*plan, CellRole::kTrunk).size(), 1u);  // 80K and 160K share
+  EXPECT_EQ(OfRole(*plan, CellRole::kBranch).size(), 2u);
+  ASSERT_EQ(OfRole(*plan, CellRole::kCell).size(), 1u);
+  EXPECT_EQ(OfRole(*plan, CellRole::kCell)[0]->tokens_budget, 40000);
+  EXPECT_THAT(plan->notes, IsEmpty());
 }
 
 TEST(TrunkPlanTest, TheDefaultWarmupKeepsBudgetsApartAndSaysWhichSettingToChange) {
