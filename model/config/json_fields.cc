@@ -241,4 +241,19 @@ void JsonFieldReader::RejectUnknown() {
   }
 }
 
+std::optional<JsonDifference> FirstDifference(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a == b) return std::nullopt;
+  const nlohmann::json patch = nlohmann::json::diff(a, b);
+  if (patch.empty()) return std::nullopt;
+  const std::string pointer = patch[0].value("path", "");
+  const nlohmann::json::json_pointer ptr(pointer);
+  JsonDifference d;
+  d.path = pointer;
+  std::replace(d.path.begin(), d.path.end(), '/', '.');
+  if (!d.path.empty() && d.path[0] == '.') d.path.erase(0, 1);
+  d.a = a.contains(ptr) ? a.at(ptr).dump() : "nothing";
+  d.b = b.contains(ptr) ? b.at(ptr).dump() : "nothing";
+  return d;
+}
+
 }  // namespace onset::model

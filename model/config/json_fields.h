@@ -138,4 +138,13 @@ struct StringsOf {  // a list of strings out of `allowed`
 // The member `key` of `object`, or null when `object` is not an object or has no such member.
 const nlohmann::json& MemberOrNull(const nlohmann::json& object, const char* key);
 
+// The first place where two JSON documents differ: its dotted path ("train.lr") and the value
+// each has there, as JSON text ("nothing" where one has none). Nullopt when they are equal.
+struct JsonDifference {
+  std::string path;
+  std::string a;
+  std::string b;
+};
+std::optional<JsonDifference> FirstDifference(const nlohmann::json& a, const nlohmann::json& b);
+
 }  // namespace onset::model

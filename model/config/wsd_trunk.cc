@@ -17,10 +17,6 @@ constexpr const char* kBudgetTrainKeys[] = {"tokens",
                                             "keep_checkpoints_at"};
 constexpr const char* kBudgetEvalKeys[] = {"every_tokens", "log_points", "log_start"};
 
-std::string Shown(const nlohmann::json& j, const nlohmann::json::json_pointer& ptr) {
-  return j.contains(ptr) ? j.at(ptr).dump() : "(unset)";
-}
-
 // Reads an increasing list of step boundaries in (0, until].
 std::optional<FieldError> ReadPoints(const nlohmann::json& trunk, const char* key, int64_t until,
                                      int64_t step, std::vector<int64_t>* out) {
@@ -96,17 +92,9 @@ std::string TrunkIdOf(const CellConfig& config) {
 }
 
 std::string StablePhaseDifference(const CellConfig& a, const CellConfig& b) {
-  const nlohmann::json ja = StablePhaseJson(a.ToJson());
-  const nlohmann::json jb = StablePhaseJson(b.ToJson());
-  if (ja == jb) return "";
-  const nlohmann::json patch = nlohmann::json::diff(ja, jb);
-  if (patch.empty()) return "";
-  const std::string pointer = patch[0].value("path", "");
-  const nlohmann::json::json_pointer ptr(pointer);
-  std::string path = pointer;
-  std::replace(path.begin(), path.end(), '/', '.');
-  if (!path.empty() && path[0] == '.') path.erase(0, 1);
-  return path + ": " + Shown(ja, ptr) + " vs " + Shown(jb, ptr);
+  const std::optional<JsonDifference> d =
+      FirstDifference(StablePhaseJson(a.ToJson()), StablePhaseJson(b.ToJson()));
+  return d ? d->path + ": " + d->a + " vs " + d->b : "";
 }
 
 nlohmann::json TrunkSpec::ToJson() const {

@@ -233,14 +233,8 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
   const nlohmann::json have = stable ? StablePhaseJson(stored) : TrajectoryJson(stored);
   if (want != have) {
     std::string where;
-    const nlohmann::json patch = nlohmann::json::diff(have, want);
-    if (!patch.empty()) {
-      where = patch[0].value("path", "");
-      std::replace(where.begin(), where.end(), '/', '.');
-      if (!where.empty() && where[0] == '.') where.erase(0, 1);
-      const nlohmann::json::json_pointer ptr(patch[0].value("path", ""));
-      where += ": checkpoint has " + (have.contains(ptr) ? have.at(ptr).dump() : "nothing") +
-               ", config has " + (want.contains(ptr) ? want.at(ptr).dump() : "nothing");
+    if (const std::optional<JsonDifference> d = FirstDifference(have, want)) {
+      where = d->path + ": checkpoint has " + d->a + ", config has " + d->b;
     }
     if (stable) {
       return CheckpointError{Kind::kOtherConfig,

@@ -187,5 +187,24 @@ TEST(JsonFieldReaderTest, MemberOfAnythingButAnObjectIsNull) {
   EXPECT_TRUE(MemberOrNull(json::array({1}), "a").is_null());
 }
 
+TEST(FirstDifferenceTest, NamesTheFirstDifferingPathAndBothValues) {
+  const nlohmann::json a = {{"train", {{"lr", 0.003}, {"seed", 1}}}, {"model", {{"layers", 2}}}};
+  nlohmann::json b = a;
+  EXPECT_FALSE(FirstDifference(a, b).has_value());
+  b["train"]["lr"] = 0.001;
+  const std::optional<JsonDifference> d = FirstDifference(a, b);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->path, "train.lr");
+  EXPECT_EQ(d->a, "0.003");
+  EXPECT_EQ(d->b, "0.001");
+  b = a;
+  b["train"].erase("seed");
+  const std::optional<JsonDifference> gone = FirstDifference(a, b);
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->path, "train.seed");
+  EXPECT_EQ(gone->a, "1");
+  EXPECT_EQ(gone->b, "nothing");
+}
+
 }  // namespace
 }  // namespace onset::model
