@@ -343,15 +343,16 @@ absl::StatusOr<std::vector<CellInfo>> SqliteStore::FindCells(const std::string& 
 
 absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration& worker) {
   ONSET_RETURN_IF_ERROR(CheckDeviceNames(worker.devices, "devices"));
+  ONSET_RETURN_IF_ERROR(CheckSlurmJob(worker.slurm_job, "slurm_job"));
   return Write<std::string>([&](db::Connection& db) -> absl::StatusOr<std::string> {
     const int64_t now = clock_.WallUnixMs();
     const std::string id = "w-" + common::RandomHex(kWorkerIdBytes);
     ONSET_ASSIGN_OR_RETURN(
         db::Statement stmt,
         db.Prepare("INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at, "
-                   "devices) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+                   "devices, slurm_job) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     stmt.BindAll(id, worker.host, worker.slots, worker.version, now, now,
-                 rows::JoinDevices(worker.devices));
+                 rows::JoinDevices(worker.devices), worker.slurm_job);
     ONSET_RETURN_IF_ERROR(stmt.Run());
     return id;
   });
@@ -362,8 +363,8 @@ absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
       [&](db::Connection& db) -> absl::StatusOr<std::vector<WorkerInfo>> {
         ONSET_ASSIGN_OR_RETURN(
             db::Statement stmt,
-            db.Prepare("SELECT id, host, slots, version, registered_at, last_seen_at, devices "
-                       "FROM workers ORDER BY last_seen_at DESC, id"));
+            db.Prepare("SELECT id, host, slots, version, registered_at, last_seen_at, devices, "
+                       "slurm_job FROM workers ORDER BY last_seen_at DESC, id"));
         std::vector<WorkerInfo> workers;
         std::unordered_map<std::string, size_t> index;
         while (true) {
@@ -378,6 +379,7 @@ absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
           w.registered_unix_ms = stmt.Int(4);
           w.last_seen_unix_ms = stmt.Int(5);
           w.devices = rows::SplitDevices(stmt.Text(6));
+          w.slurm_job = stmt.Text(7);
         }
         ONSET_ASSIGN_OR_RETURN(
             db::Statement running,
@@ -485,6 +487,22 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
     claim.BindAll(now, cell_row);
     ONSET_RETURN_IF_ERROR(claim.Run());
     return std::optional<ClaimedJob>(std::move(job));
+  });
+}
+
+absl::StatusOr<int> SqliteStore::CountWaitingCells(const std::string& worker_id) {
+  return Read<int>([&](db::Connection& db) -> absl::StatusOr<int> {
+    // Each state walked in cells_by_state, as ClaimNextCell does; the LIMIT bounds the work once
+    // enough are found. An unknown worker has no slots (NULL): nothing fits.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement count,
+        db.Prepare("SELECT COUNT(*) FROM (SELECT 1 FROM cells c WHERE c.state IN ('queued', "
+                   "'backoff') AND c.devices <= (SELECT w.slots FROM workers w WHERE w.id = ?1) "
+                   "LIMIT ?2)"));
+    count.BindAll(worker_id, static_cast<int64_t>(kMaxCountedWaitingCells));
+    ONSET_ASSIGN_OR_RETURN(bool row, count.Step());
+    if (!row) return absl::InternalError("SELECT COUNT(*) returned no row");
+    return static_cast<int>(count.Int(0));
   });
 }
 

@@ -80,6 +80,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) override;
+  absl::StatusOr<int> CountWaitingCells(const std::string& worker_id) override;
   absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
                                              std::optional<int64_t> tokens_done,
                                              double tokens_per_second) override;

@@ -202,7 +202,16 @@ struct WorkerRegistration {
   int slots = 1;  // jobs at once; devices.size() when devices are given
   std::string version;
   std::vector<std::string> devices = {};  // "cuda:0", "cpu:1", ...; empty: it names none
+  std::string slurm_job = {};  // the Slurm job it runs in ("1234", "1234_5"); empty: none
 };
+
+// The Slurm job id a worker may report: at most this long, printable ASCII without spaces.
+inline constexpr size_t kMaxSlurmJobBytes = 64;
+// InvalidArgument naming `field` when `slurm_job` is not empty and not such an id.
+absl::Status CheckSlurmJob(const std::string& slurm_job, const std::string& field);
+
+// CountWaitingCells counts no further.
+inline constexpr int kMaxCountedWaitingCells = 1000;
 
 struct MetricPoint {
   std::string name;
@@ -254,6 +263,7 @@ struct WorkerInfo {
   int slots = 1;
   std::string version;
   std::vector<std::string> devices;  // as registered
+  std::string slurm_job;             // as registered; empty: none
   int64_t registered_unix_ms = 0;
   int64_t last_seen_unix_ms = 0;  // its latest lease request or heartbeat
   std::vector<RunningAttempt> running;
@@ -303,7 +313,7 @@ class Store {
                                                           const CellFilter& filter) = 0;
 
   // Registers a worker; returns its new id. InvalidArgument for bad device names
-  // (CheckDeviceNames).
+  // (CheckDeviceNames) or a bad Slurm job id (CheckSlurmJob).
   virtual absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) = 0;
   // Every registered worker, the most recently seen first, with its running attempts.
   virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
@@ -318,6 +328,12 @@ class Store {
   // not register (a worker that registered no devices may name any).
   virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) = 0;
+  // The queued cells, waiting out a backoff or not, that need at most as many devices as the
+  // worker registered (its slots): the work it could run later when ClaimNextCell finds none it
+  // can run now (a backoff not yet over, a WSD branch waiting for its trunk's checkpoint, a
+  // cell needing more devices than are free). Counts at most kMaxCountedWaitingCells; 0 for an
+  // unknown worker. Writes nothing.
+  virtual absl::StatusOr<int> CountWaitingCells(const std::string& worker_id) = 0;
 
   // The following take the lease of a running attempt; FailedPrecondition when the lease is
   // unknown or its attempt has ended.

@@ -201,6 +201,7 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
     out->set_registered_unix_ms(w.registered_unix_ms);
     out->set_last_seen_unix_ms(w.last_seen_unix_ms);
     for (const std::string& device : w.devices) out->add_devices(device);
+    out->set_slurm_job(w.slurm_job);
     for (const RunningAttempt& a : w.running) {
       onset::v1::Worker::Job* job = out->add_jobs();
       job->set_study(a.study);

@@ -82,7 +82,8 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
   WorkerRegistration worker{request->host(),
                             *slots,
                             request->version(),
-                            {request->devices().begin(), request->devices().end()}};
+                            {request->devices().begin(), request->devices().end()},
+                            request->slurm_job()};
   absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
   if (!id.ok()) return common::ToGrpcStatus(id.status());
   response->set_worker_id(*id);
@@ -98,7 +99,13 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
   absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(
       request->worker_id(), {request->free_devices().begin(), request->free_devices().end()});
   if (!job.ok()) return common::ToGrpcStatus(job.status());
-  if (!*job) return grpc::Status::OK;
+  if (!*job) {
+    // What it may run later keeps an idle worker waiting (onset-worker --exit-when-idle).
+    absl::StatusOr<int> waiting = store_->CountWaitingCells(request->worker_id());
+    if (!waiting.ok()) return common::ToGrpcStatus(waiting.status());
+    response->set_queued_waiting(*waiting);
+    return grpc::Status::OK;
+  }
   JobToProto(**job, checkpoint_root_, response->mutable_job());
   return grpc::Status::OK;
 }

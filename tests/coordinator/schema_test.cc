@@ -141,6 +141,34 @@ TEST(SchemaTest, VersionFiveKeepsTheCellsOfAVersionFourDatabaseAsCells) {
   EXPECT_TRUE((*db)->Exec("UPDATE cells SET role = 'branch', trunk_id = 2 WHERE id = 1").ok());
 }
 
+// A version-5 database keeps its workers through version 6, none of them in a Slurm job.
+TEST(SchemaTest, VersionSixKeepsTheWorkersOfAVersionFiveDatabase) {
+  TempDir dir;
+  const std::string path = dir.File("v5.db");
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
+    for (int v = 0; v < 5; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
+    ASSERT_TRUE((*db)
+                    ->Exec(R"sql(
+      PRAGMA user_version = 5;
+      INSERT INTO workers VALUES ('w-1', 'h', 2, 'v', 10, 20, 'cuda:0,cuda:1');
+    )sql")
+                    .ok());
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+  absl::StatusOr<Statement> stmt = (*db)->Prepare(
+      "SELECT id || '|' || host || '|' || slots || '|' || devices || '|' || slurm_job "
+      "FROM workers");
+  ASSERT_TRUE(stmt.ok()) << stmt.status();
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Text(0), "w-1|h|2|cuda:0,cuda:1|");
+  EXPECT_FALSE(*stmt->Step());
+}
+
 TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   TempDir dir;
   const std::string path = dir.File("onset.db");
@@ -149,7 +177,10 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
     ASSERT_TRUE(db.ok()) << db.status();
     EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
     EXPECT_EQ(CountTables(db->get()), 7);
-    ASSERT_TRUE((*db)->Exec("INSERT INTO workers VALUES ('w', 'h', 1, 'v', 1, 1, '')").ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO workers (id, host, slots, version, registered_at, "
+                           "last_seen_at, devices) VALUES ('w', 'h', 1, 'v', 1, 1, '')")
+                    .ok());
   }
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "common/fake_clock.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_file.h"
@@ -173,6 +175,78 @@ TEST_F(SqliteStoreDevicesTest, BadDeviceListsAreRefusedAndClaimNothing) {
   absl::StatusOr<std::string> bad = store_->RegisterWorker({"h", 2, "v", {"cuda:0", ""}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("devices: '' is not a device name"));
+}
+
+// What a worker with no job to run now could run later: the queued cells that fit the devices
+// it registered, whatever is free now; none for a worker too small for them.
+TEST_F(SqliteStoreDevicesTest, WaitingCellsAreTheQueuedOnesThatFitTheWorker) {
+  auto waiting = [&](const std::string& worker) {
+    absl::StatusOr<int> n = store_->CountWaitingCells(worker);
+    EXPECT_TRUE(n.ok()) << n.status();
+    return n.value_or(-1);
+  };
+  EXPECT_EQ(waiting(worker_), 4);  // the pair's and the single's, not the big ones
+  absl::StatusOr<std::string> small = store_->RegisterWorker({"cpu-1", 1, "v", {"cpu:0"}});
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(waiting(*small), 2);
+  EXPECT_EQ(waiting("w-unknown"), 0);
+
+  // Running cells are not waiting; a cell needing both devices waits while one is busy.
+  ASSERT_TRUE(Claim(*small, {"cpu:0"}).has_value());
+  ASSERT_TRUE(Claim(*small, {"cpu:0"}).has_value());
+  EXPECT_EQ(waiting(*small), 0);
+  EXPECT_FALSE(Claim(worker_, {"cuda:1"}).has_value());
+  EXPECT_EQ(waiting(worker_), 2);
+}
+
+TEST_F(SqliteStoreDevicesTest, WaitingCellsAreCountedUpToTheBound) {
+  testutil::TempDir dir;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(dir.File("x.db"), clock_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<AddStudyResult> added =
+      (*store)->AddStudy(Study("name: many\n"
+                               "model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}\n"
+                               "train: {tokens: 64K, batch_tokens: 512}\n"
+                               "grid: {arch: [full], seeds: " +
+                               std::to_string(kMaxCountedWaitingCells + 5) + "}\n"));
+  ASSERT_TRUE(added.ok()) << added.status();
+  ASSERT_EQ(added->cells_added, kMaxCountedWaitingCells + 5);
+  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  absl::StatusOr<int> n = (*store)->CountWaitingCells(*worker);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, kMaxCountedWaitingCells);
+}
+
+TEST_F(SqliteStoreDevicesTest, AWorkersSlurmJobIsStoredAndListed) {
+  WorkerRegistration in_slurm{"node-3", 2, "v", {"cuda:0", "cuda:1"}};
+  in_slurm.slurm_job = "1234_5";
+  absl::StatusOr<std::string> id = store_->RegisterWorker(in_slurm);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  std::map<std::string, std::string> jobs;
+  for (const WorkerInfo& w : *workers) jobs[w.id] = w.slurm_job;
+  EXPECT_EQ(jobs, (std::map<std::string, std::string>{{worker_, ""}, {*id, "1234_5"}}));
+}
+
+TEST_F(SqliteStoreDevicesTest, ABadSlurmJobIsRefusedAndSaysWhy) {
+  auto refused = [&](const std::string& slurm_job) {
+    WorkerRegistration worker{"h", 1, "v"};
+    worker.slurm_job = slurm_job;
+    absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
+    EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument) << slurm_job;
+    return std::string(id.status().message());
+  };
+  EXPECT_EQ(refused(std::string(65, '1')), "slurm_job: 65 bytes; at most 64");
+  EXPECT_THAT(refused("12 34"), HasSubstr("slurm_job: byte 3 (0x20) is not printable ASCII"));
+  EXPECT_THAT(refused("12\n"), HasSubstr("slurm_job: byte 3 (0x0a) is not printable ASCII"));
+  EXPECT_THAT(refused("\xc3\xa9"), HasSubstr("byte 1 (0xc3)"));
+  absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  EXPECT_EQ(workers->size(), 1u);
+  EXPECT_TRUE(CheckSlurmJob(std::string(64, '9'), "f").ok());
+  EXPECT_TRUE(CheckSlurmJob("", "f").ok());
 }
 
 }  // namespace

@@ -378,6 +378,29 @@ TEST_F(SqliteTrunksTest, ALostTrunkOutOfRetriesEndsItsWaitingBranches) {
   EXPECT_EQ(Cell(kBranch2).state, CellState::kFailed);
 }
 
+// A worker that finds nothing to claim still has work coming: branches waiting for their trunk's
+// checkpoint, and the trunk waiting out its backoff.
+TEST_F(SqliteTrunksTest, BranchesWaitingForTheirTrunkAndABackoffAreWaitingCells) {
+  Add();
+  auto waiting = [&] {
+    absl::StatusOr<int> n = store_->CountWaitingCells(worker_);
+    EXPECT_TRUE(n.ok()) << n.status();
+    return n.value_or(-1);
+  };
+  EXPECT_EQ(waiting(), 4);
+  ClaimedJob trunk = ClaimTrunk();
+  std::optional<ClaimedJob> alone = Claim();
+  ASSERT_TRUE(alone.has_value());
+  Finish(*alone, AttemptOutcome::kSucceeded);
+  EXPECT_FALSE(Claim().has_value());
+  EXPECT_EQ(waiting(), 2);  // the branches
+
+  Finish(trunk, AttemptOutcome::kFailed, "exit code 1");
+  ASSERT_EQ(Cell(kTrunk).state, CellState::kBackoff);
+  EXPECT_FALSE(Claim().has_value());
+  EXPECT_EQ(waiting(), 3);
+}
+
 TEST_F(SqliteTrunksTest, ATrunkRetryingLeavesItsBranchesWaiting) {
   Add();
   ClaimedJob trunk = ClaimTrunk();

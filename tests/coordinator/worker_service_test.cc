@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -230,6 +231,61 @@ TEST_F(WorkerServiceTest, AnAttemptsEndIsRecordedWithItsTextsBounded) {
       Rows("SELECT length(CAST(reason AS BLOB)), length(stderr_tail) FROM attempts");
   ASSERT_EQ(sizes.size(), 1u);
   EXPECT_EQ(sizes[0], "4095|65536");  // 1365 characters: the cut falls between two
+}
+
+// With nothing to lease now, the answer says how much may come later: here the failed cell
+// waiting out its backoff; nothing once it has failed for good.
+TEST_F(WorkerServiceTest, AnEmptyLeaseSaysHowManyQueuedCellsWaitForThisWorker) {
+  v1::FinishJobRequest finish;
+  finish.set_worker_id(worker_);
+  finish.set_lease_id(job_.lease_id());
+  finish.set_outcome(v1::JOB_OUTCOME_FAILED);
+  finish.set_exit_code(1);
+  v1::FinishJobResponse finished;
+  ASSERT_TRUE(workers_->FinishJob(Ctx().get(), finish, &finished).ok());
+  v1::LeaseJobRequest lease;
+  lease.set_worker_id(worker_);
+  lease.add_free_devices("cpu:0");
+  v1::LeaseJobResponse leased;
+  for (int i = 0; i < 100; ++i) {
+    leased.Clear();
+    grpc::Status s = workers_->LeaseJob(Ctx().get(), lease, &leased);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    if (!leased.has_job()) break;
+    EXPECT_EQ(leased.queued_waiting(), 0);
+  }
+  ASSERT_FALSE(leased.has_job());
+  EXPECT_EQ(leased.queued_waiting(), 1);
+  EXPECT_THAT(Rows("SELECT state FROM cells WHERE state <> 'running'"), ElementsAre("backoff"));
+
+  v1::CancelCellsRequest cancel;
+  cancel.set_study("small");
+  v1::CancelCellsResponse cancelled;
+  ASSERT_TRUE(studies_->CancelCells(Ctx().get(), cancel, &cancelled).ok());
+  leased.Clear();
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease, &leased).ok());
+  EXPECT_FALSE(leased.has_job());
+  EXPECT_EQ(leased.queued_waiting(), 0);
+}
+
+TEST_F(WorkerServiceTest, AWorkersSlurmJobIsListedAndABadOneRefused) {
+  v1::RegisterWorkerRequest reg;
+  reg.set_host("node-1");
+  reg.add_devices("cuda:0");
+  reg.set_slurm_job("1234_5");
+  v1::RegisterWorkerResponse registered;
+  ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), reg, &registered).ok());
+  v1::ListWorkersResponse list;
+  ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &list).ok());
+  std::map<std::string, std::string> jobs;
+  for (const v1::Worker& w : list.workers()) jobs[w.id()] = w.slurm_job();
+  EXPECT_EQ(jobs, (std::map<std::string, std::string>{{worker_, ""},
+                                                      {registered.worker_id(), "1234_5"}}));
+
+  reg.set_slurm_job("1234\x1b[2J");
+  grpc::Status s = workers_->RegisterWorker(Ctx().get(), reg, &registered);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("slurm_job: byte 5 (0x1b)"));
 }
 
 }  // namespace
