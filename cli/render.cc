@@ -219,8 +219,8 @@ std::string StudySummary(const v1::Study& study, const Style& style) {
 
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms) {
   if (workers.workers().empty()) return "no workers\n";
-  Table table({"WORKER", "HOST", "DEVICES", "JOBS", "LAST SEEN", "VERSION"});
-  table.AlignRight(4);
+  Table table({"WORKER", "HOST", "SLURM JOB", "DEVICES", "JOBS", "LAST SEEN", "VERSION"});
+  table.AlignRight(5);
   for (const v1::Worker& w : workers.workers()) {
     std::vector<std::string> jobs;
     for (const v1::Worker::Job& j : w.jobs()) {
@@ -232,8 +232,9 @@ std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_un
     // A worker that names no devices runs `slots` jobs at once.
     const std::string devices =
         w.devices().empty() ? absl::StrCat(w.slots(), " slots") : FormatDevices(w.devices());
-    table.AddRow({w.id(), w.host(), devices, jobs.empty() ? "-" : absl::StrJoin(jobs, "; "),
-                  FormatDuration(age) + " ago", w.version()});
+    table.AddRow({w.id(), w.host(), w.slurm_job().empty() ? "-" : w.slurm_job(), devices,
+                  jobs.empty() ? "-" : absl::StrJoin(jobs, "; "), FormatDuration(age) + " ago",
+                  w.version()});
   }
   return table.Render();
 }

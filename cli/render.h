@@ -44,8 +44,9 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
 
 // `onset status`: one row per study with its cell counts by state.
 std::string RenderStudyList(const v1::ListStudiesResponse& studies);
-// One row per worker: id, host, devices, its jobs (study/cell#attempt and their devices), and
-// how long ago it was last heard from at `now_unix_ms`.
+// One row per worker: id, host, the Slurm job it runs in ("-" when none), devices, its jobs
+// (study/cell#attempt and their devices), and how long ago it was last heard from at
+// `now_unix_ms`.
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);
 // `onset status STUDY`: a summary line, then one row per cell.
 std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style = Style());

@@ -59,5 +59,17 @@ TEST_F(SubmitFileTest, AnEndlessDeviceIsReadOnlyUpToTheLimit) {
   EXPECT_THAT(err_.str(), HasSubstr("/dev/zero:1: the file is more than 1048576 bytes"));
 }
 
+// `onset workers --json` names each worker's Slurm job, empty for a worker outside Slurm.
+TEST(JsonTest, WorkersCarryTheirSlurmJob) {
+  v1::ListWorkersResponse list;
+  v1::Worker* in_slurm = list.add_workers();
+  in_slurm->set_id("w-1");
+  in_slurm->set_slurm_job("1234_5");
+  list.add_workers()->set_id("w-2");
+  const std::string json = ToJson(list);
+  EXPECT_THAT(json, HasSubstr("\"slurm_job\": \"1234_5\""));
+  EXPECT_THAT(json, HasSubstr("\"slurm_job\": \"\""));
+}
+
 }  // namespace
 }  // namespace onset::cli

@@ -307,6 +307,7 @@ TEST(RenderTest, WorkersShowJobsAndHeartbeatAge) {
   w->set_slots(4);
   w->set_version("0.1");
   w->set_last_seen_unix_ms(1'000'000);
+  w->set_slurm_job("1234_5");
   for (const char* d : {"cuda:0", "cuda:1", "cuda:2", "cuda:3"}) w->add_devices(d);
   v1::Worker::Job* j = w->add_jobs();
   j->set_study("demo");
@@ -327,12 +328,12 @@ TEST(RenderTest, WorkersShowJobsAndHeartbeatAge) {
   old->set_last_seen_unix_ms(940'000);
   EXPECT_EQ(
       RenderWorkers(list, 1'004'000),
-      "WORKER  HOST    DEVICES       JOBS                                            LAST SEEN  "
-      "VERSION\n"
-      "w-1     gpu-07  cuda:0,1,2,3  demo/abcd#2 on cuda:0,1; demo/ef01#1 on cuda:3     4s ago  "
-      "0.1\n"
-      "w-2     cpu-01  2 slots       -                                               1m04s ago  "
-      "0.1\n");
+      "WORKER  HOST    SLURM JOB  DEVICES       JOBS                                            "
+      "LAST SEEN  VERSION\n"
+      "w-1     gpu-07  1234_5     cuda:0,1,2,3  demo/abcd#2 on cuda:0,1; demo/ef01#1 on cuda:3  "
+      "   4s ago  0.1\n"
+      "w-2     cpu-01  -          2 slots       -                                               "
+      "1m04s ago  0.1\n");
   EXPECT_EQ(RenderWorkers(v1::ListWorkersResponse(), 0), "no workers\n");
 }
 
