@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       auto client = onset::worker::NewGrpcCoordinatorClient(address, security);
-      auto reg = client->Register("bench-" + std::to_string(w), {"cpu:0"}, "bench");
+      auto reg = client->Register("bench-" + std::to_string(w), {"cpu:0"}, "bench", "");
       if (!reg.ok()) {
         ++errors;
         return;
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
           ++errors;
           return;
         }
-        if (!*job) return;
+        if (!job->job) return;
         for (int b = 0; b < batches; ++b) {
           std::vector<onset::worker::MetricPoint> batch;
           for (int p = 0; p < points; ++p) {
@@ -130,11 +130,11 @@ int main(int argc, char** argv) {
                 {"bench/m" + std::to_string(p % 10), int64_t{b} * points + p, 1.0 / (1 + p)});
           }
           start = Clock::now();
-          if (!client->ReportMetrics(reg->worker_id, (*job)->lease_id, batch).ok()) ++errors;
+          if (!client->ReportMetrics(reg->worker_id, job->job->lease_id, batch).ok()) ++errors;
           report.Add(Ms(Clock::now() - start));
           ingested += points;
           start = Clock::now();
-          if (!client->Heartbeat(reg->worker_id, (*job)->lease_id, {int64_t{b} * points, 1.0})
+          if (!client->Heartbeat(reg->worker_id, job->job->lease_id, {int64_t{b} * points, 1.0})
                    .ok()) {
             ++errors;
           }
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
         onset::worker::JobResult result;
         result.outcome = onset::worker::JobOutcome::kSucceeded;
         start = Clock::now();
-        if (!client->Finish(reg->worker_id, (*job)->lease_id, result).ok()) ++errors;
+        if (!client->Finish(reg->worker_id, job->job->lease_id, result).ok()) ++errors;
         finish.Add(Ms(Clock::now() - start));
       }
     });

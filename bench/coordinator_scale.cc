@@ -173,7 +173,7 @@ int RunScaleBench(const ScaleOptions& options) {
         };
         auto c = worker::NewGrpcCoordinatorClient(address, security);
         pace();
-        auto reg = c->Register("scale-" + std::to_string(w), {"cpu:0"}, "bench");
+        auto reg = c->Register("scale-" + std::to_string(w), {"cpu:0"}, "bench", "");
         if (!reg.ok()) {
           ++worker_errors;
           return;
@@ -187,7 +187,7 @@ int RunScaleBench(const ScaleOptions& options) {
             ++worker_errors;
             return;
           }
-          if (!*job) return;
+          if (!job->job) return;
           for (int b = 0; b < options.batches; ++b) {
             std::vector<worker::MetricPoint> batch;
             for (int p = 0; p < options.points; ++p) {
@@ -196,12 +196,13 @@ int RunScaleBench(const ScaleOptions& options) {
             }
             pace();
             start = Clock::now();
-            if (!c->ReportMetrics(reg->worker_id, (*job)->lease_id, batch).ok()) ++worker_errors;
+            if (!c->ReportMetrics(reg->worker_id, job->job->lease_id, batch).ok()) ++worker_errors;
             report.Add(Ms(Clock::now() - start));
             points_sent += options.points;
             pace();
             start = Clock::now();
-            if (!c->Heartbeat(reg->worker_id, (*job)->lease_id, {int64_t{b} * options.points, 1.0})
+            if (!c->Heartbeat(reg->worker_id, job->job->lease_id,
+                              {int64_t{b} * options.points, 1.0})
                      .ok()) {
               ++worker_errors;
             }
@@ -211,7 +212,7 @@ int RunScaleBench(const ScaleOptions& options) {
           result.outcome = worker::JobOutcome::kSucceeded;
           pace();
           start = Clock::now();
-          if (!c->Finish(reg->worker_id, (*job)->lease_id, result).ok()) ++worker_errors;
+          if (!c->Finish(reg->worker_id, job->job->lease_id, result).ok()) ++worker_errors;
           finish.Add(Ms(Clock::now() - start));
         }
       });

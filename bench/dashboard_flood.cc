@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, w] {
       auto client = onset::worker::NewGrpcCoordinatorClient(address, security);
       absl::StatusOr<onset::worker::Registration> reg =
-          client->Register("flood-" + std::to_string(w), {"cpu:0"}, "bench");
+          client->Register("flood-" + std::to_string(w), {"cpu:0"}, "bench", "");
       if (!reg.ok()) {
         ++phases[phase].rpc_errors;
         return;
@@ -293,11 +293,11 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
           continue;
         }
-        if (!*job) {
+        if (!job->job) {
           ++out_of_cells;
           return;
         }
-        const std::string lease = (*job)->lease_id;
+        const std::string lease = job->job->lease_id;
         for (int b = 0; b < batches_per_cell && !stop; ++b) {
           p = &phases[phase];
           std::vector<onset::worker::MetricPoint> batch;

@@ -4,6 +4,8 @@
 // string field holds one invalid byte.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+
 #include "common/grpc_auth.h"
 #include "common/grpc_status.h"
 #include "common/utf8.h"
@@ -41,9 +43,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
 
   absl::StatusOr<Registration> Register(const std::string& host,
                                         const std::vector<std::string>& devices,
-                                        const std::string& version) override {
+                                        const std::string& version,
+                                        const std::string& slurm_job) override {
     v1::RegisterWorkerRequest request;
     request.set_host(host);
+    request.set_slurm_job(slurm_job);
     request.set_slots(static_cast<int>(devices.size()));
     request.set_version(version);
     for (const std::string& device : devices) request.add_devices(device);
@@ -64,8 +68,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     return r;
   }
 
-  absl::StatusOr<std::optional<JobSpec>> Lease(
-      const std::string& worker_id, const std::vector<std::string>& free_devices) override {
+  absl::StatusOr<LeaseReply> Lease(const std::string& worker_id,
+                                   const std::vector<std::string>& free_devices) override {
     v1::LeaseJobRequest request;
     request.set_worker_id(worker_id);
     for (const std::string& device : free_devices) request.add_free_devices(device);
@@ -75,7 +79,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     if (auto s = Convert("LeaseJob", stub_->LeaseJob(&context, request, &response)); !s.ok()) {
       return s;
     }
-    if (!response.has_job()) return std::optional<JobSpec>();
+    LeaseReply reply;
+    if (!response.has_job()) {
+      reply.queued_waiting = std::max(0, response.queued_waiting());
+      return reply;
+    }
     const v1::Job& job = response.job();
     JobSpec spec;
     spec.lease_id = job.lease_id();
@@ -88,7 +96,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     spec.checkpoint_dir = job.checkpoint_dir();
     spec.devices.assign(job.devices().begin(), job.devices().end());
     spec.trunk_checkpoint = job.trunk_checkpoint();
-    return std::optional<JobSpec>(std::move(spec));
+    reply.job = std::move(spec);
+    return reply;
   }
 
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,

@@ -41,6 +41,15 @@ struct JobSpec {
   std::string trunk_checkpoint;
 };
 
+// The coordinator's answer to a lease request.
+struct LeaseReply {
+  std::optional<JobSpec> job;  // nullopt when no queued cell fits the free devices now
+  // Without a job: the queued cells (at most 1,000 counted) that fit this worker's devices but
+  // cannot be leased now: waiting out a retry backoff, a WSD branch waiting for its trunk's
+  // checkpoint, a cell needing more devices than are free. 0: no work for this worker.
+  int queued_waiting = 0;
+};
+
 // What the worker reports of an attempt; the coordinator applies its failure policy to kFailed.
 enum class JobOutcome {
   kSucceeded,   // the trainer exited 0
@@ -86,13 +95,15 @@ class CoordinatorClient {
   virtual ~CoordinatorClient() = default;
 
   // `devices`: what the worker offers (devices.h); it runs as many jobs at once as it has.
+  // `slurm_job`: the Slurm job it runs in (slurm_job.h), "" when none.
   virtual absl::StatusOr<Registration> Register(const std::string& host,
                                                 const std::vector<std::string>& devices,
-                                                const std::string& version) = 0;
+                                                const std::string& version,
+                                                const std::string& slurm_job) = 0;
   // A job that fits in `free_devices` (the worker's devices no job of its own uses) and runs on
-  // the first ones it needs; nullopt when none is queued.
-  virtual absl::StatusOr<std::optional<JobSpec>> Lease(
-      const std::string& worker_id, const std::vector<std::string>& free_devices) = 0;
+  // the first ones it needs; without one, how many queued cells wait for this worker.
+  virtual absl::StatusOr<LeaseReply> Lease(const std::string& worker_id,
+                                           const std::vector<std::string>& free_devices) = 0;
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
                                                    const std::string& lease_id,
                                                    const Progress& progress) = 0;

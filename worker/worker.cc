@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "worker/devices.h"
+#include "worker/idle_timer.h"
 
 namespace onset::worker {
 namespace {
@@ -51,6 +52,11 @@ absl::Status WorkerConfig::Validate() const {
   }
   if (flush_interval.count() <= 0) {
     return absl::InvalidArgumentError("flush_interval: must be positive");
+  }
+  if (exit_when_idle && (exit_when_idle->count() <= 0 || *exit_when_idle > kMaxExitWhenIdle)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exit_when_idle: must be more than 0 and at most 7 days, got ",
+                     exit_when_idle->count(), " ms"));
   }
   return absl::OkStatus();
 }
@@ -97,13 +103,15 @@ bool Worker::Register() {
   const std::string host = config_.host.empty() ? HostName() : config_.host;
   std::chrono::milliseconds backoff = kInitialBackoff;
   while (true) {
-    absl::StatusOr<Registration> r = client_->Register(host, config_.devices, kVersion);
+    absl::StatusOr<Registration> r =
+        client_->Register(host, config_.devices, kVersion, config_.slurm_job);
     if (r.ok()) {
       worker_id_ = r->worker_id;
       heartbeat_interval_ = r->heartbeat_interval;
-      spdlog::info("registered with {} as worker {} (devices {}, heartbeat every {} ms)",
+      spdlog::info("registered with {} as worker {} (devices {}, heartbeat every {} ms{})",
                    config_.coordinator, worker_id_, absl::StrJoin(config_.devices, ","),
-                   heartbeat_interval_.count());
+                   heartbeat_interval_.count(),
+                   config_.slurm_job.empty() ? "" : ", Slurm job " + config_.slurm_job);
       return true;
     }
     if (IsRefused(r.status())) {
@@ -176,10 +184,14 @@ absl::Status Worker::Run() {
   if (!Register()) return refused_;
 
   std::chrono::milliseconds backoff = kInitialBackoff;
+  // Only a worker told to exit when idle watches the time; anything but an idle answer resets.
+  std::optional<IdleTimer> idle;
+  if (config_.exit_when_idle) idle.emplace(*config_.exit_when_idle, clock_);
   while (true) {
     ReapFinished();
     const std::vector<std::string> free = FreeDevices();
     if (free.empty()) {
+      if (idle) idle->Reset();  // every device runs a job
       if (!WaitFor(config_.poll_interval)) break;
       continue;
     }
@@ -187,16 +199,24 @@ absl::Status Worker::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) break;
     }
-    absl::StatusOr<std::optional<JobSpec>> lease = client_->Lease(worker_id_, free);
+    absl::StatusOr<LeaseReply> lease = client_->Lease(worker_id_, free);
     if (lease.ok()) {
       backoff = kInitialBackoff;
-      if (lease->has_value()) {
-        StartJob(std::move(**lease), free);
+      if (lease->job) {
+        if (idle) idle->Reset();
+        StartJob(std::move(*lease->job), free);
         continue;  // fill the other free devices at once
+      }
+      if (idle && idle->NoJob(running_jobs(), lease->queued_waiting)) {
+        spdlog::info("no work for {:g} s: exiting",
+                     std::chrono::duration<double>(idle->limit()).count());
+        break;
       }
       if (!WaitFor(config_.poll_interval)) break;
       continue;
     }
+    // Time the coordinator cannot be asked is not time without work.
+    if (idle) idle->Reset();
     if (IsRefused(lease.status())) {
       refused_ = lease.status();
       break;

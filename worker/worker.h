@@ -8,6 +8,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,7 +34,13 @@ struct WorkerConfig {
   std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL for trainers
   std::chrono::milliseconds flush_interval{1'000};    // metric batching, see JobRunnerConfig
   std::string host;                                   // reported at registration; empty = hostname
+  std::string slurm_job;       // the Slurm job it runs in (slurm_job.h), reported at registration
   bool report_stopped = true;  // Stop() hands running jobs back, see JobRunnerConfig
+  // Set: Run() returns OK by itself once the coordinator has had no work for the worker for this
+  // long (idle_timer.h): every lease answer said "no job, no queued cell waits for you" while no
+  // job ran here. Time the coordinator cannot be reached does not count. At most
+  // kMaxExitWhenIdle.
+  std::optional<std::chrono::milliseconds> exit_when_idle;
 
   // Names the first bad field, e.g. "devices: none given".
   absl::Status Validate() const;
@@ -47,11 +54,12 @@ class Worker {
          const common::Clock& clock = common::SystemClock());
   ~Worker();
 
-  // Blocks until Stop(). Registration and leasing are retried with backoff while the coordinator
-  // is unreachable. On Stop(), running trainers checkpoint and exit and their jobs are handed back
-  // with reason "worker stopped" (unless !report_stopped). Returns InvalidArgument for a bad
-  // config; the coordinator's Unauthenticated or PermissionDenied when it refuses this worker's
-  // token (retrying cannot help; running jobs are stopped as on Stop()); OK otherwise.
+  // Blocks until Stop(), or until the worker has been idle for exit_when_idle when that is set
+  // (logged "no work for N s: exiting"). Registration and leasing are retried with backoff while
+  // the coordinator is unreachable. On Stop(), running trainers checkpoint and exit and their jobs
+  // are handed back with reason "worker stopped" (unless !report_stopped). Returns InvalidArgument
+  // for a bad config; the coordinator's Unauthenticated or PermissionDenied when it refuses this
+  // worker's token (retrying cannot help; running jobs are stopped as on Stop()); OK otherwise.
   absl::Status Run();
 
   // Thread-safe and idempotent.

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -14,7 +15,9 @@
 #include "common/client_security.h"
 #include "worker/coordinator_client.h"
 #include "worker/devices.h"
+#include "worker/idle_timer.h"
 #include "worker/process_launcher.h"
+#include "worker/slurm_job.h"
 #include "worker/worker.h"
 
 namespace {
@@ -67,6 +70,12 @@ int main(int argc, char** argv) {
                  "below the batch system's kill delay, e.g. Slurm's --signal=B:TERM@SECONDS)")
       ->check(CLI::Range(0.0, 24 * 3600.0))
       ->capture_default_str();
+  std::optional<double> exit_when_idle_s;
+  app.add_option("--exit-when-idle", exit_when_idle_s,
+                 "exit (status 0) once the coordinator has had no work for this worker for "
+                 "SECONDS: no job ran here and no queued cell it could run waits (a retry "
+                 "backoff, a branch waiting for its trunk); time the coordinator is unreachable "
+                 "does not count. At most 604800 (7 days); default: never");
   app.add_option("--token-file", token_file,
                  "file holding the coordinator's token (else $ONSET_TOKEN, else the file named "
                  "by $ONSET_TOKEN_FILE)");
@@ -74,6 +83,17 @@ int main(int argc, char** argv) {
                  "connect with TLS, trusting the PEM certificates in this file (env ONSET_TLS_CA)");
   CLI11_PARSE(app, argc, argv);
   config.threads_per_job = threads;
+  if (exit_when_idle_s) {
+    absl::StatusOr<std::chrono::milliseconds> idle =
+        onset::worker::ExitWhenIdleFromSeconds(*exit_when_idle_s);
+    if (!idle.ok()) {
+      spdlog::error("bad configuration: {}", std::string(idle.status().message()));
+      return 2;
+    }
+    config.exit_when_idle = *idle;
+  }
+  config.slurm_job = onset::worker::SlurmJobFromEnvironment(
+      [](const char* name) -> const char* { return std::getenv(name); });
   config.terminate_grace = std::chrono::milliseconds(static_cast<int64_t>(stop_grace_s * 1000));
   if (slots_option->count() > 0) {
     if (slots < 1) {

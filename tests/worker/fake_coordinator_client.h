@@ -23,10 +23,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
   };
 
   absl::StatusOr<Registration> Register(const std::string&, const std::vector<std::string>& devices,
-                                        const std::string&) override {
+                                        const std::string&, const std::string& slurm_job) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++register_calls;
     registered_devices = devices;
+    registered_slurm_job = slurm_job;
     if (register_failures > 0) {
       --register_failures;
       return absl::UnavailableError("RegisterWorker to fake: connection refused");
@@ -40,22 +41,27 @@ class FakeCoordinatorClient : public CoordinatorClient {
 
   // Hands out the first queued job when it fits, as the coordinator would: a job needs as many
   // devices as its `devices` lists and runs on the first of `free_devices` (the names it lists
-  // are placeholders). Unless `keep_devices`, which hands the names out as they are.
-  absl::StatusOr<std::optional<JobSpec>> Lease(
-      const std::string&, const std::vector<std::string>& free_devices) override {
+  // are placeholders). Unless `keep_devices`, which hands the names out as they are. Without a
+  // job the answer carries `queued_waiting`.
+  absl::StatusOr<LeaseReply> Lease(const std::string&,
+                                   const std::vector<std::string>& free_devices) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++lease_calls;
     lease_free_devices.push_back(free_devices);
     cv_.notify_all();
     if (!lease_status.ok()) return lease_status;
-    if (jobs.empty()) return std::optional<JobSpec>();
+    LeaseReply none;
+    none.queued_waiting = queued_waiting;
+    if (jobs.empty()) return none;
     JobSpec job = jobs.front();
-    if (job.devices.size() > free_devices.size()) return std::optional<JobSpec>();
+    if (job.devices.size() > free_devices.size()) return none;
     if (!keep_devices) {
       job.devices.assign(free_devices.begin(), free_devices.begin() + job.devices.size());
     }
     jobs.pop_front();
-    return std::optional<JobSpec>(job);
+    LeaseReply reply;
+    reply.job = std::move(job);
+    return reply;
   }
 
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string&, const std::string&,
@@ -136,9 +142,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
   absl::Status finish_failure = absl::UnavailableError("FinishJob to fake: connection refused");
   std::deque<JobSpec> jobs;
   bool keep_devices = false;
+  int queued_waiting = 0;  // what answers without a job say
 
   int register_calls = 0;
   std::vector<std::string> registered_devices;  // of the latest registration
+  std::string registered_slurm_job;             // of the latest registration
   int lease_calls = 0;
   std::vector<std::vector<std::string>> lease_free_devices;  // per lease call
   std::vector<Progress> heartbeats;

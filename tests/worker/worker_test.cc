@@ -1,13 +1,19 @@
 #include "worker/worker.h"
 
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/fake_clock.h"
+#include "tests/db/log_capture.h"
 #include "tests/worker/fake_coordinator_client.h"
+#include "worker/idle_timer.h"
+#include "worker/slurm_job.h"
 
 namespace onset::worker {
 namespace {
@@ -170,6 +176,214 @@ TEST_F(WorkerTest, ARefusedTokenWhileLeasingStopsTheRunningJobs) {
   EXPECT_EQ(result.code(), absl::StatusCode::kPermissionDenied);
   ASSERT_EQ(client_.finished.size(), 1u);
   EXPECT_EQ(client_.finished[0].result.reason, "worker stopped");
+}
+
+TEST_F(WorkerTest, ValidateBoundsTheIdleExit) {
+  WorkerConfig config = config_;
+  config.exit_when_idle = std::chrono::milliseconds(0);
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("exit_when_idle:"));
+  config.exit_when_idle = std::chrono::hours(7 * 24) + std::chrono::milliseconds(1);
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("exit_when_idle:"));
+  config.exit_when_idle = std::chrono::hours(7 * 24);
+  EXPECT_TRUE(config.Validate().ok());
+}
+
+TEST(ExitWhenIdleTest, SecondsAreMoreThanZeroAndAtMostAWeek) {
+  EXPECT_EQ(*ExitWhenIdleFromSeconds(600), std::chrono::milliseconds(600'000));
+  EXPECT_EQ(*ExitWhenIdleFromSeconds(0.0005), std::chrono::milliseconds(1));
+  EXPECT_EQ(*ExitWhenIdleFromSeconds(604800), std::chrono::milliseconds(604'800'000));
+  for (double bad : {0.0, -5.0, 604800.5, std::nan("")}) {
+    absl::StatusOr<std::chrono::milliseconds> got = ExitWhenIdleFromSeconds(bad);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(ExitWhenIdleFromSeconds(-5).status().message(),
+            "--exit-when-idle: must be more than 0 and at most 604800 seconds (7 days), got -5");
+}
+
+TEST(IdleTimerTest, OnlyAnUnbrokenRunOfIdleAnswersCounts) {
+  common::FakeClock clock;
+  IdleTimer idle(std::chrono::seconds(60), clock);
+  EXPECT_FALSE(idle.NoJob(0, 0));  // the run starts
+  clock.Advance(std::chrono::seconds(59));
+  EXPECT_FALSE(idle.NoJob(0, 0));
+  EXPECT_FALSE(idle.NoJob(1, 0));  // a job runs: the run is broken
+  clock.Advance(std::chrono::seconds(60));
+  EXPECT_FALSE(idle.NoJob(0, 0));
+  clock.Advance(std::chrono::seconds(60));
+  EXPECT_FALSE(idle.NoJob(0, 2));  // cells wait for this worker
+  EXPECT_FALSE(idle.NoJob(0, 0));
+  clock.Advance(std::chrono::seconds(60));
+  idle.Reset();  // e.g. the coordinator could not be reached
+  EXPECT_FALSE(idle.NoJob(0, 0));
+  clock.Advance(std::chrono::seconds(60));
+  EXPECT_TRUE(idle.NoJob(0, 0));
+}
+
+TEST(SlurmJobTest, AnArrayTaskIsNamedByItsArrayJobAndTask) {
+  auto from = [](std::map<std::string, std::string> env) {
+    return SlurmJobFromEnvironment([&env](const char* name) -> const char* {
+      auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  EXPECT_EQ(from({}), "");
+  EXPECT_EQ(from({{"SLURM_JOB_ID", "1234"}}), "1234");
+  EXPECT_EQ(
+      from(
+          {{"SLURM_JOB_ID", "1239"}, {"SLURM_ARRAY_JOB_ID", "1234"}, {"SLURM_ARRAY_TASK_ID", "5"}}),
+      "1234_5");
+  // Half an array's names, or values that are no ids, are passed over.
+  EXPECT_EQ(from({{"SLURM_JOB_ID", "1239"}, {"SLURM_ARRAY_JOB_ID", "1234"}}), "1239");
+  EXPECT_EQ(
+      from(
+          {{"SLURM_JOB_ID", "1239"}, {"SLURM_ARRAY_JOB_ID", "1234"}, {"SLURM_ARRAY_TASK_ID", "x"}}),
+      "1239");
+  EXPECT_EQ(from({{"SLURM_JOB_ID", ""}}), "");
+  EXPECT_EQ(from({{"SLURM_JOB_ID", "12 34"}}), "");
+  EXPECT_EQ(from({{"SLURM_JOB_ID", std::string(21, '1')}}), "");
+}
+
+TEST_F(WorkerTest, ReportsItsSlurmJobAtRegistration) {
+  config_.slurm_job = "1234_5";
+  Worker worker(config_, &client_, &launcher_);
+  std::thread run([&] { EXPECT_TRUE(worker.Run().ok()); });
+  ASSERT_TRUE(client_.WaitUntil([&] { return client_.lease_calls > 0; }));
+  worker.Stop();
+  run.join();
+  EXPECT_EQ(client_.registered_slurm_job, "1234_5");
+}
+
+// The worker's loop against the fake coordinator, the idle time measured on a fake clock: the
+// test moves it while the loop polls.
+class IdleExitTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    WorkerTest::SetUp();
+    config_.exit_when_idle = kLimit;
+  }
+  void TearDown() override {
+    if (run_.joinable()) {
+      worker_->Stop();
+      run_.join();
+    }
+    WorkerTest::TearDown();
+  }
+
+  void Start() {
+    worker_ = std::make_unique<Worker>(config_, &client_, &launcher_, clock_);
+    run_ = std::thread([this] {
+      absl::Status result = worker_->Run();
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = result;
+      exited_ = true;
+      cv_.notify_all();
+    });
+  }
+  int LeaseCalls() {
+    return client_.Locked([&] { return client_.lease_calls; });
+  }
+  // Waits for `n` more lease answers: the loop has seen the clock as it is now.
+  void AwaitLeases(int n) {
+    const int target = LeaseCalls() + n;
+    ASSERT_TRUE(client_.WaitUntil([&] { return client_.lease_calls >= target; }));
+  }
+  bool Exited() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exited_;
+  }
+  // Waits until Run() returns and joins it; false when it does not.
+  bool AwaitExit() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::seconds(20), [&] { return exited_; })) return false;
+    }
+    run_.join();
+    return true;
+  }
+
+  static constexpr std::chrono::milliseconds kLimit{10 * 60'000};
+  common::FakeClock clock_;
+  std::unique_ptr<Worker> worker_;
+  std::thread run_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  absl::Status result_;  // guarded by mu_
+  bool exited_ = false;  // guarded by mu_
+};
+
+TEST_F(IdleExitTest, ExitsOnceTheCoordinatorHadNoWorkForItForTheIdleTime) {
+  db::testing::LogCapture log;
+  Start();
+  AwaitLeases(2);  // the idle time runs from the first answer
+  clock_.Advance(kLimit - std::chrono::milliseconds(1));
+  AwaitLeases(3);
+  EXPECT_FALSE(Exited());
+  clock_.Advance(std::chrono::milliseconds(1));
+  ASSERT_TRUE(AwaitExit());
+  EXPECT_TRUE(result_.ok()) << result_;
+  EXPECT_THAT(log.text(), HasSubstr("no work for 600 s: exiting"));
+}
+
+TEST_F(IdleExitTest, DoesNotExitWhileAJobRuns) {
+  client_.jobs = {Job("a", "hang")};
+  Start();
+  ASSERT_TRUE(client_.WaitUntil([&] { return client_.jobs.empty(); }));
+  AwaitLeases(2);  // with its other device: no job
+  clock_.Advance(2 * kLimit);
+  AwaitLeases(3);
+  EXPECT_FALSE(Exited());
+  EXPECT_EQ(worker_->running_jobs(), 1);
+}
+
+TEST_F(IdleExitTest, DoesNotExitWhileQueuedCellsWaitForIt) {
+  client_.queued_waiting = 3;
+  Start();
+  AwaitLeases(2);
+  clock_.Advance(2 * kLimit);
+  AwaitLeases(3);
+  EXPECT_FALSE(Exited());
+
+  // Once nothing waits, the idle time starts from zero.
+  client_.Locked([&] { return client_.queued_waiting = 0; });
+  AwaitLeases(2);
+  clock_.Advance(kLimit - std::chrono::milliseconds(1));
+  AwaitLeases(3);
+  EXPECT_FALSE(Exited());
+  clock_.Advance(std::chrono::milliseconds(1));
+  ASSERT_TRUE(AwaitExit());
+  EXPECT_TRUE(result_.ok()) << result_;
+}
+
+TEST_F(IdleExitTest, TimeTheCoordinatorIsUnreachableIsNotIdle) {
+  Start();
+  AwaitLeases(2);  // idle from here...
+  client_.Locked([&] {
+    client_.lease_status = absl::UnavailableError("LeaseJob to fake: connection refused");
+    return 0;
+  });
+  AwaitLeases(1);
+  clock_.Advance(2 * kLimit);  // ... but unreachable for longer than the limit
+  AwaitLeases(1);
+  EXPECT_FALSE(Exited());
+
+  client_.Locked([&] {
+    client_.lease_status = absl::OkStatus();
+    return 0;
+  });
+  AwaitLeases(3);
+  EXPECT_FALSE(Exited());
+  clock_.Advance(kLimit);
+  ASSERT_TRUE(AwaitExit());
+  EXPECT_TRUE(result_.ok()) << result_;
+}
+
+TEST_F(IdleExitTest, WithoutTheFlagItNeverExits) {
+  config_.exit_when_idle.reset();
+  Start();
+  AwaitLeases(2);
+  clock_.Advance(std::chrono::hours(30 * 24));
+  AwaitLeases(3);
+  EXPECT_FALSE(Exited());
 }
 
 }  // namespace
