@@ -43,9 +43,9 @@ absl::StatusOr<StudyConnection> Connect(const ConnectOptions& options, std::ostr
   if (!options.writer.empty()) {
     return absl::UnavailableError(absl::StrCat(
         "no coordinator is running for ", options.data_dir,
-        " (no `onset run` answers there), and `onset ", options.writer,
-        "` changes studies, which only a coordinator does: run `onset run FILE` again (and `onset ",
-        options.writer, "` from another terminal while it runs), or start `onsetd --db ", database,
+        " (no `onset run` answers there), and `onset ", options.writer, "` ", options.writer_needs,
+        ": run `onset run FILE` again (and `onset ", options.writer,
+        "` from another terminal while it runs), or start `onsetd --db ", database,
         "` and name it with --coordinator"));
   }
   // The local service listens on loopback only, and this token never leaves the process.

@@ -26,6 +26,8 @@ struct ConnectOptions {
   // The subcommand, e.g. "cancel", when it changes studies (submit, cancel, rerun): those need a
   // coordinator, and a database without one is an error. Empty for a command that only reads.
   std::string writer;
+  // Why the writer needs a coordinator, for that error.
+  std::string writer_needs = "changes studies, which only a coordinator does";
   // How long the address in coordinator.addr has to answer before it counts as stale (a refused
   // connection fails at once).
   std::chrono::milliseconds probe_timeout{1000};

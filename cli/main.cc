@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "cli/follow_commands.h"
 #include "cli/progress_bars.h"
 #include "cli/run_command.h"
+#include "cli/slurm_command.h"
 #include "cli/study_client.h"
 #include "common/client_security.h"
 
@@ -201,6 +203,46 @@ int main(int argc, char** argv) {
       "--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
       "log the coordinator and workers");
 
+  onset::cli::SlurmUpOptions slurm_up_options;
+  CLI::App* slurm = app.add_subcommand("slurm", "workers as Slurm jobs");
+  slurm->require_subcommand(1);
+  CLI::App* slurm_up = slurm->add_subcommand(
+      "up",
+      "submit one Slurm array of worker jobs (deploy/slurm/onset-worker.sbatch) sized to a "
+      "study's queued cells; they exit once idle");
+  slurm_up->add_option("STUDY", slurm_up_options.study, "study name")->required();
+  slurm_up
+      ->add_option("--max-jobs", slurm_up_options.max_jobs,
+                   "at most this many worker jobs (array elements)")
+      ->check(CLI::Range(1, onset::cli::kMaxArrayJobs))
+      ->capture_default_str();
+  slurm_up
+      ->add_option("--cells-per-job", slurm_up_options.cells_per_job,
+                   "cells one worker job runs at once: its GPUs (or CPU slots) divided by the "
+                   "study's devices per cell")
+      ->check(CLI::Range(1, onset::cli::kMaxArrayJobs))
+      ->capture_default_str();
+  slurm_up->add_option("--partition", slurm_up_options.partition, "the Slurm partition");
+  slurm_up
+      ->add_option("--sbatch-arg", slurm_up_options.sbatch_args,
+                   "pass this to sbatch after onset's own arguments, which it overrides (repeat "
+                   "it; write --sbatch-arg=--gres=gpu:8 for one that starts with -)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  slurm_up
+      ->add_option("--exit-when-idle", slurm_up_options.exit_when_idle_s,
+                   "seconds a worker waits without work before it exits")
+      ->check(CLI::Range(1, onset::cli::kMaxExitWhenIdle))
+      ->capture_default_str();
+  slurm_up->add_flag("--cpu", slurm_up_options.cpu,
+                     "the workers offer CPU slots from their allocation instead of GPUs");
+  slurm_up->add_option("--script", slurm_up_options.script,
+                       "the job script (else $ONSET_SLURM_SCRIPT, else "
+                       "deploy/slurm/onset-worker.sbatch next to this onset)");
+  slurm_up->add_flag("--dry-run", slurm_up_options.dry_run,
+                     "print the sbatch command and the settings it passes, run nothing");
+  slurm_up->add_flag("--json", slurm_up_options.json, "print JSON");
+
   onset::cli::DashboardOptions dashboard_options;
   CLI::App* dashboard = app.add_subcommand(
       "dashboard", "serve the dashboard of ./onset-data's database, read-only, until Ctrl-C");
@@ -249,20 +291,24 @@ int main(int argc, char** argv) {
   }
 
   const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
-  absl::StatusOr<onset::common::ClientSecurity> security = onset::common::LoadClientSecurity(
-      onset::common::TokenSources::FromEnvironment(
-          token_file,
-          onset::cli::DefaultTokenFile(coordinator, env_coordinator, onset::cli::kDefaultDataDir)),
-      tls_ca, /*require_token=*/false);
+  const onset::common::TokenSources token_sources = onset::common::TokenSources::FromEnvironment(
+      token_file,
+      onset::cli::DefaultTokenFile(coordinator, env_coordinator, onset::cli::kDefaultDataDir));
+  absl::StatusOr<onset::common::ClientSecurity> security =
+      onset::common::LoadClientSecurity(token_sources, tls_ca, /*require_token=*/false);
   if (!security.ok()) return onset::cli::ReportError(security.status(), std::cerr);
   // A coordinator; or, when none serves ./onset-data, its database read here (reads only).
   onset::cli::ConnectOptions connect_options;
   connect_options.coordinator = coordinator;
   connect_options.env = env_coordinator;
   connect_options.security = *security;
-  for (CLI::App* writer : {submit, cancel, rerun}) {
+  for (CLI::App* writer : {submit, cancel, rerun, slurm_up}) {
     if (!writer->parsed()) continue;
     connect_options.writer = writer->get_name();
+    if (writer == slurm_up) {
+      connect_options.writer = "slurm up";
+      connect_options.writer_needs = "starts workers, which lease their cells from a coordinator";
+    }
     connect_options.probe_timeout = std::chrono::seconds(3);  // a busy run is still a run
   }
   absl::StatusOr<onset::cli::StudyConnection> connection =
@@ -321,6 +367,21 @@ int main(int argc, char** argv) {
     return onset::cli::LogsCommand(client, logs_options, std::cout, std::cerr);
   }
   if (workers->parsed()) return onset::cli::WorkersCommand(client, json, std::cout, std::cerr);
+  if (slurm_up->parsed()) {
+    const auto env = [](const char* name) {
+      const char* value = std::getenv(name);
+      return std::string(value == nullptr ? "" : value);
+    };
+    if (!env("ONSET_SBATCH").empty()) slurm_up_options.sbatch = env("ONSET_SBATCH");
+    slurm_up_options.env_script = env("ONSET_SLURM_SCRIPT");
+    slurm_up_options.env_bin = env("ONSET_BIN");
+    std::error_code ec;
+    slurm_up_options.executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) slurm_up_options.executable = argv[0];
+    const onset::cli::WorkerAccess access = onset::cli::ResolveWorkerAccess(
+        client.address(), token_sources, tls_ca.empty() ? env("ONSET_TLS_CA") : tls_ca);
+    return onset::cli::SlurmUpCommand(client, slurm_up_options, access, std::cout, std::cerr);
+  }
   if (cancel->parsed()) {
     return onset::cli::CancelCommand(client, study, cells, json, std::cout, std::cerr);
   }

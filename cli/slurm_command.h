@@ -1,0 +1,22 @@
+// `onset slurm up STUDY`: submits one Slurm array of worker jobs (deploy/slurm/onset-worker.sbatch)
+// sized to the study's queued cells, the workers reaching the coordinator the way this CLI did.
+#pragma once
+
+#include <chrono>
+#include <ostream>
+
+#include "cli/slurm_up.h"
+#include "cli/study_client.h"
+
+namespace onset::cli {
+
+// Reads the study's cells, plans the array (cli/slurm_up.h) and runs sbatch, or with
+// options.dry_run prints what it would run. Prints "study X has no queued cells: no workers
+// submitted" and runs nothing when none is queued. Returns the exit code (cli/exit_codes.h): 1
+// for an unknown study, an unreachable coordinator, no job script, or an sbatch that cannot be
+// run, fails (its stderr is printed), prints no job id or runs past `sbatch_timeout`.
+int SlurmUpCommand(StudyClient& client, const SlurmUpOptions& options, const WorkerAccess& access,
+                   std::ostream& out, std::ostream& err,
+                   std::chrono::milliseconds sbatch_timeout = std::chrono::seconds(60));
+
+}  // namespace onset::cli
