@@ -56,13 +56,17 @@ struct Child {
   }
 };
 
+// Starts `binary` of BinDir() with `args`, in `working_dir` (empty: this one), with `env` on top
+// of this process's environment.
 inline Child Start(PosixProcessLauncher& launcher, const std::string& binary,
-                   std::vector<std::string> args, const std::string& working_dir = "") {
+                   std::vector<std::string> args, const std::string& working_dir = "",
+                   std::map<std::string, std::string> env = {}) {
   Child child;
   SpawnOptions options;
   options.program = (fs::path(BinDir()) / binary).string();
   options.args = std::move(args);
   options.working_dir = working_dir;
+  options.env = std::move(env);
   options.stderr_tail_lines = 200;
   options.stderr_tail_bytes = 32768;
   options.on_stdout_line = [out = child.out, mu = child.mu](std::string line) {
