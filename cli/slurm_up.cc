@@ -97,6 +97,8 @@ SbatchPlan PlanSbatch(const SlurmUpOptions& options, int workers, const std::str
   plan.argv = {options.sbatch.empty() ? "sbatch" : options.sbatch, "--parsable",
                absl::StrCat("--array=0-", workers - 1),
                absl::StrCat("--job-name=onset-", options.study)};
+  // The job script's #SBATCH lines ask for GPUs, which a CPU partition may not have at all.
+  if (options.cpu) plan.argv.push_back("--gres=none");
   if (!options.partition.empty()) plan.argv.push_back("--partition=" + options.partition);
   plan.argv.insert(plan.argv.end(), options.sbatch_args.begin(), options.sbatch_args.end());
   plan.argv.push_back(script);

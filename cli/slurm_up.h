@@ -79,11 +79,11 @@ struct SbatchPlan {
   std::vector<std::string> unset;          // removed from it
 };
 
-// `sbatch --parsable --array=0-(workers-1) --job-name=onset-STUDY [--partition=P]
-// [sbatch_args...] SCRIPT`, with ONSET_COORDINATOR, ONSET_TOKEN_FILE (when the token came from a
-// file; ONSET_TOKEN is then removed, so that the workers use the same token), ONSET_TLS_CA,
-// ONSET_BIN (the executable's directory, unless options.env_bin is set), ONSET_EXIT_WHEN_IDLE and
-// ONSET_DEVICES=cpu for --cpu. `workers` >= 1.
+// `sbatch --parsable --array=0-(workers-1) --job-name=onset-STUDY [--gres=none with --cpu]
+// [--partition=P] [sbatch_args...] SCRIPT`, with ONSET_COORDINATOR, ONSET_TOKEN_FILE (when the
+// token came from a file; ONSET_TOKEN is then removed, so that the workers use the same token),
+// ONSET_TLS_CA, ONSET_BIN (the executable's directory, unless options.env_bin is set),
+// ONSET_EXIT_WHEN_IDLE and ONSET_DEVICES=cpu for --cpu. `workers` >= 1.
 SbatchPlan PlanSbatch(const SlurmUpOptions& options, int workers, const std::string& script,
                       const WorkerAccess& access);
 

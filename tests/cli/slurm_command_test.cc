@@ -150,7 +150,7 @@ TEST_F(SlurmUpCommandTest, AtMostMaxJobsAndJson) {
   EXPECT_EQ(json["workers"], 4);
   EXPECT_EQ(json["queued"], 50);
   EXPECT_EQ(json["command"], nlohmann::json({options_.sbatch, "--parsable", "--array=0-3",
-                                             "--job-name=onset-other", script_}));
+                                             "--job-name=onset-other", "--gres=none", script_}));
   EXPECT_THAT(Recorded("env"), HasSubstr("ONSET_DEVICES=cpu\n"));
   EXPECT_THAT(Recorded("env"), HasSubstr("ONSET_EXIT_WHEN_IDLE=30\n"));
 }

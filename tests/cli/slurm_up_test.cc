@@ -107,6 +107,9 @@ TEST(SlurmUpPlanTest, CpuTlsIdleTimeAndAnOnsetBinAlreadySet) {
   WorkerAccess access = Access();
   access.tls_ca = "/shared/onset/ca.pem";
   const SbatchPlan plan = PlanSbatch(options, 2, "/s", access);
+  // No GPU asked for, whatever the job script's #SBATCH lines say (--sbatch-arg still can).
+  EXPECT_THAT(plan.argv, ElementsAre("sbatch", "--parsable", "--array=0-1", "--job-name=onset-x",
+                                     "--gres=none", "/s"));
   EXPECT_THAT(plan.set, UnorderedElementsAre(Pair("ONSET_COORDINATOR", "login1:7070"),
                                              Pair("ONSET_TOKEN_FILE", "/shared/onset/onsetd.token"),
                                              Pair("ONSET_TLS_CA", "/shared/onset/ca.pem"),
