@@ -32,6 +32,7 @@ namespace fs = std::filesystem;
 using testing::Child;
 using ::testing::HasSubstr;
 using testing::HaveBinaries;
+using testing::ResumedAt;
 using testing::Start;
 using testing::TrainersMatching;
 using testing::WaitForFile;
@@ -68,18 +69,6 @@ int FreePort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-// The token counts at which `cell` was resumed from a checkpoint (the trainer's
-// train/resumed_at_tokens points).
-std::vector<int64_t> ResumedAt(const fs::path& db, const std::string& cell) {
-  std::vector<int64_t> out;
-  testing::ForEachRow(db,
-                      "SELECT m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
-                      "WHERE c.hash = ? AND m.name = 'train/resumed_at_tokens' ORDER BY m.tokens",
-                      {cell},
-                      [&](sqlite3_stmt* row) { out.push_back(sqlite3_column_int64(row, 0)); });
-  return out;
 }
 
 struct AttemptRow {

@@ -192,6 +192,17 @@ inline std::vector<pid_t> TrainersMatching(const std::string& dir, const std::st
   return pids;
 }
 
+// The token counts at which `cell` (its hash) resumed from a checkpoint: the trainer's
+// train/resumed_at_tokens points, in order.
+inline std::vector<int64_t> ResumedAt(const fs::path& db, const std::string& cell) {
+  std::vector<int64_t> out;
+  ForEachRow(db,
+             "SELECT m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
+             "WHERE c.hash = ? AND m.name = 'train/resumed_at_tokens' ORDER BY m.tokens",
+             {cell}, [&](sqlite3_stmt* row) { out.push_back(sqlite3_column_int64(row, 0)); });
+  return out;
+}
+
 // (cell hash) -> number of distinct token counts with a value of `metric`.
 inline std::map<std::string, int> PointsPerCell(const fs::path& db, const std::string& metric) {
   std::map<std::string, int> counts;

@@ -202,17 +202,6 @@ class SlurmTest : public ::testing::Test {
     return rows;
   }
 
-  // The token counts at which `cell` resumed from a checkpoint (train/resumed_at_tokens).
-  std::vector<int64_t> ResumedAt(const std::string& cell) {
-    std::vector<int64_t> out;
-    testing::ForEachRow(dir_ / "onset.db",
-                        "SELECT m.tokens FROM metrics m JOIN cells c ON c.id = m.cell_id "
-                        "WHERE c.hash = ? AND m.name = 'train/resumed_at_tokens' ORDER BY m.tokens",
-                        {cell},
-                        [&](sqlite3_stmt* row) { out.push_back(sqlite3_column_int64(row, 0)); });
-    return out;
-  }
-
   // The study's one cell was handed back by its first attempt, counted no failure, and its
   // second attempt resumed from a checkpoint and finished it.
   void ExpectHandedBackAndResumed(const std::string& study) {
@@ -224,7 +213,7 @@ class SlurmTest : public ::testing::Test {
     ASSERT_EQ(attempts.size(), 2u);
     EXPECT_EQ(attempts[0].outcome, "handed_back");
     EXPECT_EQ(attempts[1].outcome, "succeeded");
-    const std::vector<int64_t> resumed = ResumedAt(cell.id());
+    const std::vector<int64_t> resumed = testing::ResumedAt(dir_ / "onset.db", cell.id());
     ASSERT_EQ(resumed.size(), 1u);
     EXPECT_GE(resumed[0], 65'536);
   }
