@@ -78,8 +78,13 @@ install_if_missing() {
   [ "$(id -u)" -eq 0 ] || cannot "Slurm is not installed and installing it needs root"
   command -v apt-get >/dev/null || cannot "Slurm is not installed and there is no apt-get"
   say "installing Debian's slurm-wlm and munge"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge >"$dir/apt.log" 2>&1 \
-    || { tail -5 "$dir/apt.log" >&2; cannot "apt-get install slurm-wlm munge failed"; }
+  # Once more after refreshing the package lists, which a fresh machine may lack or have stale.
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge >"$dir/apt.log" 2>&1 \
+    && ! { apt-get update -q >>"$dir/apt.log" 2>&1 \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge >>"$dir/apt.log" 2>&1; }; then
+    tail -5 "$dir/apt.log" >&2
+    cannot "apt-get install slurm-wlm munge failed"
+  fi
 }
 
 show_logs() {
