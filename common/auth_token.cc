@@ -146,18 +146,33 @@ TokenSources TokenSources::FromEnvironment(std::string flag_file, std::string de
                       std::move(default_file)};
 }
 
+TokenSource ChooseTokenSource(const TokenSources& sources) {
+  using Kind = TokenSource::Kind;
+  if (!sources.flag_file.empty()) return {Kind::kFlagFile, sources.flag_file};
+  if (!sources.env_token.empty()) return {Kind::kEnvToken, ""};
+  if (!sources.env_token_file.empty()) return {Kind::kEnvTokenFile, sources.env_token_file};
+  if (!sources.default_file.empty()) return {Kind::kDefaultFile, sources.default_file};
+  return {};
+}
+
 absl::StatusOr<std::string> ResolveClientToken(const TokenSources& sources) {
-  if (!sources.flag_file.empty()) return ReadTokenFile(sources.flag_file);
-  if (!sources.env_token.empty()) {
-    if (absl::Status s = ValidateToken(sources.env_token); !s.ok()) {
-      return absl::InvalidArgumentError("ONSET_TOKEN: " + std::string(s.message()));
+  const TokenSource source = ChooseTokenSource(sources);
+  switch (source.kind) {
+    case TokenSource::Kind::kFlagFile:
+    case TokenSource::Kind::kEnvTokenFile:
+      return ReadTokenFile(source.file);
+    case TokenSource::Kind::kEnvToken:
+      if (absl::Status s = ValidateToken(sources.env_token); !s.ok()) {
+        return absl::InvalidArgumentError("ONSET_TOKEN: " + std::string(s.message()));
+      }
+      return sources.env_token;
+    case TokenSource::Kind::kDefaultFile: {
+      absl::StatusOr<std::string> token = ReadTokenFile(source.file);
+      if (!absl::IsNotFound(token.status())) return token;
+      break;
     }
-    return sources.env_token;
-  }
-  if (!sources.env_token_file.empty()) return ReadTokenFile(sources.env_token_file);
-  if (!sources.default_file.empty()) {
-    absl::StatusOr<std::string> token = ReadTokenFile(sources.default_file);
-    if (!absl::IsNotFound(token.status())) return token;
+    case TokenSource::Kind::kNone:
+      break;
   }
   return absl::NotFoundError(
       std::string("no token: pass --token-file FILE or set ONSET_TOKEN (onsetd keeps its token "

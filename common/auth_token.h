@@ -50,6 +50,15 @@ struct TokenSources {
   static TokenSources FromEnvironment(std::string flag_file, std::string default_file);
 };
 
+// The first source that is set, which ResolveClientToken reads: its kind and, for a file, the
+// file as given (kDefaultFile whenever `default_file` is set: reading it tells whether it exists).
+struct TokenSource {
+  enum class Kind { kNone, kFlagFile, kEnvToken, kEnvTokenFile, kDefaultFile };
+  Kind kind = Kind::kNone;
+  std::string file;
+};
+TokenSource ChooseTokenSource(const TokenSources& sources);
+
 // The client's token from the first source that is set. The errors of ReadTokenFile for a file
 // that was named; NotFound saying how to pass a token when no source is set.
 absl::StatusOr<std::string> ResolveClientToken(const TokenSources& sources);

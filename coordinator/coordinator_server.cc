@@ -15,11 +15,11 @@
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_keepalive.h"
+#include "common/listen_address.h"
 #include "common/tls_files.h"
 #include "coordinator/dashboard_api.h"
 #include "coordinator/dashboard_server.h"
 #include "coordinator/lease_manager.h"
-#include "coordinator/listen_address.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_service.h"
 #include "coordinator/worker_service.h"
@@ -68,7 +68,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       return absl::UnavailableError("cannot listen on " + config_.listen +
                                     " (address in use or not local?)");
     }
-    address_ = HostOf(config_.listen) + ":" + std::to_string(port);
+    address_ = common::HostOf(config_.listen) + ":" + std::to_string(port);
     if (!config_.http_listen.empty()) {
       absl::StatusOr<std::unique_ptr<DashboardServer>> http =
           DashboardServer::Start(config_.http_listen, &dashboard_api_);
@@ -162,7 +162,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
 
 absl::Status ServerConfig::Validate() const {
   if (db_path.empty()) return absl::InvalidArgumentError("db_path: must not be empty");
-  if (HostOf(listen).empty()) {
+  if (common::HostOf(listen).empty()) {
     return absl::InvalidArgumentError("listen: '" + listen +
                                       "' must be host:port, e.g. 127.0.0.1:7070 (port 0 picks "
                                       "a free port)");
@@ -179,7 +179,8 @@ absl::Status ServerConfig::Validate() const {
                                           ? "tls_cert_file: must be given with tls_key_file"
                                           : "tls_key_file: must be given with tls_cert_file");
   }
-  if (tls_cert_file.empty() && !allow_insecure_remote && !IsLoopbackHost(HostOf(listen))) {
+  if (tls_cert_file.empty() && !allow_insecure_remote &&
+      !common::IsLoopbackHost(common::HostOf(listen))) {
     return absl::InvalidArgumentError(
         "listen: " + listen +
         " is reachable from other machines and TLS is off, so the token would cross the network "
@@ -187,11 +188,11 @@ absl::Status ServerConfig::Validate() const {
         "you trust");
   }
   if (!http_listen.empty()) {
-    if (HostOf(http_listen).empty()) {
+    if (common::HostOf(http_listen).empty()) {
       return absl::InvalidArgumentError("http_listen: '" + http_listen +
                                         "' must be host:port, e.g. 127.0.0.1:8080");
     }
-    if (!allow_insecure_remote && !IsLoopbackHost(HostOf(http_listen))) {
+    if (!allow_insecure_remote && !common::IsLoopbackHost(common::HostOf(http_listen))) {
       return absl::InvalidArgumentError(
           "http_listen: " + http_listen +
           " is reachable from other machines and the dashboard is plain HTTP, so the token "

@@ -10,9 +10,9 @@
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_keepalive.h"
+#include "common/listen_address.h"
 #include "coordinator/dashboard_api.h"
 #include "coordinator/dashboard_server.h"
-#include "coordinator/listen_address.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_service.h"
 
@@ -103,12 +103,12 @@ absl::StatusOr<std::unique_ptr<ReadOnlyServer>> ReadOnlyServer::Start(
     return absl::InvalidArgumentError("token: " + std::string(s.message()));
   }
   if (!config.http_listen.empty()) {
-    const std::string host = HostOf(config.http_listen);
+    const std::string host = common::HostOf(config.http_listen);
     if (host.empty()) {
       return absl::InvalidArgumentError("--http " + config.http_listen +
                                         ": must be host:port, e.g. 127.0.0.1:8080");
     }
-    if (!IsLoopbackHost(host)) {
+    if (!common::IsLoopbackHost(host)) {
       return absl::InvalidArgumentError(
           "--http " + config.http_listen +
           ": the dashboard is plain HTTP, so the token would cross the network in clear text; "

@@ -164,5 +164,23 @@ TEST(ResolveClientTokenTest, ANamedFileMustBeUsable) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ChooseTokenSourceTest, TheFirstSourceSetInTheFlagEnvironmentDefaultOrder) {
+  using Kind = TokenSource::Kind;
+  TokenSources all{"flag.token", "env-token", "env.token", "default.token"};
+  EXPECT_EQ(ChooseTokenSource(all).kind, Kind::kFlagFile);
+  EXPECT_EQ(ChooseTokenSource(all).file, "flag.token");
+  all.flag_file.clear();
+  EXPECT_EQ(ChooseTokenSource(all).kind, Kind::kEnvToken);
+  EXPECT_EQ(ChooseTokenSource(all).file, "");
+  all.env_token.clear();
+  EXPECT_EQ(ChooseTokenSource(all).kind, Kind::kEnvTokenFile);
+  EXPECT_EQ(ChooseTokenSource(all).file, "env.token");
+  all.env_token_file.clear();
+  EXPECT_EQ(ChooseTokenSource(all).kind, Kind::kDefaultFile);
+  EXPECT_EQ(ChooseTokenSource(all).file, "default.token");
+  all.default_file.clear();
+  EXPECT_EQ(ChooseTokenSource(all).kind, Kind::kNone);
+}
+
 }  // namespace
 }  // namespace onset::common

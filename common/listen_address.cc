@@ -1,9 +1,9 @@
-#include "coordinator/listen_address.h"
+#include "common/listen_address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-namespace onset::coordinator {
+namespace onset::common {
 
 std::string HostOf(const std::string& listen) {
   size_t colon = listen.rfind(':');
@@ -26,4 +26,4 @@ bool IsLoopbackHost(const std::string& host) {
   return false;
 }
 
-}  // namespace onset::coordinator
+}  // namespace onset::common

@@ -1,8 +1,8 @@
-#include "coordinator/listen_address.h"
+#include "common/listen_address.h"
 
 #include <gtest/gtest.h>
 
-namespace onset::coordinator {
+namespace onset::common {
 namespace {
 
 TEST(ListenAddressTest, HostOf) {
@@ -26,4 +26,4 @@ TEST(ListenAddressTest, LoopbackHosts) {
 }
 
 }  // namespace
-}  // namespace onset::coordinator
+}  // namespace onset::common
