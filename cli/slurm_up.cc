@@ -1,8 +1,5 @@
 #include "cli/slurm_up.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/listen_address.h"
 
 namespace onset::cli {
 namespace {
@@ -35,16 +33,25 @@ WorkerAccess ResolveWorkerAccess(const std::string& coordinator, const common::T
                                  const std::string& tls_ca) {
   WorkerAccess access;
   access.coordinator = coordinator;
-  if (!token.flag_file.empty()) {
-    access.token_file = Absolute(token.flag_file);
-    access.drop_env_token = !token.env_token.empty();
-  } else if (!token.env_token.empty()) {
-    access.token_from_env = true;
-  } else if (!token.env_token_file.empty()) {
-    access.token_file = Absolute(token.env_token_file);
-  } else if (!token.default_file.empty()) {
-    std::error_code ec;
-    if (fs::exists(token.default_file, ec)) access.token_file = Absolute(token.default_file);
+  const common::TokenSource source = common::ChooseTokenSource(token);
+  switch (source.kind) {
+    case common::TokenSource::Kind::kFlagFile:
+      access.token_file = Absolute(source.file);
+      access.drop_env_token = !token.env_token.empty();
+      break;
+    case common::TokenSource::Kind::kEnvToken:
+      access.token_from_env = true;
+      break;
+    case common::TokenSource::Kind::kEnvTokenFile:
+      access.token_file = Absolute(source.file);
+      break;
+    case common::TokenSource::Kind::kDefaultFile: {
+      std::error_code ec;
+      if (fs::exists(source.file, ec)) access.token_file = Absolute(source.file);
+      break;
+    }
+    case common::TokenSource::Kind::kNone:
+      break;
   }
   access.tls_ca = Absolute(tls_ca);
   return access;
@@ -121,23 +128,13 @@ SbatchPlan PlanSbatch(const SlurmUpOptions& options, int workers, const std::str
 
 bool IsLoopbackAddress(const std::string& address) {
   if (absl::StartsWith(address, "unix:")) return true;
-  const size_t colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (absl::StartsWith(host, "dns:///")) host = host.substr(7);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (absl::AsciiStrToLower(host) == "localhost") return true;
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-    const uint32_t ip = ntohl(v4.s_addr);
-    return (ip >> 24) == 127 || ip == 0;
-  }
-  in6_addr v6{};
-  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
-    return IN6_IS_ADDR_LOOPBACK(&v6) || IN6_IS_ADDR_UNSPECIFIED(&v6);
-  }
-  return false;
+  std::string target = address;
+  if (absl::StartsWith(target, "dns:///")) target = target.substr(7);
+  std::string host = common::HostOf(target);
+  if (host.empty()) host = target;  // no port
+  host = absl::AsciiStrToLower(host);
+  // The wildcards reach this machine only, when a client dials them.
+  return host == "0.0.0.0" || host == "[::]" || common::IsLoopbackHost(host);
 }
 
 absl::StatusOr<std::string> ParseJobId(const std::string& sbatch_output) {
