@@ -29,6 +29,10 @@ inline constexpr const char* kLognOff = "off";
 inline constexpr const char* kLognFull = "full";
 inline constexpr const char* kLognAll = "all";
 
+// What model.short_conv: true names (a study's default): the recurrent layers, as in the
+// reference implementations.
+inline constexpr const char* kShortConvRecurrent = "LD";
+
 // Resolves an `arch` value into a per-layer pattern for `layers` layers, or an error message:
 //   "full"                     every layer F;
 //   "swa", "lightning", "gdn"  ratio 3 of S, L or D layers per F layer (SSSF, LLLF, DDDF);

@@ -32,6 +32,10 @@ bool ModelConfig::LayerUsesLogn(int i) const {
   return KindUsesLogn(pattern.at(i), pos, logn_scaling);
 }
 
+bool ModelConfig::LayerUsesShortConv(int i) const {
+  return short_conv.find(pattern.at(i)) != std::string::npos;
+}
+
 int64_t TrainConfig::resolved_warmup_tokens() const {
   return warmup_tokens > 0 ? warmup_tokens : tokens / 20;
 }
@@ -135,6 +139,32 @@ void ReadLognScaling(JsonFieldReader& r, const char* key, std::string* out) {
   }
 }
 
+// model.short_conv: true (= "LD"), false (= ""), or a string of layer letters F, S, L, D, each
+// at most once; held in FSLD order.
+void ReadShortConv(JsonFieldReader& r, const char* key, std::string* out) {
+  const json* v = r.Find(key);
+  if (!v) return;
+  if (v->is_boolean()) {
+    *out = v->get<bool>() ? kShortConvRecurrent : "";
+    return;
+  }
+  const std::string letters = v->is_string() ? v->get<std::string>() : "";
+  std::string held;
+  bool ok = v->is_string();
+  for (char kind : std::string{kFullAttention, kSlidingWindow, kLinearAttention, kGatedDeltaNet}) {
+    const auto n = std::count(letters.begin(), letters.end(), kind);
+    ok &= n <= 1;
+    if (n == 1) held += kind;
+  }
+  if (!ok || held.size() != letters.size()) {
+    r.Fail(key,
+           "must be true (the L and D layers), false, or the layer letters that get the "
+           "convolution, each at most once (e.g. \"LD\", \"SLD\")");
+    return;
+  }
+  *out = held;
+}
+
 // eval.niah_variants: the variants that always run are named as such.
 void ReadNiahVariants(JsonFieldReader& r, const char* key, std::vector<std::string>* out) {
   if (const json* v = r.Find(key); v && v->is_array()) {
@@ -185,6 +215,9 @@ void ModelFields(Config& c, Fields& f) {
   f("logn_scaling", m.logn_scaling, ReadLognScaling,
     WrittenIf([&m] { return m.logn_scaling != kLognOff; }));
   f("chunk_size", m.chunk_size, IntIn{1, 1 << 16});
+  f("short_conv", m.short_conv, ReadShortConv, WrittenIf([&m] { return !m.short_conv.empty(); }));
+  f("short_conv_kernel", m.short_conv_kernel, IntIn{1, 64},
+    WrittenIf([&m] { return !m.short_conv.empty(); }));
   f("kv_heads", m.kv_heads, IntIn{0, 1024}, WrittenAs([&m] { return m.resolved_kv_heads(); }));
 }
 
@@ -201,6 +234,9 @@ void TrainFields(Config& c, Fields& f) {
   f("schedule", t.schedule, AnyString{});
   f("decay_fraction", t.decay_fraction, NumberIn{0.0, 1.0});
   f("decay_shape", t.decay_shape, AnyString{});
+  // Written when it differs from 1, so that cells older than it keep their ids.
+  f("answer_loss_weight", t.answer_loss_weight, NumberIn{0.01, 1000.0},
+    WrittenIf([&t] { return t.answer_loss_weight != 1.0; }));
   f("weight_decay", t.weight_decay, NumberIn{0.0, 10.0});
   f("beta1", t.beta1, NumberIn{0.0, 0.999999});
   f("beta2", t.beta2, NumberIn{0.0, 0.999999});
@@ -272,6 +308,9 @@ void EvalFields(Config& c, Fields& f) {
   f("short_context", e.short_context, IntIn{0, 1 << 22},
     WrittenAs([&c] { return c.eval.resolved_short_context(c.model); }));
   f("niah_variants", e.niah_variants, ReadNiahVariants);
+  // Written when it differs from its default, so that cells older than it keep their ids.
+  f("rh_min_samples", e.rh_min_samples, IntIn{1, 1 << 20},
+    WrittenIf([&e] { return e.rh_min_samples != EvalConfig().rh_min_samples; }));
   f("ablation_heads", e.ablation_heads, IntIn{0, 1 << 16});
   f("ablation_draws", e.ablation_draws, IntIn{1, 1000});
 }
@@ -374,6 +413,13 @@ void CheckModel(JsonFieldReader& m, ModelConfig* model) {
     // Values that cannot change the model are canonicalised, so they never split cells.
     if (!ArchUsesFullPosition(mc.arch)) mc.full_position = kFullLast;
     if (!mc.HasLinear()) mc.chunk_size = ModelConfig().chunk_size;
+    // Only the letters of layers this model has: the others cannot change it.
+    std::string used;
+    for (char kind : mc.short_conv) {
+      if (mc.pattern.find(kind) != std::string::npos) used += kind;
+    }
+    mc.short_conv = used;
+    if (used.empty()) mc.short_conv_kernel = ModelConfig().short_conv_kernel;
     mc.kv_heads = mc.HasAttention() ? mc.resolved_kv_heads() : mc.heads;
   }
   if (m.ok() && !written_pattern.empty() && written_pattern != mc.pattern) {

@@ -59,7 +59,17 @@ struct ModelConfig {
   // it names exists.
   std::string logn_scaling = kLognOff;
   int chunk_size = 64;  // chunk length of the L and D layers' chunkwise-parallel form
-  int kv_heads = 0;     // key/value heads of F and S layers (GQA); 0 = heads
+  // The short causal depthwise convolution on q, k and v (short_conv.h), as the reference
+  // recurrent layers have it: the layer letters that get one. true = "LD", the L and D layers,
+  // as fla's Gated DeltaNet and simple-GLA layers; false = "" (none); or letters of F, S, L, D,
+  // e.g. "SLD". A cell config without the key has none: that is what every config written
+  // before the option existed means, so stored cells keep their models and ids. Study files
+  // default it to true (coordinator/study_file.cc): a study's L and D layers are the
+  // references' unless it says otherwise. Canonical: the letters of this model's pattern that
+  // it names, in FSLD order, and left out of the canonical form when none is.
+  std::string short_conv;
+  int short_conv_kernel = 4;  // taps of that convolution: the current position and K - 1 back
+  int kv_heads = 0;           // key/value heads of F and S layers (GQA); 0 = heads
   // Embedding rows, derived from the data's vocabulary (vocab.h) when the cell config is
   // parsed; never written by hand and not part of the canonical form (data determines it).
   int vocab_size = 264;
@@ -74,6 +84,8 @@ struct ModelConfig {
   bool LayerUsesRope(int i) const;
   // Whether layer `i` scales its queries by log-n (logn_scaling names it).
   bool LayerUsesLogn(int i) const;
+  // Whether layer `i` has the short convolution on q, k and v (short_conv names its letter).
+  bool LayerUsesShortConv(int i) const;
 };
 
 struct TrainConfig {
@@ -90,6 +102,11 @@ struct TrainConfig {
   std::string schedule = "cosine";
   double decay_fraction = 0.2;
   std::string decay_shape = "linear";
+  // The weight of the targets that are query answers (synthetic_data.h, AnswerTokens) in the
+  // training loss, every other target weighing 1: the loss is the weighted mean over a
+  // micro-batch's targets. 1 = plain next-token loss. train/loss still reports the plain mean,
+  // so that cells compare.
+  double answer_loss_weight = 1.0;
   double weight_decay = 0.1;  // AdamW, not applied to norms, biases, embeddings
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -205,9 +222,15 @@ struct EvalConfig {
   // NIAH variants besides the headline multi-key task and its control, which always run
   // (evaluator.h): "single", "multi-value", "multi-query".
   std::vector<std::string> niah_variants;
-  // Head-masking ablation at the final eval: mask the top-K retrieval heads, then
-  // `ablation_draws` sets of K heads drawn from outside the top K with the same layer-type
-  // mix, and rerun the headline NIAH each time. 0 = off.
+  // Retrieval-head scores are reported only when at least this many headline samples within
+  // seq_len were scored (rh/samples); fewer make a mean too noisy to time a head by.
+  int rh_min_samples = 16;
+  // Head-masking ablation at the final eval (head_ablation.h): every head (attention and
+  // recurrent) scored by the drop its masking alone causes on one half of the in-length
+  // headline prompts; on the other half, the top K masked together, `ablation_draws` sets of
+  // K other heads with the same layer-type mix (or any mix, named so, where that is
+  // impossible), and the top K heads of F layers and of the efficient layers separately.
+  // 0 = off.
   int ablation_heads = 0;
   int ablation_draws = 5;
 

@@ -18,8 +18,15 @@ int64_t NonEmbeddingParams(const ModelConfig& model) {
   const int64_t C = model.d_model, H = model.heads, G = model.resolved_kv_heads();
   const int64_t D = model.head_dim(), F = model.resolved_mlp_hidden();
   int64_t n = C;  // the final norm
-  for (char kind : model.pattern) {
+  for (size_t i = 0; i < model.pattern.size(); ++i) {
+    const char kind = model.pattern[i];
     n += 2 * C + 3 * C * F;  // norms and the SwiGLU MLP
+    if (model.LayerUsesShortConv(static_cast<int>(i))) {
+      // One K-tap kernel per convolved channel: q, k, v.
+      const int64_t channels =
+          kind == kFullAttention || kind == kSlidingWindow ? (H + 2 * G) * D : 3 * C;
+      n += channels * model.short_conv_kernel;
+    }
     switch (kind) {
       case kFullAttention:
       case kSlidingWindow:

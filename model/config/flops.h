@@ -6,7 +6,9 @@
 // the work the model needs (no padding, no masked-out attention):
 //
 //   dense     6 * (N + d_model * V)       N = non-embedding parameters; the output projection's
-//                                         d_model * V multiply-adds count whether tied or not
+//                                         d_model * V multiply-adds count whether tied or not;
+//                                         the short convolutions' taps are in N (each is one
+//                                         multiply-add per token, as a weight of a matrix is)
 //   F layer   12 * d_model * (T + 1) / 2  scores and weighted sum over the causal past,
 //                                         on average (T + 1) / 2 keys per query
 //   S layer   12 * d_model * mean_i min(i + 1, w)   the same over the window
@@ -37,6 +39,8 @@ namespace onset::model {
 //                                       C (4 C + H) + C^2 + D
 //   D: in_proj (q, k, v, gate, H beta and H decay inputs), output, A_log and dt_bias per head,
 //      head-norm gain                   C (4 C + 2 H) + C^2 + 2 H + D
+//   the short convolution, where model.short_conv names the layer's letter: K taps per
+//   convolved channel, 3 C K for L and D, (H + 2 G) D K for F and S
 // and the final RMSNorm gain, C.
 int64_t NonEmbeddingParams(const ModelConfig& model);
 

@@ -310,8 +310,10 @@ std::vector<json> EveryFieldConfigs() {
     "model": {"layers": 8, "d_model": 96, "heads": 6, "mlp_hidden": 320, "seq_len": 128,
               "rope_base": 20000.0, "tie_embeddings": false, "qk_norm": false, "init_std": 0.03,
               "arch": "gdn", "pattern": "FDDDFDDD", "full_position": "first", "window": 0,
-              "pos": "nope", "logn_scaling": "full", "chunk_size": 32, "kv_heads": 3},
+              "pos": "nope", "logn_scaling": "full", "chunk_size": 32, "kv_heads": 3,
+              "short_conv": "FD", "short_conv_kernel": 3},
     "train": {"tokens": 2000000, "batch_tokens": 16384, "micro_batch": 4, "lr": 0.001,
+              "answer_loss_weight": 4.0,
               "min_lr_ratio": 0.05, "warmup_tokens": 100000, "schedule": "wsd",
               "decay_fraction": 0.25, "decay_shape": "sqrt", "weight_decay": 0.05, "beta1": 0.8,
               "beta2": 0.99, "grad_clip": 0.5, "seed": 7, "precision": "bf16",
@@ -324,12 +326,12 @@ std::vector<json> EveryFieldConfigs() {
     "eval": {"every_tokens": 300000, "log_points": 0, "log_start": 0, "heldout_seqs": 8,
              "niah_lengths": [128, 256], "niah_depths": [0.0, 0.25, 1.0], "niah_samples": 8,
              "niah_records": 2, "niah_window": 32, "short_context": 16,
-             "niah_variants": ["single", "multi-value", "multi-query"], "ablation_heads": 4,
-             "ablation_draws": 7}})");
+             "niah_variants": ["single", "multi-value", "multi-query"], "rh_min_samples": 8,
+             "ablation_heads": 4, "ablation_draws": 7}})");
   json file = markov;
   file["model"].update(json::parse(R"({"arch": "swa", "pattern": "SSSFSSSF",
       "full_position": "last", "window": 16, "pos": "F:rope,S:nope", "logn_scaling": "all",
-      "chunk_size": 64})"));
+      "chunk_size": 64, "short_conv": "S", "short_conv_kernel": 4})"));
   file["data"].erase("markov_branching");
   file["data"].erase("zipf_exponent");
   file["data"].update(json::parse(R"({"background": "file", "path": "/d/train.bin",
@@ -407,8 +409,11 @@ TEST(CellConfigFieldsTest, TheFieldListIsPinned) {
                                                           "model.qk_norm",
                                                           "model.rope_base",
                                                           "model.seq_len",
+                                                          "model.short_conv",
+                                                          "model.short_conv_kernel",
                                                           "model.tie_embeddings",
                                                           "model.window",
+                                                          "train.answer_loss_weight",
                                                           "train.batch_tokens",
                                                           "train.beta1",
                                                           "train.beta2",
@@ -460,6 +465,7 @@ TEST(CellConfigFieldsTest, TheFieldListIsPinned) {
                                                           "eval.niah_samples",
                                                           "eval.niah_variants",
                                                           "eval.niah_window",
+                                                          "eval.rh_min_samples",
                                                           "eval.short_context"}));
 }
 

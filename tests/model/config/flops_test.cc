@@ -67,6 +67,11 @@ TEST(NonEmbeddingParamsTest, CountsWhatTheModelHasButItsEmbeddings) {
       {"untied", with({{"arch", "full"}, {"tie_embeddings", false}})},
       {"no QK-norm", with({{"arch", "swa"}, {"window", 16}, {"qk_norm", false}})},
       {"MLP width", with({{"arch", "gdn:1"}, {"mlp_hidden", 100}, {"d_model", 48}, {"heads", 3}})},
+      {"short conv on L and D", with({{"arch", "FSLD"}, {"window", 16}, {"short_conv", true}})},
+      {"short conv everywhere, kernel 3",
+       with({{"arch", "FSLD"}, {"window", 16}, {"short_conv", "FSLD"}, {"short_conv_kernel", 3}})},
+      {"short conv with GQA",
+       with({{"arch", "swa"}, {"window", 16}, {"kv_heads", 2}, {"short_conv", "S"}})},
   };
   for (const Case& c : cases) {
     CellConfig config;
@@ -90,6 +95,18 @@ TEST(NonEmbeddingParamsTest, ByHand) {
   // Per layer: qkv 3*32*32 + out 32*32 + QK-norm 2*16 + two norms 2*32 + SwiGLU 3*32*96; and
   // the final norm.
   EXPECT_EQ(NonEmbeddingParams(c.model), 2 * (3072 + 1024 + 32 + 64 + 9216) + 32);
+}
+
+TEST(NonEmbeddingParamsTest, TheShortConvolutionAddsItsTapsByHand) {
+  CellConfig with, without;
+  const nlohmann::json model = {
+      {"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "gdn:1"}};
+  ASSERT_FALSE(ParseCellConfig({{"model", model}}, &without));
+  nlohmann::json on = model;
+  on["short_conv"] = true;
+  ASSERT_FALSE(ParseCellConfig({{"model", on}}, &with));
+  // The D layer convolves q, k, v (3 * 32 channels) with 4 taps each; the F layer has none.
+  EXPECT_EQ(NonEmbeddingParams(with.model) - NonEmbeddingParams(without.model), 3 * 32 * 4);
 }
 
 TEST(FlopsTest, KnowsThePeaksOfCommonGpus) {
