@@ -352,6 +352,7 @@ class StudyParser {
     }
     CheckExclusion();
     SetStudyWindow(&base);
+    SetStudyMixers(&base);
     absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(
         base, grid_,
         [this](const model::FieldError& e, const GridPoint& p) { return Describe(e, p); },
@@ -763,6 +764,20 @@ class StudyParser {
     for (const char* key : {"short_context", "niah_window"}) {
       if (!eval.contains(key)) eval[key] = *smallest;
     }
+  }
+
+  // A study's L and D layers carry the short convolution of the reference implementations
+  // (model.short_conv: true) unless the study sets it, in its model section or on the grid.
+  // A cell config without the key has none (model/config/cell_config.h): that keeps the
+  // meaning, and the ids, of every cell stored before the option existed.
+  void SetStudyMixers(json* base) const {
+    if (grid_.Find("model.short_conv")) return;
+    for (const DependentField& d : grid_.depends) {
+      if (d.path == "model.short_conv") return;
+    }
+    json& model = (*base)["model"];
+    if (model.is_null()) model = json::object();
+    if (model.is_object() && !model.contains("short_conv")) model["short_conv"] = true;
   }
 
   // Token files named relative to the study file resolve against its directory.

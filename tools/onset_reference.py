@@ -4,7 +4,8 @@
 `onset-train export` writes DIR/config.json (the canonical cell config) and DIR/model.safetensors
 (every parameter under its module name; docs/export.md). This file rebuilds the model's forward
 pass from those two files alone, written for reading rather than speed: explicit attention
-scores and masks, and the L and D mixers in their token-by-token recurrent form. It needs torch
+scores and masks, the short convolution tap by tap, and the L and D mixers in their
+token-by-token recurrent form. It needs torch
 and nothing else (the safetensors reader is below).
 
     python tools/onset_reference.py DIR --tokens 256,1,2,3      # prints logits as JSON
@@ -102,14 +103,31 @@ def logn_applies(model, window):
     return mode == "all" or (mode == "full" and window == 0)
 
 
+def short_conv(x, weight):
+    """The short causal depthwise convolution, then SiLU: channel c of position t is
+    silu(sum_j weight[c, j] * x[t - K + 1 + j, c]), positions before 0 being zeros.
+    x (B, T, N), weight (N, K) -> (B, T, N)."""
+    T, K = x.shape[1], weight.shape[1]
+    out = torch.zeros_like(x)
+    for j in range(K):
+        lag = K - 1 - j                                              # tap j reads t - lag
+        if lag < T:
+            out[:, lag:] += x[:, :T - lag] * weight[:, j]
+    return F.silu(out)                                               # (B, T, N)
+
+
 def attention(p, x, model, window, use_rope):
     """F (window 0) or S layer: causal softmax attention, query i sees keys j with j <= i and,
-    for S, i - j < window. GQA: query head h reads key/value head h // (H / G)."""
+    for S, i - j < window. GQA: query head h reads key/value head h // (H / G). With the
+    short convolution (model.short_conv), q, k, v are convolved first."""
     B, T, C = x.shape
     H = model["heads"]
     G = model["kv_heads"] or H
     D = C // H
-    qkv = (x @ p["qkv.weight"].T).view(B, T, H + 2 * G, D)          # (B, T, H+2G, D)
+    qkv = x @ p["qkv.weight"].T                                      # (B, T, (H+2G) D)
+    if "conv.weight" in p:
+        qkv = short_conv(qkv, p["conv.weight"])
+    qkv = qkv.view(B, T, H + 2 * G, D)                               # (B, T, H+2G, D)
     q, k, v = qkv[:, :, :H], qkv[:, :, H:H + G], qkv[:, :, H + G:]  # (B, T, H|G|G, D)
     if "qk_norm_weight" in p:
         q = rms_norm(q, p["qk_norm_weight"][0])                      # (B, T, H, D)
@@ -137,12 +155,17 @@ def attention(p, x, model, window, use_rope):
 def recurrent_mixer(p, x, model, kind):
     """L: S_t = a_t S_{t-1} + k_t^T v_t; D (delta rule): S_t = a_t S_{t-1} + k_t^T u_t with
     u_t = beta_t (v_t - a_t k_t S_{t-1}). Both o_t = q_t S_t, S (D, D) per head, a_t = exp(g_t).
+    With the short convolution (on by default), q, k, v are its output.
     Then per-head RMSNorm, times silu(gate), output projection."""
     B, T, C = x.shape
     H = model["heads"]
     D = C // H
     proj = x @ p["in_proj.weight"].T                                 # (B, T, 4C + H|2H)
-    q, k, v, gate = (proj[..., n * C:(n + 1) * C].reshape(B, T, H, D) for n in range(4))
+    qkv = proj[..., :3 * C]                                          # (B, T, 3C)
+    if "conv.weight" in p:
+        qkv = short_conv(qkv, p["conv.weight"])
+    q, k, v = (qkv[..., n * C:(n + 1) * C].reshape(B, T, H, D) for n in range(3))
+    gate = proj[..., 3 * C:4 * C]                                    # (B, T, C)
     q = l2_normalize(q) / math.sqrt(D)                               # (B, T, H, D)
     k = l2_normalize(k)                                              # (B, T, H, D)
     scalars = proj[..., 4 * C:]                                      # (B, T, H|2H)
@@ -167,7 +190,7 @@ def recurrent_mixer(p, x, model, kind):
         outputs.append((q[:, t, :, None, :] @ S)[:, :, 0])           # (B, H, D)
     y = torch.stack(outputs, 1)                                      # (B, T, H, D)
     y = rms_norm(y, p["head_norm_weight"]).reshape(B, T, C)          # (B, T, C)
-    return (y * F.silu(gate.reshape(B, T, C))) @ p["out.weight"].T   # (B, T, C)
+    return (y * F.silu(gate)) @ p["out.weight"].T                    # (B, T, C)
 
 
 def swiglu(p, x):

@@ -45,8 +45,34 @@ at::Tensor L2Normalize(const at::Tensor& x) {
 
 }  // namespace
 
-RecurrentMixer::RecurrentMixer(const ModelConfig& config)
+RecurrentMixer::RecurrentMixer(const ModelConfig& config, int64_t /*short_conv*/)
     : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {}
+
+at::Tensor RecurrentMixer::Convolve(const at::Tensor& qkv, Mode mode, LayerCache* cache) {
+  if (!conv_) return qkv;  // (B, T, 3C)
+  switch (mode) {
+    case Mode::kStep:
+      return conv_->Step(qkv, &cache->conv_state);  // (B, 1, 3C)
+    case Mode::kPrefill:
+      return conv_->Prefill(qkv, &cache->conv_state);  // (B, T, 3C)
+    case Mode::kForward:
+      break;
+  }
+  return conv_(qkv);  // (B, T, 3C)
+}
+
+at::Tensor RecurrentMixer::Output(const at::Tensor& y, const at::Tensor& gate,
+                                  const at::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = head_dim_;
+  at::Tensor o;
+  {
+    NoAutocast fp32;
+    o = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
+    o = MaskHeads(o, /*head_dim=*/2);                                       // (B, T, H, D)
+  }
+  o = o.reshape({B, T, C}).to(x.scalar_type()) * at::silu(gate);  // (B, T, C)
+  return out_(o);                                                 // (B, T, C)
+}
 
 at::Tensor RecurrentMixer::Forward(const at::Tensor& x, const MixerContext& /*ctx*/) {
   return Run(x, Mode::kForward, nullptr);  // (B, T, C)
@@ -62,17 +88,20 @@ at::Tensor RecurrentMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/
   return Run(x, Mode::kStep, cache);  // (B, 1, C)
 }
 
-LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config) : RecurrentMixer(config) {
+LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config, int64_t short_conv)
+    : RecurrentMixer(config, short_conv) {
   const int64_t C = config.d_model;
   // q, k, v, output gate, then one gate logit per head.
   in_ = register_module("in_proj", Projection(C, 4 * C + heads_));
   out_ = register_module("out", Projection(C, C));
   head_norm_weight_ = register_parameter("head_norm_weight", torch::ones({head_dim_}));
+  if (short_conv > 0) conv_ = register_module("conv", ShortConv(3 * C, short_conv));
 }
 
 at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache* cache) {
   const int64_t C = x.size(2), H = heads_, D = head_dim_;
-  auto parts = in_(x).split_with_sizes({C, C, C, C, H}, -1);  // 4 x (B, T, C), (B, T, H)
+  auto split = in_(x).split_with_sizes({3 * C, C, H}, -1);    // (B, T, 3C), (B, T, C), (B, T, H)
+  auto parts = Convolve(split[0], mode, cache).chunk(3, -1);  // 3 x (B, T, C): q, k, v
   at::Tensor y;
   {
     NoAutocast fp32;
@@ -80,7 +109,7 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache*
     at::Tensor q = L2Normalize(Heads(parts[0], H, D)) * scale;                // (B, H, T, D)
     at::Tensor k = L2Normalize(Heads(parts[1], H, D));                        // (B, H, T, D)
     at::Tensor v = Heads(parts[2], H, D);                                     // (B, H, T, D)
-    at::Tensor g = at::log_sigmoid(PerHead(parts[4])) / kGlaGateTemperature;  // (B, H, T)
+    at::Tensor g = at::log_sigmoid(PerHead(split[2])) / kGlaGateTemperature;  // (B, H, T)
     if (mode == Mode::kStep) {
       y = DecayedLinearAttentionStep(q.select(2, 0), k.select(2, 0), v.select(2, 0), g.select(2, 0),
                                      &cache->state)
@@ -91,13 +120,12 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache*
       at::Tensor* final_state = mode == Mode::kPrefill ? &cache->state : nullptr;
       y = DecayedLinearAttentionChunked(q, k, v, g, chunk_, final_state);  // (B, H, T, D)
     }
-    y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
   }
-  y = y.reshape({x.size(0), x.size(1), C}).to(x.scalar_type()) * at::silu(parts[3]);  // (B, T, C)
-  return out_(y);                                                                     // (B, T, C)
+  return Output(y, split[1], x);  // (B, T, C)
 }
 
-GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config) : RecurrentMixer(config) {
+GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config, int64_t short_conv)
+    : RecurrentMixer(config, short_conv) {
   const int64_t C = config.d_model, H = heads_;
   // q, k, v, output gate, then per head the beta logit and the decay input.
   in_ = register_module("in_proj", Projection(C, 4 * C + 2 * H));
@@ -108,11 +136,14 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config) : RecurrentMix
   at::Tensor dt = at::exp(at::rand({H}) * (std::log(1e-1) - std::log(1e-3)) + std::log(1e-3));
   dt_bias_ = register_parameter("dt_bias", dt + at::log(-at::expm1(-dt)));  // softplus^-1(dt)
   head_norm_weight_ = register_parameter("head_norm_weight", torch::ones({head_dim_}));
+  if (short_conv > 0) conv_ = register_module("conv", ShortConv(3 * C, short_conv));
 }
 
 at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, Mode mode, LayerCache* cache) {
   const int64_t C = x.size(2), H = heads_, D = head_dim_;
-  auto parts = in_(x).split_with_sizes({C, C, C, C, H, H}, -1);  // 4 x (B, T, C), 2 x (B, T, H)
+  // (B, T, 3C): q, k, v; (B, T, C): the gate; 2 x (B, T, H): beta logit, decay input.
+  auto split = in_(x).split_with_sizes({3 * C, C, H, H}, -1);
+  auto parts = Convolve(split[0], mode, cache).chunk(3, -1);  // 3 x (B, T, C): q, k, v
   at::Tensor y;
   {
     NoAutocast fp32;
@@ -120,8 +151,8 @@ at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, Mode mode, LayerCache* c
     at::Tensor q = L2Normalize(Heads(parts[0], H, D)) * scale;                 // (B, H, T, D)
     at::Tensor k = L2Normalize(Heads(parts[1], H, D));                         // (B, H, T, D)
     at::Tensor v = Heads(parts[2], H, D);                                      // (B, H, T, D)
-    at::Tensor beta = at::sigmoid(PerHead(parts[4]));                          // (B, H, T)
-    at::Tensor dt = at::softplus(PerHead(parts[5]) + dt_bias_.unsqueeze(-1));  // (B, H, T)
+    at::Tensor beta = at::sigmoid(PerHead(split[2]));                          // (B, H, T)
+    at::Tensor dt = at::softplus(PerHead(split[3]) + dt_bias_.unsqueeze(-1));  // (B, H, T)
     at::Tensor g = -a_log_.exp().unsqueeze(-1) * dt;                           // (B, H, T)
     if (mode == Mode::kStep) {
       y = GatedDeltaNetStep(q.select(2, 0), k.select(2, 0), v.select(2, 0), g.select(2, 0),
@@ -133,10 +164,8 @@ at::Tensor GatedDeltaNetMixer::Run(const at::Tensor& x, Mode mode, LayerCache* c
       at::Tensor* final_state = mode == Mode::kPrefill ? &cache->state : nullptr;
       y = GatedDeltaNetChunked(q, k, v, g, beta, chunk_, final_state);  // (B, H, T, D)
     }
-    y = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
   }
-  y = y.reshape({x.size(0), x.size(1), C}).to(x.scalar_type()) * at::silu(parts[3]);  // (B, T, C)
-  return out_(y);                                                                     // (B, T, C)
+  return Output(y, split[1], x);  // (B, T, C)
 }
 
 }  // namespace onset::model

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <torch/nn/init.h>
 
@@ -35,8 +36,26 @@ at::Tensor Mixer::Apply(const at::Tensor& x, const MixerContext& ctx, MixerPass 
   return Forward(x, ctx);  // (B, T, C)
 }
 
+void Mixer::SetHeadMask(const at::Tensor& mask) {
+  TORCH_CHECK(!mask.defined() || (mask.dim() == 1 && mask.size(0) == heads()),
+              "head mask must be (", heads(), ")");
+  if (!mask.defined()) {
+    head_mask_ = mask;
+    return;
+  }
+  const auto params = parameters();
+  head_mask_ = mask.to(params.empty() ? at::Device(at::kCPU) : params[0].device(), at::kFloat);
+}
+
+at::Tensor Mixer::MaskHeads(const at::Tensor& y, int64_t head_dim) const {
+  if (!head_mask_.defined()) return y;
+  std::vector<int64_t> shape(y.dim(), 1);
+  shape[head_dim] = head_mask_.size(0);
+  return y * head_mask_.to(y.scalar_type()).view(shape);  // y's shape
+}
+
 AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope,
-                               bool use_logn)
+                               bool use_logn, int64_t short_conv)
     : heads_(config.heads),
       kv_heads_(config.resolved_kv_heads()),
       head_dim_(config.head_dim()),
@@ -46,15 +65,27 @@ AttentionMixer::AttentionMixer(const ModelConfig& config, int64_t window, bool u
   const int64_t C = config.d_model, QKV = (heads_ + 2 * kv_heads_) * head_dim_;
   qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, QKV).bias(false)));
   out_ = register_module("out", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(false)));
+  if (short_conv > 0) conv_ = register_module("conv", ShortConv(QKV, short_conv));
   if (config.qk_norm) {
     qk_norm_weight_ = register_parameter("qk_norm_weight", torch::ones({2, 1, head_dim_}));
   }
 }
 
-AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerContext& ctx) {
+AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerContext& ctx,
+                                            MixerPass pass, LayerCache* cache) {
   const int64_t B = x.size(0), T = x.size(1), H = heads_, G = kv_heads_, D = head_dim_;
+  at::Tensor qkv = qkv_(x);  // (B, T, (H+2G) D)
+  if (conv_) {
+    if (pass == MixerPass::kStep) {
+      qkv = conv_->Step(qkv, &cache->conv_state);  // (B, 1, (H+2G) D)
+    } else if (pass == MixerPass::kPrefill) {
+      qkv = conv_->Prefill(qkv, &cache->conv_state);  // (B, T, (H+2G) D)
+    } else {
+      qkv = conv_(qkv);  // (B, T, (H+2G) D)
+    }
+  }
   // Queries and keys travel together through QK-norm and RoPE: half the elementwise ops.
-  auto parts = qkv_(x).view({B, T, H + 2 * G, D}).split_with_sizes({H + G, G}, 2);
+  auto parts = qkv.view({B, T, H + 2 * G, D}).split_with_sizes({H + G, G}, 2);
   at::Tensor qk = parts[0];                 // (B, T, H+G, D)
   at::Tensor v = parts[1].transpose(1, 2);  // (B, G, T, D)
   if (qk_norm_weight_.defined()) {
@@ -74,21 +105,14 @@ AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerCont
 
 at::Tensor AttentionMixer::Output(at::Tensor y) {
   const int64_t B = y.size(0), H = y.size(1), T = y.size(2), D = y.size(3);
-  if (head_mask_.defined()) {
-    y = y * head_mask_.to(y.scalar_type()).view({1, H, 1, 1});  // (B, H, T, D)
-  }
+  y = MaskHeads(y, /*head_dim=*/1);              // (B, H, T, D)
   y = y.transpose(1, 2).reshape({B, T, H * D});  // (B, T, C)
   return out_(y);                                // (B, T, C)
 }
 
-void AttentionMixer::SetHeadMask(const at::Tensor& mask) {
-  TORCH_CHECK(!mask.defined() || (mask.dim() == 1 && mask.size(0) == heads_), "head mask must be (",
-              heads_, ")");
-  head_mask_ = mask.defined() ? mask.to(qkv_->weight.device(), at::kFloat) : mask;
-}
-
 at::Tensor AttentionMixer::Attend(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {
-  Qkv p = Project(x, ctx);  // q (B, H, T, D), k, v (B, G, T, D)
+  Qkv p = Project(x, ctx, cache ? MixerPass::kPrefill : MixerPass::kForward,
+                  cache);  // q (B, H, T, D), k, v (B, G, T, D)
   if (cache != nullptr) {
     const int64_t T = x.size(1);
     // An S layer's next query sees only the last window - 1 of these keys; keeping `window`
@@ -114,9 +138,9 @@ at::Tensor AttentionMixer::Prefill(const at::Tensor& x, const MixerContext& ctx,
 at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) {
   TORCH_CHECK(x.size(1) == 1, "AttentionMixer::Step takes one position, got ", x.size(1));
   const int64_t D = head_dim_;
-  Qkv p = Project(x, ctx);                     // q (B, H, 1, D), k, v (B, G, 1, D)
-  at::Tensor k = at::cat({cache->k, p.k}, 2);  // (B, G, T_kept + 1, D)
-  at::Tensor v = at::cat({cache->v, p.v}, 2);  // (B, G, T_kept + 1, D)
+  Qkv p = Project(x, ctx, MixerPass::kStep, cache);  // q (B, H, 1, D), k, v (B, G, 1, D)
+  at::Tensor k = at::cat({cache->k, p.k}, 2);        // (B, G, T_kept + 1, D)
+  at::Tensor v = at::cat({cache->v, p.v}, 2);        // (B, G, T_kept + 1, D)
   const int64_t n = k.size(2);
   // The query at position t attends keys t - window + 1 .. t: at most `window` of them.
   const int64_t drop = window_ > 0 && n > window_ ? n - window_ : 0;
@@ -137,12 +161,13 @@ at::Tensor AttentionMixer::Step(const at::Tensor& x, const MixerContext& ctx, La
 std::shared_ptr<Mixer> MakeMixer(const ModelConfig& config, int layer) {
   const char kind = config.pattern.at(layer);
   const bool rope = config.LayerUsesRope(layer), logn = config.LayerUsesLogn(layer);
-  if (kind == kFullAttention) return std::make_shared<AttentionMixer>(config, 0, rope, logn);
+  const int64_t conv = config.LayerUsesShortConv(layer) ? config.short_conv_kernel : 0;
+  if (kind == kFullAttention) return std::make_shared<AttentionMixer>(config, 0, rope, logn, conv);
   if (kind == kSlidingWindow) {
-    return std::make_shared<AttentionMixer>(config, config.window, rope, logn);
+    return std::make_shared<AttentionMixer>(config, config.window, rope, logn, conv);
   }
-  if (kind == kLinearAttention) return std::make_shared<LinearAttentionMixer>(config);
-  if (kind == kGatedDeltaNet) return std::make_shared<GatedDeltaNetMixer>(config);
+  if (kind == kLinearAttention) return std::make_shared<LinearAttentionMixer>(config, conv);
+  if (kind == kGatedDeltaNet) return std::make_shared<GatedDeltaNetMixer>(config, conv);
   TORCH_CHECK(false, "layer ", layer, ": unknown mixer '", kind, "'");
 }
 

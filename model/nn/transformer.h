@@ -19,6 +19,7 @@
 
 #include "model/config/cell_config.h"
 #include "model/nn/rope.h"
+#include "model/nn/short_conv.h"
 
 namespace onset::model {
 
@@ -60,6 +61,8 @@ struct LayerCache {
   at::Tensor probs;  // (B, H, T_kept) float32
   // L and D layers: the recurrent state S_t.
   at::Tensor state;  // (B, H, K, V) float32
+  // Layers with the short convolution (model.short_conv): its last K - 1 inputs.
+  at::Tensor conv_state;  // (B, K - 1, C') with C' the channels it convolves
 };
 
 // Which of a mixer's entry points a pass through the model takes.
@@ -82,25 +85,38 @@ class Mixer : public torch::nn::Module {
   // reads and extends `cache`. Equal (up to rounding) to the last row of Forward over the
   // whole sequence.
   virtual at::Tensor Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) = 0;
+
+  // Head-masking ablation: mask (H) float, 0 zeroes a head's output before the output
+  // projection (an attention head's weighted values; a recurrent head's normalised read-out of
+  // its state), 1 keeps it. An undefined tensor (the default) masks nothing.
+  void SetHeadMask(const at::Tensor& mask);
+  virtual int64_t heads() const = 0;
+
+ protected:
+  // y with the masked heads zeroed; `head_dim` is the dimension of y that indexes heads.
+  at::Tensor MaskHeads(const at::Tensor& y, int64_t head_dim) const;
+
+ private:
+  at::Tensor head_mask_;  // (H), undefined = no mask
 };
 
 // Multi-head causal attention, full (window 0) or sliding-window, optional RoPE and QK-norm,
 // grouped-query (config.kv_heads = G < H: query head h reads key/value head h / (H / G)).
+// With the short convolution (model.short_conv naming F or S; short_conv.h) the q, k, v
+// projections are convolved before QK-norm and RoPE.
 class AttentionMixer : public Mixer {
  public:
-  // `use_logn`: scale queries by MixerContext::logn_scale (NoPE layers only).
-  AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope, bool use_logn = false);
+  // `use_logn`: scale queries by MixerContext::logn_scale (NoPE layers only). `short_conv`:
+  // taps of the short convolution on q, k, v; 0 = none.
+  AttentionMixer(const ModelConfig& config, int64_t window, bool use_rope, bool use_logn = false,
+                 int64_t short_conv = 0);
   at::Tensor Forward(const at::Tensor& x, const MixerContext& ctx) override;
   at::Tensor Prefill(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
   // The step attends its one query over the cache with explicit probabilities (one row: cheap),
   // which it records for the retrieval-head probe.
   at::Tensor Step(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache) override;
 
-  // Head-masking ablation: mask (H) float, 0 zeroes a head's output before the output
-  // projection, 1 keeps it. An undefined tensor (the default) masks nothing.
-  void SetHeadMask(const at::Tensor& mask);
-
-  int64_t heads() const { return heads_; }
+  int64_t heads() const override { return heads_; }
   int64_t window() const { return window_; }
   bool use_rope() const { return use_rope_; }
 
@@ -109,7 +125,8 @@ class AttentionMixer : public Mixer {
     at::Tensor q;     // (B, H, T, D)
     at::Tensor k, v;  // (B, G, T, D)
   };
-  Qkv Project(const at::Tensor& x, const MixerContext& ctx);
+  // `pass` and `cache` drive the short convolution's state (Prefill fills, Step advances it).
+  Qkv Project(const at::Tensor& x, const MixerContext& ctx, MixerPass pass, LayerCache* cache);
   // Forward and Prefill: causal attention over all of x (B, T, C) -> (B, T, C); with a cache,
   // also keeps the keys and values that Step will read.
   at::Tensor Attend(const at::Tensor& x, const MixerContext& ctx, LayerCache* cache);
@@ -118,8 +135,8 @@ class AttentionMixer : public Mixer {
   int64_t heads_, kv_heads_, head_dim_, window_;
   bool use_rope_, use_logn_;
   torch::nn::Linear qkv_{nullptr}, out_{nullptr};
+  ShortConv conv_{nullptr};    // null without the short convolution
   at::Tensor qk_norm_weight_;  // (2, 1, D) RMSNorm gains of q and k; undefined without QK-norm
-  at::Tensor head_mask_;       // (H), undefined = no mask
 };
 
 // The mixer of layer `layer` under `config` (letter config.pattern[layer]).

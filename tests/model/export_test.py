@@ -33,12 +33,18 @@ TOKENS = [256, 257, 10, 20, 258, 30, 40, 50] + list(range(60, 76)) + [259, 10, 2
 BASE_MODEL = {"layers": 4, "d_model": 32, "heads": 4, "seq_len": 32, "chunk_size": 8}
 
 # name -> model overrides. Together they cover every mixer, RoPE and NoPE layers, window
-# masks, GQA, QK-norm on and off, tied and separate output matrices, and log-n scaling.
+# masks, GQA, QK-norm on and off, tied and separate output matrices, log-n scaling, and the
+# short convolution on the default layers, on none and on every kind.
 KINDS = {
     "F": {"arch": "full"},
     "SSSF-w8": {"arch": "swa", "window": 8},
     "LLLF": {"arch": "lightning", "qk_norm": False},
     "DDDF": {"arch": "gdn"},
+    # The recurrent mixers with their short convolution (a study's default), and with it on
+    # every layer.
+    "LDDF-conv": {"arch": "LDDF", "short_conv": True},
+    "SLDF-conv-everywhere": {"arch": "SLDF", "window": 8, "short_conv": "FSLD",
+                             "short_conv_kernel": 3},
     "GQA-kv1": {"arch": "swa", "window": 8, "kv_heads": 1, "tie_embeddings": False},
     "nope-full": {"arch": "swa", "window": 8, "pos": "nope-full"},
     # RoPE in F, NoPE in S, and log-n scaling there too ("all"; "full" would leave S layers

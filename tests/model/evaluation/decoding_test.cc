@@ -13,7 +13,8 @@
 namespace onset::model {
 namespace {
 
-ModelConfig Tiny(const std::string& arch, int window, const std::string& pos = "rope") {
+ModelConfig Tiny(const std::string& arch, int window, const std::string& pos = "rope",
+                 const std::string& short_conv = "LD") {
   CellConfig c;
   nlohmann::json m = {{"layers", static_cast<int>(arch.size())},
                       {"d_model", 32},
@@ -22,7 +23,8 @@ ModelConfig Tiny(const std::string& arch, int window, const std::string& pos = "
                       {"seq_len", 32},
                       {"arch", arch},
                       {"pos", pos},
-                      {"chunk_size", 5}};
+                      {"chunk_size", 5},
+                      {"short_conv", short_conv}};
   if (window > 0) m["window"] = window;
   auto e = ParseCellConfig({{"model", m}}, &c);
   EXPECT_FALSE(e) << e->ToString();
@@ -36,28 +38,33 @@ at::Tensor Prompts(int64_t B, int64_t L, int64_t seed) {
 }
 
 // F, S with prompts longer than the window, L, D and hybrids, all with GQA (4 query heads on 2
-// key/value heads) and RoPE, so positions must continue across prefill and steps.
+// key/value heads) and RoPE, so positions must continue across prefill and steps; the short
+// convolution on L and D (a study's default), on every layer, and on none, so its state must
+// too.
 TEST(DecodingTest, CachedEqualsFullReforward) {
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
-  for (const std::string arch : {"F", "S", "L", "D", "FF", "SLDF", "DSFS"}) {
-    for (const std::string pos : {"rope", "nope"}) {
-      torch::manual_seed(static_cast<int64_t>(arch.size()) * 7 + pos.size());
-      Transformer model(Tiny(arch, arch.find('S') != std::string::npos ? 4 : 0, pos));
-      model->eval();
-      at::Tensor prompts = Prompts(3, 13, arch.size());  // 13 > window 4 and > chunk 5
-      at::Tensor ref_logits, got_logits;
-      at::Tensor ref = GreedyDecode(model, prompts, 9, &ref_logits);
-      at::Tensor got = CachedGreedyDecode(model, prompts, 9, &got_logits);
-      EXPECT_TRUE(at::equal(ref, got)) << arch << " " << pos;
-      ASSERT_EQ(got_logits.sizes(), (at::IntArrayRef{3, 9, kVocabSize}));
-      // Within 1e-5 of the logits' scale: the chunked L/D prefill and the one-token steps sum
-      // in different float32 orders (a wrong cache or position is off by O(1)).
-      const float scale = std::max(1.0f, ref_logits.abs().max().item<float>());
-      EXPECT_LT((ref_logits - got_logits).abs().max().item<float>(), 1e-5 * scale)
-          << arch << " " << pos << " max diff "
-          << (ref_logits - got_logits).abs().max().item<float>() << " max |logit| "
-          << ref_logits.abs().max().item<float>();
+  for (const std::string conv : {"LD", "FSLD", ""}) {
+    for (const std::string arch : {"F", "S", "L", "D", "FF", "SLDF", "DSFS"}) {
+      for (const std::string pos : {"rope", "nope"}) {
+        if (conv != "LD" && pos == "nope") continue;
+        torch::manual_seed(static_cast<int64_t>(arch.size()) * 7 + pos.size());
+        Transformer model(Tiny(arch, arch.find('S') != std::string::npos ? 4 : 0, pos, conv));
+        model->eval();
+        at::Tensor prompts = Prompts(3, 13, arch.size());  // 13 > window 4 and > chunk 5
+        at::Tensor ref_logits, got_logits;
+        at::Tensor ref = GreedyDecode(model, prompts, 9, &ref_logits);
+        at::Tensor got = CachedGreedyDecode(model, prompts, 9, &got_logits);
+        EXPECT_TRUE(at::equal(ref, got)) << arch << " " << pos << " conv " << conv;
+        ASSERT_EQ(got_logits.sizes(), (at::IntArrayRef{3, 9, kVocabSize}));
+        // Within 1e-5 of the logits' scale: the chunked L/D prefill and the one-token steps sum
+        // in different float32 orders (a wrong cache or position is off by O(1)).
+        const float scale = std::max(1.0f, ref_logits.abs().max().item<float>());
+        EXPECT_LT((ref_logits - got_logits).abs().max().item<float>(), 1e-5 * scale)
+            << arch << " " << pos << " conv " << conv << " max diff "
+            << (ref_logits - got_logits).abs().max().item<float>() << " max |logit| "
+            << ref_logits.abs().max().item<float>();
+      }
     }
   }
 }

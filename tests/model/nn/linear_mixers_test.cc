@@ -167,8 +167,8 @@ TEST(LinearMixersTest, ChunkedMixersEqualTheirRecurrentForm) {
   ModelConfig config = Tiny("LD", 2, 5);
   torch::manual_seed(0);
   at::Tensor x = at::randn({2, 13, 32});
-  LinearAttentionMixer l(config);
-  GatedDeltaNetMixer d(config);
+  LinearAttentionMixer l(config, 4);
+  GatedDeltaNetMixer d(config, 4);
   MixerContext ctx;
   at::Tensor l_chunked = l.Forward(x, ctx), d_chunked = d.Forward(x, ctx);
   l.use_recurrent = d.use_recurrent = true;
@@ -181,18 +181,21 @@ TEST(LinearMixersTest, ChunkedMixersEqualTheirRecurrentForm) {
 TEST(LinearMixersTest, ModelsAreCausalAndCountTheirParameters) {
   for (const char* arch : {"lightning", "gdn"}) {
     torch::manual_seed(0);
-    Transformer model(Tiny(arch, 4, 8));
+    ModelConfig config = Tiny(arch, 4, 8);
+    config.short_conv = kShortConvRecurrent;  // the references' layout
+    Transformer model(config);
     at::Tensor tokens = at::randint(0, kNumByteTokens, {1, 21}, at::kLong);
     at::Tensor other = tokens.clone();
     other[0][9] = (tokens[0][9].item<int64_t>() + 1) % kNumByteTokens;
     at::Tensor diff = (model(tokens) - model(other)).abs().amax({0, 2});  // (T)
     for (int i = 0; i < 21; ++i)
       EXPECT_EQ(diff[i].item<float>() > 1e-6, i >= 9) << arch << " " << i;
-    // Per efficient layer: in 32 x (4*32 + heads * (1 or 2)), out 32*32, head norm 16, block norms
-    // 2*32, SwiGLU 3*32*96. The F layer as in transformer_test.
+    // Per efficient layer: in 32 x (4*32 + heads * (1 or 2)), out 32*32, head norm 16, the
+    // short convolution's 4 taps on 3*32 channels, block norms 2*32, SwiGLU 3*32*96. The F
+    // layer as in transformer_test.
     const int64_t in = 32 * (4 * 32 + (std::string(arch) == "gdn" ? 4 : 2));
     const int64_t extra = std::string(arch) == "gdn" ? 4 : 0;  // a_log, dt_bias
-    const int64_t efficient = in + 1024 + 16 + extra + 64 + 9216;
+    const int64_t efficient = in + 1024 + 16 + 3 * 32 * 4 + extra + 64 + 9216;
     const int64_t full = 3072 + 1024 + 32 + 64 + 9216;
     EXPECT_EQ(model->CountParams().non_embedding, 3 * efficient + full + 32) << arch;
   }
