@@ -30,5 +30,6 @@ inline constexpr uint64_t kTrainStream = 0x747261696eULL;   // training sequence
 inline constexpr uint64_t kHeldoutStream = 0x68656c64ULL;   // held-out sequences
 inline constexpr uint64_t kNiahStream = 0x6e696168ULL;      // NIAH samples
 inline constexpr uint64_t kAblationStream = 0x61626c74ULL;  // random heads of the ablation
+inline constexpr uint64_t kKeySwapStream = 0x6b657973ULL;   // the key-swap control's keys
 
 }  // namespace onset::model

@@ -126,6 +126,33 @@ Sequence SyntheticData::Sample(int length, Rng* rng) const {
   return seq;
 }
 
+std::vector<bool> BackgroundTokens(const Sequence& seq, const DataConfig& data) {
+  const int n = static_cast<int>(seq.tokens.size());
+  std::vector<bool> background(n, true);
+  auto clear = [&](int from, int count) {
+    for (int i = std::max(0, from); i < std::min(n, from + count); ++i) background[i] = false;
+  };
+  if (n > 0) background[0] = false;  // BOS
+  const int question = data.question_len(), answer = data.value_len;
+  for (const RecordSpan& r : seq.records) {
+    clear(r.record_pos, data.record_len());
+    clear(r.query_pos, question + answer);
+  }
+  for (int q : seq.absent_queries) clear(q, question + answer);
+  return background;
+}
+
+std::vector<bool> AnswerTokens(const Sequence& seq, const DataConfig& data) {
+  const int n = static_cast<int>(seq.tokens.size());
+  std::vector<bool> answer(n, false);
+  auto mark = [&](int from) {
+    for (int i = std::max(0, from); i < std::min(n, from + data.value_len); ++i) answer[i] = true;
+  };
+  for (const RecordSpan& r : seq.records) mark(r.answer_pos + 1);
+  for (int q : seq.absent_queries) mark(q + data.question_len());
+  return answer;
+}
+
 bool ExactMatch(const std::vector<Token>& predicted, const std::vector<Token>& answer) {
   if (predicted.size() < answer.size()) return false;
   return std::equal(answer.begin(), answer.end(), predicted.begin());

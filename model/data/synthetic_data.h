@@ -91,6 +91,15 @@ class SyntheticData {
   std::shared_ptr<const Background> background_;
 };
 
+// Which tokens of `seq` are background (true) rather than a record (`<K> key [<V>] value`), a
+// question (`<Q> key [<A>]`) or an answer (the value, or the <N> tokens of an absent key).
+// BOS is not background. `data` is the config the sequence was sampled with.
+std::vector<bool> BackgroundTokens(const Sequence& seq, const DataConfig& data);
+
+// Which tokens of `seq` answer a query: a record's value after its question, or the <N> tokens
+// of an absent key (train.answer_loss_weight weighs the targets that predict them).
+std::vector<bool> AnswerTokens(const Sequence& seq, const DataConfig& data);
+
 // Exact match of every value token; `predicted` may be longer than `answer`.
 bool ExactMatch(const std::vector<Token>& predicted, const std::vector<Token>& answer);
 

@@ -175,6 +175,19 @@ double ScoreNiahTask(const NiahTask& task, const std::vector<std::vector<Token>>
   return static_cast<double>(right) / rounds;
 }
 
+std::vector<Token> KeySwapPrompt(const NiahTask& task, size_t distractor, int key_len) {
+  if (distractor >= task.distractors.size() || task.needles.empty()) {
+    throw std::invalid_argument("NIAH key swap: the task has no distractor " +
+                                std::to_string(distractor));
+  }
+  // The key follows <K> in a record and <Q> in the question.
+  std::vector<Token> prompt = task.prompt;
+  const int from = task.distractors[distractor].record_pos + 1;
+  const int to = task.needles[0].query_pos + 1;
+  std::copy(prompt.begin() + from, prompt.begin() + from + key_len, prompt.begin() + to);
+  return prompt;
+}
+
 bool CopiedRecordValue(const NiahTask& task, const std::vector<Token>& decoded) {
   return std::any_of(task.values.begin(), task.values.end(),
                      [&](const std::vector<Token>& v) { return ExactMatch(decoded, v); });

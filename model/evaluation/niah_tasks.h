@@ -67,4 +67,11 @@ double ScoreNiahTask(const NiahTask& task, const std::vector<std::vector<Token>>
 // Whether `decoded` (one round's m tokens) is exactly the value of some record of the prompt.
 bool CopiedRecordValue(const NiahTask& task, const std::vector<Token>& decoded);
 
+// The key-swap control of a multi-key task (niah/control/key_swap_rate): the same prompt, the
+// question asking for the key of distractor `distractor` (an index into task.distractors)
+// instead of the needle's. A model that matches keys answers it with that distractor's value,
+// one that copies some value regardless of the key gives the same answer as to the original.
+// `key_len` is data.key_len. Throws std::invalid_argument for a task without such a distractor.
+std::vector<Token> KeySwapPrompt(const NiahTask& task, size_t distractor, int key_len);
+
 }  // namespace onset::model

@@ -173,6 +173,70 @@ TEST(SyntheticDataTest, AbsentQueriesAskKeysNoRecordHas) {
   EXPECT_EQ(std::count(s.tokens.begin(), s.tokens.end(), kNone), 0);
 }
 
+// Background tokens are the byte tokens the chain wrote: every special marker, record key and
+// value, question and answer is left out, absent-key queries included.
+TEST(SyntheticDataTest, BackgroundTokensLeaveOutRecordsQuestionsAndAnswers) {
+  DataConfig d = Data();
+  d.absent_queries = 0.5;
+  SyntheticData data(d, 128);
+  Rng rng(3);
+  int records = 0, absent = 0;
+  for (int i = 0; i < 50; ++i) {
+    const Sequence seq = data.Sample(128, &rng);
+    const std::vector<bool> background = BackgroundTokens(seq, d);
+    ASSERT_EQ(background.size(), seq.tokens.size());
+    EXPECT_FALSE(background[0]);  // BOS
+    std::vector<bool> expected(seq.tokens.size(), true);
+    expected[0] = false;
+    for (const RecordSpan& r : seq.records) {
+      for (int p = r.record_pos; p < r.value_pos + d.value_len; ++p) expected[p] = false;
+      for (int p = r.query_pos; p <= r.answer_pos + d.value_len; ++p) expected[p] = false;
+      ++records;
+    }
+    for (int q : seq.absent_queries) {
+      for (int p = q; p < q + d.question_len() + d.value_len; ++p) expected[p] = false;
+      ++absent;
+    }
+    EXPECT_EQ(background, expected);
+    for (size_t p = 0; p < seq.tokens.size(); ++p) {
+      if (background[p]) {
+        EXPECT_LT(seq.tokens[p], kNumByteTokens) << p;  // no marker
+      }
+    }
+  }
+  EXPECT_GT(records, 50);
+  EXPECT_GT(absent, 10);
+}
+
+// Answer tokens are the value after each question and the <N> tokens of an absent key.
+TEST(SyntheticDataTest, AnswerTokensAreTheValuesThatFollowAQuestion) {
+  DataConfig d = Data();
+  d.absent_queries = 0.5;
+  SyntheticData data(d, 128);
+  Rng rng(4);
+  int answers = 0;
+  for (int i = 0; i < 50; ++i) {
+    const Sequence seq = data.Sample(128, &rng);
+    const std::vector<bool> answer = AnswerTokens(seq, d);
+    std::vector<bool> expected(seq.tokens.size(), false);
+    for (const RecordSpan& r : seq.records) {
+      for (int p = r.answer_pos + 1; p <= r.answer_pos + d.value_len; ++p) {
+        expected[p] = true;
+        EXPECT_EQ(seq.tokens[p], seq.tokens[r.value_pos + (p - r.answer_pos - 1)]);
+        ++answers;
+      }
+    }
+    for (int q : seq.absent_queries) {
+      for (int p = q + d.question_len(); p < q + d.question_len() + d.value_len; ++p) {
+        expected[p] = true;
+        EXPECT_EQ(seq.tokens[p], kNone);
+      }
+    }
+    EXPECT_EQ(answer, expected);
+  }
+  EXPECT_GT(answers, 100);
+}
+
 TEST(SyntheticDataTest, ExactMatchNeedsEveryValueToken) {
   EXPECT_TRUE(ExactMatch({1, 2, 3}, {1, 2, 3}));
   EXPECT_TRUE(ExactMatch({1, 2, 3, 9}, {1, 2, 3}));

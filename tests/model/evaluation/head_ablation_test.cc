@@ -19,7 +19,8 @@ TEST(HeadAblationTest, BaselinesAvoidTheTopKAndMatchItsLayerMix) {
   const std::vector<double> scores = {0.1, 0.0, 0.3, 0.9, 0.2, 0.05, 0.0, 0.4, 0.0, 0.8, 0.0, 0.01};
   const AblationPlan plan = PlanAblation(scores, kinds, 3, 20, 7);
   EXPECT_EQ(plan.top, (std::vector<int>{3, 7, 9}));  // 0.9, 0.8, 0.4
-  EXPECT_TRUE(plan.no_baseline.empty());
+  EXPECT_TRUE(plan.note.empty());
+  EXPECT_TRUE(plan.same_mix);
   ASSERT_EQ(plan.baselines.size(), 20u);
   std::set<std::vector<int>> distinct;
   for (const std::vector<int>& draw : plan.baselines) {
@@ -46,13 +47,32 @@ TEST(HeadAblationTest, SeedsGiveDifferentDrawsAndTheSameSeedTheSame) {
   EXPECT_NE(a.baselines, c.baselines);
 }
 
-TEST(HeadAblationTest, NoBaselineWhenALayerTypeRunsOut) {
-  // Two F heads, both in the top 2: no F head is left to draw.
-  const std::vector<char> kinds = {'F', 'F', 'S', 'S', 'S'};
+// Two F heads, both in the top 2: no F head is left, so the draws come from all other heads
+// (here the D layer's), and the plan says so.
+TEST(HeadAblationTest, AnyMixBaselineWhenALayerTypeRunsOut) {
+  const std::vector<char> kinds = {'F', 'F', 'D', 'D', 'D'};
   const AblationPlan plan = PlanAblation({0.9, 0.8, 0.1, 0.0, 0.0}, kinds, 2, 5, 3);
   EXPECT_EQ(plan.top, (std::vector<int>{0, 1}));
-  EXPECT_TRUE(plan.baselines.empty());
-  EXPECT_NE(plan.no_baseline.find("2 F-layer heads"), std::string::npos) << plan.no_baseline;
+  EXPECT_FALSE(plan.same_mix);
+  EXPECT_NE(plan.note.find("2 F-layer heads"), std::string::npos) << plan.note;
+  ASSERT_EQ(plan.baselines.size(), 5u);
+  for (const std::vector<int>& draw : plan.baselines) {
+    EXPECT_EQ(draw.size(), 2u);
+    EXPECT_EQ(Count(draw, kinds, 'D'), 2);
+  }
+  // A whole model of two heads: nothing outside the top 2, no baseline at all.
+  const AblationPlan none = PlanAblation({0.5, 0.1}, {'F', 'D'}, 2, 5, 3);
+  EXPECT_TRUE(none.baselines.empty());
+  EXPECT_NE(none.note.find("no baseline"), std::string::npos) << none.note;
+}
+
+TEST(HeadAblationTest, TopHeadsOfOneLayerType) {
+  const std::vector<char> kinds = {'F', 'F', 'D', 'D', 'S', 'F'};
+  const std::vector<double> scores = {0.1, 0.5, 0.9, 0.0, 0.3, 0.5};
+  EXPECT_EQ(TopHeadsOf(scores, kinds, "F", 2), (std::vector<int>{1, 5}));  // tie: lower first
+  EXPECT_EQ(TopHeadsOf(scores, kinds, "SLD", 2), (std::vector<int>{2, 4}));
+  EXPECT_EQ(TopHeadsOf(scores, kinds, "L", 2), (std::vector<int>{}));
+  EXPECT_EQ(TopHeadsOf(scores, kinds, "F", 9), (std::vector<int>{0, 1, 5}));  // clamped
 }
 
 }  // namespace

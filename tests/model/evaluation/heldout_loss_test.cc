@@ -1,8 +1,12 @@
+// The windowed loss: its windows, the full-context case, and the sliding case against a
+// brute force that feeds every target its own window.
 #include "model/evaluation/heldout_loss.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/utils.h>
+
+#include <cmath>
 
 #include "model/config/vocab.h"
 
@@ -24,34 +28,55 @@ std::vector<int64_t> Row(const at::Tensor& t, int64_t i) {
   return {r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel()};
 }
 
-TEST(HeldoutLossTest, EveryChunkStartsWithBosAndEveryTargetCountsOnce) {
-  const std::vector<LossChunks> chunks = MakeLossChunks(Rows(), 4);
-  ASSERT_EQ(chunks.size(), 2u);  // 10 targets: two chunks of 4 per row, then one of 2
-  ASSERT_EQ(chunks[0].inputs.sizes(), at::IntArrayRef({4, 4}));
-  EXPECT_EQ(Row(chunks[0].inputs, 0), (std::vector<int64_t>{kBos, 1, 2, 3}));
-  EXPECT_EQ(Row(chunks[0].targets, 0), (std::vector<int64_t>{1, 2, 3, 4}));
-  EXPECT_EQ(Row(chunks[0].inputs, 1), (std::vector<int64_t>{kBos, 5, 6, 7}));
-  EXPECT_EQ(Row(chunks[0].targets, 1), (std::vector<int64_t>{5, 6, 7, 8}));
-  EXPECT_EQ(Row(chunks[0].inputs, 2), (std::vector<int64_t>{kBos, 101, 102, 103}));
-  ASSERT_EQ(chunks[1].inputs.sizes(), at::IntArrayRef({2, 2}));
-  EXPECT_EQ(Row(chunks[1].inputs, 0), (std::vector<int64_t>{kBos, 9}));
-  EXPECT_EQ(Row(chunks[1].targets, 1), (std::vector<int64_t>{109, 110}));
-  // A context of the whole row (or more) is the row itself.
-  for (int64_t c : {10, 64}) {
-    const std::vector<LossChunks> whole = MakeLossChunks(Rows(), c);
-    ASSERT_EQ(whole.size(), 1u);
-    EXPECT_TRUE(at::equal(whole[0].inputs, Rows().narrow(1, 0, 10)));
-    EXPECT_TRUE(at::equal(whole[0].targets, Rows().narrow(1, 1, 10)));
-  }
+// Target i of a row (predicting token i + 1) with i >= c gets [BOS, row[i - c + 2 .. i]]; the
+// mask skips targets.
+TEST(HeldoutLossTest, WindowsEndAtTheirTargetAndStartWithBos) {
+  at::Tensor mask = at::ones({2, 10}, at::kBool);
+  mask[1][7] = false;
+  const LossWindows w = MakeLossWindows(Rows(), mask, 4);
+  // Targets 4..9 of each row, but row 1's target 7: 11 windows of 4 positions.
+  ASSERT_EQ(w.inputs.sizes(), (at::IntArrayRef{11, 4}));
+  EXPECT_EQ(Row(w.inputs, 0), (std::vector<int64_t>{kBos, 2, 3, 4}));  // target 4: token 5
+  EXPECT_EQ(w.targets[0].item<int64_t>(), 5);
+  EXPECT_EQ(Row(w.inputs, 5), (std::vector<int64_t>{kBos, 7, 8, 9}));  // target 9: token 10
+  EXPECT_EQ(Row(w.inputs, 9), (std::vector<int64_t>{kBos, 106, 107, 109 - 1}));
+  EXPECT_EQ(w.targets[8].item<int64_t>(), 107);  // row 1: 105, 106, 107, then 109 (no 108)
+  EXPECT_EQ(w.targets[9].item<int64_t>(), 109);
+  // Nothing is windowed when every target's row context fits.
+  EXPECT_EQ(MakeLossWindows(Rows(), mask, 10).targets.size(0), 0);
 }
 
-TEST(HeldoutLossTest, FullContextEqualsThePlainLossAndShortContextDiffers) {
-  at::set_num_threads(1);
+CellConfig Cell() {
   CellConfig c;
-  ASSERT_FALSE(
+  EXPECT_FALSE(
       ParseCellConfig({{"model", {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 10}}},
                        {"eval", {{"niah_samples", 0}}}},
                       &c));
+  return c;
+}
+
+// Per target: cross-entropy of the model fed exactly min(c, i + 1) positions of context.
+double BruteForce(Transformer& model, const at::Tensor& rows, const at::Tensor& mask, int64_t c) {
+  const int64_t N = rows.size(0), T = rows.size(1) - 1;
+  double total = 0;
+  int counted = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t i = 0; i < T; ++i) {
+      if (!mask[n][i].item<bool>()) continue;
+      at::Tensor input =
+          i + 1 <= c ? rows[n].narrow(0, 0, i + 1)
+                     : at::cat({rows[n].narrow(0, 0, 1), rows[n].narrow(0, i - c + 2, c - 1)});
+      at::Tensor last = model(input.unsqueeze(0)).select(1, -1);  // (1, V)
+      total += at::cross_entropy_loss(last, rows[n].narrow(0, i + 1, 1)).item<double>();
+      ++counted;
+    }
+  }
+  return total / counted;
+}
+
+TEST(HeldoutLossTest, EveryTargetSeesExactlyItsWindowAndTheWholeRowBeyondIt) {
+  at::set_num_threads(1);
+  CellConfig c = Cell();
   torch::manual_seed(0);
   Transformer model(c.model);
   torch::NoGradGuard no_grad;
@@ -60,10 +85,23 @@ TEST(HeldoutLossTest, FullContextEqualsThePlainLossAndShortContextDiffers) {
   const double plain = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
                                               rows.narrow(1, 1, 10).reshape({-1}))
                            .item<double>();
-  EXPECT_NEAR(ChunkedLoss(model, rows, 10), plain, 1e-6);
-  EXPECT_NEAR(ChunkedLoss(model, rows, 1000), plain, 1e-6);
-  EXPECT_NEAR(ChunkedLoss(model, rows, 10, /*rows_per_forward=*/1), plain, 1e-6);
-  EXPECT_GT(std::abs(ChunkedLoss(model, rows, 3) - plain), 1e-6);
+  // Every target, full context: the plain loss, whatever c >= T.
+  EXPECT_NEAR(WindowedLoss(model, rows, at::Tensor(), 10), plain, 1e-6);
+  EXPECT_NEAR(WindowedLoss(model, rows, at::Tensor(), 1000), plain, 1e-6);
+  // Some targets (background ones, say): with c >= T, the full-context loss over just those,
+  // which is the brute force at c = T; with c < T, each target its own window.
+  at::Tensor mask = at::rand({2, 10}) > 0.4;
+  mask[0][0] = mask[0][9] = true;
+  for (int64_t context : {2, 3, 5, 9}) {
+    EXPECT_NEAR(WindowedLoss(model, rows, mask, context), BruteForce(model, rows, mask, context),
+                1e-5)
+        << context;
+  }
+  EXPECT_NEAR(WindowedLoss(model, rows, mask, 10), BruteForce(model, rows, mask, 10), 1e-5);
+  EXPECT_DOUBLE_EQ(WindowedLoss(model, rows, mask, 10), WindowedLoss(model, rows, mask, 64));
+  EXPECT_GT(std::abs(WindowedLoss(model, rows, mask, 3) - WindowedLoss(model, rows, mask, 10)),
+            1e-6);
+  EXPECT_TRUE(std::isnan(WindowedLoss(model, rows, at::zeros({2, 10}, at::kBool), 4)));
 }
 
 }  // namespace

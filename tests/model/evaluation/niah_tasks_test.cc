@@ -136,6 +136,39 @@ TEST(NiahTasksTest, CopyingTheOnlyValueSolvesSingleButNotMultiKey) {
   EXPECT_DOUBLE_EQ(copy_rate_matcher / n, 0.0);  // and not the retriever
 }
 
+// The key-swap control: the same prompt asking a distractor's key. A copier's answer does not
+// change (rate 1), a matcher's always does (rate 0: values are distinct).
+TEST(NiahTasksTest, AKeySwapChangesAMatchersAnswerAndNotACopiers) {
+  SyntheticData data(Data(), 256);
+  const int k = 2, m = 3, records = 4;
+  int n = 0, copier_same = 0, matcher_same = 0, matcher_right = 0;
+  for (double depth : {0.1, 0.5, 0.9}) {
+    for (uint64_t seed = 0; seed < 50; ++seed, ++n) {
+      Rng rng(seed);
+      const NiahTask t = MakeNiahTask(data, NiahVariant::kMultiKey, 200, depth, records, &rng);
+      const size_t d = seed % t.distractors.size();
+      NiahTask swapped = t;
+      swapped.prompt = KeySwapPrompt(t, d, k);
+      // Only the question's key changed, to the distractor's.
+      EXPECT_EQ(Slice(swapped.prompt, t.needles[0].query_pos + 1, k),
+                Slice(t.prompt, t.distractors[d].record_pos + 1, k));
+      int differing = 0;
+      for (size_t i = 0; i < t.prompt.size(); ++i) differing += t.prompt[i] != swapped.prompt[i];
+      EXPECT_GE(differing, 1);
+      EXPECT_LE(differing, k);
+      copier_same += CopyFirstValue(t, m) == CopyFirstValue(swapped, m);
+      matcher_same += MatchKey(t, k, m) == MatchKey(swapped, k, m);
+      matcher_right += MatchKey(swapped, k, m) == Slice(t.prompt, t.distractors[d].value_pos, m);
+    }
+  }
+  EXPECT_EQ(copier_same, n);
+  EXPECT_EQ(matcher_same, 0);
+  EXPECT_EQ(matcher_right, n);
+  Rng rng(0);
+  const NiahTask single = MakeNiahTask(data, NiahVariant::kSingle, 100, 0.5, 1, &rng);
+  EXPECT_THROW(KeySwapPrompt(single, 0, k), std::invalid_argument);
+}
+
 TEST(NiahTasksTest, KeysComeFromTheKeyAlphabetAndValuesFromAllBytes) {
   DataConfig d = Data();
   d.key_len = 1;

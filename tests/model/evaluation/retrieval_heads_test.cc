@@ -1,76 +1,114 @@
+// The matching score against heads whose answer is known: synthetic heads that match the asked
+// key, copy some value whichever key is asked (the first, the last, or one at random), or look
+// at the background, on the headline prompts and their key swaps as the evaluator builds them.
 #include "model/evaluation/retrieval_heads.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "model/evaluation/niah_tasks.h"
+
 namespace onset::model {
 namespace {
 
-// Prompt: 10 tokens with the value 41 42 43 4 at positions 3..6, then the 4 generated tokens.
-RetrievalSample Sample(const std::vector<Token>& generated) {
+// 2-token values: the needle's at 10, the swap record's at 3; 2 steps. Head 0 follows the
+// asked key, head 1 stays on the needle whichever key is asked, head 2 on the background.
+RetrievalSample Handmade() {
   RetrievalSample s;
-  s.sequence = {1, 2, 3, 41, 42, 43, 44, 7, 8, 9};
-  s.sequence.insert(s.sequence.end(), generated.begin(), generated.end());
-  s.prompt_len = 10;
-  s.value_begin = 3;
-  s.value_len = 4;
+  s.prompt_len = 20;
+  s.value_len = 2;
+  s.needle_value = 10;
+  s.swap_value = 3;
+  s.asked = {{10, 10, 0}, {11, 11, 7}};
+  s.swapped = {{3, 10, 0}, {4, 11, 7}};
   return s;
 }
 
-// Heads: 0 copies (top-1 on value token s at step s), 1 attends the background, 2 copies on
-// the first two steps only, 3 sits on the value span but on the wrong token.
-std::vector<std::vector<int64_t>> Top1() {
-  return {{3, 0, 3, 4}, {4, 8, 4, 5}, {5, 9, 1, 6}, {6, 1, 2, 3}};
+TEST(RetrievalHeadsTest, AttentionThatFollowsTheAskedKeyCountsAttentionThatStaysDoesNot) {
+  const std::vector<double> score = SampleMatchingScores(Handmade());
+  ASSERT_EQ(score.size(), 3u);
+  EXPECT_DOUBLE_EQ(score[0], 1.0);  // moves to whichever value is asked
+  EXPECT_DOUBLE_EQ(score[1], 0.0);  // on the needle both times: a copier
+  EXPECT_DOUBLE_EQ(score[2], 0.0);  // elsewhere
+  RetrievalSample half = Handmade();
+  half.swapped[1] = {11, 11, 7};  // follows the key on the first step only
+  EXPECT_DOUBLE_EQ(SampleMatchingScores(half)[0], 0.5);
+  RetrievalSample anti = Handmade();
+  std::swap(anti.asked, anti.swapped);  // looks at the record that is NOT asked
+  EXPECT_DOUBLE_EQ(SampleMatchingScores(anti)[0], -1.0);
+  RetrievalSample ragged = Handmade();
+  ragged.swapped.pop_back();
+  EXPECT_THROW(SampleMatchingScores(ragged), std::invalid_argument);
 }
 
-TEST(RetrievalHeadsTest, CopyHeadScoresOneOthersCountExactly) {
-  RetrievalSample s = Sample({41, 42, 43, 44});
-  s.top1 = Top1();
-  std::vector<double> score = SampleRetrievalScores(s);
-  ASSERT_EQ(score.size(), 4u);
-  EXPECT_DOUBLE_EQ(score[0], 1.0);
-  EXPECT_DOUBLE_EQ(score[1], 0.0);
-  EXPECT_DOUBLE_EQ(score[2], 0.5);
-  EXPECT_DOUBLE_EQ(score[3], 0.0);
-  EXPECT_TRUE(AnsweredRight(s));
-}
-
-// The token at the attended position must equal the token generated, not the right answer.
-TEST(RetrievalHeadsTest, WrongGenerationsDoNotCount) {
-  RetrievalSample s = Sample({41, 42, 99, 99});  // half right
-  s.top1 = Top1();
-  std::vector<double> score = SampleRetrievalScores(s);
-  EXPECT_DOUBLE_EQ(score[0], 0.5);  // steps 2 and 3 generated 99, not the attended token
-  EXPECT_FALSE(AnsweredRight(s));
-}
-
-// A perfect copying head in a model that is right 30% of the time: over the right answers it
-// scores 1.0; averaged over every sample it would read 0.3 and could never precede accuracy.
-TEST(RetrievalHeadsTest, APerfectHeadAtThirtyPercentAccuracyScoresOne) {
-  RetrievalHeadScorer scorer(4, /*max_prompt_len=*/10);
-  for (int i = 0; i < 10; ++i) {
-    RetrievalSample s = i < 3 ? Sample({41, 42, 43, 44}) : Sample({99, 98, 97, 96});
-    s.top1 = Top1();
-    EXPECT_EQ(scorer.Add(s), i < 3);
-  }
-  EXPECT_EQ(scorer.samples(), 3);
-  EXPECT_EQ(scorer.seen(), 10);
-  const std::vector<double> score = scorer.Scores();
-  EXPECT_DOUBLE_EQ(score[0], 1.0);
-  EXPECT_DOUBLE_EQ(score[2], 0.5);
-}
-
-// Prompts longer than the training length do not count, right or not; with nothing counted
-// there is no score at all (not a 0 that reads as "no retrieval head").
-TEST(RetrievalHeadsTest, OnlyRightAnswersWithinTheTrainingLengthCount) {
-  RetrievalHeadScorer scorer(4, /*max_prompt_len=*/9);
-  RetrievalSample s = Sample({41, 42, 43, 44});  // prompt of 10 tokens
-  s.top1 = Top1();
-  EXPECT_FALSE(scorer.Add(s));
-  EXPECT_EQ(scorer.samples(), 0);
-  EXPECT_TRUE(scorer.Scores().empty());
+TEST(RetrievalHeadsTest, NoScoreBelowTheMinimumOrBeyondTheTrainingLength) {
+  RetrievalHeadScorer scorer(3, /*max_prompt_len=*/20, /*min_samples=*/3);
+  RetrievalSample s = Handmade();
+  EXPECT_TRUE(scorer.Add(s));
+  EXPECT_TRUE(scorer.Add(s));
+  EXPECT_TRUE(scorer.Scores().empty());  // 2 < 3 samples: no score, not a noisy one
+  RetrievalSample longer = s;
+  longer.prompt_len = 21;
+  EXPECT_FALSE(scorer.Add(longer));  // beyond the training length: not counted
+  EXPECT_EQ(scorer.samples(), 2);
+  EXPECT_TRUE(scorer.Add(s));
+  EXPECT_EQ(scorer.Scores(), (std::vector<double>{1.0, 0.0, 0.0}));
   RetrievalSample other_heads = s;
-  other_heads.top1 = {{3, 0}, {4, 8}, {5, 9}, {6, 1}};
+  for (auto& step : other_heads.asked) step.push_back(0);
   EXPECT_THROW(scorer.Add(other_heads), std::invalid_argument);
+}
+
+// Synthetic heads over the headline task as the evaluator asks it (4 records, depths 0.1,
+// 0.5, 0.9, 1-token keys and values) and its key swap to a random distractor: each head's
+// top-1 at its single step, as asked and swapped.
+enum Head { kMatcher, kFirstValue, kLastValue, kRandomValue, kBackground, kHeads };
+
+TEST(RetrievalHeadsTest, AMatcherScoresAboutOneCopiersAboutZero) {
+  DataConfig d;
+  d.key_len = 1;
+  d.value_len = 1;
+  SyntheticData data(d, 128);
+  for (int length : {64, 128}) {
+    RetrievalHeadScorer scorer(kHeads, 128, 16);
+    Rng pick(7);
+    for (double depth : {0.1, 0.5, 0.9}) {
+      for (uint64_t seed = 0; seed < 200; ++seed) {
+        Rng rng(seed * 7 + length);
+        const NiahTask t = MakeNiahTask(data, NiahVariant::kMultiKey, length, depth, 4, &rng);
+        const RecordSpan& swap = t.distractors[pick.Below(3)];
+        std::vector<int> values = {t.needles[0].value_pos};
+        for (const RecordSpan& r : t.distractors) values.push_back(r.value_pos);
+        std::sort(values.begin(), values.end());
+        RetrievalSample s;
+        s.prompt_len = length;
+        s.value_len = 1;
+        s.needle_value = t.needles[0].value_pos;
+        s.swap_value = swap.value_pos;
+        auto heads = [&](int asked_value) {
+          std::vector<int64_t> top(kHeads);
+          top[kMatcher] = asked_value;
+          top[kFirstValue] = values.front();
+          top[kLastValue] = values.back();
+          top[kRandomValue] = values[pick.Below(static_cast<int64_t>(values.size()))];
+          top[kBackground] = 0;  // BOS, the usual sink
+          return top;
+        };
+        s.asked = {heads(s.needle_value)};
+        s.swapped = {heads(s.swap_value)};
+        ASSERT_TRUE(scorer.Add(s));
+      }
+    }
+    const std::vector<double> score = scorer.Scores();
+    ASSERT_EQ(score.size(), static_cast<size_t>(kHeads));
+    EXPECT_GT(score[kMatcher], 0.9) << length;
+    EXPECT_EQ(score[kFirstValue], 0.0) << length;  // the same position both times: exactly 0
+    EXPECT_EQ(score[kLastValue], 0.0) << length;
+    EXPECT_LT(std::abs(score[kRandomValue]), 0.1) << length;
+    EXPECT_EQ(score[kBackground], 0.0);
+  }
 }
 
 }  // namespace
