@@ -116,17 +116,28 @@ double Trainer::Step(double lr) {
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));  // ()
   for (int64_t done = share.first; done < share.end; done += config_.train.micro_batch) {
     const int64_t n = std::min<int64_t>(config_.train.micro_batch, share.end - done);
-    at::Tensor batch = NextBatch(n);                       // (n, T + 1)
+    at::Tensor weights;                                    // (n, T) or undefined
+    at::Tensor batch = NextBatch(n, &weights);             // (n, T + 1)
     at::Tensor x = batch.narrow(1, 0, batch.size(1) - 1);  // (n, T)
     at::Tensor y = batch.narrow(1, 1, batch.size(1) - 1);  // (n, T)
-    at::Tensor loss;
+    at::Tensor loss, objective;
     {
       AutocastScope autocast(bf16_, device_.type());
       at::Tensor logits = model_(x);  // (n, T, V)
-      loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+      if (!weights.defined()) {
+        loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+        objective = loss;
+      } else {
+        at::Tensor per_target = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                                       y.reshape({-1}), /*weight=*/{},
+                                                       at::Reduction::None);  // (n T)
+        loss = per_target.mean();
+        at::Tensor w = weights.reshape({-1});          // (n T)
+        objective = (per_target * w).sum() / w.sum();  // the weighted mean
+      }
     }
     // Weight each micro-batch by its share of the step so the gradient is the step mean.
-    (loss * (static_cast<double>(n) / seqs_per_step_)).backward();
+    (objective * (static_cast<double>(n) / seqs_per_step_)).backward();
     loss_sum += loss.detach() * n;
   }
   parallel_.SumGradients(model_->parameters(), loss_sum);
@@ -142,9 +153,22 @@ double Trainer::Step(double lr) {
   return loss;
 }
 
-at::Tensor Trainer::NextBatch(int64_t seqs) {
+at::Tensor Trainer::NextBatch(int64_t seqs, at::Tensor* weights) {
+  const double answer_weight = config_.train.answer_loss_weight;
+  const int64_t T = config_.model.seq_len;
   std::vector<std::vector<Token>> rows;
-  for (int64_t i = 0; i < seqs; ++i) rows.push_back(train_stream_.Next().tokens);
+  std::vector<float> w;
+  for (int64_t i = 0; i < seqs; ++i) {
+    Sequence seq = train_stream_.Next();
+    if (answer_weight != 1.0) {
+      const std::vector<bool> answer = AnswerTokens(seq, config_.data);
+      for (int64_t t = 0; t < T; ++t) {  // target t predicts token t + 1
+        w.push_back(answer[t + 1] ? static_cast<float>(answer_weight) : 1.0f);
+      }
+    }
+    rows.push_back(std::move(seq.tokens));
+  }
+  if (answer_weight != 1.0) *weights = at::tensor(w).view({seqs, T}).to(device_);  // (seqs, T)
   return ToTensor(rows, device_);  // (seqs, seq_len + 1)
 }
 

@@ -123,8 +123,10 @@ class Trainer {
  private:
   bool lead() const { return parallel_.lead(); }
   double Step(double lr);  // one timed optimizer step; returns the mean micro-batch loss
-  at::Tensor NextBatch(int64_t seqs);  // (seqs, seq_len + 1) int64 on device_
-  TrainProgress Progress() const;      // what a checkpoint holds besides the model and optimizer
+  // (seqs, seq_len + 1) int64 on device_; with train.answer_loss_weight != 1, *weights
+  // receives each target's weight in the loss, (seqs, seq_len) float.
+  at::Tensor NextBatch(int64_t seqs, at::Tensor* weights);
+  TrainProgress Progress() const;  // what a checkpoint holds besides the model and optimizer
   void Restore(const TrainProgress& p);
   std::optional<std::string> Start(const StartFrom& from);
   void EmitStart();

@@ -43,7 +43,8 @@ CellConfig TinyCell(int64_t tokens, int64_t seed = 0) {
                             {"eval",
                              {{"every_tokens", tokens / 2},
                               {"heldout_seqs", 4},
-                              {"niah_lengths", {48, 64}},
+                              {"niah_lengths", {32, 64}},
+                              {"niah_records", 2},
                               {"niah_depths", {0.5}},
                               {"niah_samples", 2}}}},
                            &c);
@@ -77,8 +78,8 @@ TEST(TrainerTest, LossFallsOnTheSyntheticStream) {
     tokens = e.tokens;
     if (e.event != "eval") continue;
     ++evals;
-    for (const char* m : {"eval/heldout_loss", "eval/short_loss", "niah/acc", "niah/acc@48",
-                          "niah/acc@64", "eval/seconds"}) {
+    for (const char* m : {"eval/heldout_loss", "eval/short_loss", "niah/acc", "niah/acc@32",
+                          "niah/acc@64", "niah/extrapolation/acc", "eval/seconds"}) {
       EXPECT_TRUE(e.metrics.count(m)) << m;
     }
     EXPECT_GE(e.metrics.at("niah/acc"), 0.0);
@@ -129,6 +130,27 @@ TEST(TrainerTest, PrecisionIsTheCellsNotTheDevices) {
   EXPECT_NE(a, b);
   EXPECT_EQ(b, losses(bf16));
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 0.05) << i;  // same model
+}
+
+// Weighing the answer targets changes what is optimised from the first step on, but the loss
+// reported is the plain mean over every target: the first step's loss (taken before any update)
+// is the same as the unweighted twin's, the later ones are not.
+TEST(TrainerTest, TheAnswerLossWeightChangesTheObjectiveNotTheReportedLoss) {
+  at::set_num_threads(1);
+  CellConfig plain = TinyCell(4096);
+  plain.data.records_per_seq = 3;
+  CellConfig weighted = plain;
+  weighted.train.answer_loss_weight = 8.0;
+  auto losses = [](const CellConfig& c) {
+    MemorySink sink;
+    return Trainer(c, at::kCPU, &sink).Run().step_losses;
+  };
+  const std::vector<double> a = losses(plain), b = losses(weighted);
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(b.size(), 8u);
+  EXPECT_NEAR(a[0], b[0], 1e-6);
+  EXPECT_NE(a.back(), b.back());
+  EXPECT_EQ(b, losses(weighted));  // deterministic
 }
 
 TEST(TrainerTest, DivergenceStopsTheRun) {
