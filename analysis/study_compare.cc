@@ -1,6 +1,7 @@
 #include "analysis/study_compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_join.h"
@@ -95,12 +96,11 @@ std::optional<size_t> FindBaseline(const CompareTable& table, const CompareRow& 
 
 const char* XAxisName(XAxis x) { return x == XAxis::kFlops ? "flops" : "tokens"; }
 
-std::string CopyRateMetric(const std::string& metric) {
+std::vector<std::string> ControlMetrics(const std::string& metric) {
   const std::string acc = "niah/acc";
-  const std::string rate = "niah/control/distractor_copy_rate";
-  if (metric.rfind(acc, 0) != 0) return "";
-  if (metric.rfind(acc + "@", 0) == 0) return rate + metric.substr(acc.size());
-  return rate;
+  if (metric.rfind(acc, 0) != 0) return {};
+  const std::string at = metric.rfind(acc + "@", 0) == 0 ? metric.substr(acc.size()) : "";
+  return {"niah/control/key_swap_rate" + at, "niah/control/distractor_copy_rate" + at};
 }
 
 CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
@@ -139,17 +139,28 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
     }
   }
 
-  const std::string copy_metric = CopyRateMetric(spec.metric);
-  bool any_copy_rate = false;
+  const std::vector<std::string> controls = ControlMetrics(spec.metric);
+  // The preferred control some cell reported.
+  std::string control;
+  for (const std::string& name : controls) {
+    for (const auto& [cell, metrics] : curves) {
+      if (metrics.count(name)) {
+        control = name;
+        break;
+      }
+    }
+    if (!control.empty()) break;
+  }
+  std::set<int64_t> eval_points;
   std::map<std::map<std::string, std::string>, size_t> index;
   for (const v1::Cell& cell : study.cells()) {
-    std::vector<Point> points, copy_points;
+    std::vector<Point> points, control_points;
     if (auto c = curves.find(cell.id()); c != curves.end()) {
       if (auto m = c->second.find(spec.metric); m != c->second.end()) {
         for (const auto& [t, v] : m->second) points.push_back({t, v});
       }
-      if (auto m = c->second.find(copy_metric); !copy_metric.empty() && m != c->second.end()) {
-        for (const auto& [t, v] : m->second) copy_points.push_back({t, v});
+      if (auto m = c->second.find(control); !control.empty() && m != c->second.end()) {
+        for (const auto& [t, v] : m->second) control_points.push_back({t, v});
       }
     }
     if (points.empty()) {
@@ -188,21 +199,33 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
     row.cell_ids.push_back(cell.id());
     row.cells.push_back(s);
     row.costs.push_back(cost);
-    row.copy_rates.push_back(FinalValue(copy_points));
-    any_copy_rate |= row.copy_rates.back().has_value();
+    row.controls.push_back(FinalValue(control_points));
+    if (spec.x == XAxis::kTokens) {
+      for (const Point& p : points) {
+        if (std::isfinite(p.value)) eval_points.insert(p.tokens);
+      }
+    }
   }
-  if (any_copy_rate) table.copy_rate_metric = copy_metric;
+  for (const CompareRow& row : table.rows) {
+    for (const std::optional<double>& v : row.controls) {
+      if (v) table.control_metric = control;
+    }
+  }
+  table.eval_points.assign(eval_points.begin(), eval_points.end());
   for (CompareRow& row : table.rows) {
     row.summary = Summarise(row.cells);
+    std::vector<Crossing> crossings;
+    for (const CellSummary& c : row.cells) crossings.push_back(c.crossing);
+    row.emergence = KaplanMeier(crossings);
     row.params = RangeOf(
         row.costs, [](const CellCost& c) { return static_cast<double>(c.non_embedding_params); });
     row.flops_per_token =
         RangeOf(row.costs, [](const CellCost& c) { return c.train_flops_per_token; });
-    std::vector<double> rates;
-    for (const std::optional<double>& r : row.copy_rates) {
-      if (r) rates.push_back(*r);
+    std::vector<double> finals;
+    for (const std::optional<double>& r : row.controls) {
+      if (r) finals.push_back(*r);
     }
-    if (!rates.empty()) row.copy_rate_median = Median(rates);
+    if (!finals.empty()) row.control_median = Median(finals);
   }
   if (!spec.baseline.first.empty()) {
     for (CompareRow& row : table.rows) {
@@ -210,25 +233,40 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
       if (!found) continue;
       row.has_baseline = true;
       row.baseline_row = *found;
-      row.speed_up = SpeedUpOver(row.summary.median, table.rows[*found].summary.median);
+      const CompareRow& base = table.rows[*found];
+      row.speed_up = SpeedUpOver(row.emergence.median, base.emergence.median);
+      row.seedwise = SpeedUpOver(row.summary.max, base.summary.min);
     }
   }
   return table;
 }
 
+namespace {
+
+nlohmann::json SpeedUpJson(const SpeedUp& s) {
+  static const char* kKinds[] = {"exact", "at_least", "at_most", "unknown"};
+  return {
+      {"kind", kKinds[s.kind]},
+      {"value", s.kind == SpeedUp::kUnknown ? nlohmann::json(nullptr) : nlohmann::json(s.value)}};
+}
+
+}  // namespace
+
 std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
-  const bool copy = !table.copy_rate_metric.empty();
+  const bool control = !table.control_metric.empty();
   nlohmann::json groups = nlohmann::json::array();
   for (const CompareRow& row : table.rows) {
     nlohmann::json cells = nlohmann::json::array();
+    std::vector<Crossing> crossings;
     for (size_t i = 0; i < row.cells.size(); ++i) {
       const CellSummary& c = row.cells[i];
       const CellCost& cost = row.costs[i];
+      crossings.push_back(c.crossing);
       nlohmann::json cell = {{"cell_id", c.cell_id},
                              {"crossing", CrossingJson(c.crossing, spec.x)}};
       cell["final"] = Optional(c.final_value);
       cell["mean_over_log_tokens"] = Optional(c.mean_log);
-      if (copy) cell["copy_rate_final"] = Optional(row.copy_rates[i]);
+      if (control) cell["control_final"] = Optional(row.controls[i]);
       cell["non_embedding_params"] = cost.non_embedding_params > 0
                                          ? nlohmann::json(cost.non_embedding_params)
                                          : nlohmann::json(nullptr);
@@ -238,27 +276,42 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
       cells.push_back(cell);
     }
     const GroupSummary& s = row.summary;
+    const Emergence& e = row.emergence;
+    nlohmann::json steps = nlohmann::json::array();
+    for (const EmergenceStep& step : e.steps) {
+      steps.push_back({{XAxisName(spec.x), step.at},
+                       {"at_risk", step.at_risk},
+                       {"events", step.events},
+                       {"emerged", step.emerged}});
+    }
+    nlohmann::json by_point = nlohmann::json::array();
+    for (int64_t t : table.eval_points) {
+      const CrossedBy c = CountCrossedBy(crossings, static_cast<double>(t));
+      by_point.push_back({{"tokens", t},
+                          {"crossed", c.crossed},
+                          {"observed", c.observed},
+                          {"emerged", e.EmergedBy(static_cast<double>(t))}});
+    }
     nlohmann::json g = {{"axes", row.axes},
                         {"n", s.n},
                         {"left_censored", s.left_censored},
                         {"censored", s.censored},
-                        {"median", CrossingJson(s.median, spec.x)},
+                        {"crossed", e.crossed},
+                        {"median", CrossingJson(e.median, spec.x)},
                         {"min", CrossingJson(s.min, spec.x)},
                         {"max", CrossingJson(s.max, spec.x)},
+                        {"emergence", {{"steps", steps}, {"by_eval_point", by_point}}},
                         {"cells", cells}};
     g["final_median"] = Optional(s.final_median);
     g["mean_over_log_tokens_median"] = Optional(s.mean_log_median);
-    if (copy) g["copy_rate_final_median"] = Optional(row.copy_rate_median);
+    if (control) g["control_final_median"] = Optional(row.control_median);
     g["non_embedding_params"] = RangeJson(row.params);
     g["train_flops_per_token"] = RangeJson(row.flops_per_token);
     if (!row.aliases.empty()) g["aliases"] = row.aliases;
     if (row.has_baseline) {
-      static const char* kKinds[] = {"exact", "at_least", "at_most", "unknown"};
-      g["speed_up"] = {
-          {"kind", kKinds[row.speed_up.kind]},
-          {"value", row.speed_up.kind == SpeedUp::kUnknown ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(row.speed_up.value)},
-          {"baseline_axes", table.rows[row.baseline_row].axes}};
+      g["speed_up"] = SpeedUpJson(row.speed_up);
+      g["speed_up"]["baseline_axes"] = table.rows[row.baseline_row].axes;
+      g["seedwise_speed_up"] = SpeedUpJson(row.seedwise);
     }
     groups.push_back(g);
   }
@@ -268,9 +321,10 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
                         {"x", XAxisName(spec.x)},
                         {"by", table.by},
                         {"groups", groups},
+                        {"eval_points", table.eval_points},
                         {"cells_without_points", table.cells_without_points}};
   if (spec.x == XAxis::kFlops) out["cells_without_flops"] = table.cells_without_flops;
-  if (copy) out["copy_rate_metric"] = table.copy_rate_metric;
+  if (control) out["control_metric"] = table.control_metric;
   if (!spec.baseline.first.empty()) {
     out["baseline"] = {{spec.baseline.first, spec.baseline.second}};
   }

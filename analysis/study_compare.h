@@ -1,8 +1,10 @@
 // Comparing a study's cells (`onset compare`, the dashboard): cells grouped by the axes asked
-// for (seeds aggregated), per group tokens-to-threshold (or training FLOPs to threshold), the
-// final value, the mean over log tokens, the model's size and cost, the final copy rate of the
-// NIAH control beside a NIAH accuracy, and the speed-up against a baseline group
-// (convergence.h). Pure: the study and its curves in, the table or its JSON out.
+// for (seeds aggregated), per group the seeds' emergence as a Kaplan-Meier curve (survival.h:
+// how many crossed by each eval point, the median tokens-to-threshold with its censoring) or
+// training FLOPs to threshold, the final value, the mean over log tokens, the model's size and
+// cost, the final NIAH control (the key-swap rate) beside a NIAH accuracy, and the speed-up
+// against a baseline group (convergence.h). Pure: the study and its curves in, the table or
+// its JSON out.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "analysis/convergence.h"
+#include "analysis/survival.h"
 #include "onset/v1/onset.pb.h"
 
 namespace onset::analysis {
@@ -61,15 +64,20 @@ struct CompareRow {
   std::vector<std::string> cell_ids;
   std::vector<CellSummary> cells;  // crossings in the spec's x: tokens or FLOPs
   std::vector<CellCost> costs;     // parallel to cells
-  // Parallel to cells: the final value of the table's copy_rate_metric, when it has one.
-  std::vector<std::optional<double>> copy_rates;
-  GroupSummary summary;
-  std::optional<Range> params;           // non-embedding parameters over the cells that know
+  // Parallel to cells: the final value of the table's control_metric, when it has one.
+  std::vector<std::optional<double>> controls;
+  GroupSummary summary;         // order statistics: min and max (and the finals)
+  Emergence emergence;          // Kaplan-Meier: crossed k/n and the median the table reports
+  std::optional<Range> params;  // non-embedding parameters over the cells that know
   std::optional<Range> flops_per_token;  // training FLOPs per token likewise
-  std::optional<double> copy_rate_median;
+  std::optional<double> control_median;
   bool has_baseline = false;
   size_t baseline_row = 0;  // the index of the baseline group, when has_baseline
-  SpeedUp speed_up;         // on the spec's x
+  // baseline median / group median (emergence), on the spec's x; bounded where censored.
+  SpeedUp speed_up;
+  // baseline min / group max: at least 1 when every cell of the group crossed before every
+  // cell of the baseline (its slowest seed against the baseline's fastest).
+  SpeedUp seedwise;
 };
 
 struct CompareTable {
@@ -77,17 +85,21 @@ struct CompareTable {
   std::vector<CompareRow> rows;  // in the study's cell order of their first cell
   int cells_without_points = 0;  // cells that have not reported the metric yet
   int cells_without_flops = 0;   // XAxis::kFlops: cells left out, their FLOPs per token unknown
-  // The copy-rate metric shown beside the metric (CopyRateMetric), when some grouped cell
-  // reported it; empty otherwise.
-  std::string copy_rate_metric;
+  // The control shown beside the metric (ControlMetrics: the first some grouped cell
+  // reported); empty otherwise.
+  std::string control_metric;
+  // XAxis::kTokens: every eval point (tokens) some grouped cell has a value at, ascending;
+  // what the table of crossings by eval point is read at.
+  std::vector<int64_t> eval_points;
 };
 
-// The NIAH control's copy rate that belongs beside an accuracy: for "niah/acc@L" the one at
-// that length, "niah/control/distractor_copy_rate@L"; for any other "niah/acc..." metric (the
-// headline accuracy, by depth, in or beyond the window) the overall
-// "niah/control/distractor_copy_rate". Empty for other metrics. A model that retrieves keeps it
-// near 0 while its accuracy is high; one that copies whatever value follows a <V> does not.
-std::string CopyRateMetric(const std::string& metric);
+// The NIAH controls that belong beside an accuracy, in order of preference: the key-swap rate
+// (the same prompts asking another of their records' keys: how often the answer stays the
+// same; a copier ~1, a matcher ~0) and then the distractor copy rate (studies measured before
+// the key swap existed). For "niah/acc@L" the ones at that length; for any other "niah/acc..."
+// metric (the headline, by depth, in or beyond the window) the summaries. Empty for other
+// metrics.
+std::vector<std::string> ControlMetrics(const std::string& metric);
 
 // Groups the cells that reported spec.metric. A group's baseline is the group with the baseline
 // value on the baseline axis and the same values on every other grouping axis, except axes that

@@ -56,8 +56,8 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
   if (!study.ok()) return ReportError(study.status(), err);
   RemoveTrunks(&*study);
   std::vector<std::string> metrics = {spec.metric};
-  if (const std::string copy = analysis::CopyRateMetric(spec.metric); !copy.empty()) {
-    metrics.push_back(copy);
+  for (const std::string& control : analysis::ControlMetrics(spec.metric)) {
+    metrics.push_back(control);
   }
   absl::StatusOr<Curves> curves = client.Metrics(study_name, metrics);
   if (!curves.ok()) return ReportError(curves.status(), err);
@@ -133,6 +133,10 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
 
 int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
                 std::ostream& err) {
+  if (options.emergence && !options.threshold) {
+    err << "--emergence needs --threshold: the fraction of cells past which value\n";
+    return kExitBadInput;
+  }
   CompareSpec spec;
   spec.metric = options.metric;
   spec.threshold = options.threshold.value_or(0);
@@ -152,6 +156,7 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
   const Curves* curves = &g.curves;
   PlotOptions plot;
   plot.threshold = options.threshold.has_value();
+  plot.emergence = options.emergence;
   plot.title = options.title.empty() ? options.study + ": " + options.metric : options.title;
   const std::string svg = RenderSvg(table, *curves, spec, plot);
   if (options.out == "-") {

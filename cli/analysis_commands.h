@@ -22,7 +22,7 @@ struct CompareOptions {
   bool json = false;
 };
 // Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis). Beside a NIAH
-// accuracy it also fetches the control's copy rate (analysis::CopyRateMetric).
+// accuracy it also fetches its controls (analysis::ControlMetrics).
 int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
                    std::ostream& err);
 
@@ -35,8 +35,11 @@ struct PlotCommandOptions {
   std::string x = "tokens";  // the x axis: tokens or flops
   std::string out;           // the SVG file; "-" for stdout
   std::string title;
+  // Draw each group's fraction of cells past the threshold against tokens (Kaplan-Meier)
+  // instead of the metric; needs `threshold`.
+  bool emergence = false;
 };
-// Exit codes as compare's.
+// Exit codes as compare's (2 also for --emergence without --threshold).
 int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
                 std::ostream& err);
 

@@ -1,7 +1,9 @@
 // `onset compare`'s text: the table of analysis/study_compare.h for people. Columns: the
-// grouping axes, N (with how many cells are censored, "3 (1 <=, 1 >)"), T(x) (or FLOPS(x)),
-// MIN-MAX, FINAL, COPY-RATE beside a NIAH accuracy when its cells reported the control's copy
-// rate, MEAN/LOG-T, PARAMS and FLOPS/TOK when known, SPEED-UP.
+// grouping axes, N (with how many cells are censored, "3 (1 <=, 1 >)"), CROSSED (k/n), T(x)
+// (or FLOPS(x): the Kaplan-Meier median), MIN-MAX, FINAL, KEY-SWAP (or COPY-RATE, in studies
+// older than the key swap) beside a NIAH accuracy, MEAN/LOG-T, PARAMS and FLOPS/TOK when
+// known, SPEED-UP and SEED-WISE with a baseline. Then, over tokens, how many cells of each
+// group had crossed by each eval point.
 #pragma once
 
 #include <string>

@@ -146,6 +146,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tokens", "flops"}))
       ->capture_default_str();
   plot->add_option("--title", plot_options.title, "the figure's title");
+  plot->add_flag("--emergence", plot_options.emergence,
+                 "draw each group's fraction of cells past --threshold against tokens "
+                 "(Kaplan-Meier) instead of the metric");
   plot->add_option("--out", plot_options.out, "the SVG file to write ('-': stdout)")->required();
   onset::cli::FitOptions fit_options;
   CLI::App* fit = app.add_subcommand(

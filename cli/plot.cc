@@ -82,6 +82,28 @@ Band GroupBand(const CompareRow& row, const Curves& curves, const CompareSpec& s
   return b;
 }
 
+// A group's Kaplan-Meier fraction emerged as a step curve over [t_lo, t_hi]: flat between
+// event times, a vertical step at each.
+Band EmergenceBand(const CompareRow& row, double t_lo, double t_hi) {
+  Band b;
+  auto add = [&b](double t, double v) {
+    b.tokens.push_back(t);
+    b.median.push_back(v);
+    b.lo.push_back(v);
+    b.hi.push_back(v);
+  };
+  double level = 0;
+  add(t_lo, 0);
+  for (const analysis::EmergenceStep& s : row.emergence.steps) {
+    const double at = std::clamp(s.at, t_lo, t_hi);
+    add(at, level);
+    level = s.emerged;
+    add(at, level);
+  }
+  add(t_hi, level);
+  return b;
+}
+
 }  // namespace
 
 // A "nice" tick step (1, 2 or 5 times a power of ten) giving about `ticks` intervals.
@@ -131,7 +153,20 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
       v_max = std::max(v_max, b.hi[i]);
     }
   }
-  if (options.threshold) {
+  // The fraction of cells past the threshold, over the same tokens, on [0, 1].
+  CompareSpec shown = spec;
+  if (options.emergence && std::isfinite(t_min)) {
+    for (size_t g = 0; g < table.rows.size(); ++g) {
+      bands[g] = EmergenceBand(table.rows[g], t_min, t_max);
+    }
+    v_min = 0;
+    v_max = 1;
+    shown.threshold = 0.5;  // where the median is read
+    shown.metric = absl::StrCat(
+        "fraction of cells with ", spec.metric,
+        spec.direction == analysis::Direction::kUp ? " >= " : " <= ", FormatValue(spec.threshold));
+  }
+  if (options.threshold || options.emergence) {
     v_min = std::min(v_min, spec.threshold);
     v_max = std::max(v_max, spec.threshold);
   }
@@ -189,15 +224,15 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
                   "\" text-anchor=\"middle\">",
                   spec.x == analysis::XAxis::kFlops ? "training FLOPs" : "tokens seen",
                   " (log scale)</text>\n", "<text transform=\"translate(16,", Num(top + ph / 2),
-                  ") rotate(-90)\" text-anchor=\"middle\">", Escape(spec.metric), "</text>\n",
+                  ") rotate(-90)\" text-anchor=\"middle\">", Escape(shown.metric), "</text>\n",
                   "</g>\n<rect x=\"", Num(left), "\" y=\"", Num(top), "\" width=\"", Num(pw),
                   "\" height=\"", Num(ph), "\" fill=\"none\" stroke=\"#333\"/>\n");
-  if (options.threshold) {
+  if (options.threshold || options.emergence) {
     absl::StrAppend(&svg, "<line class=\"threshold\" x1=\"", Num(left), "\" y1=\"",
-                    Num(Y(spec.threshold)), "\" x2=\"", Num(left + pw), "\" y2=\"",
-                    Num(Y(spec.threshold)), "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n",
-                    "<text x=\"", Num(left + pw - 4), "\" y=\"", Num(Y(spec.threshold) - 4),
-                    "\" text-anchor=\"end\" fill=\"#555\">", Escape(FormatValue(spec.threshold)),
+                    Num(Y(shown.threshold)), "\" x2=\"", Num(left + pw), "\" y2=\"",
+                    Num(Y(shown.threshold)), "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n",
+                    "<text x=\"", Num(left + pw - 4), "\" y=\"", Num(Y(shown.threshold) - 4),
+                    "\" text-anchor=\"end\" fill=\"#555\">", Escape(FormatValue(shown.threshold)),
                     "</text>\n");
   }
   // One band and one median line per group; the legend names the group and its T(x).
@@ -208,7 +243,7 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
     const char* dash = g >= 8 ? " stroke-dasharray=\"5,2\"" : "";
     const std::string& label = labels[g];
     absl::StrAppend(&svg, "<g class=\"group\" data-label=\"", Escape(label), "\">\n");
-    if (b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
+    if (!options.emergence && b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
       std::string band;
       for (size_t i = 0; i < b.tokens.size(); ++i) {
         absl::StrAppend(&band, i ? " L" : "M", Num(X(b.tokens[i])), ",", Num(Y(b.hi[i])));
@@ -227,7 +262,7 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
       absl::StrAppend(&svg, "<path class=\"curve\" d=\"", line, "\" fill=\"none\" stroke=\"",
                       colour, "\" stroke-width=\"2\"", dash, "/>\n");
     }
-    const bool censored = row.summary.median.kind == analysis::Crossing::kRight;
+    const bool censored = row.emergence.median.kind == analysis::Crossing::kRight;
     if (censored && !b.tokens.empty()) {
       // Never reached the threshold: an open circle at the end of its curve.
       absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(X(b.tokens.back())), "\" cy=\"",
@@ -239,12 +274,12 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
                     Num(left + pw + 32), "\" y2=\"", Num(ly), "\" stroke=\"", colour,
                     "\" stroke-width=\"2\"", dash, "/>\n<text x=\"", Num(left + pw + 38), "\" y=\"",
                     Num(ly + 4), "\">", Escape(label), "</text>\n");
-    if (options.threshold) {
+    if (options.threshold || options.emergence) {
       absl::StrAppend(&svg, "<text x=\"", Num(left + pw + 38), "\" y=\"", Num(ly + 18),
                       "\" fill=\"#555\" font-size=\"11\">",
                       spec.x == analysis::XAxis::kFlops ? "FLOPs" : "T", " = ",
-                      Escape(FormatCrossing(row.summary.median, spec.x)), ", n = ", row.summary.n,
-                      "</text>\n");
+                      Escape(FormatCrossing(row.emergence.median, spec.x)), ", ",
+                      row.emergence.crossed, "/", row.emergence.n, " crossed</text>\n");
     }
     absl::StrAppend(&svg, "</g>\n");
   }

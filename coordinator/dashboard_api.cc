@@ -211,8 +211,8 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
         StudyProto(*store_, study, /*grid_points_only=*/true);
     if (!got.ok()) return FromStatus(got.status());
     std::vector<std::string> metrics = {metric};
-    if (const std::string copy = analysis::CopyRateMetric(metric); !copy.empty()) {
-      metrics.push_back(copy);  // shown beside the accuracy
+    for (const std::string& control : analysis::ControlMetrics(metric)) {
+      metrics.push_back(control);  // shown beside the accuracy
     }
     absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, metrics, {});
     if (!curves.ok()) return FromStatus(curves.status());

@@ -174,12 +174,16 @@ TEST(StudyCompareTest, ALeftCensoredGroupIsABoundInJson) {
   EXPECT_EQ(json["groups"][1]["speed_up"]["kind"], "at_least");
 }
 
-TEST(StudyCompareTest, CopyRateBesideANiahAccuracy) {
-  EXPECT_EQ(CopyRateMetric("niah/acc@256"), "niah/control/distractor_copy_rate@256");
-  EXPECT_EQ(CopyRateMetric("niah/acc"), "niah/control/distractor_copy_rate");
-  EXPECT_EQ(CopyRateMetric("niah/acc_beyond_window"), "niah/control/distractor_copy_rate");
-  EXPECT_EQ(CopyRateMetric("eval/short_loss"), "");
-  EXPECT_EQ(CopyRateMetric("niah/single/acc@256"), "");
+TEST(StudyCompareTest, TheKeySwapControlBesideANiahAccuracyElseTheCopyRate) {
+  EXPECT_EQ(ControlMetrics("niah/acc@256"),
+            (std::vector<std::string>{"niah/control/key_swap_rate@256",
+                                      "niah/control/distractor_copy_rate@256"}));
+  EXPECT_EQ(ControlMetrics("niah/acc"),
+            (std::vector<std::string>{"niah/control/key_swap_rate",
+                                      "niah/control/distractor_copy_rate"}));
+  EXPECT_EQ(ControlMetrics("niah/acc_beyond_window")[0], "niah/control/key_swap_rate");
+  EXPECT_TRUE(ControlMetrics("eval/short_loss").empty());
+  EXPECT_TRUE(ControlMetrics("niah/single/acc@256").empty());
 
   v1::GetStudyResponse study;
   study.mutable_study()->set_name("copy");
@@ -188,32 +192,86 @@ TEST(StudyCompareTest, CopyRateBesideANiahAccuracy) {
   AddCell(&study, "a2", {{"arch", "full"}, {"seed", "2"}});
   AddCell(&study, "b0", {{"arch", "swa"}, {"seed", "0"}});
   Curves curves;
+  const std::string swap = "niah/control/key_swap_rate@256";
   const std::string copy = "niah/control/distractor_copy_rate@256";
   for (const char* id : {"a0", "a1", "a2", "b0"}) curves[id]["niah/acc@256"] = Slow();
-  curves["a0"][copy] = {{1'000'000, 0.5}, {4'000'000, 0.0}};  // final: 0
-  curves["a1"][copy] = {{4'000'000, 0.25}};
-  curves["a2"][copy] = {{4'000'000, 0.75}};
+  curves["a0"][swap] = {{1'000'000, 0.5}, {4'000'000, 0.0}};  // final: 0
+  curves["a1"][swap] = {{4'000'000, 0.25}};
+  curves["a2"][swap] = {{4'000'000, 0.75}};
+  curves["a0"][copy] = {{4'000'000, 0.9}};
   CompareSpec spec;
   spec.metric = "niah/acc@256";
   spec.threshold = 0.5;
   std::string error;
   CompareTable table = Compare(study, curves, spec, &error);
-  EXPECT_EQ(table.copy_rate_metric, copy);
+  EXPECT_EQ(table.control_metric, swap);  // preferred over the copy rate
   ASSERT_EQ(table.rows.size(), 2u);
-  EXPECT_EQ(*table.rows[0].copy_rate_median, 0.25);  // median of the finals 0, 0.25, 0.75
-  EXPECT_FALSE(table.rows[1].copy_rate_median.has_value());
+  EXPECT_EQ(*table.rows[0].control_median, 0.25);  // median of the finals 0, 0.25, 0.75
+  EXPECT_FALSE(table.rows[1].control_median.has_value());
   nlohmann::json json = nlohmann::json::parse(CompareJson(table, spec));
-  EXPECT_EQ(json["copy_rate_metric"], copy);
-  EXPECT_EQ(json["groups"][0]["copy_rate_final_median"], 0.25);
-  EXPECT_EQ(json["groups"][1]["copy_rate_final_median"], nullptr);
+  EXPECT_EQ(json["control_metric"], swap);
+  EXPECT_EQ(json["groups"][0]["control_final_median"], 0.25);
+  EXPECT_EQ(json["groups"][1]["control_final_median"], nullptr);
 
-  // No cell reported it: no copy-rate column at all.
+  // A study measured before the key swap: the copy rate stands in.
+  for (auto& [id, metrics] : curves) metrics.erase(swap);
+  table = Compare(study, curves, spec, &error);
+  EXPECT_EQ(table.control_metric, copy);
+  EXPECT_EQ(*table.rows[0].control_median, 0.9);
+  // No cell reported either: no control column at all.
   for (auto& [id, metrics] : curves) metrics.erase(copy);
   table = Compare(study, curves, spec, &error);
-  EXPECT_EQ(table.copy_rate_metric, "");
+  EXPECT_EQ(table.control_metric, "");
   json = nlohmann::json::parse(CompareJson(table, spec));
-  EXPECT_FALSE(json.contains("copy_rate_metric"));
-  EXPECT_FALSE(json["groups"][0].contains("copy_rate_final_median"));
+  EXPECT_FALSE(json.contains("control_metric"));
+  EXPECT_FALSE(json["groups"][0].contains("control_final_median"));
+}
+
+// Seeds of a group as a survival curve: how many crossed, the Kaplan-Meier median (an
+// unfinished cell censored where it is), crossings by eval point, and speed-ups from medians
+// and seed-wise.
+TEST(StudyCompareTest, SeedsAggregateAsEmergence) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("seeds");
+  for (int s = 0; s < 3; ++s) {
+    AddCell(&study, "f" + std::to_string(s), {{"arch", "full"}, {"seed", std::to_string(s)}});
+    AddCell(&study, "d" + std::to_string(s), {{"arch", "gdn"}, {"seed", std::to_string(s)}});
+  }
+  Curves curves;
+  curves["f0"]["m"] = {{1'000'000, 0.1}, {2'000'000, 0.2}, {4'000'000, 0.8}};  // 0.5 at ~2.8M
+  curves["f1"]["m"] = {{1'000'000, 0.1}, {2'000'000, 0.2}, {4'000'000, 0.3}};  // > 4M
+  curves["f2"]["m"] = {{1'000'000, 0.1}, {2'000'000, 0.2}, {4'000'000, 0.3}};  // > 4M
+  curves["d0"]["m"] = {{1'000'000, 0.2}, {2'000'000, 0.8}, {4'000'000, 0.9}};  // ~1.4M
+  curves["d1"]["m"] = {{1'000'000, 0.6}, {2'000'000, 0.8}, {4'000'000, 0.9}};  // <= 1M
+  curves["d2"]["m"] = {{1'000'000, 0.2}, {2'000'000, 0.4}, {4'000'000, 0.9}};  // ~2.4M
+  CompareSpec spec = Spec();
+  spec.by = {"arch"};
+  std::string error;
+  const CompareTable table = Compare(study, curves, spec, &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(table.eval_points, (std::vector<int64_t>{1'000'000, 2'000'000, 4'000'000}));
+  const CompareRow& full = table.rows[0];
+  const CompareRow& gdn = table.rows[1];
+  EXPECT_EQ(full.emergence.crossed, 1);
+  EXPECT_EQ(full.emergence.median.kind, Crossing::kRight);  // 1 of 3: "> 4M"
+  EXPECT_EQ(full.emergence.median.at, 4'000'000);
+  EXPECT_EQ(gdn.emergence.crossed, 3);
+  EXPECT_EQ(gdn.emergence.median.kind, Crossing::kExact);
+  EXPECT_NEAR(gdn.emergence.median.at, 1'414'214, 1);  // the middle of <= 1M, 1.41M, 2.38M
+  EXPECT_EQ(gdn.speed_up.kind, SpeedUp::kAtLeast);     // over "> 4M"
+  EXPECT_NEAR(gdn.speed_up.value, 4e6 / 1'414'214, 1e-3);
+  // Seed-wise: the gdn seed slowest to cross (2.38M) against the fastest full seed (2.83M).
+  EXPECT_EQ(gdn.seedwise.kind, SpeedUp::kExact);
+  EXPECT_GT(gdn.seedwise.value, 1.0);
+  const nlohmann::json json = nlohmann::json::parse(CompareJson(table, spec));
+  const nlohmann::json& by = json["groups"][1]["emergence"]["by_eval_point"];
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_EQ(by[0]["crossed"], 1);  // d1, left-censored at 1M
+  EXPECT_EQ(by[1]["crossed"], 2);
+  EXPECT_EQ(by[2]["crossed"], 3);
+  EXPECT_EQ(by[2]["observed"], 3);
+  EXPECT_EQ(json["groups"][0]["crossed"], 1);
+  EXPECT_EQ(json["groups"][0]["median"]["censored_above"], 4'000'000);
 }
 
 }  // namespace

@@ -71,10 +71,15 @@ TEST(CompareTest, GroupsSeedsAndComputesSpeedUpsAgainstTheBaseline) {
   EXPECT_THAT(text, HasSubstr("<= 0.25x"));
   EXPECT_THAT(text, HasSubstr("1 cells have no niah/acc point yet"));
   // The first-point crossing is a bound, never a bare number.
-  EXPECT_THAT(text, HasSubstr("swa        2 (2 <=)   <= 1M  <= 1M - <= 1M"));
-  EXPECT_THAT(text, HasSubstr("lightning   1 (1 >)    > 8M    > 8M - > 8M"));
+  EXPECT_THAT(text, HasSubstr("swa        2 (2 <=)      2/2   <= 1M  <= 1M - <= 1M"));
+  EXPECT_THAT(text, HasSubstr("lightning   1 (1 >)      0/1    > 8M    > 8M - > 8M"));
+  // How many cells had crossed by each eval point.
+  EXPECT_THAT(text, HasSubstr("cells past 0.5 by tokens seen (crossed/observed):\n"
+                              "ARCH        1M   4M\n"
+                              "full       0/2  2/2\n"));
   EXPECT_THAT(text, Not(HasSubstr("PARAMS")));     // no cell is sized
   EXPECT_THAT(text, Not(HasSubstr("COPY-RATE")));  // no cell reported the control
+  EXPECT_THAT(text, Not(HasSubstr("KEY-SWAP")));
 
   const nlohmann::json json = nlohmann::json::parse(CompareJson(table, spec));
   EXPECT_EQ(json["groups"][2]["median"]["tokens"], nullptr);  // censored: never a number
