@@ -497,9 +497,10 @@ TEST(StudyFileTest, LimitsOnAxesAndValues) {
 }
 
 TEST(StudyFileTest, ExampleStudiesInTheRepositoryParse) {
-  const std::map<std::string, size_t> kCells = {{"studies/demo.yaml", 4},
-                                                {"studies/hybrid-design.yaml", 48},
-                                                {"studies/retrieval-cpu.yaml", 8}};
+  const std::map<std::string, size_t> kCells = {{"studies/demo.yaml", 9},
+                                                {"studies/findings-cpu.yaml", 33},
+                                                {"studies/paper-gpu.yaml", 324},
+                                                {"studies/wsd-budgets.yaml", 8}};
   for (const auto& [file, cells] : kCells) {
     std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
     ASSERT_TRUE(in.good()) << file;
@@ -574,12 +575,23 @@ grid:
 TEST(StudyFileTest, TheStudiesCellIdsAreUnchanged) {
   // A cell's id is the hash of its canonical config: stored results belong to these ids.
   // (tests/model/config/testdata/cell_config_golden.txt pins every grid point's config.)
+  // The old studies' grid points (demo.yaml's four cells, retrieval-cpu.yaml) are pinned by the
+  // golden file's study cases, which still read to the same ids.
   const std::map<std::string, std::vector<std::string>> ids = {
       {"studies/demo.yaml",
-       {"dd4cd45741a76c81", "855668185f24fd41", "4848f748a2462e74", "129d4d08f5ad7424"}},
-      {"studies/retrieval-cpu.yaml",
-       {"caf6f8db3273dbc3", "19a8a9ec260a4d24", "84eeb9dc343281bd", "be2fc6e10bba2676",
-        "666742ec51b6a751", "704f224b4ac02be5", "3af60fb88e42bff7", "083af7af97a6c012"}}};
+       {"fc4d7eeb667c146e", "e47d3de85ef81fef", "510674a70b71bdc6", "76c0fdbbd02662b9",
+        "d306d4be437d7255", "9eb8f0692328241a", "7c543f255ebcb27f", "609dcffbc2ca876c",
+        "564d80fbba516e0d"}},
+      {"studies/findings-cpu.yaml",
+       {"cbe742ce0e09fc8a", "8968c3a33f84fdce", "9508790e8e581046", "9b3ecb015e766871",
+        "cadb3b66ae83e341", "2e393947ffb69b7e", "58cbf6cf10180dec", "74dafa5e79c9152e",
+        "4f6c04bb2882953c", "f267ea2309beb26e", "662b2234c1cbe01a", "091574655a42a39e",
+        "0b148d263759357d", "0720c6f78ff52293", "877d7ae0c04025b7", "9e1e2baab07a76a2",
+        "4400e6c6f0ceb7ff", "da316a108aeb7ab5", "4810aa11ed068558", "00281208e2183156",
+        "b3c2661aa24e1bcb", "f24668ef77e288b4", "5802910ce09862fe", "34093a74341509ed",
+        "cc56874c5dcf29f9", "593b0d50c9e70b1b", "ca163a73c10ff8c3", "4639c7a02e712a57",
+        "a037f47f2e7b7bf7", "bf287ddd66bc1031", "25c6f6ad6538c524", "db77b7232c2a197a",
+        "834115613db8bf27"}}};
   for (const auto& [file, expected] : ids) {
     std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
     std::stringstream text;
@@ -596,7 +608,8 @@ TEST(StudyFileTest, EveryCellsResolvedConfigParsesToItselfAsTheTrainerReadsIt) {
   // What a worker hands onset-train is the canonical config; it must read back unchanged.
   std::vector<std::pair<std::string, std::string>> studies;
   for (const char* file :
-       {"studies/demo.yaml", "studies/hybrid-design.yaml", "studies/retrieval-cpu.yaml"}) {
+       {"studies/demo.yaml", "studies/findings-cpu.yaml", "studies/paper-gpu.yaml",
+        "studies/wsd-budgets.yaml"}) {
     std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
     std::stringstream text;
     text << in.rdbuf();
