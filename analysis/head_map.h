@@ -1,5 +1,6 @@
 // A cell's retrieval heads (docs/metrics.md, "Retrieval heads": a head's score is how often its
-// top-1 attention lands on the needle token being copied; above 0.1 it is a retrieval head):
+// top-1 attention lands on the asked record's value, minus how often on that value when another
+// key of the same prompt is asked; above 0.1 it is a retrieval head):
 // the layer x head scores at one eval point, and when each head first passed the threshold.
 // Pure: the cell's metric curves in.
 #pragma once

@@ -43,6 +43,7 @@ struct ModelCase {
   std::string arch;
   int window = 0;
   int seq_len = 256;
+  bool short_conv = false;  // model.short_conv: true (the L and D layers', a study's default)
 };
 
 // The 4-layer, 4-head model of a case; exits on a bad case.
@@ -55,7 +56,8 @@ onset::model::CellConfig CaseConfig(const ModelCase& c, int d_model, int batch_t
                                   {"heads", 4},
                                   {"seq_len", c.seq_len},
                                   {"arch", c.arch},
-                                  {"window", c.window}}},
+                                  {"window", c.window},
+                                  {"short_conv", c.short_conv}}},
                                 {"train", {{"batch_tokens", std::max(batch_tokens, c.seq_len)}}}},
                                &cell);
   if (error) {
@@ -87,18 +89,23 @@ double TrainTokensPerCpuSecond(const ModelCase& c, int d_model, int batch_tokens
 
 // The train-step table of docs/cpu-benchmark.md: mixers x windows x sequence lengths.
 int Sweep(int d_model, int batch_tokens) {
-  std::printf("| arch | pattern | window | seq_len | tokens/CPU-s |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| arch | pattern | window | short conv | seq_len | tokens/CPU-s |\n"
+      "|---|---|---|---|---|---|\n");
   for (int seq_len : {256, 1024, 4096}) {
     std::vector<ModelCase> cases = {{"full", 0, seq_len},
                                     {"swa", 32, seq_len},
                                     {"swa", 128, seq_len},
                                     {"lightning", 0, seq_len},
-                                    {"gdn", 0, seq_len}};
+                                    {"lightning", 0, seq_len, true},
+                                    {"gdn", 0, seq_len},
+                                    {"gdn", 0, seq_len, true}};
     for (const ModelCase& c : cases) {
       std::string pattern;
       const double tps = TrainTokensPerCpuSecond(c, d_model, batch_tokens, &pattern);
-      std::printf("| %s | %s | %s | %d | %.0f |\n", c.arch.c_str(), pattern.c_str(),
-                  c.window ? std::to_string(c.window).c_str() : "-", seq_len, tps);
+      std::printf("| %s | %s | %s | %s | %d | %.0f |\n", c.arch.c_str(), pattern.c_str(),
+                  c.window ? std::to_string(c.window).c_str() : "-", c.short_conv ? "yes" : "-",
+                  seq_len, tps);
       std::fflush(stdout);
     }
   }
