@@ -128,7 +128,8 @@ TEST_F(TrainBinaryTest, TinyRunPrintsTheProtocol) {
   std::string path = WriteConfig(R"({
     "model": {"layers": 2, "d_model": 32, "heads": 2, "seq_len": 32, "arch": "swa:1", "window": 8},
     "train": {"tokens": 4096, "batch_tokens": 512, "micro_batch": 8, "log_every_steps": 2},
-    "eval": {"heldout_seqs": 2, "niah_lengths": [48, 64], "niah_samples": 1}})");
+    "eval": {"heldout_seqs": 2, "niah_lengths": [32, 64], "niah_records": 2,
+             "niah_samples": 1}})");
   RunResult r = Run("--config " + path + " --device cpu --threads 1 --checkpoint-dir " + ckpt());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(r.out);
