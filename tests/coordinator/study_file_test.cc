@@ -607,9 +607,8 @@ TEST(StudyFileTest, TheStudiesCellIdsAreUnchanged) {
 TEST(StudyFileTest, EveryCellsResolvedConfigParsesToItselfAsTheTrainerReadsIt) {
   // What a worker hands onset-train is the canonical config; it must read back unchanged.
   std::vector<std::pair<std::string, std::string>> studies;
-  for (const char* file :
-       {"studies/demo.yaml", "studies/findings-cpu.yaml", "studies/paper-gpu.yaml",
-        "studies/wsd-budgets.yaml"}) {
+  for (const char* file : {"studies/demo.yaml", "studies/findings-cpu.yaml",
+                           "studies/paper-gpu.yaml", "studies/wsd-budgets.yaml"}) {
     std::ifstream in(std::string(ONSET_SOURCE_DIR) + "/" + file);
     std::stringstream text;
     text << in.rdbuf();
