@@ -1,10 +1,25 @@
 #include "base/posix_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace onset::base {
+namespace {
+
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a plain file";
+}
+
+}  // namespace
 
 int WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -15,6 +30,37 @@ int WriteAll(int fd, std::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return 0;
+}
+
+OpenedFile OpenRegularFile(const std::string& path) {
+  OpenedFile file;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    file.err = errno;
+    file.error = std::strerror(file.err);
+    return file;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    file.err = errno;
+    file.error = std::strerror(file.err);
+    ::close(fd);
+    return file;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    file.error = std::string("not a regular file (") + KindOf(st.st_mode) + ")";
+    ::close(fd);
+    return file;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    file.err = errno;
+    file.error = std::strerror(file.err);
+    ::close(fd);
+    return file;
+  }
+  file.fd = fd;
+  return file;
 }
 
 }  // namespace onset::base

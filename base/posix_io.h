@@ -1,6 +1,8 @@
-// The one write loop over a file descriptor: whole buffers, through short writes and signals.
+// The POSIX file primitives every program shares: the one write loop over a file descriptor,
+// and the one way to open a file that must be a regular file without hanging on a FIFO.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace onset::base {
@@ -9,5 +11,19 @@ namespace onset::base {
 // (EINTR). Returns 0, or the errno of the write that failed (EIO for a write that wrote
 // nothing without saying why). What was written before a failure stays written.
 int WriteAll(int fd, std::string_view data);
+
+// A file opened for reading by OpenRegularFile: `fd` >= 0 on success (the caller closes it);
+// otherwise `fd` is -1 and `error` says why ("No such file or directory", "not a regular file
+// (a FIFO)"), with `err` the errno or 0 when the file is of the wrong kind.
+struct OpenedFile {
+  int fd = -1;
+  int err = 0;
+  std::string error;
+};
+
+// Opens `path` read-only and close-on-exec and checks that it is a regular file. The open uses
+// O_NONBLOCK, so a FIFO without a writer (or a device) is refused at once instead of blocking
+// the caller in open(); the flag is cleared again before the descriptor is returned.
+OpenedFile OpenRegularFile(const std::string& path);
 
 }  // namespace onset::base

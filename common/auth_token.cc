@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "base/durable_file.h"
+#include "base/posix_io.h"
 #include "base/sha256.h"
 #include "common/random_id.h"
 
@@ -77,18 +78,19 @@ absl::Status ValidateToken(std::string_view token) {
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int err = errno;
-    if (err == ENOENT) return absl::NotFoundError("token file " + path + " does not exist");
-    return absl::PermissionDeniedError("cannot read token file " + path + ": " + Errno(err));
+  // A FIFO or device is refused without blocking in open().
+  const base::OpenedFile opened = base::OpenRegularFile(path);
+  if (opened.err == ENOENT) return absl::NotFoundError("token file " + path + " does not exist");
+  if (opened.fd < 0 && opened.err == 0) {
+    return absl::PermissionDeniedError("token file " + path + " is " + opened.error);
   }
+  if (opened.fd < 0) {
+    return absl::PermissionDeniedError("cannot read token file " + path + ": " + opened.error);
+  }
+  Fd fd(opened.fd);
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) {
     return absl::PermissionDeniedError("cannot stat token file " + path + ": " + Errno(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return absl::PermissionDeniedError("token file " + path + " is not a regular file");
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     return absl::PermissionDeniedError("token file " + path + " is accessible by group or others" +

@@ -6,9 +6,13 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <fstream>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <memory>
-#include <sstream>
+
+#include "base/posix_io.h"
 
 namespace onset::common {
 namespace {
@@ -26,12 +30,38 @@ using Bio = std::unique_ptr<BIO, BioFree>;
 using Certificate = std::unique_ptr<X509, X509Free>;
 using PrivateKey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 
+// PEM files of a few certificates are kilobytes; a CA bundle is a few hundred.
+constexpr size_t kMaxPemFileBytes = 16 * 1024 * 1024;
+
+// The whole file, read through base::OpenRegularFile (a FIFO is refused, never waited on) and
+// at most kMaxPemFileBytes.
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(std::string(what) + " " + path + " cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  const base::OpenedFile opened = base::OpenRegularFile(path);
+  if (opened.fd < 0) {
+    return absl::NotFoundError(std::string(what) + " " + path + " cannot be read: " + opened.error);
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{opened.fd};
+  std::string text;
+  char buffer[64 * 1024];
+  while (true) {
+    const ssize_t n = ::read(opened.fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return absl::NotFoundError(std::string(what) + " " + path +
+                                 " cannot be read: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > kMaxPemFileBytes) {
+      return absl::InvalidArgumentError(std::string(what) + " " + path + " is larger than " +
+                                        std::to_string(kMaxPemFileBytes / (1024 * 1024)) +
+                                        " MiB: not a PEM file");
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 // Refuses to ask for a passphrase: OpenSSL's default would prompt on the terminal.

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/posix_io.h"
+
 namespace onset::model {
 namespace {
 
@@ -32,14 +34,16 @@ int TokenBytes(TokenDtype dtype) { return dtype == TokenDtype::kUint16 ? 2 : 4; 
 
 std::unique_ptr<TokenFile> TokenFile::Open(const std::string& path, TokenDtype dtype,
                                            int text_tokens, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
+  // A FIFO is refused at once: open() on one without a writer would block the trainer.
+  const base::OpenedFile opened = base::OpenRegularFile(path);
+  if (opened.fd < 0) {
+    *error = path + (opened.err != 0 ? ": cannot open: " : ": ") + opened.error;
     return nullptr;
   }
+  const int fd = opened.fd;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = path + ": not a regular file";
+  if (::fstat(fd, &st) != 0) {
+    *error = path + ": cannot stat: " + std::strerror(errno);
     ::close(fd);
     return nullptr;
   }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/fifo.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::common {
@@ -98,6 +99,15 @@ TEST(ReadTokenFileTest, RefusesAFileThatGroupOrOthersMayAccess) {
     EXPECT_THAT(token.status().message(), HasSubstr("chmod 600 " + path));
     EXPECT_THAT(token.status().message(), ::testing::Not(HasSubstr("s3cret")));
   }
+}
+
+TEST(ReadTokenFileTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  testutil::TempDir dir;
+  const std::string fifo = testutil::MakeFifo(dir.File("token"));
+  absl::StatusOr<std::string> token;
+  EXPECT_TRUE(testutil::ReturnsWithoutAWriter(fifo, [&] { token = ReadTokenFile(fifo); }));
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.status().message(), HasSubstr("is not a regular file (a FIFO)"));
 }
 
 TEST(ReadTokenFileTest, MissingEmptyAndBinaryFiles) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/self_signed.h"
+#include "tests/testing/fifo.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::common {
@@ -46,6 +47,16 @@ TEST(TlsFilesTest, NamesTheBadFile) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(ReadTlsRootCertificates(junk).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ReadTlsRootCertificates(dir.File("none")).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(TlsFilesTest, AFifoAsTheCaFileIsRefusedWithoutWaitingForAWriter) {
+  testutil::TempDir dir;
+  const std::string fifo = testutil::MakeFifo(dir.File("ca.pem"));
+  absl::StatusOr<std::string> roots;
+  EXPECT_TRUE(
+      testutil::ReturnsWithoutAWriter(fifo, [&] { roots = ReadTlsRootCertificates(fifo); }));
+  ASSERT_FALSE(roots.ok());
+  EXPECT_THAT(roots.status().message(), HasSubstr("not a regular file (a FIFO)"));
 }
 
 }  // namespace

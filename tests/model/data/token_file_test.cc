@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/fifo.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::model {
@@ -55,6 +56,17 @@ TEST(TokenFileTest, RefusesMissingEmptyAndRaggedFiles) {
 
   EXPECT_EQ(TokenFile::Open(dir.path(), TokenDtype::kUint16, 256, &error), nullptr);
   EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+}
+
+TEST(TokenFileTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  TempDir dir;
+  const std::string fifo = testutil::MakeFifo(dir.File("tokens.bin"));
+  std::string error;
+  std::unique_ptr<TokenFile> file;
+  EXPECT_TRUE(testutil::ReturnsWithoutAWriter(
+      fifo, [&] { file = TokenFile::Open(fifo, TokenDtype::kUint16, 256, &error); }));
+  EXPECT_EQ(file, nullptr);
+  EXPECT_NE(error.find("tokens.bin: not a regular file (a FIFO)"), std::string::npos) << error;
 }
 
 TEST(TokenFileTest, ParsesDtypeNames) {
