@@ -70,8 +70,22 @@ grpc::Status BearerTokenChecker::Check(const grpc::ServerContext& context) const
     }
   }
   if (problem == nullptr) return grpc::Status::OK;
-  spdlog::warn("refused a call from {}: {}", context.peer(), problem);
+  LogRefusal(context.peer(), problem);
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, kUnauthenticatedMessage);
+}
+
+void BearerTokenChecker::LogRefusal(const std::string& peer, const char* problem) const {
+  int64_t left_out = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!refusals_.Occurred(1, &left_out)) return;
+  }
+  if (left_out == 0) {
+    spdlog::warn("refused a call from {}: {}", peer, problem);
+  } else {
+    spdlog::warn("refused a call from {}: {} ({} more refused since the last such line)", peer,
+                 problem, left_out);
+  }
 }
 
 std::shared_ptr<grpc::ServerCredentials> NewServerCredentials(

@@ -14,11 +14,15 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/client_security.h"
+#include "common/clock.h"
+#include "common/log_throttle.h"
 #include "common/tls_files.h"
 
 namespace onset::common {
@@ -31,14 +35,27 @@ inline constexpr char kUnauthenticatedMessage[] =
 // Thread-safe.
 class BearerTokenChecker {
  public:
-  explicit BearerTokenChecker(std::string token) : token_(std::move(token)) {}
+  // `clock` (which must outlive the checker) paces the log of refused calls.
+  explicit BearerTokenChecker(std::string token, const Clock& clock = SystemClock())
+      : token_(std::move(token)), refusals_(clock, kRefusalLogInterval) {}
 
   // OK when the call carries exactly one "authorization: Bearer <token>" header with this token
-  // (compared in constant time); UNAUTHENTICATED with kUnauthenticatedMessage otherwise.
+  // (compared in constant time); UNAUTHENTICATED with kUnauthenticatedMessage otherwise, and the
+  // refusal is logged through LogRefusal.
   grpc::Status Check(const grpc::ServerContext& context) const;
+
+  // Logs that a call from `peer` was refused for `problem`: the first refusal at once, then at
+  // most one line per kRefusalLogInterval that counts the refusals left out and names the
+  // latest, so that calls without a token (which anyone can send) cannot flood the log.
+  // Thread-safe.
+  void LogRefusal(const std::string& peer, const char* problem) const;
+
+  static constexpr std::chrono::minutes kRefusalLogInterval{1};
 
  private:
   const std::string token_;
+  mutable std::mutex mu_;
+  mutable LogThrottle refusals_;  // guarded by mu_
 };
 
 // Credentials for the coordinator's port: TLS with `tls` (no client certificates), or plaintext.
