@@ -17,7 +17,6 @@ LeaseManager::LeaseManager(Store* store, const common::Clock* clock, std::chrono
     : store_(store), clock_(clock), ttl_(ttl), expire_failures_(*clock, std::chrono::minutes(1)) {}
 
 absl::Status LeaseManager::Recover(bool requeue_running) {
-  std::lock_guard<std::mutex> lock(mu_);
   ONSET_ASSIGN_OR_RETURN(std::vector<RunningAttempt> running, store_->RunningAttempts());
   const auto deadline = clock_->MonotonicNow() + ttl_;
   for (const RunningAttempt& a : running) {
@@ -31,6 +30,7 @@ absl::Status LeaseManager::Recover(bool requeue_running) {
       spdlog::info("requeued cell {} of study {}: {} was running at restart", a.cell_id, a.study,
                    Describe(a.lease_id, a.cell_id, a.attempt));
     } else {
+      std::lock_guard<std::mutex> lock(mu_);
       leases_[a.lease_id] = Lease{a.worker_id, a.study, a.cell_id, a.attempt, deadline};
     }
   }
@@ -39,18 +39,37 @@ absl::Status LeaseManager::Recover(bool requeue_running) {
 
 absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(
     const std::string& worker_id, const std::vector<std::string>& free_devices) {
-  std::lock_guard<std::mutex> lock(mu_);
+  // The claim is a write and runs without mu_: no call can name the new lease before this one
+  // returns it, and the store's writer serialises claims.
   ONSET_ASSIGN_OR_RETURN(std::optional<ClaimedJob> job,
                          store_->ClaimNextCell(worker_id, free_devices));
   if (job) {
+    std::lock_guard<std::mutex> lock(mu_);
     leases_[job->lease_id] =
         Lease{worker_id, job->study, job->cell_id, job->attempt, clock_->MonotonicNow() + ttl_};
   }
   return job;
 }
 
-absl::StatusOr<LeaseManager::Lease*> LeaseManager::Check(const std::string& worker_id,
-                                                         const std::string& lease_id) {
+absl::Status LeaseManager::Check(const std::string& worker_id, const std::string& lease_id) {
+  std::optional<Lease> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::StatusOr<bool> current = CheckLocked(worker_id, lease_id);
+    if (!current.ok()) return current.status();
+    if (*current) return absl::OkStatus();
+    // Taken out of the map now, so no other call acts on it while it is expired below.
+    expired = leases_.at(lease_id);
+    leases_.erase(lease_id);
+  }
+  // Expire now rather than waiting for the sweeper, so the answer is final.
+  const std::string what = Describe(lease_id, expired->cell_id, expired->attempt);
+  if (absl::Status s = Expire(lease_id, *expired); !s.ok()) return s;
+  return absl::FailedPreconditionError(what + " has expired; the cell was requeued; stop the job");
+}
+
+absl::StatusOr<bool> LeaseManager::CheckLocked(const std::string& worker_id,
+                                               const std::string& lease_id) {
   auto it = leases_.find(lease_id);
   if (it == leases_.end()) {
     return absl::FailedPreconditionError("lease " + lease_id +
@@ -65,14 +84,7 @@ absl::StatusOr<LeaseManager::Lease*> LeaseManager::Check(const std::string& work
                  worker_id);
     return absl::FailedPreconditionError(what + " is held by another worker; stop the job");
   }
-  if (clock_->MonotonicNow() > lease.deadline) {
-    // Expire now rather than waiting for the sweeper, so the answer is final.
-    if (absl::Status s = Expire(lease_id, lease); !s.ok()) return s;
-    return absl::FailedPreconditionError(what +
-                                         " has expired; the cell was requeued; stop the "
-                                         "job");
-  }
-  return &lease;
+  return clock_->MonotonicNow() <= lease.deadline;
 }
 
 void LeaseManager::ForgetIfEnded(const std::string& lease_id, const absl::Status& status) {
@@ -83,10 +95,7 @@ absl::StatusOr<LeaseStatus> LeaseManager::Heartbeat(const std::string& worker_id
                                                     const std::string& lease_id,
                                                     std::optional<int64_t> tokens_done,
                                                     double tokens_per_second) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
-  }
+  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
   // The store call runs without mu_, so that many workers' reports reach the store's writer
   // together and share its transactions. The store checks again that the attempt is open, so an
   // expiry or finish in between makes this fail rather than write for an ended attempt.
@@ -103,10 +112,7 @@ absl::StatusOr<LeaseStatus> LeaseManager::Heartbeat(const std::string& worker_id
 absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,
                                                 const std::string& lease_id,
                                                 const std::vector<MetricPoint>& points) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
-  }
+  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
   absl::StatusOr<int> n = store_->AddMetrics(lease_id, points);  // without mu_, as Heartbeat
   std::lock_guard<std::mutex> lock(mu_);
   ForgetIfEnded(lease_id, n.status());
@@ -116,10 +122,7 @@ absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,
 absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
                                              const std::string& lease_id,
                                              const std::vector<LogLine>& lines) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
-  }
+  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
   absl::StatusOr<int> n = store_->AppendLogs(lease_id, lines);  // without mu_, as Heartbeat
   std::lock_guard<std::mutex> lock(mu_);
   ForgetIfEnded(lease_id, n.status());
@@ -128,9 +131,11 @@ absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
 
 absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::string& lease_id,
                                      const AttemptEnd& end) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id).status());
+  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
+  // Without mu_, as Heartbeat. The lease stays in the map meanwhile: a store that fails now
+  // (not FailedPrecondition) leaves it to a retry of this call or to expiry, never orphaned.
   absl::Status s = store_->FinishAttempt(lease_id, end);
+  std::lock_guard<std::mutex> lock(mu_);
   if (s.ok() || absl::IsFailedPrecondition(s)) leases_.erase(lease_id);
   return s;
 }
@@ -143,25 +148,35 @@ absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& leas
   if (s.ok()) {
     spdlog::warn("{} of study {} expired (worker {}); cell requeued", what, lease.study,
                  lease.worker_id);
-  } else if (!absl::IsFailedPrecondition(s)) {
-    return absl::Status(s.code(), "expiring " + what + ": " + std::string(s.message()));
+    return absl::OkStatus();
   }
-  leases_.erase(lease_id);  // invalidates `lease`
-  return absl::OkStatus();
+  if (absl::IsFailedPrecondition(s)) return absl::OkStatus();  // it had ended meanwhile
+  // Back into the map, still past its deadline, for the next sweep.
+  std::lock_guard<std::mutex> lock(mu_);
+  leases_.emplace(lease_id, lease);
+  return absl::Status(s.code(), "expiring " + what + ": " + std::string(s.message()));
 }
 
 int LeaseManager::ExpireLeases() {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto now = clock_->MonotonicNow();
-  std::vector<std::string> expired;
-  for (const auto& [id, lease] : leases_) {
-    if (now > lease.deadline) expired.push_back(id);
+  std::vector<std::pair<std::string, Lease>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = clock_->MonotonicNow();
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      if (now > it->second.deadline) {
+        expired.emplace_back(it->first, std::move(it->second));
+        it = leases_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
+  // The store writes run without mu_; the expired leases are out of the map meanwhile, so every
+  // call naming one is refused as it would be once it is requeued.
   int count = 0;
   int failed = 0;
   absl::Status first;
-  for (const std::string& id : expired) {
-    Lease lease = leases_.at(id);
+  for (const auto& [id, lease] : expired) {
     absl::Status s = Expire(id, lease);
     if (s.ok()) {
       ++count;
@@ -170,6 +185,7 @@ int LeaseManager::ExpireLeases() {
     }
   }
   // A store that cannot be written fails every expiry of every sweep: one line a minute.
+  std::lock_guard<std::mutex> lock(mu_);
   int64_t left_out = 0;
   if (failed > 0 && expire_failures_.Occurred(failed, &left_out)) {
     spdlog::error("could not expire {} of {} leases, kept for the next sweep{}: first: {}", failed,

@@ -21,10 +21,13 @@
 namespace onset::coordinator {
 
 // Thread-safe: all methods may be called concurrently (gRPC handler threads and the sweeper).
-// The state is guarded by one mutex. It is held across the store call of the operations that
-// change who holds a cell (lease, finish, expiry), so those cannot interleave; reports
-// (heartbeats, metrics, logs) check the lease under it and then write without it, the store
-// refusing a write for an attempt that ended meanwhile.
+// The map of leases is guarded by one mutex, which is never held across a store call: a slow
+// write (a large cancel, a busy disk) delays only the calls that wait for the store, never the
+// lease checks of every other worker. Each operation checks or changes the map under the mutex
+// and writes without it; the store serialises the writes and refuses one for an attempt that
+// ended meanwhile (FailedPrecondition), which is how a finish and an expiry of one lease that
+// race are settled. A lease being expired is taken out of the map first, so no call acts on it
+// while its attempt is requeued.
 class LeaseManager {
  public:
   // `store` and `clock` must outlive the manager. `ttl` > 0.
@@ -80,11 +83,16 @@ class LeaseManager {
     common::Clock::MonotonicTime deadline;
   };
 
-  // The lease if `worker_id` holds it and it has not expired; an expired one is expired here.
-  // Caller holds mu_.
-  absl::StatusOr<Lease*> Check(const std::string& worker_id, const std::string& lease_id);
+  // OK when `worker_id` holds the lease and it has not expired; an expired one is expired here
+  // (FailedPrecondition). Takes mu_, and releases it before any store call.
+  absl::Status Check(const std::string& worker_id, const std::string& lease_id);
+  // FailedPrecondition for an unknown lease or another worker's; else whether it is still
+  // within its deadline. Caller holds mu_.
+  absl::StatusOr<bool> CheckLocked(const std::string& worker_id, const std::string& lease_id);
   // Drops the lease when the store says its attempt is gone. Caller holds mu_.
   void ForgetIfEnded(const std::string& lease_id, const absl::Status& status);
+  // Requeues the attempt of `lease`, which the caller has taken out of the map (a store failure
+  // puts it back for the next sweep). Called without mu_.
   absl::Status Expire(const std::string& lease_id, const Lease& lease);
 
   Store* const store_;

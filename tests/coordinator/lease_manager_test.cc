@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "common/fake_clock.h"
 #include "coordinator/sqlite_store.h"
 #include "coordinator/study_file.h"
+#include "tests/coordinator/forwarding_store.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -189,6 +192,122 @@ TEST_F(LeaseManagerTest, RecoverCanRequeueAtOnce) {
   EXPECT_THAT(cell.last_error, HasSubstr("restarted"));
   EXPECT_EQ(restarted.Heartbeat(worker_, job.lease_id, 0, 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// A store whose writes of one kind wait for a gate to open: a slow write (a large cancel, a
+// full disk) as seen by the lease manager.
+class GatedStore : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  enum class Gate { kNone, kClaim, kFinish, kRequeue };
+
+  void Close(Gate gate) { gate_ = gate; }
+  void Open() { opened_.set_value(); }
+  // Resolves once a call has reached the closed gate.
+  std::shared_future<void> reached() { return reached_future_; }
+
+  absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
+      const std::string& worker_id, const std::vector<std::string>& free) override {
+    Wait(Gate::kClaim);
+    return inner_->ClaimNextCell(worker_id, free);
+  }
+  absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) override {
+    Wait(Gate::kFinish);
+    return inner_->FinishAttempt(lease_id, end);
+  }
+  absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override {
+    Wait(Gate::kRequeue);
+    return inner_->RequeueAttempt(lease_id, reason);
+  }
+
+ private:
+  void Wait(Gate gate) {
+    if (gate_ != gate) return;
+    gate_ = Gate::kNone;
+    reached_.set_value();
+    opened_future_.wait();
+  }
+
+  std::atomic<Gate> gate_{Gate::kNone};
+  std::promise<void> reached_;
+  std::shared_future<void> reached_future_ = reached_.get_future().share();
+  std::promise<void> opened_;
+  std::shared_future<void> opened_future_ = opened_.get_future().share();
+};
+
+// While one store write of each kind the manager makes is held up, another worker's heartbeat
+// goes through: the manager holds no lock across a store call.
+TEST_F(LeaseManagerTest, AHeldUpStoreWriteDoesNotStallOtherWorkersHeartbeats) {
+  for (GatedStore::Gate gate :
+       {GatedStore::Gate::kClaim, GatedStore::Gate::kFinish, GatedStore::Gate::kRequeue}) {
+    SCOPED_TRACE(static_cast<int>(gate));
+    testutil::TempDir dir;
+    common::FakeClock clock;
+    std::unique_ptr<SqliteStore> real = *SqliteStore::Open(dir.File("onset.db"), clock);
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
+    ASSERT_TRUE(spec.ok());
+    ASSERT_TRUE(real->AddStudy({spec->name, "", "s.yaml", "", spec->cells}).ok());
+    GatedStore store(real.get());
+    LeaseManager leases(&store, &clock, kTtl);
+    const std::string a = *store.RegisterWorker({"a", 1, "v"});
+    const std::string b = *store.RegisterWorker({"b", 1, "v"});
+    absl::StatusOr<std::optional<ClaimedJob>> held = leases.LeaseJob(a, {"cpu:0"});
+    ASSERT_TRUE(held.ok() && held->has_value());
+    absl::StatusOr<std::optional<ClaimedJob>> other = leases.LeaseJob(b, {"cpu:0"});
+    ASSERT_TRUE(other.ok() && other->has_value());
+    const std::string lease_a = (*held)->lease_id;
+
+    store.Close(gate);
+    std::future<void> slow = std::async(std::launch::async, [&] {
+      if (gate == GatedStore::Gate::kClaim) {
+        (void)leases.LeaseJob(a, {"cpu:0"});
+      } else if (gate == GatedStore::Gate::kFinish) {
+        (void)leases.FinishJob(a, lease_a, {AttemptOutcome::kSucceeded, 0, 0, "", ""});
+      } else {
+        clock.Advance(kTtl / 2);
+        (void)leases.Heartbeat(b, (*other)->lease_id, 1, 1.0);  // b stays current
+        clock.Advance(kTtl / 2 + milliseconds(1));
+        (void)leases.ExpireLeases();  // a's lease expires and its requeue is held up
+      }
+    });
+    ASSERT_EQ(store.reached().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    std::future<absl::Status> beat = std::async(std::launch::async, [&] {
+      return leases.Heartbeat(b, (*other)->lease_id, 2, 1.0).status();
+    });
+    const bool beat_went_through =
+        beat.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    store.Open();
+    slow.get();
+    EXPECT_TRUE(beat_went_through) << "a heartbeat waited for another worker's store write";
+    EXPECT_TRUE(beat.get().ok());
+  }
+}
+
+// A lease whose expiry could not be written stays known and past its deadline, so the next
+// sweep expires it; meanwhile its holder is refused.
+TEST_F(LeaseManagerTest, AnExpiryTheStoreRefusedIsRetriedByTheNextSweep) {
+  class FailingOnce : public testing::ForwardingStore {
+   public:
+    using ForwardingStore::ForwardingStore;
+    absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override {
+      if (fail_) {
+        fail_ = false;
+        return absl::UnavailableError("disk full");
+      }
+      return inner_->RequeueAttempt(lease_id, reason);
+    }
+    bool fail_ = true;
+  } store(store_.get());
+  LeaseManager leases(&store, &clock_, kTtl);
+  absl::StatusOr<std::optional<ClaimedJob>> job = leases.LeaseJob(worker_, {"cpu:0"});
+  ASSERT_TRUE(job.ok() && job->has_value());
+  clock_.Advance(kTtl + milliseconds(1));
+  EXPECT_EQ(leases.ExpireLeases(), 0);
+  EXPECT_EQ(leases.ActiveLeases(), 1u);
+  EXPECT_EQ(Cell((*job)->cell_id).state, CellState::kRunning);
+  EXPECT_EQ(leases.ExpireLeases(), 1);
+  EXPECT_EQ(leases.ActiveLeases(), 0u);
+  EXPECT_EQ(Cell((*job)->cell_id).state, CellState::kBackoff);
 }
 
 }  // namespace
