@@ -323,6 +323,8 @@ absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_
     if (!row) return absl::NotFoundError("the study has no cell " + id);
     rows.push_back(stmt.Int(0));
   }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   return rows;
 }
 

@@ -32,7 +32,8 @@ absl::StatusOr<std::vector<CellInfo>> FindCells(db::Connection& db, int64_t stud
 absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id);
 // Every cell of the study as trunk planning sees it (Store::PlanCells), in queue order.
 absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_t study_id);
-// The row ids of the given cells of a study, in order; NotFound naming an unknown one.
+// The row ids of the given cells of a study, ascending and each once (a cell named twice is
+// one row); NotFound naming an unknown one.
 absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_id,
                                               const std::vector<std::string>& cell_ids);
 // "3 attempts in a row (3 cells) failed alike: <reason>" when the study's latest

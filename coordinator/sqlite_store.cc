@@ -612,6 +612,15 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
                  "WHERE id = ?"));
   cell.BindAll(CellStateName(t.next), now, t.failures, t.retry_at_unix_ms, attempt.cell_id);
   ONSET_RETURN_IF_ERROR(cell.Run());
+  if (t.next == CellState::kSucceeded) {
+    // A success trained the whole budget, whatever the last heartbeat said (it comes every few
+    // seconds, and a WSD branch's first one may never come): progress reads the budget.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement done,
+        db.Prepare("UPDATE cells SET tokens_done = MAX(tokens_done, tokens_budget) WHERE id = ?"));
+    done.BindAll(attempt.cell_id);
+    ONSET_RETURN_IF_ERROR(done.Run());
+  }
   if (attempt.role == CellRole::kTrunk &&
       (t.next == CellState::kFailed || t.next == CellState::kDiverged ||
        t.next == CellState::kCancelled)) {
@@ -641,35 +650,43 @@ absl::StatusOr<int> SqliteStore::CancelCells(const std::string& study,
   return Write<int>([&](db::Connection& db) -> absl::StatusOr<int> {
     const int64_t now = clock_.WallUnixMs();
     ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+    // Each named cell is one lookup and one update by its row (ids named twice count once), so
+    // the work grows with the request, never with the study.
     ONSET_ASSIGN_OR_RETURN(std::vector<int64_t> rows, rows::CellRows(db, study_id, cell_ids));
     // Trunks cancelled before they run end for good now (a running one when its attempt ends,
     // since its success would still win): their waiting branches end with them.
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement trunks_ending,
-        db.Prepare("SELECT id, hash FROM cells WHERE study_id = ?1 AND role = 'trunk' "
-                   "AND state IN ('queued', 'backoff') AND (?2 = 0 OR id = ?3)"));
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement cancel,
-        db.Prepare("UPDATE cells SET state = 'cancelled', updated_at = ?1 WHERE study_id = ?2 "
-                   "AND state IN ('queued', 'backoff', 'running') AND (?3 = 0 OR id = ?4)"));
+    const char* kWhole = "study_id = ?2";
+    const char* kOne = "id = ?2";
+    auto trunks_sql = [](const char* where) {
+      return std::string("SELECT id, hash FROM cells WHERE ") + where +
+             " AND role = 'trunk' AND state IN ('queued', 'backoff')";
+    };
+    auto cancel_sql = [](const char* where) {
+      return std::string("UPDATE cells SET state = 'cancelled', updated_at = ?1 WHERE ") + where +
+             " AND state IN ('queued', 'backoff', 'running')";
+    };
+    const bool whole = rows.empty();
+    ONSET_ASSIGN_OR_RETURN(db::Statement trunks_ending,
+                           db.Prepare(trunks_sql(whole ? kWhole : kOne)));
+    ONSET_ASSIGN_OR_RETURN(db::Statement cancel, db.Prepare(cancel_sql(whole ? kWhole : kOne)));
     std::vector<std::pair<int64_t, std::string>> ending;
     int cancelled = 0;
-    auto cancel_rows = [&](bool one, int64_t row) -> absl::Status {
+    auto cancel_rows = [&](int64_t key) -> absl::Status {
       trunks_ending.Reset();
-      trunks_ending.BindAll(study_id, int64_t{one}, row);
+      trunks_ending.BindAll(now, key);
       while (true) {
         ONSET_ASSIGN_OR_RETURN(bool found, trunks_ending.Step());
         if (!found) break;
         ending.emplace_back(trunks_ending.Int(0), trunks_ending.Text(1));
       }
       cancel.Reset();
-      cancel.BindAll(now, study_id, int64_t{one}, row);
+      cancel.BindAll(now, key);
       ONSET_RETURN_IF_ERROR(cancel.Run());
       cancelled += static_cast<int>(db.Changes());
       return absl::OkStatus();
     };
-    if (rows.empty()) ONSET_RETURN_IF_ERROR(cancel_rows(false, 0));
-    for (int64_t row : rows) ONSET_RETURN_IF_ERROR(cancel_rows(true, row));
+    if (whole) ONSET_RETURN_IF_ERROR(cancel_rows(study_id));
+    for (int64_t row : rows) ONSET_RETURN_IF_ERROR(cancel_rows(row));
     for (const auto& [row, hash] : ending) {
       ONSET_RETURN_IF_ERROR(
           trunks::EndWaitingBranches(db, row, hash, CellState::kCancelled, "", now).status());
@@ -718,6 +735,34 @@ absl::StatusOr<int> SqliteStore::RerunCells(const RerunRequest& request) {
         db::Statement reset,
         db.Prepare("UPDATE cells SET tokens_done = 0, tokens_per_second = 0, latest_loss = NULL "
                    "WHERE id = ?"));
+    // A branch queued again needs a trunk that will produce its branch point: a trunk that has
+    // ended (cancelled, failed, diverged, or succeeded and then rerun --fresh) without that
+    // checkpoint is queued again with it, resuming from its own checkpoints. Otherwise the
+    // branch would wait for ever, and with it `onset run` and every idle-exiting worker.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement stranded,
+        db.Prepare("SELECT t.id FROM cells b JOIN cells t ON t.id = b.trunk_id "
+                   "WHERE b.id = ?1 AND b.role = 'branch' "
+                   "AND t.state NOT IN ('queued', 'backoff', 'running') "
+                   "AND NOT EXISTS (SELECT 1 FROM metrics m WHERE m.cell_id = t.id AND m.name = ?2 "
+                   "AND m.tokens = b.branch_tokens)"));
+    std::set<int64_t> trunks;
+    const std::set<int64_t> chosen_set(chosen.begin(), chosen.end());
+    for (int64_t row : chosen) {
+      stranded.Reset();
+      stranded.BindAll(row, trunks::kCheckpointMetric);
+      ONSET_ASSIGN_OR_RETURN(bool found, stranded.Step());
+      if (found && !chosen_set.count(stranded.Int(0))) trunks.insert(stranded.Int(0));
+    }
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement requeue_trunk,
+        db.Prepare("UPDATE cells SET state = 'queued', updated_at = ?, failures = 0, "
+                   "retry_at = 0, note = '' WHERE id = ?"));
+    for (int64_t trunk : trunks) {
+      requeue_trunk.Reset();
+      requeue_trunk.BindAll(now, trunk);
+      ONSET_RETURN_IF_ERROR(requeue_trunk.Run());
+    }
     for (int64_t row : chosen) {
       requeue.Reset();
       requeue.BindAll(now, request.fresh ? 1 : 0, row);

@@ -250,6 +250,12 @@ grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
                                            const onset::v1::CancelCellsRequest* request,
                                            onset::v1::CancelCellsResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->cell_ids_size() > kMaxCellIdsPerRequest) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
+                            std::to_string(kMaxCellIdsPerRequest) +
+                            " a call (cancel a whole study by naming none)");
+  }
   const std::vector<std::string> ids(request->cell_ids().begin(), request->cell_ids().end());
   absl::StatusOr<int> n = store_->CancelCells(request->study(), ids);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
@@ -271,6 +277,11 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
   rerun.study = request->study();
   rerun.states = *std::move(states);
   rerun.where = {request->where().begin(), request->where().end()};
+  if (request->cell_ids_size() > kMaxCellIdsPerRequest) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
+                            std::to_string(kMaxCellIdsPerRequest) + " a call");
+  }
   rerun.cell_ids = {request->cell_ids().begin(), request->cell_ids().end()};
   rerun.fresh = request->fresh();
   absl::StatusOr<int> n = store_->RerunCells(rerun);

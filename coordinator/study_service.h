@@ -5,10 +5,15 @@
 #include <atomic>
 
 #include "common/grpc_auth.h"
+#include "coordinator/grid.h"
 #include "coordinator/store.h"
 #include "onset/v1/onset.grpc.pb.h"
 
 namespace onset::coordinator {
+
+// The most cell ids one CancelCells or RerunCells call may name: a study's largest grid, so
+// every cell can be named in one call while the work of one call stays bounded.
+inline constexpr int kMaxCellIdsPerRequest = kMaxGridPoints;
 
 // Thread-safe (stateless besides the store). `store` and `auth` must outlive the service; every
 // call is refused with UNAUTHENTICATED unless `auth` accepts it.

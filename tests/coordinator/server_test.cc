@@ -288,6 +288,29 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   EXPECT_EQ(list.studies(0).cells_by_state().at("queued"), 5);
 }
 
+// A call's work is bounded by what one call may name: more ids than a study can have cells are
+// refused before the store is asked.
+TEST_F(ServerTest, CancelAndRerunRefuseMoreIdsThanAStudyHasCells) {
+  grpc::Status status;
+  Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::CancelCellsRequest cancel;
+  cancel.set_study("small");
+  v1::RerunCellsRequest rerun;
+  rerun.set_study("small");
+  for (int i = 0; i <= kMaxCellIdsPerRequest; ++i) {
+    cancel.add_cell_ids("0123456789abcdef");
+    rerun.add_cell_ids("0123456789abcdef");
+  }
+  v1::CancelCellsResponse cancelled;
+  grpc::Status refused = studies_->CancelCells(Ctx().get(), cancel, &cancelled);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("at most 100000 a call"));
+  v1::RerunCellsResponse queued;
+  refused = studies_->RerunCells(Ctx().get(), rerun, &queued);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 // Cancel reaches a running job through its heartbeat; rerun queues the cancelled cells again.
 TEST_F(ServerTest, CancelAndRerunOverTheWire) {
   grpc::Status status;

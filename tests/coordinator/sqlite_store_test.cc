@@ -584,6 +584,31 @@ TEST_F(FailurePolicyStoreTest, CancelStopsQueuedCellsAtOnceAndRunningOnesAtTheHe
   EXPECT_EQ(store_->CancelCells("nope", {}).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(FailurePolicyStoreTest, ASucceededCellShowsItsWholeBudgetAsProgress) {
+  ClaimedJob done = Claim();
+  ClaimedJob failed = Claim();
+  const int64_t budget = Cell(done.cell_id).tokens_budget;
+  ASSERT_TRUE(store_->RecordProgress(done.lease_id, budget * 9 / 10, 1).ok());
+  ASSERT_TRUE(store_->RecordProgress(failed.lease_id, budget / 2, 1).ok());
+  ASSERT_TRUE(store_->FinishAttempt(done.lease_id, Ended(AttemptOutcome::kSucceeded)).ok());
+  ASSERT_TRUE(store_->FinishAttempt(failed.lease_id, Crash()).ok());
+  EXPECT_EQ(Cell(done.cell_id).tokens_done, budget);
+  EXPECT_EQ(Cell(failed.cell_id).tokens_done, budget / 2);  // where it got to
+}
+
+TEST_F(FailurePolicyStoreTest, ACellNamedManyTimesIsCancelledOnceAndOnlyItIs) {
+  ClaimedJob running = Claim();
+  std::vector<std::string> ids(50'000, running.cell_id);
+  EXPECT_EQ(*store_->CancelCells("small", ids), 1);
+  EXPECT_EQ(Cell(running.cell_id).state, CellState::kCancelled);
+  int queued = 0;
+  for (const CellInfo& cell : store_->GetStudy("small")->cells) {
+    queued += cell.state == CellState::kQueued;
+  }
+  EXPECT_EQ(queued, 5);  // the other cells are untouched
+  EXPECT_EQ(*store_->CancelCells("small", ids), 0);
+}
+
 TEST_F(FailurePolicyStoreTest, RerunQueuesTheSelectedCellsAndFreshForgetsTheirMetrics) {
   ClaimedJob a = Claim(), b = Claim();
   ASSERT_TRUE(store_->AddMetrics(a.lease_id, {{"train/loss", 100, 3.0}}).ok());

@@ -351,7 +351,8 @@ TEST_F(SqliteTrunksTest, ATrunkFailingForGoodEndsItsWaitingBranchesAndRerunQueue
   EXPECT_EQ(Cell(kBranch1).state, CellState::kQueued);
   EXPECT_EQ(Cell(kAlone).state, CellState::kQueued);
 
-  // Queued again, it waits for its trunk again, without the old note.
+  // Queued again, it waits for its trunk again, without the old note; and the trunk, which
+  // ended without B2's checkpoint, is queued again with it, so that B2 does not wait for ever.
   absl::StatusOr<int> rerun = store_->RerunCells({kStudy, {}, {}, {kBranch2}, false});
   ASSERT_TRUE(rerun.ok()) << rerun.status();
   EXPECT_EQ(*rerun, 1);
@@ -360,9 +361,35 @@ TEST_F(SqliteTrunksTest, ATrunkFailingForGoodEndsItsWaitingBranchesAndRerunQueue
   EXPECT_EQ(b2.last_error, "");
   EXPECT_TRUE(b2.waiting_for_trunk);
   EXPECT_EQ(LastEventReason(kBranch2), "");
+  EXPECT_EQ(Cell(kTrunk).state, CellState::kQueued);
+  EXPECT_EQ(Cell(kTrunk).failures, 0);
   std::set<std::string> claimed;
   while (std::optional<ClaimedJob> job = Claim()) claimed.insert(job->cell_id);
-  EXPECT_EQ(claimed, (std::set<std::string>{kBranch1, kAlone}));
+  EXPECT_EQ(claimed, (std::set<std::string>{kBranch1, kAlone, kTrunk}));
+}
+
+// Cancel a trunk, then `onset rerun --state failed`: its branches come back, and so does the
+// trunk they need; a branch whose checkpoint exists does not bring back its trunk.
+TEST_F(SqliteTrunksTest, RerunningTheBranchesOfACancelledTrunkQueuesTheTrunkToo) {
+  Add();
+  ASSERT_TRUE(store_->CancelCells(kStudy, {kTrunk}).ok());
+  ASSERT_EQ(Cell(kBranch1).state, CellState::kFailed);
+  absl::StatusOr<int> rerun = store_->RerunCells({kStudy, {CellState::kFailed}, {}, {}, false});
+  ASSERT_TRUE(rerun.ok()) << rerun.status();
+  EXPECT_EQ(*rerun, 2);
+  EXPECT_EQ(Cell(kTrunk).state, CellState::kQueued);
+  for (const char* branch : {kBranch1, kBranch2}) {
+    EXPECT_EQ(Cell(branch).state, CellState::kQueued);
+    EXPECT_TRUE(Cell(branch).waiting_for_trunk);
+  }
+  ClaimedJob trunk = ClaimTrunkBehindReadyBranches();
+  EXPECT_EQ(trunk.cell_id, kTrunk);
+  Checkpoint(trunk, 100);
+  Checkpoint(trunk, 200);
+  Finish(trunk, AttemptOutcome::kSucceeded);
+  std::set<std::string> claimed;
+  while (std::optional<ClaimedJob> job = Claim()) claimed.insert(job->cell_id);
+  EXPECT_EQ(claimed, (std::set<std::string>{kBranch1, kBranch2, kAlone}));
 }
 
 TEST_F(SqliteTrunksTest, ALostTrunkOutOfRetriesEndsItsWaitingBranches) {
