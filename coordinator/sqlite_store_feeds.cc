@@ -3,8 +3,10 @@
 #include <cctype>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,8 @@ constexpr size_t kMinCellPrefix = 4;
 // Text of log lines per ReadLogs chunk: with lines of up to 8 KiB, a page of them would not fit
 // in one gRPC reply (4 MiB by default).
 constexpr size_t kMaxLogChunkBytes = 1 << 20;
+// Metric points per read transaction of ForEachMetricPoint (a few MB copied out at most).
+constexpr int kMetricPointsPerRead = 10'000;
 
 absl::StatusOr<int64_t> LastSeq(db::Connection& db) {
   ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
@@ -244,29 +248,55 @@ absl::Status SqliteStore::ForEachMetricPoint(
     const std::string& study, const std::vector<std::string>& metrics,
     const std::vector<std::string>& cell_ids,
     const std::function<bool(const std::string&, const std::string&, int64_t, double)>& point) {
-  return Read<bool>([&](db::Connection& db) -> absl::StatusOr<bool> {
-           ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
-           ONSET_RETURN_IF_ERROR(rows::CellRows(db, study_id, cell_ids).status());
-           // The lists travel as JSON arrays bound to one parameter each: the SQL text never
-           // changes.
-           ONSET_ASSIGN_OR_RETURN(
-               db::Statement stmt,
-               db.Prepare(
-                   "SELECT c.hash, m.name, m.tokens, m.value FROM metrics m "
-                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 AND c.role <> 'trunk' "
-                   "AND (json_array_length(?2) = 0 OR m.name IN (SELECT value FROM json_each(?2))) "
-                   "AND (json_array_length(?3) = 0 OR c.hash IN (SELECT value FROM json_each(?3))) "
-                   "ORDER BY c.id, m.name, m.tokens"));
-           stmt.BindAll(study_id, nlohmann::json(metrics).dump(), nlohmann::json(cell_ids).dump());
-           while (true) {
-             ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-             if (!row) return true;
-             const double value =
-                 stmt.IsNull(3) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(3);
-             if (!point(stmt.Text(0), stmt.Text(1), stmt.Int(2), value)) return false;
-           }
-         })
-      .status();
+  struct Point {
+    int64_t cell_row;
+    std::string cell;
+    std::string name;
+    int64_t tokens;
+    double value;
+  };
+  // Page by page, each read in its own short transaction and copied out: `point` (which may
+  // write to a slow client) never runs while a reader is held, so a client that stops reading
+  // pins neither a pooled connection nor the WAL. The pages follow the metrics primary key
+  // (cell row, name, tokens), so a point is read once even while new ones are added.
+  const std::string metric_list = nlohmann::json(metrics).dump();
+  const std::string cell_list = nlohmann::json(cell_ids).dump();
+  std::optional<std::tuple<int64_t, std::string, int64_t>> after;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(
+        std::vector<Point> page,
+        Read<std::vector<Point>>([&](db::Connection& db) -> absl::StatusOr<std::vector<Point>> {
+          ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+          if (!after) ONSET_RETURN_IF_ERROR(rows::CellRows(db, study_id, cell_ids).status());
+          // The lists travel as JSON arrays bound to one parameter each: the SQL text never
+          // changes.
+          ONSET_ASSIGN_OR_RETURN(
+              db::Statement stmt,
+              db.Prepare(
+                  "SELECT m.cell_id, c.hash, m.name, m.tokens, m.value FROM metrics m "
+                  "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 AND c.role <> 'trunk' "
+                  "AND (json_array_length(?2) = 0 OR m.name IN (SELECT value FROM json_each(?2))) "
+                  "AND (json_array_length(?3) = 0 OR c.hash IN (SELECT value FROM json_each(?3))) "
+                  "AND (?4 = 0 OR (m.cell_id, m.name, m.tokens) > (?5, ?6, ?7)) "
+                  "ORDER BY m.cell_id, m.name, m.tokens LIMIT ?8"));
+          stmt.BindAll(study_id, metric_list, cell_list, int64_t{after.has_value()},
+                       after ? std::get<0>(*after) : 0, after ? std::get<1>(*after) : "",
+                       after ? std::get<2>(*after) : 0, int64_t{kMetricPointsPerRead});
+          std::vector<Point> points;
+          while (true) {
+            ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+            if (!row) return points;
+            points.push_back(
+                Point{stmt.Int(0), stmt.Text(1), stmt.Text(2), stmt.Int(3),
+                      stmt.IsNull(4) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(4)});
+          }
+        }));
+    for (const Point& p : page) {
+      if (!point(p.cell, p.name, p.tokens, p.value)) return absl::OkStatus();
+    }
+    if (page.size() < static_cast<size_t>(kMetricPointsPerRead)) return absl::OkStatus();
+    after.emplace(page.back().cell_row, page.back().name, page.back().tokens);
+  }
 }
 
 }  // namespace onset::coordinator

@@ -403,9 +403,10 @@ class Store {
 
   // Calls `point` for every stored point of `metrics` (all when empty) of the study's cells
   // (`cell_ids`, or all when empty; never a trunk's: its stable phase is in its branches'
-  // curves), ordered by cell (queue order), name and tokens, inside one
-  // read snapshot; stops early when `point` returns false. NotFound for an unknown study or
-  // cell. NaN values come as NaN.
+  // curves), ordered by cell (queue order), name and tokens; stops early when `point` returns
+  // false. `point` is never called while a database reader is held: the points are read in
+  // pages, each its own snapshot, so a point added meanwhile may or may not be seen, and none
+  // twice. NotFound for an unknown study or cell. NaN values come as NaN.
   virtual absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,

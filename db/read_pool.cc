@@ -1,5 +1,6 @@
 #include "db/read_pool.h"
 
+#include <string>
 #include <utility>
 
 namespace onset::db {
@@ -26,7 +27,12 @@ absl::Status ReadPool::Run(const std::function<absl::Status(Connection&)>& op) {
   Connection* db = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    freed_.wait(lock, [&] { return !free_.empty(); });
+    if (!freed_.wait_for(lock, acquire_timeout_, [&] { return !free_.empty(); })) {
+      return absl::UnavailableError("every database reader (" + std::to_string(all_.size()) +
+                                    ") stayed busy for " +
+                                    std::to_string(acquire_timeout_.count()) +
+                                    " ms: the coordinator is overloaded, try again");
+    }
     db = free_.back();
     free_.pop_back();
   }

@@ -7,6 +7,7 @@
 // a call waits when every connection is busy.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -30,8 +31,15 @@ class ReadPool {
       const std::string& path, int size,
       const Connection::Options& options = Connection::Options());
 
-  // Runs `op` in a read transaction on a free connection.
+  // How long Run waits for a free connection before it gives up.
+  static constexpr std::chrono::seconds kDefaultAcquireTimeout{30};
+
+  // Runs `op` in a read transaction on a free connection. Unavailable, without running `op`,
+  // when every connection stays busy for the acquire timeout: a reader held too long slows the
+  // calls behind it, never hangs them.
   absl::Status Run(const std::function<absl::Status(Connection&)>& op);
+
+  void set_acquire_timeout(std::chrono::milliseconds timeout) { acquire_timeout_ = timeout; }
 
   template <typename T>
   absl::StatusOr<T> Run(const std::function<absl::StatusOr<T>(Connection&)>& op) {
@@ -53,6 +61,7 @@ class ReadPool {
   std::condition_variable freed_;
   std::vector<std::unique_ptr<Connection>> all_;
   std::vector<Connection*> free_;  // guarded by mu_
+  std::chrono::milliseconds acquire_timeout_ = kDefaultAcquireTimeout;
 };
 
 }  // namespace onset::db

@@ -264,12 +264,6 @@ TEST_F(FeedsTest, LinesStoredWithBrokenUtf8AreReadBackRepaired) {
   EXPECT_EQ(chunk->lines[1].text, "abc\xEF\xBF\xBD");
 }
 
-}  // namespace
-}  // namespace onset::coordinator
-
-namespace onset::coordinator {
-namespace {
-
 TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
   ClaimedJob job = Claim();
   ASSERT_TRUE(store_
@@ -305,6 +299,51 @@ TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
       absl::IsNotFound(store_->ForEachMetricPoint("nope", {}, {}, [](auto&&...) { return true; })));
   EXPECT_TRUE(absl::IsNotFound(store_->ForEachMetricPoint("small", {}, {"0000000000000000"},
                                                           [](auto&&...) { return true; })));
+}
+
+// A client that stops reading a metrics stream holds the points it was sent, never a database
+// reader: with one reader, the store still answers other reads while a ForEachMetricPoint
+// caller sits on a point, and points written meanwhile neither repeat nor reorder the stream.
+TEST_F(FeedsTest, MetricPointsAreReadInPagesAndNoReaderIsHeldWhileACallerWaits) {
+  SqliteStore::Options options;
+  options.readers = 1;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> one_reader =
+      SqliteStore::OpenReadOnly(dir_.File("onset.db"), clock_, options);
+  ASSERT_TRUE(one_reader.ok()) << one_reader.status();
+  ClaimedJob job = Claim();
+  constexpr int kPoints = 25'000;  // more than two pages
+  std::vector<MetricPoint> points;
+  for (int i = 1; i <= kPoints; ++i) points.push_back({"train/loss", 10 * i, 1.0 / i});
+  for (size_t from = 0; from < points.size(); from += 1000) {
+    std::vector<MetricPoint> batch(points.begin() + from,
+                                   points.begin() + std::min(points.size(), from + 1000));
+    ASSERT_TRUE(store_->AddMetrics(job.lease_id, batch).ok());
+  }
+  int64_t last = 0;
+  int seen = 0;
+  bool other_reads_answered = true;
+  ASSERT_TRUE((*one_reader)
+                  ->ForEachMetricPoint(
+                      "small", {"train/loss"}, {},
+                      [&](const std::string&, const std::string&, int64_t tokens, double) {
+                        EXPECT_GT(tokens, last);
+                        last = tokens;
+                        if (++seen % 10'000 == 1) {
+                          // The only reader is free: this read does not wait for the stream.
+                          other_reads_answered =
+                              other_reads_answered && (*one_reader)->ListStudies().ok();
+                          // A point added behind the stream's position comes never; one ahead
+                          // of it, added before the last page is read, comes once.
+                          std::vector<MetricPoint> added = {{"train/loss", tokens - 5, 0.0}};
+                          if (seen < 20'000)
+                            added.push_back({"train/loss", 10 * kPoints + seen, 0.0});
+                          EXPECT_TRUE(store_->AddMetrics(job.lease_id, added).ok());
+                        }
+                        return true;
+                      })
+                  .ok());
+  EXPECT_TRUE(other_reads_answered);
+  EXPECT_EQ(seen, kPoints + 2);  // the two points added ahead of the stream, once each
 }
 
 }  // namespace

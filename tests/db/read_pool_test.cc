@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -83,6 +84,34 @@ TEST_F(ReadPoolTest, AnOpenReadNeitherBlocksTheWriterNorSeesItsLaterCommits) {
 TEST_F(ReadPoolTest, AReaderCannotWrite) {
   absl::Status s = pool_->Run([](Connection& db) { return db.Exec("INSERT INTO t VALUES (9)"); });
   EXPECT_FALSE(s.ok());
+}
+
+TEST_F(ReadPoolTest, ACallGivesUpWhenEveryReaderStaysBusy) {
+  pool_->set_acquire_timeout(std::chrono::milliseconds(200));
+  std::promise<void> both_held, release;
+  std::shared_future<void> release_f = release.get_future().share();
+  std::atomic<int> holding{0};
+  auto hold = [&] {
+    return pool_->Run([&](Connection&) {
+      if (++holding == 2) both_held.set_value();
+      release_f.wait();
+      return absl::OkStatus();
+    });
+  };
+  std::future<absl::Status> a = std::async(std::launch::async, hold);
+  std::future<absl::Status> b = std::async(std::launch::async, hold);
+  both_held.get_future().wait();
+  bool ran = false;
+  absl::Status third = pool_->Run([&](Connection&) {
+    ran = true;
+    return absl::OkStatus();
+  });
+  release.set_value();
+  EXPECT_EQ(third.code(), absl::StatusCode::kUnavailable) << third;
+  EXPECT_FALSE(ran);
+  EXPECT_TRUE(a.get().ok());
+  EXPECT_TRUE(b.get().ok());
+  EXPECT_TRUE(pool_->Run<int64_t>(Count).ok());  // the readers are free again
 }
 
 }  // namespace
