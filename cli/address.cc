@@ -1,24 +1,46 @@
 #include "cli/address.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "base/durable_file.h"
+#include "base/lock_file.h"
+#include "base/posix_io.h"
 #include "common/auth_token.h"
+#include "common/listen_address.h"
 
 namespace onset::cli {
 namespace {
 
+// An address is a host and a port: a longer first line is no address file of onset's.
+constexpr size_t kMaxAddressFileBytes = 1024;
+
 // The first line of <data_dir>/coordinator.addr without trailing blanks; empty when the file is
-// missing or empty.
+// missing, empty, not a regular file (never waited on) or unreadable.
 std::string ReadAddressFile(const std::string& data_dir) {
-  std::ifstream file(std::filesystem::path(data_dir) / kAddressFileName);
-  std::string line;
-  if (file && std::getline(file, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  const std::string path = (std::filesystem::path(data_dir) / kAddressFileName).string();
+  const base::OpenedFile file = base::OpenRegularFile(path);
+  if (file.fd < 0) return "";
+  std::string text(kMaxAddressFileBytes, '\0');
+  size_t size = 0;
+  while (size < text.size()) {
+    const ssize_t n = ::read(file.fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    size += static_cast<size_t>(n);
   }
+  ::close(file.fd);
+  text.resize(size);
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line;
+}
+
+bool IsLoopbackAddress(const std::string& address) {
+  return common::IsLoopbackHost(common::HostOf(address));
 }
 
 }  // namespace
@@ -39,17 +61,36 @@ std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
   return from_file.empty() ? kDefaultAddress : from_file;
 }
 
+bool FollowsAddressFile(const std::string& flag, const char* env, const std::string& data_dir) {
+  if (!flag.empty() || (env != nullptr && *env != '\0')) return false;
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(data_dir) / kAddressFileName, ec);
+}
+
 std::string DefaultTokenFile(const std::string& flag, const char* env,
                              const std::string& data_dir) {
-  const std::filesystem::path dir(data_dir);
-  if (!flag.empty() || (env != nullptr && *env != '\0')) return "";
-  std::error_code ec;
-  if (!std::filesystem::exists(dir / kAddressFileName, ec)) return "";
-  return (dir / common::kTokenFileName).string();
+  if (!FollowsAddressFile(flag, env, data_dir)) return "";
+  return (std::filesystem::path(data_dir) / common::kTokenFileName).string();
+}
+
+common::TokenSources ClientTokenSources(const std::string& token_flag, const std::string& flag,
+                                        const char* env, const std::string& data_dir) {
+  if (FollowsAddressFile(flag, env, data_dir)) {
+    common::TokenSources only_beside;
+    only_beside.default_file = DefaultTokenFile(flag, env, data_dir);
+    return only_beside;
+  }
+  return common::TokenSources::FromEnvironment(token_flag, "");
+}
+
+bool DataDirServed(const std::string& data_dir) {
+  return base::LockHeld(
+      base::LockFileFor((std::filesystem::path(data_dir) / kDatabaseFileName).string()));
 }
 
 DataSource ResolveDataSource(const std::string& flag, const char* env, const std::string& data_dir,
-                             const std::function<bool(const std::string& address)>& answers) {
+                             const std::function<bool(const std::string& address)>& answers,
+                             const std::function<bool()>& served) {
   DataSource source;
   if (!flag.empty()) {
     source.address = flag;
@@ -60,7 +101,9 @@ DataSource ResolveDataSource(const std::string& flag, const char* env, const std
     return source;
   }
   const std::string from_file = ReadAddressFile(data_dir);
-  if (!from_file.empty() && answers(from_file)) {
+  // Followed only to loopback, and only while the coordinator that wrote it lives: a run that
+  // was killed leaves the file behind, and its port may be anyone's by now.
+  if (!from_file.empty() && IsLoopbackAddress(from_file) && served() && answers(from_file)) {
     source.address = from_file;
     return source;
   }

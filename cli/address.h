@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/auth_token.h"
 
 namespace onset::cli {
 
@@ -26,11 +27,28 @@ std::string ResolveCoordinatorAddress(const std::string& flag, const char* env,
 // part of an address. An error naming the file and what failed.
 absl::Status WriteAddressFile(const std::string& data_dir, const std::string& address);
 
+// Whether the coordinator is the one <data_dir>/coordinator.addr names: no flag, no env, and the
+// file exists.
+bool FollowsAddressFile(const std::string& flag, const char* env, const std::string& data_dir);
+
 // The token file to fall back on: <data_dir>/onsetd.token when the address comes from
-// <data_dir>/coordinator.addr (no flag, no env, the file exists), so that `onset status` next to
-// a running `onset run` needs no set-up; empty otherwise, so that this token is never sent to a
+// <data_dir>/coordinator.addr (FollowsAddressFile), so that `onset status` next to a running
+// `onset run` needs no set-up; empty otherwise, so that this token is never sent to a
 // coordinator named some other way.
 std::string DefaultTokenFile(const std::string& flag, const char* env, const std::string& data_dir);
+
+// The token sources of a client whose coordinator is resolved from `flag`, `env` and
+// `data_dir`. When it follows the address file, only <data_dir>/onsetd.token: ONSET_TOKEN,
+// ONSET_TOKEN_FILE and --token-file are meant for a coordinator the user named, and never go to
+// an address that a file in the working directory suggests. Otherwise the flag and the
+// environment (common::TokenSources::FromEnvironment) with no default file.
+common::TokenSources ClientTokenSources(const std::string& token_flag, const std::string& flag,
+                                        const char* env, const std::string& data_dir);
+
+// Whether a coordinator serves <data_dir>/onset.db now: the database's lock is held
+// (base::LockHeld). A coordinator holds that lock while it runs, and the kernel drops it when
+// the coordinator dies, so a live holder still owns the port it wrote in coordinator.addr.
+bool DataDirServed(const std::string& data_dir);
 
 // Where a subcommand's calls go: a coordinator, or a database read in this process.
 struct DataSource {
@@ -43,11 +61,20 @@ struct DataSource {
 
 // Like ResolveCoordinatorAddress, but an address that only a file or the default suggests counts
 // only when `answers(address)` says a coordinator is there. First of: `flag`; `env` (both as
-// given: a call there says what is wrong); the address in <data_dir>/coordinator.addr when it
-// answers; <data_dir>/onset.db when that file exists (the `onset run` has ended, or died and left
-// a stale address file); kDefaultAddress when there was no address file and it answers; else
-// nothing, with stale_address set. `answers` is called at most once.
+// given: a call there says what is wrong); the address in <data_dir>/coordinator.addr when it is
+// a loopback address, `served()` says the coordinator that wrote it is alive (DataDirServed) and
+// it answers; <data_dir>/onset.db when that file exists (the `onset run` has ended, or died and
+// left a stale address file); kDefaultAddress when there was no address file and it answers;
+// else nothing, with stale_address set. An address file that is not followed is never probed,
+// so whatever listens at its address now (another user's process, after the run died) is never
+// sent anything. `answers` and `served` are called at most once.
 DataSource ResolveDataSource(const std::string& flag, const char* env, const std::string& data_dir,
-                             const std::function<bool(const std::string& address)>& answers);
+                             const std::function<bool(const std::string& address)>& answers,
+                             const std::function<bool()>& served);
+inline DataSource ResolveDataSource(
+    const std::string& flag, const char* env, const std::string& data_dir,
+    const std::function<bool(const std::string& address)>& answers) {
+  return ResolveDataSource(flag, env, data_dir, answers, [&] { return DataDirServed(data_dir); });
+}
 
 }  // namespace onset::cli

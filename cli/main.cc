@@ -237,6 +237,9 @@ int main(int argc, char** argv) {
                    "seconds a worker waits without work before it exits")
       ->check(CLI::Range(1, onset::cli::kMaxExitWhenIdle))
       ->capture_default_str();
+  slurm_up->add_flag("--allow-loopback", slurm_up_options.allow_loopback,
+                     "submit although the coordinator's address is a loopback one (a Slurm "
+                     "cluster on this machine only)");
   slurm_up->add_flag("--cpu", slurm_up_options.cpu,
                      "the workers offer CPU slots from their allocation instead of GPUs");
   slurm_up->add_option("--script", slurm_up_options.script,
@@ -294,9 +297,8 @@ int main(int argc, char** argv) {
   }
 
   const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
-  const onset::common::TokenSources token_sources = onset::common::TokenSources::FromEnvironment(
-      token_file,
-      onset::cli::DefaultTokenFile(coordinator, env_coordinator, onset::cli::kDefaultDataDir));
+  const onset::common::TokenSources token_sources = onset::cli::ClientTokenSources(
+      token_file, coordinator, env_coordinator, onset::cli::kDefaultDataDir);
   absl::StatusOr<onset::common::ClientSecurity> security =
       onset::common::LoadClientSecurity(token_sources, tls_ca, /*require_token=*/false);
   if (!security.ok()) return onset::cli::ReportError(security.status(), std::cerr);

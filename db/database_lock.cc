@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/lock_file.h"
+
 namespace onset::db {
 namespace {
 
@@ -31,7 +33,9 @@ std::string DescribeHolder(int fd) {
 
 }  // namespace
 
-std::string DatabaseLock::LockFileFor(const std::string& db_path) { return db_path + ".lock"; }
+std::string DatabaseLock::LockFileFor(const std::string& db_path) {
+  return base::LockFileFor(db_path);
+}
 
 absl::StatusOr<std::unique_ptr<DatabaseLock>> DatabaseLock::Acquire(const std::string& db_path) {
   const std::string lock_path = LockFileFor(db_path);

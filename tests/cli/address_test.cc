@@ -7,8 +7,14 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cstdlib>
+
+#include "tests/testing/fifo.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::cli {
@@ -102,11 +108,13 @@ TEST_F(AddressTest, NamedCoordinatorsAreNeverProbedNorReplacedByTheDatabase) {
   EXPECT_TRUE(probe.asked.empty());
 }
 
+const auto kServed = [] { return true; };
+
 TEST_F(AddressTest, ARunningOnsetRunWinsOverItsDatabase) {
   WriteAddressFile("127.0.0.1:5555\n");
   std::ofstream(dir_ / kDatabaseFileName) << "";
   Probe probe(true);
-  DataSource source = ResolveDataSource("", nullptr, dir_.string(), probe.Fn());
+  DataSource source = ResolveDataSource("", nullptr, dir_.string(), probe.Fn(), kServed);
   EXPECT_EQ(source.address, "127.0.0.1:5555");
   EXPECT_EQ(source.database, "");
   EXPECT_EQ(probe.asked, std::vector<std::string>{"127.0.0.1:5555"});
@@ -116,7 +124,7 @@ TEST_F(AddressTest, AStaleAddressFileFallsBackToTheDatabase) {
   WriteAddressFile("127.0.0.1:5555\n");
   std::ofstream(dir_ / kDatabaseFileName) << "";
   Probe probe;
-  DataSource source = ResolveDataSource("", "", dir_.string(), probe.Fn());
+  DataSource source = ResolveDataSource("", "", dir_.string(), probe.Fn(), kServed);
   EXPECT_EQ(source.address, "");
   EXPECT_EQ(source.database, (dir_ / kDatabaseFileName).string());
   EXPECT_EQ(probe.asked, std::vector<std::string>{"127.0.0.1:5555"});  // only once
@@ -144,11 +152,76 @@ TEST_F(AddressTest, WithoutAnyDataTheDefaultAddressMustAnswer) {
 
   WriteAddressFile("127.0.0.1:5555\n");  // a stale file and no database
   Probe stale;
-  source = ResolveDataSource("", nullptr, dir_.string(), stale.Fn());
+  source = ResolveDataSource("", nullptr, dir_.string(), stale.Fn(), kServed);
   EXPECT_EQ(source.address, "");
   EXPECT_EQ(source.database, "");
   EXPECT_EQ(source.stale_address, "127.0.0.1:5555");
   EXPECT_EQ(stale.asked, std::vector<std::string>{"127.0.0.1:5555"});
+}
+
+// A killed `onset run` leaves its address file, and its port may be taken by anyone since: the
+// file is followed only while the database's lock says its coordinator lives, and only to
+// loopback. A file not followed is not even probed.
+TEST_F(AddressTest, AnAddressFileIsFollowedOnlyToALiveCoordinatorOnLoopback) {
+  std::ofstream(dir_ / kDatabaseFileName) << "";
+  WriteAddressFile("127.0.0.1:5555\n");
+  Probe dead_run(true);
+  DataSource source =
+      ResolveDataSource("", nullptr, dir_.string(), dead_run.Fn(), [] { return false; });
+  EXPECT_EQ(source.address, "");
+  EXPECT_EQ(source.database, (dir_ / kDatabaseFileName).string());
+  EXPECT_TRUE(dead_run.asked.empty());
+
+  for (const char* elsewhere : {"10.1.2.3:5555", "example.org:5555", "0.0.0.0:5555"}) {
+    WriteAddressFile(std::string(elsewhere) + "\n");
+    Probe probe(true);
+    source = ResolveDataSource("", nullptr, dir_.string(), probe.Fn(), kServed);
+    EXPECT_EQ(source.address, "") << elsewhere;
+    EXPECT_TRUE(probe.asked.empty()) << elsewhere;
+  }
+}
+
+TEST_F(AddressTest, TheDataDirIsServedWhileItsDatabaseLockIsHeld) {
+  EXPECT_FALSE(DataDirServed(dir_.string()));  // no lock file
+  const std::string lock = (dir_ / (std::string(kDatabaseFileName) + ".lock")).string();
+  std::ofstream(lock) << "pid 1 on h\n";
+  EXPECT_FALSE(DataDirServed(dir_.string()));  // a file left behind holds nothing
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  EXPECT_TRUE(DataDirServed(dir_.string()));
+  ::close(fd);
+  EXPECT_FALSE(DataDirServed(dir_.string()));
+}
+
+// ONSET_TOKEN in the environment, meant for a coordinator the user names, never goes to the
+// address of ./onset-data/coordinator.addr.
+TEST_F(AddressTest, TheAddressFilesCoordinatorGetsOnlyTheTokenFileBesideIt) {
+  ::setenv("ONSET_TOKEN", "a-token-for-another-coordinator-0123456789", 1);
+  common::TokenSources sources = ClientTokenSources("", "", nullptr, dir_.string());
+  EXPECT_EQ(sources.env_token, "a-token-for-another-coordinator-0123456789");  // no address file
+  EXPECT_EQ(sources.default_file, "");
+
+  WriteAddressFile("127.0.0.1:5555\n");
+  sources = ClientTokenSources("my.token", "", nullptr, dir_.string());
+  EXPECT_EQ(sources.env_token, "");
+  EXPECT_EQ(sources.flag_file, "");
+  EXPECT_EQ(sources.default_file, (dir_ / "onsetd.token").string());
+
+  sources = ClientTokenSources("my.token", "host:1", nullptr, dir_.string());  // named
+  EXPECT_EQ(sources.flag_file, "my.token");
+  EXPECT_EQ(sources.env_token, "a-token-for-another-coordinator-0123456789");
+  EXPECT_EQ(sources.default_file, "");
+  ::unsetenv("ONSET_TOKEN");
+}
+
+TEST_F(AddressTest, AFifoAsTheAddressFileIsNotWaitedOn) {
+  testutil::MakeFifo((dir_ / kAddressFileName).string());
+  std::string address;
+  EXPECT_TRUE(testutil::ReturnsWithoutAWriter((dir_ / kAddressFileName).string(), [&] {
+    address = ResolveCoordinatorAddress("", nullptr, dir_.string());
+  }));
+  EXPECT_EQ(address, kDefaultAddress);
 }
 
 TEST_F(AddressTest, ADirectoryNamedLikeTheDatabaseIsNoDatabase) {
