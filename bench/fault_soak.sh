@@ -30,7 +30,7 @@ grid:
   seeds: [$seeds]
 YAML
 start_daemon() { $bin/onsetd --db $dir/onset.db --listen $addr --lease-ttl-ms 4000 --heartbeat-interval-ms 300 --retry-backoff-ms 200 --max-failures 20 --checkpoint-root $dir/ckpt >>$dir/onsetd.log 2>&1 & echo $! > $dir/onsetd.pid; }
-start_worker() { $bin/onset-worker --coordinator $addr --token-file $dir/onsetd.token --work-dir $dir/w$1 --slots 1 --threads-per-job 1 >>$dir/worker$1.log 2>&1 & echo $! > $dir/worker$1.pid; }
+start_worker() { $bin/onset-worker --coordinator $addr --token-file $dir/onsetd.token --work-dir $dir/w$1 --checkpoint-root $dir/ckpt --slots 1 --threads-per-job 1 >>$dir/worker$1.log 2>&1 & echo $! > $dir/worker$1.pid; }
 start_daemon; sleep 1
 for w in $(seq $workers); do start_worker $w; done
 $bin/onset --coordinator $addr --token-file $dir/onsetd.token submit $dir/soak.yaml

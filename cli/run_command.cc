@@ -177,6 +177,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   config.coordinator = address;
   config.trainer_path = trainer;
   config.work_dir = (fs::path(options.data_dir) / "work").string();
+  config.checkpoint_root = server_config.checkpoint_root;
   config.devices.clear();
   for (int i = 0; i < n_slots; ++i) config.devices.push_back(absl::StrCat("cpu:", i));
   config.threads_per_job = 1;

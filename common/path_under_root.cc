@@ -37,4 +37,16 @@ absl::StatusOr<std::string> JoinUnderRoot(const std::string& root,
   return path;
 }
 
+bool PathIsUnder(const std::string& path, const std::string& root) {
+  namespace fs = std::filesystem;
+  if (root.empty() || path.empty()) return false;
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::absolute(root, ec), ec);
+  if (ec) return false;
+  const fs::path full = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return false;
+  const fs::path rel = full.lexically_relative(base);
+  return !rel.empty() && *rel.begin() != ".." && rel != ".";
+}
+
 }  // namespace onset::common

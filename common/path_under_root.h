@@ -21,4 +21,10 @@ bool IsSafePathComponent(std::string_view name);
 absl::StatusOr<std::string> JoinUnderRoot(const std::string& root,
                                           const std::vector<std::string>& names);
 
+// Whether `path` lies strictly under `root` once both are made absolute, normalised and their
+// existing parts resolved through symbolic links (std::filesystem::weakly_canonical), so that
+// neither "..", nor a link inside `root` that points elsewhere, leads out. An empty `root` holds
+// nothing.
+bool PathIsUnder(const std::string& path, const std::string& root);
+
 }  // namespace onset::common

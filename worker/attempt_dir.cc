@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/path_under_root.h"
+#include "common/status_macros.h"
 
 namespace onset::worker {
 namespace {
@@ -19,14 +20,37 @@ absl::Status WriteFile(const fs::path& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// InvalidArgument unless `path` lies under one of the worker's roots.
+absl::Status CheckUnderRoots(const WorkerRoots& roots, const std::string& path, const char* what) {
+  if (common::PathIsUnder(path, roots.work_dir) ||
+      common::PathIsUnder(path, roots.checkpoint_root)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the job's ", what, " ", path, " lies outside this worker's --work-dir ", roots.work_dir,
+      roots.checkpoint_root.empty()
+          ? std::string(" (start onset-worker with --checkpoint-root set to the coordinator's)")
+          : absl::StrCat(" and --checkpoint-root ", roots.checkpoint_root),
+      ": refused"));
+}
+
 }  // namespace
 
-absl::StatusOr<AttemptDir> PrepareAttemptDir(const std::string& work_dir, const JobSpec& job) {
+absl::StatusOr<AttemptDir> PrepareAttemptDir(const WorkerRoots& roots, const JobSpec& job) {
+  const std::string& work_dir = roots.work_dir;
   // The cell id names directories under the work directory (and the checkpoints that a fresh
   // start deletes): it must be one path component.
   if (!common::IsSafePathComponent(job.cell_id)) {
     return absl::InvalidArgumentError("cell id '" + job.cell_id +
                                       "' cannot name a directory under " + work_dir);
+  }
+  // Checked before anything is created: a coordinator that names a path elsewhere gets nothing
+  // made, written or deleted there.
+  if (!job.checkpoint_dir.empty()) {
+    ONSET_RETURN_IF_ERROR(CheckUnderRoots(roots, job.checkpoint_dir, "checkpoint directory"));
+  }
+  if (!job.trunk_checkpoint.empty()) {
+    ONSET_RETURN_IF_ERROR(CheckUnderRoots(roots, job.trunk_checkpoint, "trunk checkpoint"));
   }
   AttemptDir attempt;
   // Absolute: the trainer runs in this directory and gets the config's path.

@@ -18,11 +18,24 @@ struct AttemptDir {
   bool discarded_checkpoints = false;    // a fresh job's old checkpoints were deleted
 };
 
-// Creates the attempt's directory under `work_dir`, writes the job's config into it and, for a
-// fresh job (`onset rerun --fresh`), deletes the cell's checkpoints. Checkpoints belong to the
-// cell, not the attempt: a later attempt of the same cell on this machine (a requeue after a lost
-// lease, or `onset run` resumed after an interrupt) continues from the newest valid one instead
-// of starting over. Errors say what and where; their message is the job's failure reason.
-absl::StatusOr<AttemptDir> PrepareAttemptDir(const std::string& work_dir, const JobSpec& job);
+// Where a worker may create and delete files for its jobs: under `work_dir`, and under
+// `checkpoint_root` (onset-worker --checkpoint-root, the shared directory the coordinator's
+// --checkpoint-root names; empty: none).
+struct WorkerRoots {
+  std::string work_dir;
+  std::string checkpoint_root;
+};
+
+// Creates the attempt's directory under `roots.work_dir`, writes the job's config into it and,
+// for a fresh job (`onset rerun --fresh`), deletes the cell's checkpoints. Checkpoints belong to
+// the cell, not the attempt: a later attempt of the same cell on this machine (a requeue after a
+// lost lease, or `onset run` resumed after an interrupt) continues from the newest valid one
+// instead of starting over.
+//
+// The coordinator is not trusted with this machine's files: a checkpoint directory or trunk
+// checkpoint that the job names must lie under one of `roots` (common::PathIsUnder, links
+// resolved), or the job is refused before anything is created or deleted. Errors say what and
+// where; their message is the job's failure reason.
+absl::StatusOr<AttemptDir> PrepareAttemptDir(const WorkerRoots& roots, const JobSpec& job);
 
 }  // namespace onset::worker

@@ -22,6 +22,18 @@ bool IdleTimer::NoJob(int running_jobs, int queued_waiting) {
     Reset();
     return false;
   }
+  last_unreachable_ = false;
+  const common::Clock::MonotonicTime now = clock_.MonotonicNow();
+  if (!idle_since_) idle_since_ = now;
+  return now - *idle_since_ >= limit_;
+}
+
+bool IdleTimer::Unreachable(int running_jobs) {
+  if (running_jobs > 0) {
+    Reset();
+    return false;
+  }
+  last_unreachable_ = true;
   const common::Clock::MonotonicTime now = clock_.MonotonicNow();
   if (!idle_since_) idle_since_ = now;
   return now - *idle_since_ >= limit_;

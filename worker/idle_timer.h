@@ -18,11 +18,13 @@ inline constexpr std::chrono::seconds kMaxExitWhenIdle{7 * 24 * 3600};
 // "--exit-when-idle: ..." unless 0 < seconds <= kMaxExitWhenIdle.
 absl::StatusOr<std::chrono::milliseconds> ExitWhenIdleFromSeconds(double seconds);
 
-// Measures on the injected clock how long the coordinator has had no work for the worker: the
-// time since the first of an unbroken run of lease answers that each said "no job, and no queued
-// cell waits for you" while the worker ran nothing. Anything else (a job leased or running, a
-// queued cell waiting, a call that failed) breaks the run. Not thread-safe: the worker's loop
-// owns it.
+// Measures on the injected clock how long the worker has had nothing to do: the time since the
+// first of an unbroken run of calls that each brought no work while the worker ran nothing,
+// either a lease answer that said "no job, and no queued cell waits for you" or a call that could
+// not reach the coordinator (a worker pointed at an address where nothing answers, or whose
+// coordinator has gone, would otherwise hold its node for the batch job's whole time limit).
+// Anything else (a job leased or running, a queued cell waiting) breaks the run. Not
+// thread-safe: the worker's loop owns it.
 class IdleTimer {
  public:
   IdleTimer(std::chrono::milliseconds limit, const common::Clock& clock)
@@ -32,8 +34,17 @@ class IdleTimer {
   // `queued_waiting` cells that this worker could run later. True once the unbroken run of idle
   // answers has lasted `limit`.
   bool NoJob(int running_jobs, int queued_waiting);
-  // Work, or a coordinator that could not be asked: the idle time starts again from zero.
-  void Reset() { idle_since_.reset(); }
+  // A call (registration or lease) that could not reach the coordinator while `running_jobs`
+  // run here: it continues the run when nothing runs. True once the run has lasted `limit`.
+  bool Unreachable(int running_jobs);
+  // Whether the latest call of the run could not reach the coordinator: the worker then leaves
+  // with an error rather than as an idle worker would.
+  bool last_unreachable() const { return last_unreachable_; }
+  // Work: the idle time starts again from zero.
+  void Reset() {
+    idle_since_.reset();
+    last_unreachable_ = false;
+  }
 
   std::chrono::milliseconds limit() const { return limit_; }
 
@@ -41,6 +52,7 @@ class IdleTimer {
   const std::chrono::milliseconds limit_;
   const common::Clock& clock_;
   std::optional<common::Clock::MonotonicTime> idle_since_;
+  bool last_unreachable_ = false;
 };
 
 }  // namespace onset::worker

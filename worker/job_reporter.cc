@@ -38,7 +38,8 @@ JobReporter::JobReporter(JobReporterOptions options, std::string context, std::s
       client_(client),
       clock_(clock),
       logs_(std::make_shared<LogBuffer>(options.log_buffer_lines, options.log_buffer_bytes)),
-      parser_(context_) {}
+      parser_(context_),
+      renewed_(clock.MonotonicNow()) {}
 
 bool JobReporter::LeaseLost(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kFailedPrecondition) return false;
@@ -110,8 +111,22 @@ bool JobReporter::Heartbeat() {
   absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
       worker_id_, lease_id_, Progress{parser_.tokens_done(), parser_.tokens_per_second()});
   if (LeaseLost(reply.status())) return false;
-  if (!reply.ok()) spdlog::warn("{}: heartbeat failed: {}", context_, reply.status().ToString());
-  return reply.ok() && reply->cancel;
+  const common::Clock::MonotonicTime now = clock_.MonotonicNow();
+  if (reply.ok()) {
+    renewed_ = now;
+    return reply->cancel;
+  }
+  spdlog::warn("{}: heartbeat failed: {}", context_, reply.status().ToString());
+  if (options_.lease_ttl.count() > 0 && now - renewed_ > options_.lease_ttl) {
+    // Whoever holds the cell now must be the only one writing its checkpoints.
+    lease_lost_ = true;
+    spdlog::error(
+        "{}: lease lost: no heartbeat reached the coordinator for {} ms, longer than its lease "
+        "({} ms); stopping the trainer and reporting nothing more for this lease",
+        context_, std::chrono::duration_cast<std::chrono::milliseconds>(now - renewed_).count(),
+        options_.lease_ttl.count());
+  }
+  return false;
 }
 
 void JobReporter::RelayTheRest() {

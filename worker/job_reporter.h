@@ -3,6 +3,7 @@
 // coordinator answers FailedPrecondition); after that it sends nothing more.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,10 @@ struct JobReporterOptions {
   size_t flush_points = 500;  // metric points per ReportMetrics call; a batch goes at this many
   size_t log_buffer_lines = LogBuffer::kDefaultMaxLines;  // stderr lines held until relayed
   size_t log_buffer_bytes = LogBuffer::kDefaultMaxBytes;
+  // The coordinator's lease TTL (from registration). Once no heartbeat has renewed the lease for
+  // this long, the lease has expired on the coordinator's side and the cell may be running
+  // elsewhere: the reporter counts the lease as lost. Zero: only the coordinator's answer says so.
+  std::chrono::milliseconds lease_ttl{0};
 };
 
 // Used by the job's thread, except logs(), which the stderr reader fills. `client` and `clock`
@@ -46,7 +51,8 @@ class JobReporter {
   void FlushLogs();
 
   // Renews the lease with the progress so far; true when the coordinator says the cell was
-  // cancelled.
+  // cancelled. A heartbeat that fails when the last renewal (or the start) is more than
+  // lease_ttl ago loses the lease: the job must stop its trainer and report nothing more.
   bool Heartbeat();
 
   // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs,
@@ -78,6 +84,7 @@ class JobReporter {
   MetricsParser parser_;
   std::vector<MetricPoint> pending_;  // parsed, not yet delivered
   bool lease_lost_ = false;
+  common::Clock::MonotonicTime renewed_;  // the lease's start or last renewal
   bool drop_noted_ = false;        // the first dropped metric point was noted in the cell's log
   int64_t refused_points_ = 0;     // points the coordinator refused for good
   std::string refused_reason_;     // and why, the first time

@@ -79,14 +79,16 @@ void JobRunner::Stop() {
 JobRunOutcome JobRunner::Run() {
   const absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch(job_.devices);
   if (!launch.ok()) return FailToStart(std::string(launch.status().message()));
-  const absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(config_.work_dir, job_);
+  const absl::StatusOr<AttemptDir> attempt =
+      PrepareAttemptDir({config_.work_dir, config_.checkpoint_root}, job_);
   if (!attempt.ok()) return FailToStart(std::string(attempt.status().message()));
   if (attempt->discarded_checkpoints) {
     spdlog::info("{}: starting fresh: discarded {}", Context(), attempt->checkpoint_dir.string());
   }
 
-  JobReporter reporter({config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes},
-                       Context(), worker_id_, job_.lease_id, client_, clock_);
+  JobReporter reporter(
+      {config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes, config_.lease_ttl},
+      Context(), worker_id_, job_.lease_id, client_, clock_);
   absl::StatusOr<std::unique_ptr<Process>> trainer =
       StartTrainer(TrainerCommand(config_.trainer_path, config_.threads, *attempt,
                                   job_.trunk_checkpoint, *launch),

@@ -18,12 +18,16 @@
 namespace onset::worker {
 
 struct JobRunnerConfig {
-  std::string trainer_path;  // the onset-train executable
-  std::string work_dir;      // attempts run in <work_dir>/<cell_id>/attempt-<n>/
-  int threads = 1;           // --threads and OMP_NUM_THREADS for the trainer
+  std::string trainer_path;     // the onset-train executable
+  std::string work_dir;         // attempts run in <work_dir>/<cell_id>/attempt-<n>/
+  std::string checkpoint_root;  // where else a job's checkpoints may be (attempt_dir.h)
+  int threads = 1;              // --threads and OMP_NUM_THREADS for the trainer
   std::chrono::milliseconds heartbeat_interval{5'000};  // as the coordinator asks
-  std::chrono::milliseconds flush_interval{1'000};      // metric points wait at most this long
-  size_t flush_points = 500;                            // or until this many are pending
+  // The coordinator's lease TTL: a job whose heartbeats fail for longer stops its trainer and
+  // reports nothing more (JobReporterOptions::lease_ttl). Zero: no such limit.
+  std::chrono::milliseconds lease_ttl{0};
+  std::chrono::milliseconds flush_interval{1'000};  // metric points wait at most this long
+  size_t flush_points = 500;                        // or until this many are pending
   // The trainer's stderr lines held until relayed (log_buffer.h): at most this many, and bytes.
   size_t log_buffer_lines = LogBuffer::kDefaultMaxLines;
   size_t log_buffer_bytes = LogBuffer::kDefaultMaxBytes;

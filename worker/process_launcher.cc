@@ -279,7 +279,12 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Spawn(SpawnOption
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('='));
-    if (options.env.count(name) == 0) env_strings.push_back(std::move(entry));
+    if (options.env.count(name) != 0) continue;
+    if (std::find(options.unset_env.begin(), options.unset_env.end(), name) !=
+        options.unset_env.end()) {
+      continue;
+    }
+    env_strings.push_back(std::move(entry));
   }
   for (const auto& [name, value] : options.env) env_strings.push_back(name + "=" + value);
   std::vector<char*> envp;

@@ -30,6 +30,7 @@ struct SpawnOptions {
   std::string program;                     // path of the executable; no PATH search
   std::vector<std::string> args;           // argv[1..]; argv[0] is `program`
   std::map<std::string, std::string> env;  // set on top of this process's environment
+  std::vector<std::string> unset_env;      // names left out of this process's environment
   std::string working_dir;                 // empty: inherit this process's directory
   size_t stderr_tail_lines = 50;           // the stderr tail keeps at most this many lines
   size_t stderr_tail_bytes = 8192;         // and at most this many bytes

@@ -30,6 +30,8 @@ SpawnOptions TrainerCommand(const std::string& trainer_path, int threads, const 
   if (!trunk_checkpoint.empty()) {
     options.args.insert(options.args.end(), {trainer::kFlagBranchFrom, trunk_checkpoint});
   }
+  // The coordinator's token is the worker's: a trainer (and its ranks) never needs it.
+  options.unset_env = {"ONSET_TOKEN", "ONSET_TOKEN_FILE"};
   options.env["OMP_NUM_THREADS"] = std::to_string(threads);
   options.env["MKL_NUM_THREADS"] = std::to_string(threads);
   if (launch) {

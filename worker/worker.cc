@@ -108,6 +108,7 @@ bool Worker::Register() {
     if (r.ok()) {
       worker_id_ = r->worker_id;
       heartbeat_interval_ = r->heartbeat_interval;
+      lease_ttl_ = r->lease_ttl;
       spdlog::info("registered with {} as worker {} (devices {}, heartbeat every {} ms{})",
                    config_.coordinator, worker_id_, absl::StrJoin(config_.devices, ","),
                    heartbeat_interval_.count(),
@@ -116,6 +117,10 @@ bool Worker::Register() {
     }
     if (IsRefused(r.status())) {
       refused_ = r.status();
+      return false;
+    }
+    if (idle_ && idle_->Unreachable(running_jobs())) {
+      refused_ = GaveUp(r.status());
       return false;
     }
     spdlog::warn("registration failed, retrying in {} ms: {}", backoff.count(),
@@ -145,8 +150,10 @@ void Worker::StartJob(JobSpec job, const std::vector<std::string>& free) {
   JobRunnerConfig rc;
   rc.trainer_path = config_.trainer_path;
   rc.work_dir = config_.work_dir;
+  rc.checkpoint_root = config_.checkpoint_root;
   rc.threads = config_.threads_per_job;
   rc.heartbeat_interval = heartbeat_interval_;
+  rc.lease_ttl = lease_ttl_;
   rc.flush_interval = config_.flush_interval;
   rc.terminate_grace = config_.terminate_grace;
   rc.report_stopped = config_.report_stopped;
@@ -179,14 +186,23 @@ void Worker::ReapFinished() {
   for (Slot& slot : finished) slot.thread.join();
 }
 
+absl::Status Worker::GaveUp(const absl::Status& last) const {
+  const double seconds = std::chrono::duration<double>(idle_->limit()).count();
+  spdlog::error("could not reach the coordinator at {} for {:g} s with nothing to run: exiting",
+                config_.coordinator, seconds);
+  return absl::UnavailableError(absl::StrCat("could not reach the coordinator at ",
+                                             config_.coordinator, " for ", seconds,
+                                             " s (--exit-when-idle): ", last.message()));
+}
+
 absl::Status Worker::Run() {
   if (absl::Status s = config_.Validate(); !s.ok()) return s;
+  // Only a worker told to exit when idle watches the time; work resets it.
+  if (config_.exit_when_idle) idle_.emplace(*config_.exit_when_idle, clock_);
   if (!Register()) return refused_;
 
   std::chrono::milliseconds backoff = kInitialBackoff;
-  // Only a worker told to exit when idle watches the time; anything but an idle answer resets.
-  std::optional<IdleTimer> idle;
-  if (config_.exit_when_idle) idle.emplace(*config_.exit_when_idle, clock_);
+  std::optional<IdleTimer>& idle = idle_;
   while (true) {
     ReapFinished();
     const std::vector<std::string> free = FreeDevices();
@@ -215,8 +231,6 @@ absl::Status Worker::Run() {
       if (!WaitFor(config_.poll_interval)) break;
       continue;
     }
-    // Time the coordinator cannot be asked is not time without work.
-    if (idle) idle->Reset();
     if (IsRefused(lease.status())) {
       refused_ = lease.status();
       break;
@@ -227,6 +241,11 @@ absl::Status Worker::Run() {
       spdlog::warn("lease refused, registering again: {}", lease.status().ToString());
       if (!Register()) break;
       continue;
+    }
+    // Time the coordinator cannot be asked while nothing runs here counts as time without work.
+    if (idle && idle->Unreachable(running_jobs())) {
+      refused_ = GaveUp(lease.status());
+      break;
     }
     spdlog::warn("leasing failed, retrying in {} ms: {}", backoff.count(),
                  lease.status().ToString());

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "common/clock.h"
 #include "worker/coordinator_client.h"
+#include "worker/idle_timer.h"
 #include "worker/job_runner.h"
 #include "worker/process_launcher.h"
 
@@ -25,6 +26,9 @@ struct WorkerConfig {
   std::string coordinator = "127.0.0.1:7070";  // host:port of the coordinator (for logs)
   std::string trainer_path;                    // the onset-train executable; required
   std::string work_dir = "onset-work";         // attempts run under it
+  // The coordinator's --checkpoint-root as this machine sees it: a job's checkpoints may be
+  // written (and, for a fresh start, deleted) only under work_dir or this (attempt_dir.h).
+  std::string checkpoint_root;
   // What it offers (devices.h): GPUs "cuda:N" or CPU slots "cpu:N". A job takes as many as its
   // cell needs, so at most this many jobs run at once.
   std::vector<std::string> devices = {"cpu:0"};
@@ -36,10 +40,10 @@ struct WorkerConfig {
   std::string host;                                   // reported at registration; empty = hostname
   std::string slurm_job;       // the Slurm job it runs in (slurm_job.h), reported at registration
   bool report_stopped = true;  // Stop() hands running jobs back, see JobRunnerConfig
-  // Set: Run() returns OK by itself once the coordinator has had no work for the worker for this
-  // long (idle_timer.h): every lease answer said "no job, no queued cell waits for you" while no
-  // job ran here. Time the coordinator cannot be reached does not count. At most
-  // kMaxExitWhenIdle.
+  // Set: Run() returns by itself once the worker has had nothing to do for this long
+  // (idle_timer.h) while no job ran here: OK when every lease answer said "no job, no queued cell
+  // waits for you"; Unavailable when the coordinator could not be reached (or this worker never
+  // registered) for the last of that time. At most kMaxExitWhenIdle.
   std::optional<std::chrono::milliseconds> exit_when_idle;
 
   // Names the first bad field, e.g. "devices: none given".
@@ -79,6 +83,9 @@ class Worker {
   // Sleeps up to `delay` unless stopped or a job ends; returns false when stopped.
   bool WaitFor(std::chrono::milliseconds delay);
   bool Register();
+  // The error Run() returns when the coordinator stayed unreachable for the idle limit; `last`
+  // is the latest failed call's status. Logs the exit.
+  absl::Status GaveUp(const absl::Status& last) const;
   // The configured devices that no running job uses, in configured order.
   std::vector<std::string> FreeDevices() const;
   // Starts the job on its devices, which must be among `free`; reports it failed otherwise.
@@ -92,7 +99,9 @@ class Worker {
 
   std::string worker_id_;  // owned by the Run() thread
   absl::Status refused_;   // the coordinator's refusal of the token; owned by the Run() thread
+  std::optional<IdleTimer> idle_;  // with exit_when_idle; owned by the Run() thread
   std::chrono::milliseconds heartbeat_interval_{5'000};
+  std::chrono::milliseconds lease_ttl_{0};  // from registration
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--trainer", config.trainer_path, "the onset-train executable")
       ->capture_default_str();
+  app.add_option("--checkpoint-root", config.checkpoint_root,
+                 "the shared checkpoint directory of a coordinator started with --checkpoint-root: "
+                 "jobs may keep checkpoints only under it or under --work-dir");
   app.add_option("--work-dir", config.work_dir, "directory for job attempts")
       ->capture_default_str();
   CLI::Option* devices_option = app.add_option(

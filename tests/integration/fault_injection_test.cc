@@ -146,10 +146,10 @@ class FaultInjectionTest : public ::testing::Test {
 
   // Returns the index of the worker in workers_.
   size_t StartWorker(const std::string& name) {
-    workers_.push_back(
-        Start(launcher_, "onset-worker",
-              {"--coordinator", address_, "--work-dir", (dir_ / name).string(), "--slots", "1",
-               "--threads-per-job", "1", "--token-file", token_file_}));
+    workers_.push_back(Start(launcher_, "onset-worker",
+                             {"--coordinator", address_, "--work-dir", (dir_ / name).string(),
+                              "--checkpoint-root", (dir_ / "checkpoints").string(), "--slots", "1",
+                              "--threads-per-job", "1", "--token-file", token_file_}));
     EXPECT_NE(workers_.back().process, nullptr);
     return workers_.size() - 1;
   }

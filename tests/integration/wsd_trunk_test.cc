@@ -122,8 +122,9 @@ class Site {
     for (const char* name : {"w1", "w2"}) {
       workers_.push_back(
           Start(*launcher_, "onset-worker",
-                {"--coordinator", daemon_.address, "--work-dir", (dir_ / name).string(), "--slots",
-                 "1", "--threads-per-job", "1", "--token-file", daemon_.token_file}));
+                {"--coordinator", daemon_.address, "--work-dir", (dir_ / name).string(),
+                 "--checkpoint-root", (dir_ / "checkpoints").string(), "--slots", "1",
+                 "--threads-per-job", "1", "--token-file", daemon_.token_file}));
     }
   }
   ~Site() {

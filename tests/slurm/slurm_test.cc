@@ -123,6 +123,7 @@ class SlurmTest : public ::testing::Test {
             {"ONSET_TOKEN_FILE", daemon_.token_file},
             {"ONSET_BIN", testing::BinDir()},
             {"ONSET_WORK_DIR", (dir_ / "work").string()},
+            {"ONSET_CHECKPOINT_ROOT", (dir_ / "checkpoints").string()},
             {"ONSET_DEVICES", "cpu"},
             {"ONSET_STOP_GRACE", "20"}};
   }
@@ -222,7 +223,9 @@ class SlurmTest : public ::testing::Test {
   testing::Ran Onset(std::vector<std::string> args) {
     args.insert(args.end(), {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
     testing::Child child =
-        testing::Start(launcher_, "onset", std::move(args), "", {{"SLURM_CONF", cluster_->conf()}});
+        testing::Start(launcher_, "onset", std::move(args), "",
+                       {{"SLURM_CONF", cluster_->conf()},
+                        {"ONSET_CHECKPOINT_ROOT", (dir_ / "checkpoints").string()}});
     return testing::Finish(child, std::chrono::minutes(1));
   }
 
@@ -321,8 +324,8 @@ TEST_F(SlurmTest, AJobAtItsTimeLimitHandsTheCellBackWithinItsSignalWarning) {
 TEST_F(SlurmTest, SlurmUpStartsWorkersForAStudyAndNoneIsLeftWhenItEnds) {
   Submit(kFourCells, "up");
   const testing::Ran up =
-      Onset({"slurm", "up", "up", "--cpu", "--max-jobs", "3", "--exit-when-idle", "3", "--script",
-             Script(), "--sbatch-arg=--cpus-per-task=1",
+      Onset({"slurm", "up", "up", "--cpu", "--allow-loopback", "--max-jobs", "3",
+             "--exit-when-idle", "3", "--script", Script(), "--sbatch-arg=--cpus-per-task=1",
              "--sbatch-arg=--output=" + (dir_ / "worker-%A_%a.out").string()});
   ASSERT_EQ(up.code, 0) << up.out << up.err;
   EXPECT_THAT(up.out, HasSubstr("3 workers for 4 queued cells"));

@@ -34,12 +34,15 @@ class AttemptDirTest : public ::testing::Test {
     return text.str();
   }
 
+  WorkerRoots Roots() const { return {work_dir_.string(), root_.string()}; }
+
   testutil::TempDir tmp_;
   fs::path work_dir_ = fs::path(tmp_.path()) / "work";  // made by the code under test
+  fs::path root_ = fs::path(tmp_.path()) / "shared";    // the worker's --checkpoint-root
 };
 
 TEST_F(AttemptDirTest, CreatesTheAttemptWithItsConfigBesideTheCellsCheckpoints) {
-  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), Job());
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), Job());
   ASSERT_TRUE(attempt.ok()) << attempt.status();
   EXPECT_TRUE(attempt->dir.is_absolute());
   EXPECT_EQ(attempt->dir, work_dir_ / "00c0ffee" / "attempt-3");
@@ -53,12 +56,12 @@ TEST_F(AttemptDirTest, KeepsTheCheckpointsUnlessFresh) {
   const fs::path checkpoints = work_dir_ / "00c0ffee" / "checkpoints";
   fs::create_directories(checkpoints);
   std::ofstream(checkpoints / "ckpt-000000001000.pt") << "old";
-  ASSERT_TRUE(PrepareAttemptDir(work_dir_.string(), Job()).ok());
+  ASSERT_TRUE(PrepareAttemptDir(Roots(), Job()).ok());
   EXPECT_TRUE(fs::exists(checkpoints / "ckpt-000000001000.pt"));
 
   JobSpec fresh = Job();
   fresh.fresh = true;
-  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), fresh);
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), fresh);
   ASSERT_TRUE(attempt.ok()) << attempt.status();
   EXPECT_TRUE(attempt->discarded_checkpoints);
   EXPECT_FALSE(fs::exists(checkpoints));
@@ -67,9 +70,53 @@ TEST_F(AttemptDirTest, KeepsTheCheckpointsUnlessFresh) {
 TEST_F(AttemptDirTest, UsesTheCheckpointDirectoryTheCoordinatorNames) {
   JobSpec job = Job();
   job.checkpoint_dir = (work_dir_ / "shared" / "00c0ffee").string();
-  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), job);
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
   ASSERT_TRUE(attempt.ok()) << attempt.status();
   EXPECT_EQ(attempt->checkpoint_dir, work_dir_ / "shared" / "00c0ffee");
+}
+
+TEST_F(AttemptDirTest, TheCheckpointRootHoldsTheCoordinatorsCheckpointDirectories) {
+  JobSpec job = Job();
+  job.checkpoint_dir = (root_ / "study" / "00c0ffee").string();
+  job.trunk_checkpoint = (root_ / "study" / "trunk" / "ckpt-000000001000.pt").string();
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
+  ASSERT_TRUE(attempt.ok()) << attempt.status();
+  EXPECT_EQ(attempt->checkpoint_dir, root_ / "study" / "00c0ffee");
+}
+
+// A coordinator (or anything that answers as one) naming a directory elsewhere gets nothing
+// made, written or deleted there: not even with a last component equal to the cell id, nor
+// through "..", nor through a link inside a root.
+TEST_F(AttemptDirTest, APathOutsideTheWorkersRootsIsRefusedBeforeAnythingIsTouched) {
+  const fs::path victim = fs::path(tmp_.path()) / "elsewhere" / "00c0ffee";
+  fs::create_directories(victim / "sub");
+  std::ofstream(victim / "precious.txt") << "keep me";
+  fs::create_directories(root_);
+  fs::create_directory_symlink(victim.parent_path(), root_ / "link");
+  for (const fs::path& dir : {victim, root_ / ".." / "elsewhere" / "00c0ffee",
+                              root_ / "link" / "00c0ffee", fs::path("/tmp/00c0ffee")}) {
+    SCOPED_TRACE(dir.string());
+    JobSpec job = Job();
+    job.fresh = true;
+    job.checkpoint_dir = dir.string();
+    absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
+    EXPECT_EQ(attempt.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(attempt.status().message()),
+                StartsWith("the job's checkpoint directory " + dir.string() +
+                           " lies outside this worker's --work-dir " + work_dir_.string() +
+                           " and --checkpoint-root " + root_.string()));
+  }
+  JobSpec branch = Job();
+  branch.trunk_checkpoint = (victim / "precious.txt").string();
+  EXPECT_EQ(PrepareAttemptDir(Roots(), branch).status().code(), absl::StatusCode::kInvalidArgument);
+  // Without --checkpoint-root only the work directory counts, and the error says what to set.
+  JobSpec shared = Job();
+  shared.checkpoint_dir = (root_ / "study" / "00c0ffee").string();
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir({work_dir_.string(), ""}, shared);
+  EXPECT_THAT(std::string(attempt.status().message()), testing::HasSubstr("--checkpoint-root"));
+  EXPECT_TRUE(fs::exists(victim / "precious.txt"));
+  EXPECT_TRUE(fs::exists(victim / "sub"));
+  EXPECT_FALSE(fs::exists(work_dir_));
 }
 
 TEST_F(AttemptDirTest, AFreshJobDiscardsOnlyWhatIsRecognisablyACellsCheckpoints) {
@@ -77,7 +124,7 @@ TEST_F(AttemptDirTest, AFreshJobDiscardsOnlyWhatIsRecognisablyACellsCheckpoints)
   job.fresh = true;
   job.checkpoint_dir = (work_dir_ / "data").string();
   fs::create_directories(job.checkpoint_dir);
-  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), job);
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
   EXPECT_EQ(attempt.status().message(), "refusing to discard " + job.checkpoint_dir +
                                             ": not a checkpoint directory of cell 00c0ffee");
   EXPECT_TRUE(fs::exists(job.checkpoint_dir));
@@ -88,7 +135,7 @@ TEST_F(AttemptDirTest, ACellIdThatIsNotOnePathComponentIsRefusedBeforeAnythingIs
     SCOPED_TRACE(id);
     JobSpec job = Job();
     job.cell_id = id;
-    absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), job);
+    absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
     EXPECT_EQ(attempt.status().message(),
               "cell id '" + id + "' cannot name a directory under " + work_dir_.string());
   }
@@ -98,7 +145,7 @@ TEST_F(AttemptDirTest, ACellIdThatIsNotOnePathComponentIsRefusedBeforeAnythingIs
 TEST_F(AttemptDirTest, AWorkDirThatCannotBeCreatedSaysWhere) {
   fs::create_directories(work_dir_.parent_path());
   std::ofstream(work_dir_.string()) << "a file, not a directory";
-  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(work_dir_.string(), Job());
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), Job());
   EXPECT_THAT(
       std::string(attempt.status().message()),
       StartsWith("cannot create " + (work_dir_ / "00c0ffee" / "attempt-3").string() + ": "));

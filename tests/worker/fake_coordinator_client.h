@@ -26,6 +26,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
                                         const std::string&, const std::string& slurm_job) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++register_calls;
+    cv_.notify_all();
     registered_devices = devices;
     registered_slurm_job = slurm_job;
     if (register_failures > 0) {

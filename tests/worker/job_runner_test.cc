@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -365,6 +366,42 @@ TEST_F(JobRunnerTest, LostLeaseOnReportAlsoStops) {
   config.heartbeat_interval = std::chrono::seconds(60);
   JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_);
   EXPECT_EQ(runner.Run().end, JobEnd::kLeaseLost);
+  EXPECT_TRUE(client_.finished.empty());
+}
+
+// A worker cut off from its coordinator for longer than the lease stops its trainer: the cell
+// is someone else's by then, and two trainers must never write one cell's checkpoints. Heartbeats
+// that fail for less than the lease keep it running.
+TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndReportNothing) {
+  common::FakeClock clock;
+  client_.heartbeat_status = absl::UnavailableError("Heartbeat to fake: connection refused");
+  JobRunnerConfig config = Config();
+  config.heartbeat_interval = std::chrono::seconds(1);
+  config.lease_ttl = std::chrono::seconds(10);
+  config.max_wait = std::chrono::milliseconds(10);
+  JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_, clock);
+  JobRunOutcome outcome;
+  std::atomic<bool> returned{false};
+  std::thread run([&] {
+    outcome = runner.Run();
+    returned = true;
+  });
+  // 9.5 s of failing heartbeats in small steps, each seen by the run loop: within the lease.
+  for (int step = 0; step < 95; ++step) {
+    clock.Advance(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const bool stopped_within_the_lease = returned;
+  EXPECT_GE(client_.Locked([&] { return client_.heartbeats.size(); }), 5u);
+  for (int step = 0; step < 200 && !returned; ++step) {  // past the lease
+    clock.Advance(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run.join();
+  EXPECT_FALSE(stopped_within_the_lease);
+  EXPECT_EQ(outcome.end, JobEnd::kLeaseLost);
+  EXPECT_EQ(outcome.result.signal, SIGTERM);
   EXPECT_TRUE(client_.finished.empty());
 }
 

@@ -107,6 +107,20 @@ TEST(ProcessLauncherTest, PassesEnvironmentAndWorkingDirectory) {
                   std::filesystem::canonical(std::filesystem::temp_directory_path()).string()));
 }
 
+TEST(ProcessLauncherTest, LeavesOutTheNamesToUnset) {
+  ::setenv("ONSET_TEST_SECRET", "the worker's", 1);
+  PosixProcessLauncher launcher;
+  SpawnOptions options = Shell("echo \"[${ONSET_TEST_SECRET-unset}]\"");
+  options.unset_env = {"ONSET_TEST_SECRET"};
+  Lines lines;
+  lines.Attach(&options);
+  auto process = launcher.Spawn(std::move(options));
+  ::unsetenv("ONSET_TEST_SECRET");
+  ASSERT_TRUE(process.ok()) << process.status();
+  EXPECT_TRUE((*process)->Wait().Succeeded());
+  EXPECT_THAT(lines.lines, ElementsAre("[unset]"));
+}
+
 TEST(ProcessLauncherTest, StderrTailKeepsTheLastLines) {
   PosixProcessLauncher launcher;
   SpawnOptions options =

@@ -35,6 +35,8 @@ TEST(TrainerCommandTest, WithoutDevicesTheTrainerChooses) {
                                                              {"MKL_NUM_THREADS", "4"}}));
   EXPECT_EQ(command.working_dir, "/var/lib/onset/00c0ffee/attempt-2");
   EXPECT_EQ(DescribeLaunch({}, *launch), "");
+  // The worker's token stays with the worker.
+  EXPECT_THAT(command.unset_env, ElementsAre("ONSET_TOKEN", "ONSET_TOKEN_FILE"));
 }
 
 TEST(TrainerCommandTest, OnGpusOneRankPerDeviceSeeingOnlyThem) {

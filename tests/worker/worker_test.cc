@@ -354,7 +354,10 @@ TEST_F(IdleExitTest, DoesNotExitWhileQueuedCellsWaitForIt) {
   EXPECT_TRUE(result_.ok()) << result_;
 }
 
-TEST_F(IdleExitTest, TimeTheCoordinatorIsUnreachableIsNotIdle) {
+// A coordinator that cannot be reached while nothing runs here is no work either: the worker
+// leaves once that has lasted the idle time, with an error that says why.
+TEST_F(IdleExitTest, AnUnreachableCoordinatorEndsTheWorkerAfterTheIdleTimeWithAnError) {
+  db::testing::LogCapture log;
   Start();
   AwaitLeases(2);  // idle from here...
   client_.Locked([&] {
@@ -362,19 +365,39 @@ TEST_F(IdleExitTest, TimeTheCoordinatorIsUnreachableIsNotIdle) {
     return 0;
   });
   AwaitLeases(1);
-  clock_.Advance(2 * kLimit);  // ... but unreachable for longer than the limit
-  AwaitLeases(1);
-  EXPECT_FALSE(Exited());
+  clock_.Advance(kLimit);  // ... and unreachable since, together the idle time
+  ASSERT_TRUE(AwaitExit());
+  EXPECT_EQ(result_.code(), absl::StatusCode::kUnavailable) << result_;
+  EXPECT_THAT(std::string(result_.message()), HasSubstr("could not reach the coordinator"));
+  EXPECT_THAT(std::string(result_.message()), HasSubstr("connection refused"));
+}
 
+TEST_F(IdleExitTest, AnUnreachableCoordinatorIsWaitedForWhileAJobRuns) {
+  client_.jobs = {Job("a", "hang")};
+  Start();
+  ASSERT_TRUE(client_.WaitUntil([&] { return client_.jobs.empty(); }));
+  AwaitLeases(1);
   client_.Locked([&] {
-    client_.lease_status = absl::OkStatus();
+    client_.lease_status = absl::UnavailableError("LeaseJob to fake: connection refused");
     return 0;
   });
-  AwaitLeases(3);
+  AwaitLeases(1);
+  clock_.Advance(2 * kLimit);
+  AwaitLeases(2);
+  EXPECT_FALSE(Exited());
+}
+
+// A worker started against an address where nothing answers (a `slurm up` given a wrong one)
+// never registers; it leaves after the idle time instead of holding its node.
+TEST_F(IdleExitTest, AWorkerThatCannotRegisterLeavesAfterTheIdleTime) {
+  client_.register_failures = 1'000'000;
+  Start();
+  ASSERT_TRUE(client_.WaitUntil([&] { return client_.register_calls >= 2; }));
   EXPECT_FALSE(Exited());
   clock_.Advance(kLimit);
   ASSERT_TRUE(AwaitExit());
-  EXPECT_TRUE(result_.ok()) << result_;
+  EXPECT_EQ(result_.code(), absl::StatusCode::kUnavailable) << result_;
+  EXPECT_EQ(LeaseCalls(), 0);
 }
 
 TEST_F(IdleExitTest, WithoutTheFlagItNeverExits) {
