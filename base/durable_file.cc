@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 #include "base/posix_io.h"
@@ -25,6 +27,18 @@ std::string Errno(const std::string& what, const std::string& path) {
 
 }  // namespace
 
+std::string UniqueTempName(const std::string& path) {
+  static std::atomic<uint64_t> serial{0};
+  static const uint64_t salt = [] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+  }();
+  char suffix[64];
+  std::snprintf(suffix, sizeof(suffix), ".tmp-%d-%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(salt + serial.fetch_add(1)));
+  return path + suffix;
+}
+
 void MakeDirs(const std::string& dir) {
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos < dir.size() && dir[pos] != '/') continue;
@@ -38,11 +52,11 @@ void MakeDirs(const std::string& dir) {
 std::optional<std::string> TryWriteFileDurably(const std::string& path, std::string_view bytes,
                                                const DurableWriteOptions& options) {
   const bool replace = options.if_exists == IfExists::kReplace;
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp = replace ? path + ".tmp"
-                                  : path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(serial.fetch_add(1));
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL);
+  // A temporary file of this writer's own (O_EXCL), never one another writer may be filling:
+  // two processes writing one path (on one machine or on shared storage) each rename a whole
+  // file into place.
+  const std::string tmp = UniqueTempName(path);
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_EXCL;
   const int fd = ::open(tmp.c_str(), flags, options.mode.value_or(0644));
   if (fd < 0) return Errno("cannot create", tmp);
   auto fail = [&](const std::string& what, int err, bool open) {

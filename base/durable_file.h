@@ -29,11 +29,17 @@ struct DurableWriteOptions {
   IfExists if_exists = IfExists::kReplace;
 };
 
-// Writes `bytes` to `path` atomically: to a temporary file beside it (`path`.tmp; for kKeep one
-// of its own, `path`.tmp-PID-N, as racing writers each need one), fsync, rename (kKeep: link),
-// fsync of the directory. A crash leaves either the old file or the new one (plus perhaps a
-// stray temporary file). Returns nullopt, or "TMPFILE: what: strerror" naming the file and what
-// failed; the temporary file is removed then.
+// `path`.tmp-PID-HEX: a temporary name beside `path` that no other writer uses, whether it runs
+// in this process, another one here, or on another machine sharing the directory (PID with a
+// random 64-bit number). Its prefix is always `path` + kTempInfix.
+inline constexpr char kTempInfix[] = ".tmp";
+std::string UniqueTempName(const std::string& path);
+
+// Writes `bytes` to `path` atomically: to a temporary file of its own beside it
+// (UniqueTempName, created with O_EXCL, so racing writers never share or truncate one), fsync,
+// rename (kKeep: link), fsync of the directory. A crash leaves either the old file or the new
+// one (plus perhaps a stray temporary file, which later writes leave alone). Returns nullopt, or
+// "TMPFILE: what: strerror" naming the file and what failed; the temporary file is removed then.
 std::optional<std::string> TryWriteFileDurably(const std::string& path, std::string_view bytes,
                                                const DurableWriteOptions& options = {});
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -276,14 +277,16 @@ std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
   std::vector<CheckpointFile> files = ListCheckpoints(dir);
   std::vector<std::string> removed;
   if (DIR* d = ::opendir(dir.c_str())) {
-    const std::string tmp = std::string(kSuffix) + ".tmp";
+    // ckpt-N.pt.tmp-PID-HEX (base::UniqueTempName), or ckpt-N.pt.tmp of older versions.
+    const std::string tmp = std::string(kSuffix) + base::kTempInfix;
+    const int64_t now = static_cast<int64_t>(::time(nullptr));
     while (const dirent* e = ::readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind(kPrefix, 0) != 0 || name.size() <= tmp.size() ||
-          name.compare(name.size() - tmp.size(), tmp.size(), tmp) != 0) {
-        continue;
-      }
+      if (name.rfind(kPrefix, 0) != 0 || name.find(tmp) == std::string::npos) continue;
       const std::string path = dir + "/" + name;
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (now - static_cast<int64_t>(st.st_mtime) < kStaleCheckpointTempAgeSeconds) continue;
       if (::unlink(path.c_str()) == 0) removed.push_back(path);
     }
     ::closedir(d);

@@ -117,8 +117,11 @@ std::optional<CheckpointError> LoadCheckpointWeights(const std::string& path,
                                                      std::string* config_text);
 
 // Deletes every checkpoint in `dir` except the newest `keep_last` and those whose tokens are in
-// `keep_tokens`, and the temporary files of writes that never finished (call it only while no
-// write is under way). Returns the paths it deleted.
+// `keep_tokens`, and the temporary files of writes that never finished: those not modified for
+// kStaleCheckpointTempAge, so that a file another trainer is writing right now (a second
+// trainer of the cell after a lost lease) is never pulled from under it. Returns the paths it
+// deleted.
+inline constexpr int64_t kStaleCheckpointTempAgeSeconds = 3600;
 std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
                                           const std::set<int64_t>& keep_tokens);
 

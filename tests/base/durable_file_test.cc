@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/temp_dir.h"
@@ -20,6 +21,7 @@
 namespace onset::base {
 namespace {
 
+using ::testing::MatchesRegex;
 using testutil::TempDir;
 
 std::string Slurp(const std::string& path) {
@@ -71,11 +73,13 @@ TEST(WriteFileDurablyTest, ReplacesAnExistingFile) {
   const std::string path = dir.Write("f", "a longer old content\n");
   WriteFileDurably(path, "new\n");
   EXPECT_EQ(Slurp(path), "new\n");
-  // A temporary file left by a crash is taken over.
+  // A temporary file of another writer (or a crash) is never written to nor truncated: each
+  // write has one of its own.
   dir.Write("f.tmp", "stray");
   WriteFileDurably(path, "newer\n");
   EXPECT_EQ(Slurp(path), "newer\n");
-  EXPECT_EQ(Names(dir.path()), (std::set<std::string>{"f"}));
+  EXPECT_EQ(Slurp(dir.File("f.tmp")), "stray");
+  EXPECT_EQ(Names(dir.path()), (std::set<std::string>{"f", "f.tmp"}));
 }
 
 TEST(WriteFileDurablyTest, AGivenModeIsExactAndTheDefaultFollowsTheUmask) {
@@ -127,12 +131,15 @@ TEST(WriteFileDurablyTest, AnErrorNamesTheFileAndWhatFailed) {
   const std::string missing = dir.File("no/such/dir/f");
   std::optional<std::string> error = TryWriteFileDurably(missing, "x");
   ASSERT_TRUE(error.has_value());
-  EXPECT_EQ(*error, missing + ".tmp: cannot create: No such file or directory");
+  EXPECT_THAT(*error, MatchesRegex(missing + "\\.tmp-[0-9]+-[0-9a-f]{16}: cannot create: No such "
+                                             "file or directory"));
   try {
     WriteFileDurably(missing, "x");
     ADD_FAILURE() << "no exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(e.what(), *error);
+    // Each write has a temporary name of its own.
+    EXPECT_THAT(e.what(), MatchesRegex(missing + "\\.tmp-[0-9]+-[0-9a-f]{16}: cannot create: No "
+                                                 "such file or directory"));
   }
 }
 
@@ -143,7 +150,8 @@ TEST(WriteFileDurablyTest, AFailedRenameLeavesWhatWasThereAndNoTemporaryFile) {
   dir.Write("d/inside", "kept");
   std::optional<std::string> error = TryWriteFileDurably(dir.File("d"), "x");
   ASSERT_TRUE(error.has_value());
-  EXPECT_EQ(error->rfind(dir.File("d") + ".tmp: cannot rename into place: ", 0), 0u) << *error;
+  EXPECT_THAT(*error, MatchesRegex(dir.File("d") + "\\.tmp-[0-9]+-[0-9a-f]{16}: cannot rename into "
+                                                   "place: .*"));
   EXPECT_EQ(Names(dir.path()), (std::set<std::string>{"d"}));
   EXPECT_EQ(Slurp(dir.File("d/inside")), "kept");
 }
@@ -162,7 +170,8 @@ TEST(WriteFileDurablyTest, AFailedWriteLeavesNoTemporaryFile) {
   ::setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
   ASSERT_TRUE(error.has_value());
-  EXPECT_EQ(*error, path + ".tmp: cannot write: File too large");
+  EXPECT_THAT(*error,
+              MatchesRegex(path + "\\.tmp-[0-9]+-[0-9a-f]{16}: cannot write: File too large"));
   EXPECT_EQ(Slurp(path), "old");
   EXPECT_EQ(Names(dir.path()), (std::set<std::string>{"f"}));
 }

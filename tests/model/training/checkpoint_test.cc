@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -197,10 +199,16 @@ TEST_F(CheckpointTest, KeepsTheNewestAndThePinnedOnes) {
       .Run();
   EXPECT_EQ(Tokens(), (std::vector<int64_t>{1024, 3072, 4096}));
 
-  // A pin off the cadence gets a checkpoint of its own; the temporary file of an unfinished
-  // write is not listed and goes with the next pruning.
+  // A pin off the cadence gets a checkpoint of its own; the temporary file of a write that
+  // stopped an hour ago is not listed and goes with the next pruning, while one being written
+  // now (by another trainer of the cell) stays.
   ASSERT_EQ(::unlink(Path(1024).c_str()), 0);
-  ::close(::open((dir_ + "/" + CheckpointFileName(9) + ".tmp").c_str(), O_CREAT | O_WRONLY, 0644));
+  const std::string stale = dir_ + "/" + CheckpointFileName(9) + ".tmp";
+  const std::string live = dir_ + "/" + CheckpointFileName(10) + ".tmp-77-00000000000000aa";
+  ::close(::open(stale.c_str(), O_CREAT | O_WRONLY, 0644));
+  ::close(::open(live.c_str(), O_CREAT | O_WRONLY, 0644));
+  const struct timeval hour_ago[2] = {{::time(nullptr) - 3601, 0}, {::time(nullptr) - 3601, 0}};
+  ASSERT_EQ(::utimes(stale.c_str(), hour_ago), 0);
   EXPECT_EQ(Tokens(), (std::vector<int64_t>{3072, 4096}));
   Trainer(TinyCell({{"checkpoint_every_tokens", 4096},
                     {"keep_checkpoints", 1},
@@ -209,8 +217,8 @@ TEST_F(CheckpointTest, KeepsTheNewestAndThePinnedOnes) {
       .Run();
   EXPECT_EQ(Tokens(), (std::vector<int64_t>{1536, 4096}));
   struct stat st;
-  EXPECT_NE(::stat((dir_ + "/" + CheckpointFileName(9) + ".tmp").c_str(), &st), 0)
-      << "a left-over temporary file survived pruning";
+  EXPECT_NE(::stat(stale.c_str(), &st), 0) << "a left-over temporary file survived pruning";
+  EXPECT_EQ(::stat(live.c_str(), &st), 0) << "another writer's temporary file was pruned";
 }
 
 TEST_F(CheckpointTest, RefusesACheckpointOfAnotherConfig) {
