@@ -40,9 +40,17 @@ int SlurmUpCommand(StudyClient& client, const SlurmUpOptions& options, const Wor
       FindWorkerScript(options.script, options.env_script, options.executable);
   if (!script.ok()) return ReportError(script.status(), err);
   if (IsLoopbackAddress(access.coordinator)) {
+    if (!options.allow_loopback) {
+      // Workers that cannot reach their coordinator would hold their nodes doing nothing.
+      err << access.coordinator
+          << " is a loopback address, which workers on other nodes cannot reach: pass "
+             "--coordinator with a name the nodes resolve (and onsetd --listen there), or "
+             "--allow-loopback when the cluster is this machine\n";
+      return kExitBadInput;
+    }
     err << "note: " << access.coordinator
-        << " is a loopback address, which workers on other nodes cannot reach: pass "
-           "--coordinator with a name the nodes resolve (and onsetd --listen there)\n";
+        << " is a loopback address: only workers on this machine can reach it "
+           "(--allow-loopback)\n";
   }
   const SbatchPlan plan = PlanSbatch(options, workers, *script, access);
   const std::string cells =

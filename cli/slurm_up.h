@@ -29,7 +29,10 @@ struct SlurmUpOptions {
   std::vector<std::string> sbatch_args;  // passed on after onset's own, so they override them
   int exit_when_idle_s = 300;            // the workers exit after this long without work
   bool cpu = false;                      // the workers offer CPU slots instead of GPUs
-  std::string script;                    // --script; empty: look it up
+  // Submit even when the coordinator's address is a loopback one (a cluster of this one machine);
+  // otherwise that is refused, since workers on other nodes could never reach it.
+  bool allow_loopback = false;
+  std::string script;  // --script; empty: look it up
   bool dry_run = false;
   bool json = false;
 

@@ -217,6 +217,7 @@ TEST_F(SlurmUpCommandTest, NoScript) {
 
 TEST_F(SlurmUpCommandTest, DryRunPrintsTheCommandAndRunsNothing) {
   options_.dry_run = true;
+  options_.allow_loopback = true;
   options_.sbatch = "sbatch";
   access_.coordinator = "127.0.0.1:7070";
   access_.token_file.clear();
@@ -232,9 +233,20 @@ TEST_F(SlurmUpCommandTest, DryRunPrintsTheCommandAndRunsNothing) {
                 "  ONSET_EXIT_WHEN_IDLE=300\n"
                 "  ONSET_TOKEN (passed on as it is set)\n");
   EXPECT_EQ(err_.str(),
-            "note: 127.0.0.1:7070 is a loopback address, which workers on other nodes cannot "
-            "reach: pass --coordinator with a name the nodes resolve (and onsetd --listen "
-            "there)\n");
+            "note: 127.0.0.1:7070 is a loopback address: only workers on this machine can reach "
+            "it (--allow-loopback)\n");
+  EXPECT_EQ(Recorded("argv"), "(not run)");
+}
+
+// Workers on other nodes could never reach a loopback coordinator, and would hold their nodes
+// doing nothing: refused unless the user says the cluster is this machine.
+TEST_F(SlurmUpCommandTest, ALoopbackCoordinatorIsRefusedUnlessAllowed) {
+  access_.coordinator = "127.0.0.1:7070";
+  EXPECT_EQ(Run(), kExitBadInput);
+  EXPECT_EQ(err_.str(),
+            "127.0.0.1:7070 is a loopback address, which workers on other nodes cannot reach: "
+            "pass --coordinator with a name the nodes resolve (and onsetd --listen there), or "
+            "--allow-loopback when the cluster is this machine\n");
   EXPECT_EQ(Recorded("argv"), "(not run)");
 }
 
