@@ -107,25 +107,34 @@ void JobReporter::FlushLogs() {
   }
 }
 
+bool JobReporter::CheckLease() {
+  if (lease_lost_ || options_.lease_ttl.count() <= 0) return lease_lost_;
+  const auto margin = std::min(options_.stop_margin, options_.lease_ttl / 2);
+  const common::Clock::MonotonicTime now = clock_.MonotonicNow();
+  if (now - renewed_ < options_.lease_ttl - margin) return false;
+  // Whoever holds the cell next must be the only one writing its checkpoints.
+  lease_lost_ = true;
+  spdlog::error(
+      "{}: lease lost: no heartbeat has renewed it for {} ms, and it expires {} ms after the "
+      "last one reached the coordinator; stopping the trainer and reporting nothing more for "
+      "this lease",
+      context_, std::chrono::duration_cast<std::chrono::milliseconds>(now - renewed_).count(),
+      options_.lease_ttl.count());
+  return true;
+}
+
 bool JobReporter::Heartbeat() {
+  // The coordinator's deadline runs from when it received this; sending is no later.
+  const common::Clock::MonotonicTime sent = clock_.MonotonicNow();
   absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
       worker_id_, lease_id_, Progress{parser_.tokens_done(), parser_.tokens_per_second()});
   if (LeaseLost(reply.status())) return false;
-  const common::Clock::MonotonicTime now = clock_.MonotonicNow();
   if (reply.ok()) {
-    renewed_ = now;
+    renewed_ = sent;
     return reply->cancel;
   }
   spdlog::warn("{}: heartbeat failed: {}", context_, reply.status().ToString());
-  if (options_.lease_ttl.count() > 0 && now - renewed_ > options_.lease_ttl) {
-    // Whoever holds the cell now must be the only one writing its checkpoints.
-    lease_lost_ = true;
-    spdlog::error(
-        "{}: lease lost: no heartbeat reached the coordinator for {} ms, longer than its lease "
-        "({} ms); stopping the trainer and reporting nothing more for this lease",
-        context_, std::chrono::duration_cast<std::chrono::milliseconds>(now - renewed_).count(),
-        options_.lease_ttl.count());
-  }
+  CheckLease();
   return false;
 }
 

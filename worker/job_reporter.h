@@ -21,10 +21,13 @@ struct JobReporterOptions {
   size_t flush_points = 500;  // metric points per ReportMetrics call; a batch goes at this many
   size_t log_buffer_lines = LogBuffer::kDefaultMaxLines;  // stderr lines held until relayed
   size_t log_buffer_bytes = LogBuffer::kDefaultMaxBytes;
-  // The coordinator's lease TTL (from registration). Once no heartbeat has renewed the lease for
-  // this long, the lease has expired on the coordinator's side and the cell may be running
-  // elsewhere: the reporter counts the lease as lost. Zero: only the coordinator's answer says so.
+  // The coordinator's lease TTL (from registration). The coordinator's deadline is the TTL after
+  // it received the last heartbeat, so at least the TTL after that heartbeat was sent; once
+  // `lease_ttl - stop_margin` has passed since then without a renewal, the reporter counts the
+  // lease as lost, so that the trainer has stopped before the cell can be leased elsewhere. Zero:
+  // only the coordinator's answer says so.
   std::chrono::milliseconds lease_ttl{0};
+  std::chrono::milliseconds stop_margin{0};  // at most half the TTL is used
 };
 
 // Used by the job's thread, except logs(), which the stderr reader fills. `client` and `clock`
@@ -51,9 +54,12 @@ class JobReporter {
   void FlushLogs();
 
   // Renews the lease with the progress so far; true when the coordinator says the cell was
-  // cancelled. A heartbeat that fails when the last renewal (or the start) is more than
-  // lease_ttl ago loses the lease: the job must stop its trainer and report nothing more.
+  // cancelled.
   bool Heartbeat();
+
+  // Whether the lease is lost, counting one that no heartbeat renewed in time (lease_ttl): the
+  // job must then stop its trainer and report nothing more. Call it as often as the job wakes.
+  bool CheckLease();
 
   // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs,
   // and says it in the worker's log too.

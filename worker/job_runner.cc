@@ -86,9 +86,9 @@ JobRunOutcome JobRunner::Run() {
     spdlog::info("{}: starting fresh: discarded {}", Context(), attempt->checkpoint_dir.string());
   }
 
-  JobReporter reporter(
-      {config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes, config_.lease_ttl},
-      Context(), worker_id_, job_.lease_id, client_, clock_);
+  JobReporter reporter({config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes,
+                        config_.lease_ttl, config_.heartbeat_interval},
+                       Context(), worker_id_, job_.lease_id, client_, clock_);
   absl::StatusOr<std::unique_ptr<Process>> trainer =
       StartTrainer(TrainerCommand(config_.trainer_path, config_.threads, *attempt,
                                   job_.trunk_checkpoint, *launch),
@@ -178,7 +178,7 @@ JobRunner::PumpEnd JobRunner::PumpEvents(JobReporter& reporter) {
         WaitForEvents(unsent ? std::min(next_heartbeat_, next_flush) : next_heartbeat_);
     reporter.TakeLines(&events.lines);
     if (events.exited) return PumpEnd::kExited;
-    if (reporter.lease_lost()) return PumpEnd::kLeaseLost;
+    if (reporter.CheckLease()) return PumpEnd::kLeaseLost;
     if (stop_requested_) return PumpEnd::kStopRequested;
     if (events.logs_waiting) {
       reporter.FlushLogs();

@@ -23,8 +23,9 @@ struct JobRunnerConfig {
   std::string checkpoint_root;  // where else a job's checkpoints may be (attempt_dir.h)
   int threads = 1;              // --threads and OMP_NUM_THREADS for the trainer
   std::chrono::milliseconds heartbeat_interval{5'000};  // as the coordinator asks
-  // The coordinator's lease TTL: a job whose heartbeats fail for longer stops its trainer and
-  // reports nothing more (JobReporterOptions::lease_ttl). Zero: no such limit.
+  // The coordinator's lease TTL: a job whose heartbeats fail for nearly as long (one heartbeat
+  // interval less) stops its trainer and reports nothing more (JobReporterOptions::lease_ttl).
+  // Zero: no such limit.
   std::chrono::milliseconds lease_ttl{0};
   std::chrono::milliseconds flush_interval{1'000};  // metric points wait at most this long
   size_t flush_points = 500;                        // or until this many are pending

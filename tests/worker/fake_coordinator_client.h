@@ -37,6 +37,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
     Registration r;
     r.worker_id = "w1";
     r.heartbeat_interval = heartbeat_interval;
+    r.lease_ttl = lease_ttl;
     return r;
   }
 
@@ -131,6 +132,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
 
   // Configuration and records; touch them under Locked() once the code under test runs.
   std::chrono::milliseconds heartbeat_interval{50};
+  std::chrono::milliseconds lease_ttl{30'000};
   int register_failures = 0;
   absl::Status register_status;  // after the failures
   absl::Status lease_status;

@@ -369,9 +369,10 @@ TEST_F(JobRunnerTest, LostLeaseOnReportAlsoStops) {
   EXPECT_TRUE(client_.finished.empty());
 }
 
-// A worker cut off from its coordinator for longer than the lease stops its trainer: the cell
-// is someone else's by then, and two trainers must never write one cell's checkpoints. Heartbeats
-// that fail for less than the lease keep it running.
+// A worker cut off from its coordinator for as long as the lease (less one heartbeat interval,
+// so that its trainer has stopped before the coordinator can lease the cell again) stops its
+// trainer: two trainers must never write one cell's checkpoints. Heartbeats that fail for less
+// keep it running.
 TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndReportNothing) {
   common::FakeClock clock;
   client_.heartbeat_status = absl::UnavailableError("Heartbeat to fake: connection refused");
@@ -386,8 +387,9 @@ TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndRep
     outcome = runner.Run();
     returned = true;
   });
-  // 9.5 s of failing heartbeats in small steps, each seen by the run loop: within the lease.
-  for (int step = 0; step < 95; ++step) {
+  // 8.5 s of failing heartbeats in small steps, each seen by the run loop: within the lease less
+  // its margin (10 s - 1 s).
+  for (int step = 0; step < 85; ++step) {
     clock.Advance(std::chrono::milliseconds(100));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

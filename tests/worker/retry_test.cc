@@ -1,5 +1,6 @@
 #include "worker/retry.h"
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -94,9 +95,18 @@ TEST(WaitOnClockTest, ReturnsOnceTheInjectedClockHasAdvanced) {
   // The clock is already past the end: no real time is waited for.
   common::FakeClock clock;
   WaitOnClock(clock, milliseconds(0), milliseconds(10));
-  // A clock that jumps while it waits is noticed at the next look.
-  std::thread advance([&] { clock.Advance(milliseconds(60'000)); });
+  // A clock that jumps while it waits is noticed at the next look. It keeps jumping until the
+  // wait returns: a single jump could come before the wait reads the clock, which would then
+  // wait for a minute that never passes.
+  std::atomic<bool> returned{false};
+  std::thread advance([&] {
+    while (!returned) {
+      clock.Advance(milliseconds(10'000));
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  });
   WaitOnClock(clock, milliseconds(60'000), milliseconds(1));
+  returned = true;
   advance.join();
   EXPECT_GE(clock.MonotonicNow(), common::FakeClock().MonotonicNow() + milliseconds(60'000));
 }

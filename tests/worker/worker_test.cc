@@ -326,6 +326,7 @@ TEST_F(IdleExitTest, ExitsOnceTheCoordinatorHadNoWorkForItForTheIdleTime) {
 
 TEST_F(IdleExitTest, DoesNotExitWhileAJobRuns) {
   client_.jobs = {Job("a", "hang")};
+  client_.lease_ttl = 4 * kLimit;  // the jump below leaves the job's lease current
   Start();
   ASSERT_TRUE(client_.WaitUntil([&] { return client_.jobs.empty(); }));
   AwaitLeases(2);  // with its other device: no job
@@ -374,6 +375,7 @@ TEST_F(IdleExitTest, AnUnreachableCoordinatorEndsTheWorkerAfterTheIdleTimeWithAn
 
 TEST_F(IdleExitTest, AnUnreachableCoordinatorIsWaitedForWhileAJobRuns) {
   client_.jobs = {Job("a", "hang")};
+  client_.lease_ttl = 4 * kLimit;
   Start();
   ASSERT_TRUE(client_.WaitUntil([&] { return client_.jobs.empty(); }));
   AwaitLeases(1);
