@@ -306,9 +306,10 @@ void Trainer::WriteCheckpoint() {
 TrainResult Trainer::Finish(TrainResult result) {
   result.tokens = tokens_;
   result.steps = steps_;
+  // No train/loss here: the last train event (at these tokens, but for a trunk) has it as the
+  // mean over its window like every other point, and a run resumed from its final checkpoint,
+  // which takes no step, reports the same curve as one that never stopped.
   MetricsEvent done{trainer::kEventDone, tokens_, std::nullopt, throughput_.Totals(tokens_)};
-  // A run resumed from its final checkpoint takes no step and has no loss of its own to add.
-  if (!result.step_losses.empty()) done.metrics["train/loss"] = result.step_losses.back();
   sink_->Emit(done);
   if (lead()) {
     std::fprintf(stderr, "onset-train: done, %lld tokens in %.1f s of training (%.0f tokens/s)\n",
