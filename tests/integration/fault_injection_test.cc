@@ -9,10 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -24,6 +27,7 @@
 #include "cli/study_client.h"
 #include "common/auth_token.h"
 #include "tests/integration/harness.h"
+#include "tests/testing/tcp_proxy.h"
 
 namespace onset {
 namespace {
@@ -144,20 +148,34 @@ class FaultInjectionTest : public ::testing::Test {
     ASSERT_TRUE(WaitUntil([&] { return client_->List().ok(); })) << daemon_.process->StderrTail();
   }
 
-  // Returns the index of the worker in workers_.
-  size_t StartWorker(const std::string& name) {
-    workers_.push_back(Start(launcher_, "onset-worker",
-                             {"--coordinator", address_, "--work-dir", (dir_ / name).string(),
-                              "--checkpoint-root", (dir_ / "checkpoints").string(), "--slots", "1",
-                              "--threads-per-job", "1", "--token-file", token_file_}));
+  // Returns the index of the worker in workers_. `coordinator`: where it dials (the
+  // coordinator's address unless given).
+  size_t StartWorker(const std::string& name, const std::string& coordinator = "") {
+    workers_.push_back(
+        Start(launcher_, "onset-worker",
+              {"--coordinator", coordinator.empty() ? address_ : coordinator, "--work-dir",
+               (dir_ / name).string(), "--checkpoint-root", (dir_ / "checkpoints").string(),
+               "--slots", "1", "--threads-per-job", "1", "--token-file", token_file_}));
     EXPECT_NE(workers_.back().process, nullptr);
     return workers_.size() - 1;
   }
 
-  void Submit() {
-    absl::StatusOr<v1::SubmitStudyResponse> r = client_->Submit("faults.yaml", kStudy);
+  // kStudy, or under another name, or with cells of `steps` steps, or only its first cell.
+  void Submit(const std::string& name = "faults", int steps = kSteps, bool one_cell = false) {
+    steps_ = steps;
+    cells_ = one_cell ? 1 : kCells;
+    std::string text = kStudy;
+    text.replace(text.find("faults"), 6, name);
+    text.replace(text.find("131072"), 6, std::to_string(steps * kTokensPerStep));
+    if (one_cell) {
+      const std::string archs = "[full, \"swa:1\"]";
+      const std::string seeds = "seeds: 2";
+      text.replace(text.find(archs), archs.size(), "[full]");
+      text.replace(text.find(seeds), seeds.size(), "seeds: 1");
+    }
+    absl::StatusOr<v1::SubmitStudyResponse> r = client_->Submit(name + ".yaml", text);
     ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_EQ(r->cells_size(), kCells);
+    ASSERT_EQ(r->cells_size(), cells_);
   }
 
   bool WaitUntil(const std::function<bool()>& done) {
@@ -179,24 +197,32 @@ class FaultInjectionTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  bool AllSucceeded(const std::string& study) {
+    absl::StatusOr<v1::GetStudyResponse> s = client_->Get(study);
+    return s.ok() && s->study().cells_by_state().count("succeeded") &&
+           s->study().cells_by_state().at("succeeded") == cells_;
+  }
+
   // Every cell succeeded, with the uninterrupted run's train/loss points, each exactly once.
   void ExpectCompleteAndContinuous() {
     ASSERT_TRUE(WaitUntil([&] {
       absl::StatusOr<v1::GetStudyResponse> s = client_->Get("faults");
       return s.ok() && s->study().cells_by_state().count("succeeded") &&
-             s->study().cells_by_state().at("succeeded") == kCells;
+             s->study().cells_by_state().at("succeeded") == cells_;
     })) << client_->Get("faults")->DebugString()
         << "\ndaemon:\n"
         << daemon_.process->StderrTail();
     std::vector<int64_t> expected;
-    for (int step = kLogEvery; step <= kSteps; step += kLogEvery) {
+    for (int step = kLogEvery; step <= steps_; step += kLogEvery) {
       expected.push_back(step * kTokensPerStep);
     }
     std::map<std::string, std::vector<int64_t>> tokens = LossTokens(Db());
-    ASSERT_EQ(tokens.size(), static_cast<size_t>(kCells));
+    ASSERT_EQ(tokens.size(), static_cast<size_t>(cells_));
     for (const auto& [cell, points] : tokens) EXPECT_EQ(points, expected) << cell;
   }
 
+  int steps_ = kSteps;  // of the study's cells
+  int cells_ = kCells;  // in the study
   fs::path dir_;
   std::string address_;
   std::string token_file_;
@@ -205,6 +231,104 @@ class FaultInjectionTest : public ::testing::Test {
   std::vector<Child> workers_;
   std::unique_ptr<cli::StudyClient> client_;
 };
+
+// (study, the cell's grid point as its axes' JSON) -> train/loss as (tokens, value) pairs, in
+// token order. Cells of two studies are matched by grid point: a study's name is part of its
+// cells' configs, and so of their ids.
+std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, double>>> LossCurves(
+    const fs::path& db) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, double>>> out;
+  testing::ForEachRow(db,
+                      "SELECT s.name, c.axes_json, m.tokens, m.value FROM metrics m "
+                      "JOIN cells c ON c.id = m.cell_id JOIN studies s ON s.id = c.study_id "
+                      "WHERE m.name = 'train/loss' ORDER BY s.name, c.axes_json, m.tokens",
+                      {}, [&](sqlite3_stmt* row) {
+                        out[{testing::Text(row, 0), testing::Text(row, 1)}].emplace_back(
+                            sqlite3_column_int64(row, 2), sqlite3_column_double(row, 3));
+                      });
+  return out;
+}
+
+// A worker cut off from the coordinator (a proxy between them that the test cuts) for longer
+// than the lease, while its trainer checkpoints: the worker stops its trainer before the cell is
+// leased again, so at no moment do two trainers run one cell; the cell resumes elsewhere from an
+// intact checkpoint, and every curve equals that of the same study run without the partition.
+TEST_F(FaultInjectionTest, APartitionedWorkerStopsItsTrainerBeforeItsCellRunsElsewhere) {
+  testutil::TcpProxy proxy(std::stoi(address_.substr(address_.rfind(':') + 1)));
+  StartWorker("cut", proxy.address());
+  // One cell of 1536 steps (over ten seconds): its trainer is still training when its lease runs
+  // out, 4 s into the partition, and the other worker is free to take it at once.
+  constexpr int kLongSteps = 1536;
+  Submit("faults", kLongSteps, /*one_cell=*/true);
+  // Sample every cell's trainers while the study runs: the most that ever ran at once.
+  std::atomic<bool> sampling{true};
+  std::map<std::string, size_t> most;
+  std::thread sampler([&] {
+    while (sampling) {
+      std::map<std::string, size_t> now;
+      for (pid_t pid : TrainersMatching(dir_.string(), "/faults/")) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        const std::string cmdline = text.str();
+        const size_t at = cmdline.find("/faults/");
+        if (at != std::string::npos) ++now[cmdline.substr(at + 8, 16)];
+      }
+      for (const auto& [cell, n] : now) most[cell] = std::max(most[cell], n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  std::optional<v1::Cell> victim;
+  ASSERT_TRUE(WaitUntil([&] { return (victim = RunningCellPast(20'000)).has_value(); }));
+  StartWorker("direct");  // the other side of the partition, ready to take the cell
+  proxy.Cut();
+  const auto cut_at = std::chrono::steady_clock::now();
+  // The lease is 4 s: the victim's trainer must be gone once the cell runs again elsewhere.
+  ASSERT_TRUE(WaitUntil([&] {
+    absl::StatusOr<v1::GetStudyResponse> s = client_->Get("faults");
+    if (!s.ok()) return false;
+    for (const v1::Cell& c : s->cells()) {
+      if (c.id() == victim->id()) return c.attempts() >= 2;
+    }
+    return false;
+  }));
+  std::this_thread::sleep_for(std::chrono::seconds(7) -
+                              (std::chrono::steady_clock::now() - cut_at));
+  proxy.Heal();
+  ExpectCompleteAndContinuous();
+  sampling = false;
+  sampler.join();
+  ASSERT_EQ(most.size(), 1u);
+  for (const auto& [cell, n] : most) EXPECT_EQ(n, 1u) << cell << ": trainers at once";
+
+  // The victim's first attempt was lost with its lease and not reported; the next resumed from
+  // a checkpoint, which loads only when whole. No temporary file is left in its directory.
+  std::vector<AttemptRow> victim_attempts;
+  for (const AttemptRow& a : Attempts(Db())) {
+    if (a.cell == victim->id()) victim_attempts.push_back(a);
+  }
+  ASSERT_GE(victim_attempts.size(), 2u);
+  EXPECT_EQ(victim_attempts[0].outcome, "lost");
+  EXPECT_EQ(victim_attempts.back().outcome, "succeeded");
+  const std::vector<int64_t> resumed = ResumedAt(Db(), victim->id());
+  ASSERT_FALSE(resumed.empty());
+  EXPECT_GE(resumed[0], 16'384);
+  EXPECT_LT(resumed[0], kLongSteps * kTokensPerStep);  // stopped mid-run, not after the end
+  for (const auto& entry : fs::directory_iterator(dir_ / "checkpoints" / "faults" / victim->id())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+  }
+
+  // The same study, run again without a fault, gives the same curves, bit for bit.
+  Submit("calm", kLongSteps, /*one_cell=*/true);
+  ASSERT_TRUE(WaitUntil([&] { return AllSucceeded("calm"); }));
+  const auto curves = LossCurves(Db());
+  for (const auto& [key, curve] : curves) {
+    if (key.first != "faults") continue;
+    const auto calm = curves.find({"calm", key.second});
+    ASSERT_NE(calm, curves.end()) << key.second;
+    EXPECT_EQ(curve, calm->second) << key.second;
+  }
+}
 
 TEST_F(FaultInjectionTest, AKilledTrainerIsRetriedAndResumesFromItsCheckpoint) {
   StartWorker("w1");
