@@ -613,11 +613,13 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
   cell.BindAll(CellStateName(t.next), now, t.failures, t.retry_at_unix_ms, attempt.cell_id);
   ONSET_RETURN_IF_ERROR(cell.Run());
   if (t.next == CellState::kSucceeded) {
-    // A success trained the whole budget, whatever the last heartbeat said (it comes every few
-    // seconds, and a WSD branch's first one may never come): progress reads the budget.
+    // Progress comes with heartbeats, every few seconds, and a short run (a WSD branch) may end
+    // before its first: a success shows the furthest point its trainer reported (the "done"
+    // event carries the final token count), never less than the last heartbeat said.
     ONSET_ASSIGN_OR_RETURN(
         db::Statement done,
-        db.Prepare("UPDATE cells SET tokens_done = MAX(tokens_done, tokens_budget) WHERE id = ?"));
+        db.Prepare("UPDATE cells SET tokens_done = MAX(tokens_done, (SELECT COALESCE(MAX(tokens), "
+                   "0) FROM metrics WHERE cell_id = ?1)) WHERE id = ?1"));
     done.BindAll(attempt.cell_id);
     ONSET_RETURN_IF_ERROR(done.Run());
   }

@@ -584,16 +584,20 @@ TEST_F(FailurePolicyStoreTest, CancelStopsQueuedCellsAtOnceAndRunningOnesAtTheHe
   EXPECT_EQ(store_->CancelCells("nope", {}).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(FailurePolicyStoreTest, ASucceededCellShowsItsWholeBudgetAsProgress) {
+// The last heartbeat may come well before the end (or, for a short WSD branch, never): a success
+// shows the furthest point the trainer reported, its "done" event's token count.
+TEST_F(FailurePolicyStoreTest, ASucceededCellShowsTheTokensOfItsLastPointAsProgress) {
   ClaimedJob done = Claim();
   ClaimedJob failed = Claim();
   const int64_t budget = Cell(done.cell_id).tokens_budget;
   ASSERT_TRUE(store_->RecordProgress(done.lease_id, budget * 9 / 10, 1).ok());
+  ASSERT_TRUE(store_->AddMetrics(done.lease_id, {{"train/loss", budget, 2.0}}).ok());
   ASSERT_TRUE(store_->RecordProgress(failed.lease_id, budget / 2, 1).ok());
+  ASSERT_TRUE(store_->AddMetrics(failed.lease_id, {{"train/loss", budget * 3 / 4, 2.0}}).ok());
   ASSERT_TRUE(store_->FinishAttempt(done.lease_id, Ended(AttemptOutcome::kSucceeded)).ok());
   ASSERT_TRUE(store_->FinishAttempt(failed.lease_id, Crash()).ok());
   EXPECT_EQ(Cell(done.cell_id).tokens_done, budget);
-  EXPECT_EQ(Cell(failed.cell_id).tokens_done, budget / 2);  // where it got to
+  EXPECT_EQ(Cell(failed.cell_id).tokens_done, budget / 2);  // as its heartbeat said
 }
 
 TEST_F(FailurePolicyStoreTest, ACellNamedManyTimesIsCancelledOnceAndOnlyItIs) {
