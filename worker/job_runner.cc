@@ -129,6 +129,13 @@ JobRunOutcome JobRunner::Run() {
                                                                       : TrainerStop::kNone);
   result.outcome = exit.outcome;
   result.reason = exit.reason;
+  if (pumped == PumpEnd::kStalled) {
+    result.outcome = JobOutcome::kFailed;
+    result.reason = absl::StrCat(
+        "no progress: the trainer wrote no metrics line for ",
+        std::chrono::duration_cast<std::chrono::seconds>(config_.stall_timeout).count(),
+        " s (onset-worker --stall-timeout); stopped it");
+  }
   if (exit.outcome == JobOutcome::kHandedBack && !config_.report_stopped) {
     spdlog::info("{}: stopped; left to the coordinator to requeue", Context());
     JobRunOutcome outcome;
@@ -172,12 +179,18 @@ absl::StatusOr<std::unique_ptr<Process>> JobRunner::StartTrainer(SpawnOptions op
 JobRunner::PumpEnd JobRunner::PumpEvents(JobReporter& reporter) {
   auto next_flush = clock_.MonotonicNow() + config_.flush_interval;
   next_heartbeat_ = clock_.MonotonicNow() + config_.heartbeat_interval;
+  auto last_output = clock_.MonotonicNow();
   while (true) {
     const bool unsent = reporter.pending_points() > 0 || reporter.logs()->pending() > 0;
     TrainerEvents events =
         WaitForEvents(unsent ? std::min(next_heartbeat_, next_flush) : next_heartbeat_);
+    if (!events.lines.empty()) last_output = clock_.MonotonicNow();
     reporter.TakeLines(&events.lines);
     if (events.exited) return PumpEnd::kExited;
+    if (config_.stall_timeout.count() > 0 &&
+        clock_.MonotonicNow() - last_output >= config_.stall_timeout) {
+      return PumpEnd::kStalled;
+    }
     if (reporter.CheckLease()) return PumpEnd::kLeaseLost;
     if (stop_requested_) return PumpEnd::kStopRequested;
     if (events.logs_waiting) {
@@ -229,6 +242,7 @@ ExitStatus JobRunner::EndTrainer(Process& trainer, PumpEnd pumped) {
   spdlog::info("{}: stopping the trainer ({})", Context(),
                pumped == PumpEnd::kLeaseLost   ? "lease lost"
                : pumped == PumpEnd::kCancelled ? "cell cancelled"
+               : pumped == PumpEnd::kStalled   ? "no progress"
                                                : "worker stopping");
   return trainer.Terminate(config_.terminate_grace);
 }

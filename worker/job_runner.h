@@ -27,6 +27,10 @@ struct JobRunnerConfig {
   // interval less) stops its trainer and reports nothing more (JobReporterOptions::lease_ttl).
   // Zero: no such limit.
   std::chrono::milliseconds lease_ttl{0};
+  // A trainer that writes no metrics line for this long (it heartbeats through the worker, but
+  // makes no progress: a hung read, a deadlocked rank) is stopped and its attempt fails with
+  // "no progress". Zero: never.
+  std::chrono::milliseconds stall_timeout{0};
   std::chrono::milliseconds flush_interval{1'000};  // metric points wait at most this long
   size_t flush_points = 500;                        // or until this many are pending
   // The trainer's stderr lines held until relayed (log_buffer.h): at most this many, and bytes.
@@ -88,6 +92,7 @@ class JobRunner {
     kLeaseLost,      // the coordinator no longer knows the lease
     kCancelled,      // a heartbeat said the cell was cancelled
     kStopRequested,  // Stop() was called
+    kStalled,        // the trainer wrote no metrics line for stall_timeout
   };
   // What the trainer sent since the last look.
   struct TrainerEvents {

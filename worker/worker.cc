@@ -154,6 +154,7 @@ void Worker::StartJob(JobSpec job, const std::vector<std::string>& free) {
   rc.threads = config_.threads_per_job;
   rc.heartbeat_interval = heartbeat_interval_;
   rc.lease_ttl = lease_ttl_;
+  rc.stall_timeout = config_.stall_timeout;
   rc.flush_interval = config_.flush_interval;
   rc.terminate_grace = config_.terminate_grace;
   rc.report_stopped = config_.report_stopped;

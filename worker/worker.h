@@ -32,12 +32,13 @@ struct WorkerConfig {
   // What it offers (devices.h): GPUs "cuda:N" or CPU slots "cpu:N". A job takes as many as its
   // cell needs, so at most this many jobs run at once.
   std::vector<std::string> devices = {"cpu:0"};
-  int threads_per_job = 1;                            // CPU threads given to each trainer
-  std::chrono::milliseconds poll_interval{2'000};     // LeaseJob cadence while nothing is queued
-  std::chrono::milliseconds max_backoff{15'000};      // cap of the retry delay when unreachable
-  std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL for trainers
-  std::chrono::milliseconds flush_interval{1'000};    // metric batching, see JobRunnerConfig
-  std::string host;                                   // reported at registration; empty = hostname
+  int threads_per_job = 1;                             // CPU threads given to each trainer
+  std::chrono::milliseconds poll_interval{2'000};      // LeaseJob cadence while nothing is queued
+  std::chrono::milliseconds max_backoff{15'000};       // cap of the retry delay when unreachable
+  std::chrono::milliseconds terminate_grace{10'000};   // SIGTERM -> SIGKILL for trainers
+  std::chrono::milliseconds flush_interval{1'000};     // metric batching, see JobRunnerConfig
+  std::chrono::milliseconds stall_timeout{3'600'000};  // JobRunnerConfig::stall_timeout
+  std::string host;                                    // reported at registration; empty = hostname
   std::string slurm_job;       // the Slurm job it runs in (slurm_job.h), reported at registration
   bool report_stopped = true;  // Stop() hands running jobs back, see JobRunnerConfig
   // Set: Run() returns by itself once the worker has had nothing to do for this long

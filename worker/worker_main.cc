@@ -73,6 +73,12 @@ int main(int argc, char** argv) {
                  "below the batch system's kill delay, e.g. Slurm's --signal=B:TERM@SECONDS)")
       ->check(CLI::Range(0.0, 24 * 3600.0))
       ->capture_default_str();
+  double stall_timeout_s = 3600;
+  app.add_option("--stall-timeout", stall_timeout_s,
+                 "seconds a trainer may write no metrics line before it is stopped and its attempt "
+                 "fails with \"no progress\" (0: never; keep it above the longest evaluation)")
+      ->check(CLI::Range(0.0, 7.0 * 24 * 3600))
+      ->capture_default_str();
   std::optional<double> exit_when_idle_s;
   app.add_option("--exit-when-idle", exit_when_idle_s,
                  "exit (status 0) once the coordinator has had no work for this worker for "
@@ -98,6 +104,7 @@ int main(int argc, char** argv) {
   config.slurm_job = onset::worker::SlurmJobFromEnvironment(
       [](const char* name) -> const char* { return std::getenv(name); });
   config.terminate_grace = std::chrono::milliseconds(static_cast<int64_t>(stop_grace_s * 1000));
+  config.stall_timeout = std::chrono::milliseconds(static_cast<int64_t>(stall_timeout_s * 1000));
   if (slots_option->count() > 0) {
     if (slots < 1) {
       spdlog::error("bad configuration: --slots: must be at least 1");

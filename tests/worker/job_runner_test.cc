@@ -407,6 +407,43 @@ TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndRep
   EXPECT_TRUE(client_.finished.empty());
 }
 
+// A trainer that heartbeats through its worker but writes nothing (a hung read, a deadlocked
+// rank) would hold its cell "running" for ever: after the stall timeout it is stopped and its
+// attempt fails, saying why. Output within the timeout keeps it running.
+TEST_F(JobRunnerTest, ATrainerThatWritesNothingForTheStallTimeoutIsStoppedAndFails) {
+  common::FakeClock clock;
+  JobRunnerConfig config = Config();
+  config.heartbeat_interval = std::chrono::seconds(1);
+  config.stall_timeout = std::chrono::seconds(30);
+  config.max_wait = std::chrono::milliseconds(10);
+  JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_, clock);
+  JobRunOutcome outcome;
+  std::atomic<bool> returned{false};
+  std::thread run([&] {
+    outcome = runner.Run();
+    returned = true;
+  });
+  // The fake trainer writes its one line at once, then nothing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int step = 0; step < 25; ++step) {  // 25 s: within the timeout
+    clock.Advance(std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bool stopped_early = returned;
+  for (int step = 0; step < 100 && !returned; ++step) {
+    clock.Advance(std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run.join();
+  EXPECT_FALSE(stopped_early);
+  EXPECT_EQ(outcome.end, JobEnd::kFailed);
+  ASSERT_EQ(client_.finished.size(), 1u);
+  EXPECT_EQ(client_.finished[0].result.outcome, JobOutcome::kFailed);
+  EXPECT_THAT(client_.finished[0].result.reason,
+              HasSubstr("no progress: the trainer wrote no metrics line for 30 s"));
+}
+
 TEST_F(JobRunnerTest, StopReportsWorkerStopped) {
   JobRunner runner(Config(), "w1", Job("hang"), &client_, &launcher_);
   std::thread run([&] { runner.Run(); });
