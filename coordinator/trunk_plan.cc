@@ -283,6 +283,11 @@ class Planner {
            " tokens), which keeps no checkpoint there");
       return;
     }
+    if (!planned_point && spec.branch_points.size() >= model::kMaxTrunkPoints) {
+      Note(budget + " trains on its own: the trunk " + g->trunk_id + " already has " +
+           std::to_string(model::kMaxTrunkPoints) + " branch points, as many as a trunk holds");
+      return;
+    }
     const std::optional<std::vector<int64_t>> ends = EndsOf(i, bp, spec.eval_at.size());
     if (!ends) return;
     std::vector<int64_t> before, after;

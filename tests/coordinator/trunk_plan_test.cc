@@ -1,5 +1,6 @@
 #include "coordinator/trunk_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -286,6 +287,40 @@ TEST(TrunkPlanTest, ALargerBudgetAddedLaterExtendsTheStoredTrunk) {
               ElementsAre(10240, 20480, 30720, 40960, 60416, 80896, 120832, 160768, 240640));
   const auto branches = OfRole(*plan, CellRole::kBranch);
   EXPECT_EQ(branches.size(), 4u);
+}
+
+// A stored trunk holding as many branch points as a trunk spec may (ParseTrunkSpec's bound): a
+// new budget does not add one more, which would make the trunk unreadable and every later
+// submission of the study fail; it trains on its own.
+TEST(TrunkPlanTest, ATrunkFullOfBranchPointsTakesNoMore) {
+  absl::StatusOr<TrunkPlan> first =
+      PlanTrunks(Request(Study(", warmup_tokens: 8K", "[40K, 80K, 160K]")));
+  ASSERT_TRUE(first.ok());
+  std::vector<StoredPlanCell> stored = Stored(*first, CellState::kSucceeded);
+  for (StoredPlanCell& s : stored) {
+    if (s.role != CellRole::kTrunk) continue;
+    nlohmann::json spec = nlohmann::json::parse(s.config_json);
+    nlohmann::json& trunk = spec["trunk"];
+    // Step boundaries (1024 tokens a step) from step 1000 on, past every planned point.
+    std::vector<int64_t> points = trunk["branch_points"].get<std::vector<int64_t>>();
+    for (int64_t step = 1000; points.size() < model::kMaxTrunkPoints; ++step) {
+      points.push_back(step * 1024);
+    }
+    trunk["branch_points"] = points;
+    trunk["until"] = points.back();
+    s.config_json = spec.dump();
+    model::TrunkSpec parsed;
+    ASSERT_FALSE(model::ParseTrunkSpec(spec, &parsed));  // full, and still readable
+  }
+  TrunkPlanRequest again = Request(Study(", warmup_tokens: 8K", "[40K, 80K, 160K, 320K]"));
+  again.stored = stored;
+  absl::StatusOr<TrunkPlan> plan = PlanTrunks(again);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->notes.size(), 1u);
+  EXPECT_THAT(plan->notes[0], HasSubstr("budget 320000 trains on its own: the trunk"));
+  EXPECT_THAT(plan->notes[0], HasSubstr("already has 100000 branch points"));
+  EXPECT_THAT(OfRole(*plan, CellRole::kTrunk), IsEmpty());  // the stored spec stays as it is
+  EXPECT_EQ(OfRole(*plan, CellRole::kBranch).size(), 3u);
 }
 
 TEST(TrunkPlanTest, ResubmittingTheSameFileChangesNothing) {
