@@ -15,6 +15,7 @@
 #include "coordinator/cell_transitions.h"
 #include "coordinator/sqlite_rows.h"
 #include "coordinator/sqlite_trunks.h"
+#include "coordinator/trunk_plan.h"
 #include "db/schema.h"
 
 namespace onset::coordinator {
@@ -174,6 +175,17 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
     std::unordered_map<std::string, rows::AxisAliases> stored_aliases;  // hash -> its aliases
     std::unordered_map<std::string, int64_t> stored_trunks;             // hash -> tokens_budget
     absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
+    if (study.planned_against) {
+      // Planned outside this write: the plan holds only if the study is as it was then.
+      std::vector<StoredPlanCell> now_stored;
+      if (existing.ok()) {
+        ONSET_ASSIGN_OR_RETURN(now_stored, rows::PlanCells(db, *existing));
+      }
+      if (PlanInputDigest(now_stored) != *study.planned_against) {
+        return absl::AbortedError("study " + study.name +
+                                  " changed while this submission was planned: plan it again");
+      }
+    }
     if (existing.ok()) {
       study_id = *existing;
       ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, rows::LoadCellSpecs(db, study_id));

@@ -135,6 +135,10 @@ struct NewStudy {
   std::string source_yaml;
   std::vector<CellSpec> cells;
   int devices = 1;  // devices one attempt of each new cell needs (data-parallel ranks)
+  // PlanInputDigest (trunk_plan.h) of the stored study its trunks were planned against: set,
+  // AddStudy stores nothing and fails with Aborted when the study's stored plan differs now
+  // (another submission of it was stored meanwhile), so that the caller plans again.
+  std::optional<std::string> planned_against = std::nullopt;
 };
 
 struct AddStudyResult {

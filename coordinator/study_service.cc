@@ -143,13 +143,12 @@ grpc::Status StudyServiceImpl::SubmitStudy(
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());
-  absl::StatusOr<PlannedSubmission> planned =
-      PlanSubmission(*store_, *std::move(spec), shared_checkpoints_);
-  if (!planned.ok()) return common::ToGrpcStatus(planned.status());
-  const NewStudy& study = planned->study;
+  // Planned and stored again when another submission of the study lands in between.
+  PlannedSubmission planned_submission;
   absl::StatusOr<AddStudyResult> added =
-      request->dry_run() ? store_->PreviewStudy(study) : store_->AddStudy(study);
+      SubmitPlanned(*store_, *spec, shared_checkpoints_, request->dry_run(), &planned_submission);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
+  const PlannedSubmission* planned = &planned_submission;
   // The file's cells in pieces of kPageCells, each with the new ones among them.
   const std::set<std::string> fresh(added->new_cell_ids.begin(), added->new_cell_ids.end());
   const std::vector<CellInfo>& cells = added->cells;

@@ -19,9 +19,19 @@ struct PlannedSubmission {
   int64_t tokens_without_sharing = 0;
 };
 
-// `shared_checkpoints`: whether the coordinator has a checkpoint root every worker sees.
+// `shared_checkpoints`: whether the coordinator has a checkpoint root every worker sees. The
+// study it returns stores only while the stored study is still the one it was planned against
+// (NewStudy::planned_against); SubmitPlanned plans again when it is not.
 // Errors: the store's, and PlanTrunks' refusal of a file that asks for sharing it cannot have.
 absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
                                                  bool shared_checkpoints);
+
+// Plans `spec` and stores it (or, with `dry_run`, previews it), planning again when another
+// submission of the study was stored between the plan and the write (at most kPlanAttempts
+// times, then Aborted). `*planned` receives the plan that was stored.
+inline constexpr int kPlanAttempts = 8;
+absl::StatusOr<AddStudyResult> SubmitPlanned(Store& store, const StudySpec& spec,
+                                             bool shared_checkpoints, bool dry_run,
+                                             PlannedSubmission* planned);
 
 }  // namespace onset::coordinator

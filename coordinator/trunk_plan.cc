@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/sha256.h"
 #include "model/config/wsd_trunk.h"
 
 namespace onset::coordinator {
@@ -379,6 +380,24 @@ class Planner {
 };
 
 }  // namespace
+
+std::string PlanInputDigest(const std::vector<StoredPlanCell>& stored) {
+  std::vector<std::string> rows;
+  rows.reserve(stored.size());
+  for (const StoredPlanCell& c : stored) {
+    nlohmann::json row = {c.id, CellRoleName(c.role), c.trunk_id, c.branch_tokens};
+    if (c.role == CellRole::kTrunk) {
+      row.push_back(CellStateName(c.state));
+      row.push_back(c.tokens_budget);
+      row.push_back(c.config_json);
+    }
+    rows.push_back(row.dump());
+  }
+  std::sort(rows.begin(), rows.end());
+  std::string all;
+  for (const std::string& row : rows) all += row + "\n";
+  return base::Sha256Hex(all);
+}
 
 absl::StatusOr<TrunkPlan> PlanTrunks(const TrunkPlanRequest& request) {
   return Planner(request).Plan();

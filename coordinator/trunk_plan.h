@@ -55,4 +55,12 @@ struct TrunkPlan {
 // stored trunk's spec cannot be read.
 absl::StatusOr<TrunkPlan> PlanTrunks(const TrunkPlanRequest& request);
 
+// A digest of what PlanTrunks reads of the stored study: every cell's id, role, trunk and branch
+// point, and each trunk's state, budget and spec (not cells' states or progress, which change
+// all the time and do not change a plan). Two equal digests plan the same trunks; a submission
+// stores its trunks only while the digest it was planned against still holds (NewStudy::
+// planned_against), so concurrent submissions of one study cannot store a branch whose point is
+// in no stored trunk spec.
+std::string PlanInputDigest(const std::vector<StoredPlanCell>& stored);
+
 }  // namespace onset::coordinator

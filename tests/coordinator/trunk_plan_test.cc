@@ -1,6 +1,5 @@
 #include "coordinator/trunk_plan.h"
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
