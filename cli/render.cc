@@ -236,7 +236,12 @@ std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_un
                   jobs.empty() ? "-" : absl::StrJoin(jobs, "; "), FormatDuration(age) + " ago",
                   w.version()});
   }
-  return table.Render();
+  std::string text = table.Render();
+  if (workers.omitted() > 0) {
+    absl::StrAppend(&text, "(", workers.omitted(),
+                    " workers seen longer ago are not shown: the list is bounded)\n");
+  }
+  return text;
 }
 
 std::string RenderStudyList(const v1::ListStudiesResponse& studies) {

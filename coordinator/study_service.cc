@@ -191,7 +191,14 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
   if (!workers.ok()) return common::ToGrpcStatus(workers.status());
+  // Worker rows stay (their attempts name them), and one may hold a thousand devices: the reply
+  // is bounded so that it always fits in a message. The store lists live workers first.
+  size_t bytes = 0;
   for (const WorkerInfo& w : *workers) {
+    if (bytes > kMaxWorkersReplyBytes) {
+      response->set_omitted(response->omitted() + 1);
+      continue;
+    }
     onset::v1::Worker* out = response->add_workers();
     out->set_id(w.id);
     out->set_host(w.host);
@@ -208,6 +215,7 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
       job->set_attempt(a.attempt);
       for (const std::string& device : a.devices) job->add_devices(device);
     }
+    bytes += out->ByteSizeLong();
   }
   return grpc::Status::OK;
 }

@@ -14,6 +14,9 @@ namespace onset::coordinator {
 // The most cell ids one CancelCells or RerunCells call may name: a study's largest grid, so
 // every cell can be named in one call while the work of one call stays bounded.
 inline constexpr int kMaxCellIdsPerRequest = kMaxGridPoints;
+// A ListWorkers reply stops adding workers past this many bytes (the rest are counted as
+// omitted), well within gRPC's default 4 MiB message.
+inline constexpr size_t kMaxWorkersReplyBytes = 3 * 1024 * 1024;
 
 // Thread-safe (stateless besides the store). `store` and `auth` must outlive the service; every
 // call is refused with UNAUTHENTICATED unless `auth` accepts it.

@@ -335,6 +335,10 @@ TEST(RenderTest, WorkersShowJobsAndHeartbeatAge) {
       "w-2     cpu-01  -          2 slots       -                                               "
       "1m04s ago  0.1\n");
   EXPECT_EQ(RenderWorkers(v1::ListWorkersResponse(), 0), "no workers\n");
+  list.set_omitted(12);
+  EXPECT_THAT(
+      RenderWorkers(list, 1'004'000),
+      ::testing::EndsWith("(12 workers seen longer ago are not shown: the list is bounded)\n"));
 }
 
 TEST(RenderTest, DeviceListsNameEachKindOnce) {

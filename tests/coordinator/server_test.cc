@@ -288,6 +288,28 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   EXPECT_EQ(list.studies(0).cells_by_state().at("queued"), 5);
 }
 
+// Workers' rows stay, and each may name a thousand devices: 70 registrations of the largest size
+// once made the list too large for one message, and `onset workers` failed for good. The reply
+// is bounded; the workers seen longest ago are counted, not sent.
+TEST_F(ServerTest, AListOfManyLargeWorkersFitsInOneMessage) {
+  for (int w = 0; w < 70; ++w) {
+    v1::RegisterWorkerRequest big;
+    big.set_host(std::string(256, 'h'));
+    big.set_version(std::string(256, 'v'));
+    for (int d = 0; d < 1024; ++d) {
+      const std::string name = "cuda:" + std::to_string(d) + "-";
+      big.add_devices(name + std::string(64 - name.size(), 'x'));  // kMaxDeviceNameBytes
+    }
+    v1::RegisterWorkerResponse registered;
+    ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), big, &registered).ok());
+  }
+  v1::ListWorkersResponse listed;
+  ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &listed).ok());
+  EXPECT_LE(listed.ByteSizeLong(), 4u * 1024 * 1024);
+  EXPECT_GT(listed.workers_size(), 0);
+  EXPECT_EQ(listed.workers_size() + listed.omitted(), 70);
+}
+
 // A call's work is bounded by what one call may name: more ids than a study can have cells are
 // refused before the store is asked.
 TEST_F(ServerTest, CancelAndRerunRefuseMoreIdsThanAStudyHasCells) {
