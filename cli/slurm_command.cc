@@ -52,6 +52,13 @@ int SlurmUpCommand(StudyClient& client, const SlurmUpOptions& options, const Wor
         << " is a loopback address: only workers on this machine can reach it "
            "(--allow-loopback)\n";
   }
+  if (access.token_from_env) {
+    // sbatch would keep it in the job's stored environment, readable wherever job records are.
+    err << "the token comes from ONSET_TOKEN, which Slurm would keep in every worker job's "
+           "recorded environment: give the workers the token as a file (mode 0600) on storage "
+           "the nodes share, with ONSET_TOKEN_FILE or --token-file\n";
+    return kExitBadInput;
+  }
   const SbatchPlan plan = PlanSbatch(options, workers, *script, access);
   const std::string cells =
       absl::StrCat(Plural(workers, "worker", "workers"), " for ",

@@ -220,8 +220,6 @@ TEST_F(SlurmUpCommandTest, DryRunPrintsTheCommandAndRunsNothing) {
   options_.allow_loopback = true;
   options_.sbatch = "sbatch";
   access_.coordinator = "127.0.0.1:7070";
-  access_.token_file.clear();
-  access_.token_from_env = true;
   EXPECT_EQ(Run(), kExitOk);
   EXPECT_EQ(out_.str(),
             "would submit 5 workers for 5 queued cells of study x:\n"
@@ -231,10 +229,20 @@ TEST_F(SlurmUpCommandTest, DryRunPrintsTheCommandAndRunsNothing) {
                 "  ONSET_BIN=/opt/onset/build/bin\n"
                 "  ONSET_COORDINATOR=127.0.0.1:7070\n"
                 "  ONSET_EXIT_WHEN_IDLE=300\n"
-                "  ONSET_TOKEN (passed on as it is set)\n");
+                "  ONSET_TOKEN_FILE=/shared/onsetd.token\n");
   EXPECT_EQ(err_.str(),
             "note: 127.0.0.1:7070 is a loopback address: only workers on this machine can reach "
             "it (--allow-loopback)\n");
+  EXPECT_EQ(Recorded("argv"), "(not run)");
+}
+
+// A token in ONSET_TOKEN would be stored with every job's environment in Slurm's records: the
+// workers get a file instead, and a token that is not one is refused before anything runs.
+TEST_F(SlurmUpCommandTest, ATokenOnlyInTheEnvironmentIsRefused) {
+  access_.token_file.clear();
+  access_.token_from_env = true;
+  EXPECT_EQ(Run(), kExitBadInput);
+  EXPECT_THAT(err_.str(), HasSubstr("Slurm would keep in every worker job's recorded environment"));
   EXPECT_EQ(Recorded("argv"), "(not run)");
 }
 
