@@ -278,6 +278,12 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
         db.Prepare("UPDATE cells SET trunk_id = (SELECT t.id FROM cells t WHERE t.study_id = ?1 "
                    "AND t.hash = ?3 AND t.role = 'trunk') WHERE study_id = ?1 AND hash = ?2 "
                    "RETURNING trunk_id"));
+    // Then whether the checkpoint it starts from is there already (a budget joining a point the
+    // trunk has passed).
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement set_ready,
+        db.Prepare("UPDATE cells SET ready = " + trunks::BranchReadySql("cells") +
+                   " WHERE study_id = ?1 AND hash = ?2"));
     for (const CellSpec* branch : new_branches) {
       link.Reset();
       link.BindAll(study_id, branch->id, branch->trunk_id);
@@ -288,6 +294,9 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
                                           " does not have");
       }
       ONSET_RETURN_IF_ERROR(link.Run());
+      set_ready.Reset();
+      set_ready.BindAll(study_id, branch->id);
+      ONSET_RETURN_IF_ERROR(set_ready.Run());
     }
 
     ONSET_ASSIGN_OR_RETURN(result.study, rows::LoadStudy(db, study_id));
@@ -561,6 +570,9 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
       upsert.BindAll(attempt.cell_id, p.name, p.tokens, p.value, attempt.id);
       ONSET_RETURN_IF_ERROR(upsert.Run());
       has_loss = has_loss || p.name == "train/loss";
+      if (attempt.role == CellRole::kTrunk && p.name == trunks::kCheckpointMetric) {
+        ONSET_RETURN_IF_ERROR(trunks::MarkBranchesReady(db, attempt.cell_id, p.tokens));
+      }
     }
     if (has_loss) {
       ONSET_ASSIGN_OR_RETURN(
@@ -786,6 +798,7 @@ absl::StatusOr<int> SqliteStore::RerunCells(const RerunRequest& request) {
         forget.Reset();
         forget.BindAll(row);
         ONSET_RETURN_IF_ERROR(forget.Run());
+        ONSET_RETURN_IF_ERROR(trunks::MarkBranchesWaiting(db, row));
         reset.Reset();
         reset.BindAll(row);
         ONSET_RETURN_IF_ERROR(reset.Run());

@@ -4,11 +4,27 @@
 
 namespace onset::coordinator::trunks {
 
-std::string ClaimableRoleSql(const std::string& alias) {
-  return "(" + alias +
-         ".role <> 'branch' OR EXISTS (SELECT 1 FROM metrics m WHERE m.cell_id = " + alias +
-         ".trunk_id AND m.name = '" + kCheckpointMetric + "' AND m.tokens = " + alias +
-         ".branch_tokens))";
+std::string ClaimableRoleSql(const std::string& alias) { return "(" + alias + ".ready = 1)"; }
+
+std::string BranchReadySql(const std::string& alias) {
+  return "EXISTS (SELECT 1 FROM metrics m WHERE m.cell_id = " + alias + ".trunk_id AND m.name = '" +
+         kCheckpointMetric + "' AND m.tokens = " + alias + ".branch_tokens)";
+}
+
+absl::Status MarkBranchesReady(db::Connection& db, int64_t trunk_row, int64_t tokens) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement ready,
+                         db.Prepare("UPDATE cells SET ready = 1 WHERE trunk_id = ? AND "
+                                    "role = 'branch' AND branch_tokens = ? AND ready = 0"));
+  ready.BindAll(trunk_row, tokens);
+  return ready.Run();
+}
+
+absl::Status MarkBranchesWaiting(db::Connection& db, int64_t cell_row) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement waiting,
+      db.Prepare("UPDATE cells SET ready = 0 WHERE trunk_id = ? AND role = 'branch'"));
+  waiting.BindAll(cell_row);
+  return waiting.Run();
 }
 
 absl::StatusOr<bool> HasCheckpointPoint(db::Connection& db, int64_t cell_row, int64_t tokens) {

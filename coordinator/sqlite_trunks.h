@@ -18,9 +18,22 @@ namespace onset::coordinator::trunks {
 inline constexpr const char* kCheckpointMetric = "checkpoint/bytes";
 
 // SQL true when the cells row named `alias` may be claimed as far as its role goes: it is not a
-// branch, or its trunk has reported the checkpoint it starts from (one lookup in the metrics
-// primary key).
+// branch, or its trunk has reported the checkpoint it starts from. Read from the row's `ready`
+// column, which the functions below keep in step with the trunk's metrics, so that the claim
+// walks the index (state, ready, id) rather than testing every waiting branch.
 std::string ClaimableRoleSql(const std::string& alias);
+
+// The trunk `trunk_row` reported kCheckpointMetric at `tokens`: its branches starting there may
+// run now.
+absl::Status MarkBranchesReady(db::Connection& db, int64_t trunk_row, int64_t tokens);
+
+// The branches of `cell_row` (if it is a trunk) wait again for the checkpoints their trunk
+// reports: its metrics were forgotten (onset rerun --fresh).
+absl::Status MarkBranchesWaiting(db::Connection& db, int64_t cell_row);
+
+// SQL for the `ready` value of the branch row named `alias`, from its trunk's metrics (used when
+// a branch is stored).
+std::string BranchReadySql(const std::string& alias);
 
 // Whether cell row `cell_row` reported kCheckpointMetric at `tokens`.
 absl::StatusOr<bool> HasCheckpointPoint(db::Connection& db, int64_t cell_row, int64_t tokens);

@@ -169,6 +169,44 @@ TEST(SchemaTest, VersionSixKeepsTheWorkersOfAVersionFiveDatabase) {
   EXPECT_FALSE(*stmt->Step());
 }
 
+// Version 7 computes `ready` for the branches a version 6 database holds: ready where the trunk
+// reported the checkpoint a branch starts from, waiting otherwise; every other row ready.
+TEST(SchemaTest, VersionSevenMarksTheBranchesWhoseCheckpointExistsReady) {
+  TempDir dir;
+  const std::string path = dir.File("v6.db");
+  {
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
+    for (int v = 0; v < 6; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
+    const absl::Status filled = (*db)->Exec(R"sql(
+      PRAGMA user_version = 6;
+      INSERT INTO studies (id, name, description, source_name, source_yaml, created_at)
+        VALUES (1, 's', '', '', '', 0);
+      INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, created_at,
+                         updated_at, role, trunk_id, branch_tokens)
+        VALUES (1, 1, 't', '{}', '{}', 200, 0, 0, 'trunk', NULL, 0),
+               (2, 1, 'b1', '{}', '{}', 125, 0, 0, 'branch', 1, 100),
+               (3, 1, 'b2', '{}', '{}', 250, 0, 0, 'branch', 1, 200),
+               (4, 1, 'c', '{}', '{}', 300, 0, 0, 'cell', NULL, 0);
+      INSERT INTO workers VALUES ('w', 'h', 1, 'v', 0, 0, '', '');
+      INSERT INTO attempts (id, cell_id, attempt, worker_id, lease_id, started_at)
+        VALUES (1, 1, 1, 'w', 'l', 0);
+      INSERT INTO metrics (cell_id, name, tokens, value, attempt_id)
+        VALUES (1, 'checkpoint/bytes', 100, 1e6, 1);
+    )sql");
+    ASSERT_TRUE(filled.ok()) << filled;
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
+  absl::StatusOr<Statement> stmt =
+      (*db)->Prepare("SELECT group_concat(hash || '=' || ready, ' ') FROM cells ORDER BY id");
+  ASSERT_TRUE(stmt.ok()) << stmt.status();
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Text(0), "t=1 b1=1 b2=0 c=1");
+}
+
 TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   TempDir dir;
   const std::string path = dir.File("onset.db");
