@@ -60,7 +60,9 @@ WorkerAccess ResolveWorkerAccess(const std::string& coordinator, const common::T
 int64_t QueuedCells(const v1::GetStudyResponse& study) {
   int64_t queued = 0;
   for (const v1::Cell& cell : study.cells()) {
-    if (cell.state() == v1::CELL_STATE_QUEUED || cell.state() == v1::CELL_STATE_BACKOFF) ++queued;
+    if (cell.state() != v1::CELL_STATE_QUEUED && cell.state() != v1::CELL_STATE_BACKOFF) continue;
+    if (cell.waiting_for_trunk()) continue;
+    ++queued;
   }
   return queued;
 }

@@ -61,9 +61,11 @@ struct WorkerAccess {
 WorkerAccess ResolveWorkerAccess(const std::string& coordinator, const common::TokenSources& token,
                                  const std::string& tls_ca);
 
-// The cells waiting for a worker: queued ones (branches waiting for their trunk's checkpoint
-// among them) and those waiting out a retry backoff. Trunks count: they are jobs too, although
-// the study's counts (cells_by_state) leave them out.
+// The cells a worker could start now or after a retry backoff: queued and backing-off ones,
+// trunks among them (they are jobs too, although the study's counts leave them out), but not the
+// WSD branches still waiting for their trunk's checkpoint: a node started for one would sit idle
+// until the trunk gets there. The workers already running take those as they become ready (an
+// idle worker does not exit while cells wait for it), and `slurm up` run again adds more.
 int64_t QueuedCells(const v1::GetStudyResponse& study);
 
 // ceil(queued / cells_per_job), at most max_jobs; 0 when nothing is queued.

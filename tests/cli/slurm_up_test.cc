@@ -29,7 +29,8 @@ v1::Cell CellOf(v1::CellState state, const std::string& role = "cell",
   return cell;
 }
 
-TEST(SlurmUpQueuedCellsTest, QueuedBackoffTrunksAndBranchesWaitingForThem) {
+// A branch still waiting for its trunk's checkpoint needs no node yet.
+TEST(SlurmUpQueuedCellsTest, QueuedBackoffAndTrunksButNoBranchWaitingForItsTrunk) {
   v1::GetStudyResponse study;
   // The study's counts leave trunks out; the cells are what counts here.
   (*study.mutable_study()->mutable_cells_by_state())["queued"] = 1;
@@ -41,6 +42,8 @@ TEST(SlurmUpQueuedCellsTest, QueuedBackoffTrunksAndBranchesWaitingForThem) {
         CellOf(v1::CELL_STATE_DIVERGED), CellOf(v1::CELL_STATE_CANCELLED)}) {
     *study.add_cells() = cell;
   }
+  EXPECT_EQ(QueuedCells(study), 3);
+  *study.add_cells() = CellOf(v1::CELL_STATE_QUEUED, "branch", false);  // its checkpoint is there
   EXPECT_EQ(QueuedCells(study), 4);
   EXPECT_EQ(QueuedCells(v1::GetStudyResponse()), 0);
 }
