@@ -101,8 +101,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string& worker_id,
-                                           const std::string& lease_id,
-                                           const Progress& progress) override {
+                                           const std::string& lease_id, const Progress& progress,
+                                           std::chrono::milliseconds timeout) override {
     v1::HeartbeatRequest request;
     request.set_worker_id(worker_id);
     request.set_lease_id(lease_id);
@@ -110,7 +110,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     request.set_tokens_per_second(progress.tokens_per_second);
     v1::HeartbeatResponse response;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    SetDeadline(&context, timeout);
     if (absl::Status s = Convert("Heartbeat", stub_->Heartbeat(&context, request, &response));
         !s.ok()) {
       return s;
@@ -169,8 +169,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
  private:
-  void SetDeadline(grpc::ClientContext* context) const {
-    context->set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+  void SetDeadline(grpc::ClientContext* context,
+                   std::chrono::milliseconds bound = std::chrono::milliseconds(0)) const {
+    const std::chrono::milliseconds timeout =
+        bound.count() > 0 ? std::min(bound, rpc_timeout_) : rpc_timeout_;
+    context->set_deadline(std::chrono::system_clock::now() + timeout);
   }
 
   absl::Status Convert(const char* rpc, const grpc::Status& status) const {

@@ -123,11 +123,22 @@ bool JobReporter::CheckLease() {
   return true;
 }
 
+std::chrono::milliseconds JobReporter::LeaseLeft() const {
+  if (options_.lease_ttl.count() <= 0) return std::chrono::milliseconds(0);
+  const auto margin = std::min(options_.stop_margin, options_.lease_ttl / 2);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      renewed_ + options_.lease_ttl - margin - clock_.MonotonicNow());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
 bool JobReporter::Heartbeat() {
+  if (CheckLease()) return false;
   // The coordinator's deadline runs from when it received this; sending is no later.
   const common::Clock::MonotonicTime sent = clock_.MonotonicNow();
-  absl::StatusOr<HeartbeatReply> reply = client_->Heartbeat(
-      worker_id_, lease_id_, Progress{parser_.tokens_done(), parser_.tokens_per_second()});
+  // The call may not outlast the lease: past it, the trainer must stop whatever the answer.
+  absl::StatusOr<HeartbeatReply> reply =
+      client_->Heartbeat(worker_id_, lease_id_,
+                         Progress{parser_.tokens_done(), parser_.tokens_per_second()}, LeaseLeft());
   if (LeaseLost(reply.status())) return false;
   if (reply.ok()) {
     renewed_ = sent;

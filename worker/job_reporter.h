@@ -78,6 +78,8 @@ class JobReporter {
  private:
   // Marks the lease lost when `status` says so; true then.
   bool LeaseLost(const absl::Status& status);
+  // How long until the lease counts as lost (CheckLease), at least 1 ms; 0 without a TTL.
+  std::chrono::milliseconds LeaseLeft() const;
 
   const JobReporterOptions options_;
   const std::string context_;

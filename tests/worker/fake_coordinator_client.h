@@ -67,9 +67,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
   }
 
   absl::StatusOr<HeartbeatReply> Heartbeat(const std::string&, const std::string&,
-                                           const Progress& p) override {
+                                           const Progress& p,
+                                           std::chrono::milliseconds timeout) override {
     std::lock_guard<std::mutex> lock(mu_);
     heartbeats.push_back(p);
+    heartbeat_timeouts.push_back(timeout);
     calls.push_back("heartbeat");
     cv_.notify_all();
     if (!heartbeat_status.ok()) return heartbeat_status;
@@ -153,6 +155,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   int lease_calls = 0;
   std::vector<std::vector<std::string>> lease_free_devices;  // per lease call
   std::vector<Progress> heartbeats;
+  std::vector<std::chrono::milliseconds> heartbeat_timeouts;  // as each call was bounded
   std::vector<std::vector<MetricPoint>> batches;
   std::vector<Finished> finished;
   std::vector<LogLine> log_lines;      // every line accepted, in the order sent

@@ -402,6 +402,16 @@ TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndRep
   }
   run.join();
   EXPECT_FALSE(stopped_within_the_lease);
+  // Each heartbeat was bounded by what was left of the lease, so a call that hangs (a partition
+  // that drops packets) cannot hold the trainer past it.
+  const std::vector<std::chrono::milliseconds> bounds =
+      client_.Locked([&] { return client_.heartbeat_timeouts; });
+  ASSERT_GE(bounds.size(), 5u);
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    EXPECT_GT(bounds[i].count(), 0) << i;
+    EXPECT_LE(bounds[i], std::chrono::seconds(9)) << i;  // the TTL less one interval
+    if (i > 0) EXPECT_LT(bounds[i], bounds[i - 1]) << i;
+  }
   EXPECT_EQ(outcome.end, JobEnd::kLeaseLost);
   EXPECT_EQ(outcome.result.signal, SIGTERM);
   EXPECT_TRUE(client_.finished.empty());
