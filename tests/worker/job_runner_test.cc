@@ -410,7 +410,9 @@ TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndRep
   for (size_t i = 0; i < bounds.size(); ++i) {
     EXPECT_GT(bounds[i].count(), 0) << i;
     EXPECT_LE(bounds[i], std::chrono::seconds(9)) << i;  // the TTL less one interval
-    if (i > 0) EXPECT_LT(bounds[i], bounds[i - 1]) << i;
+    if (i > 0) {
+      EXPECT_LT(bounds[i], bounds[i - 1]) << i;
+    }
   }
   EXPECT_EQ(outcome.end, JobEnd::kLeaseLost);
   EXPECT_EQ(outcome.result.signal, SIGTERM);
