@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "analysis/head_map.h"
 #include "analysis/study_compare.h"
@@ -133,9 +134,21 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   if (parts.size() < 2 || parts[0] != "studies") return Error(404, "no such API: " + path);
   const std::string& study = parts[1];
   if (parts.size() == 2) {
-    absl::StatusOr<v1::GetStudyResponse> got = StudyProto(*store_, study);
-    if (!got.ok()) return FromStatus(got.status());
-    return HttpResponse{200, "application/json", ProtoJson(*got)};
+    // A page of cells at a time (?page_size=, ?page_token= as the reply's next_page_token), so
+    // that no reply grows with the study.
+    int64_t size = 0;
+    if (query.count("page_size") && !absl::SimpleAtoi(query["page_size"], &size)) size = -1;
+    absl::StatusOr<CellPage> page =
+        ParsePage(static_cast<int32_t>(std::clamp<int64_t>(size, -1, kMaxPageCells + 1)),
+                  query["page_token"], static_cast<int>(kPageCells));
+    if (!page.ok()) return FromStatus(page.status());
+    absl::StatusOr<StudyDetail> detail = store_->GetStudy(study, *page);
+    if (!detail.ok()) return FromStatus(detail.status());
+    v1::GetStudyResponse out;
+    ToProto(detail->study, out.mutable_study());
+    for (const CellInfo& cell : detail->cells) ToProto(cell, out.add_cells());
+    out.set_next_page_token(PageToken(detail->next_after));
+    return HttpResponse{200, "application/json", ProtoJson(out)};
   }
   if (parts.size() == 4 && parts[2] == "heads") {
     // The cell's layer x head retrieval scores at the last eval point at or before ?tokens=.

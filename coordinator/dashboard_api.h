@@ -3,7 +3,9 @@
 //
 //   GET /                                       the page (static; holds no data)
 //   GET /api/studies                            every study with its counts
-//   GET /api/studies/NAME                       the study and its cells (onset status)
+//   GET /api/studies/NAME[?page_size=N&page_token=T]  the study and a page of its cells
+//                                               (onset status; 2000 by default, at most 10000;
+//                                               next_page_token leads on)
 //   GET /api/studies/NAME/metrics               the names of the metrics its cells reported
 //   GET /api/studies/NAME/curves?metric=M[&cells=ID,ID]       points per cell
 //   GET /api/studies/NAME/compare?metric=M&threshold=X[&by=A,B][&baseline=AXIS=VALUE]

@@ -55,12 +55,10 @@ std::optional<CellState> FromProto(onset::v1::CellState s) {
   }
 }
 
-// Cells per message of SubmitStudy and WatchStudy's snapshot, and per GetStudy page by default:
-// a cell takes ~120 bytes, so a piece stays far below gRPC's 4 MB message limit.
-constexpr size_t kPageCells = 2000;
-constexpr int kMaxPageCells = 10'000;
 // Results carry every metric's final value: fewer cells per page by default.
 constexpr int kResultPageCells = 1000;
+
+}  // namespace
 
 // A page token is the queue position of the previous page's last cell, in decimal; clients
 // treat it as opaque.
@@ -84,8 +82,6 @@ absl::StatusOr<CellPage> ParsePage(int32_t page_size, const std::string& token, 
   }
   return page;
 }
-
-}  // namespace
 
 void ToProto(const StudyInfo& in, onset::v1::Study* out) {
   out->set_name(in.name);

@@ -14,6 +14,19 @@ namespace onset::coordinator {
 // The most cell ids one CancelCells or RerunCells call may name: a study's largest grid, so
 // every cell can be named in one call while the work of one call stays bounded.
 inline constexpr int kMaxCellIdsPerRequest = kMaxGridPoints;
+// Cells per message of SubmitStudy and WatchStudy's snapshot, and per page of GetStudy and the
+// dashboard's study by default: a cell takes ~120 bytes, so a piece stays far below gRPC's 4 MB
+// message limit. A page asks for at most kMaxPageCells.
+inline constexpr size_t kPageCells = 2000;
+inline constexpr int kMaxPageCells = 10'000;
+
+// A page token is the queue position of the previous page's last cell, in decimal; clients treat
+// it as opaque. Empty after the last page.
+std::string PageToken(int64_t next_after);
+// The page a request asks for: `page_size` cells (0: `default_size`) after `token`.
+// InvalidArgument for a size beyond kMaxPageCells or a token this coordinator did not give out.
+absl::StatusOr<CellPage> ParsePage(int32_t page_size, const std::string& token, int default_size);
+
 // A ListWorkers reply stops adding workers past this many bytes (the rest are counted as
 // omitted), well within gRPC's default 4 MiB message.
 inline constexpr size_t kMaxWorkersReplyBytes = 3 * 1024 * 1024;

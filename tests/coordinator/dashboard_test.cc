@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/study_compare.h"
 #include "common/fake_clock.h"
@@ -96,7 +97,27 @@ TEST_F(DashboardTest, StudiesCellsAndCurves) {
   EXPECT_EQ(studies["studies"][0]["name"], "small");
   const nlohmann::json study = nlohmann::json::parse(Get("/api/studies/small").body);
   EXPECT_EQ(study["cells"].size(), 6u);
+  EXPECT_EQ(study.value("next_page_token", ""), "");
   EXPECT_EQ(Get("/api/studies/nope").status, 404);
+
+  // No reply grows with the study: its cells come a page at a time, the token leading on.
+  const nlohmann::json first = nlohmann::json::parse(Get("/api/studies/small?page_size=4").body);
+  ASSERT_EQ(first["cells"].size(), 4u);
+  ASSERT_NE(first.value("next_page_token", ""), "");
+  const nlohmann::json rest =
+      nlohmann::json::parse(Get("/api/studies/small?page_size=4&page_token=" +
+                                first["next_page_token"].get<std::string>())
+                                .body);
+  ASSERT_EQ(rest["cells"].size(), 2u);
+  EXPECT_EQ(rest.value("next_page_token", ""), "");
+  std::set<std::string> ids;
+  for (const auto* page : {&first, &rest}) {
+    for (const auto& cell : (*page)["cells"]) ids.insert(cell["id"].get<std::string>());
+  }
+  EXPECT_EQ(ids.size(), 6u);
+  EXPECT_EQ(Get("/api/studies/small?page_size=20000").status, 400);
+  EXPECT_EQ(Get("/api/studies/small?page_size=many").status, 400);
+  EXPECT_EQ(Get("/api/studies/small?page_token=x").status, 400);
 
   const nlohmann::json metrics = nlohmann::json::parse(Get("/api/studies/small/metrics").body);
   ASSERT_EQ(metrics["metrics"].size(), 1u);
