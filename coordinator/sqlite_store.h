@@ -102,6 +102,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<int> AppendLogs(const std::string& lease_id,
                                  const std::vector<LogLine>& lines) override;
   absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) override;
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
+      const std::string& study) override;
   absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,

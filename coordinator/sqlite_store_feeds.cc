@@ -244,6 +244,27 @@ absl::StatusOr<LogChunk> SqliteStore::ReadLogs(const LogQuery& query) {
   });
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, int>>> SqliteStore::MetricNames(
+    const std::string& study) {
+  using Names = std::vector<std::pair<std::string, int>>;
+  return Read<Names>([&](db::Connection& db) -> absl::StatusOr<Names> {
+    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+    // Per cell, its distinct names from the metrics primary key (cell_id, name, tokens).
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement stmt,
+        db.Prepare("SELECT name, COUNT(*) FROM (SELECT DISTINCT m.cell_id, m.name FROM metrics m "
+                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ? AND c.role <> 'trunk') "
+                   "GROUP BY name ORDER BY name"));
+    stmt.BindAll(study_id);
+    Names names;
+    while (true) {
+      ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) return names;
+      names.emplace_back(stmt.Text(0), static_cast<int>(stmt.Int(1)));
+    }
+  });
+}
+
 absl::Status SqliteStore::ForEachMetricPoint(
     const std::string& study, const std::vector<std::string>& metrics,
     const std::vector<std::string>& cell_ids,

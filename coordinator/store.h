@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -411,6 +412,12 @@ class Store {
   // false. `point` is never called while a database reader is held: the points are read in
   // pages, each its own snapshot, so a point added meanwhile may or may not be seen, and none
   // twice. NotFound for an unknown study or cell. NaN values come as NaN.
+  // The names of the metrics the study's cells reported (trunks left out), each with how many
+  // cells reported it, by name; one aggregate read, whatever the number of points. NotFound for
+  // an unknown study.
+  virtual absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
+      const std::string& study) = 0;
+
   virtual absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,

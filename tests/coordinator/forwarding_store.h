@@ -84,6 +84,10 @@ class ForwardingStore : public Store {
   absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) override {
     return inner_->ReadLogs(query);
   }
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
+      const std::string& study) override {
+    return inner_->MetricNames(study);
+  }
   absl::Status ForEachMetricPoint(const std::string& study, const std::vector<std::string>& metrics,
                                   const std::vector<std::string>& cell_ids,
                                   const std::function<bool(const std::string&, const std::string&,

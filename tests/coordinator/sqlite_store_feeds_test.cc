@@ -264,6 +264,19 @@ TEST_F(FeedsTest, LinesStoredWithBrokenUtf8AreReadBackRepaired) {
   EXPECT_EQ(chunk->lines[1].text, "abc\xEF\xBF\xBD");
 }
 
+TEST_F(FeedsTest, MetricNamesCountTheCellsThatReportedEach) {
+  ClaimedJob a = Claim(), b = Claim();
+  ASSERT_TRUE(
+      store_->AddMetrics(a.lease_id, {{"train/loss", 100, 3.0}, {"train/loss", 200, 2.0}}).ok());
+  ASSERT_TRUE(
+      store_->AddMetrics(b.lease_id, {{"train/loss", 100, 3.1}, {"niah/acc", 100, 0.5}}).ok());
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store_->MetricNames("small");
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_THAT(*names, ElementsAre(std::pair<std::string, int>{"niah/acc", 1},
+                                  std::pair<std::string, int>{"train/loss", 2}));
+  EXPECT_TRUE(absl::IsNotFound(store_->MetricNames("nope").status()));
+}
+
 TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
   ClaimedJob job = Claim();
   ASSERT_TRUE(store_
