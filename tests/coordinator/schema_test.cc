@@ -30,6 +30,18 @@ int64_t CountTables(Connection* db) {
   return stmt->Int(0);
 }
 
+// Writes a database at `path` as onset left it at schema `version` (its migrations applied, the
+// later ones not), holding `rows` (SQL), for the tests of what a later version makes of it.
+void MakeDatabaseAt(const std::string& path, int version, const std::string& rows) {
+  absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
+  for (int v = 0; v < version; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
+  const absl::Status filled =
+      (*db)->Exec("PRAGMA user_version = " + std::to_string(version) + ";\n" + rows);
+  ASSERT_TRUE(filled.ok()) << filled;
+}
+
 TEST(SchemaTest, MigrationsAreEmbeddedAndContiguous) {
   const std::vector<Migration>& all = Migrations();
   ASSERT_FALSE(all.empty());
@@ -90,14 +102,7 @@ TEST(SchemaTest, VersionTwoKeepsTheRowsOfAVersionOneDatabase) {
 TEST(SchemaTest, VersionFiveKeepsTheCellsOfAVersionFourDatabaseAsCells) {
   TempDir dir;
   const std::string path = dir.File("v4.db");
-  {
-    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
-    for (int v = 0; v < 4; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
-    ASSERT_TRUE((*db)
-                    ->Exec(R"sql(
-      PRAGMA user_version = 4;
+  ASSERT_NO_FATAL_FAILURE(MakeDatabaseAt(path, 4, R"sql(
       INSERT INTO studies VALUES (1, 's', '', 's.yaml', 'name: s', 0);
       INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, state,
                          created_at, updated_at)
@@ -108,9 +113,7 @@ TEST(SchemaTest, VersionFiveKeepsTheCellsOfAVersionFourDatabaseAsCells) {
                             outcome, reason)
         VALUES (1, 1, 1, 'w-1', 'l1', 0, 1, 'failed', 'exit code 1');
       INSERT INTO metrics VALUES (2, 'train/loss', 10, 2.5, 1);
-    )sql")
-                    .ok());
-  }
+  )sql"));
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
@@ -145,18 +148,9 @@ TEST(SchemaTest, VersionFiveKeepsTheCellsOfAVersionFourDatabaseAsCells) {
 TEST(SchemaTest, VersionSixKeepsTheWorkersOfAVersionFiveDatabase) {
   TempDir dir;
   const std::string path = dir.File("v5.db");
-  {
-    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
-    for (int v = 0; v < 5; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
-    ASSERT_TRUE((*db)
-                    ->Exec(R"sql(
-      PRAGMA user_version = 5;
+  ASSERT_NO_FATAL_FAILURE(MakeDatabaseAt(path, 5, R"sql(
       INSERT INTO workers VALUES ('w-1', 'h', 2, 'v', 10, 20, 'cuda:0,cuda:1');
-    )sql")
-                    .ok());
-  }
+  )sql"));
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
@@ -174,13 +168,7 @@ TEST(SchemaTest, VersionSixKeepsTheWorkersOfAVersionFiveDatabase) {
 TEST(SchemaTest, VersionSevenMarksTheBranchesWhoseCheckpointExistsReady) {
   TempDir dir;
   const std::string path = dir.File("v6.db");
-  {
-    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys=OFF").ok());
-    for (int v = 0; v < 6; ++v) ASSERT_TRUE((*db)->Exec(Migrations()[v].sql).ok()) << v + 1;
-    const absl::Status filled = (*db)->Exec(R"sql(
-      PRAGMA user_version = 6;
+  ASSERT_NO_FATAL_FAILURE(MakeDatabaseAt(path, 6, R"sql(
       INSERT INTO studies (id, name, description, source_name, source_yaml, created_at)
         VALUES (1, 's', '', '', '', 0);
       INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, created_at,
@@ -194,9 +182,7 @@ TEST(SchemaTest, VersionSevenMarksTheBranchesWhoseCheckpointExistsReady) {
         VALUES (1, 1, 1, 'w', 'l', 0);
       INSERT INTO metrics (cell_id, name, tokens, value, attempt_id)
         VALUES (1, 'checkpoint/bytes', 100, 1e6, 1);
-    )sql");
-    ASSERT_TRUE(filled.ok()) << filled;
-  }
+  )sql"));
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
