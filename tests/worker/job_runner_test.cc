@@ -369,6 +369,44 @@ TEST_F(JobRunnerTest, LostLeaseOnReportAlsoStops) {
   EXPECT_TRUE(client_.finished.empty());
 }
 
+// A job run on its own thread while the test moves its fake clock in steps, each followed by a
+// little real time for the run loop to see it.
+class RunWhileTheClockMoves {
+ public:
+  RunWhileTheClockMoves(JobRunner* runner, common::FakeClock* clock)
+      : clock_(clock), thread_([this, runner] {
+          outcome_ = runner->Run();
+          returned_ = true;
+        }) {}
+  ~RunWhileTheClockMoves() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Moves the clock `steps` times by `step`, pausing `pause` after each; stops early once Run()
+  // has returned when `until_returned`. Then waits `settle` of real time.
+  void Advance(std::chrono::milliseconds step, int steps, std::chrono::milliseconds pause,
+               bool until_returned = false,
+               std::chrono::milliseconds settle = std::chrono::milliseconds(0)) {
+    for (int i = 0; i < steps && !(until_returned && returned_); ++i) {
+      clock_->Advance(step);
+      std::this_thread::sleep_for(pause);
+    }
+    std::this_thread::sleep_for(settle);
+  }
+  bool returned() const { return returned_; }
+  // Waits for Run() and returns what it returned.
+  JobRunOutcome Join() {
+    thread_.join();
+    return outcome_;
+  }
+
+ private:
+  common::FakeClock* const clock_;
+  JobRunOutcome outcome_;
+  std::atomic<bool> returned_{false};
+  std::thread thread_;
+};
+
 // A worker cut off from its coordinator for as long as the lease (less one heartbeat interval,
 // so that its trainer has stopped before the coordinator can lease the cell again) stops its
 // trainer: two trainers must never write one cell's checkpoints. Heartbeats that fail for less
@@ -381,26 +419,16 @@ TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndRep
   config.lease_ttl = std::chrono::seconds(10);
   config.max_wait = std::chrono::milliseconds(10);
   JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_, clock);
-  JobRunOutcome outcome;
-  std::atomic<bool> returned{false};
-  std::thread run([&] {
-    outcome = runner.Run();
-    returned = true;
-  });
+  RunWhileTheClockMoves run(&runner, &clock);
   // 8.5 s of failing heartbeats in small steps, each seen by the run loop: within the lease less
   // its margin (10 s - 1 s).
-  for (int step = 0; step < 85; ++step) {
-    clock.Advance(std::chrono::milliseconds(100));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const bool stopped_within_the_lease = returned;
+  run.Advance(std::chrono::milliseconds(100), 85, std::chrono::milliseconds(5), false,
+              std::chrono::milliseconds(200));
+  const bool stopped_within_the_lease = run.returned();
   EXPECT_GE(client_.Locked([&] { return client_.heartbeats.size(); }), 5u);
-  for (int step = 0; step < 200 && !returned; ++step) {  // past the lease
-    clock.Advance(std::chrono::milliseconds(100));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  run.join();
+  run.Advance(std::chrono::milliseconds(100), 200, std::chrono::milliseconds(10),
+              /*until_returned=*/true);  // past the lease
+  const JobRunOutcome outcome = run.Join();
   EXPECT_FALSE(stopped_within_the_lease);
   // Each heartbeat was bounded by what was left of the lease, so a call that hangs (a partition
   // that drops packets) cannot hold the trainer past it.
@@ -429,25 +457,15 @@ TEST_F(JobRunnerTest, ATrainerThatWritesNothingForTheStallTimeoutIsStoppedAndFai
   config.stall_timeout = std::chrono::seconds(30);
   config.max_wait = std::chrono::milliseconds(10);
   JobRunner runner(config, "w1", Job("hang"), &client_, &launcher_, clock);
-  JobRunOutcome outcome;
-  std::atomic<bool> returned{false};
-  std::thread run([&] {
-    outcome = runner.Run();
-    returned = true;
-  });
+  RunWhileTheClockMoves run(&runner, &clock);
   // The fake trainer writes its one line at once, then nothing.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (int step = 0; step < 25; ++step) {  // 25 s: within the timeout
-    clock.Advance(std::chrono::seconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const bool stopped_early = returned;
-  for (int step = 0; step < 100 && !returned; ++step) {
-    clock.Advance(std::chrono::seconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  run.join();
+  run.Advance(std::chrono::seconds(1), 25, std::chrono::milliseconds(5), false,
+              std::chrono::milliseconds(100));  // 25 s: within the timeout
+  const bool stopped_early = run.returned();
+  run.Advance(std::chrono::seconds(1), 100, std::chrono::milliseconds(10),
+              /*until_returned=*/true);
+  const JobRunOutcome outcome = run.Join();
   EXPECT_FALSE(stopped_early);
   EXPECT_EQ(outcome.end, JobEnd::kFailed);
   ASSERT_EQ(client_.finished.size(), 1u);
