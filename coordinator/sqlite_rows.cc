@@ -21,9 +21,7 @@ constexpr const char* kCellColumns = R"sql(
   c.tokens_per_second, c.failures, c.retry_at, c.devices, c.non_embedding_params,
   c.train_flops_per_token, CASE WHEN c.non_embedding_params IS NULL THEN c.config_json END,
   c.role, COALESCE((SELECT t.hash FROM cells t WHERE t.id = c.trunk_id), ''), c.branch_tokens,
-  c.role = 'branch' AND c.state IN ('queued', 'backoff') AND NOT EXISTS (
-    SELECT 1 FROM metrics m WHERE m.cell_id = c.trunk_id AND m.name = 'checkpoint/bytes'
-    AND m.tokens = c.branch_tokens))sql";
+  c.role = 'branch' AND c.state IN ('queued', 'backoff') AND c.ready = 0)sql";
 constexpr int kCellColumnCount = 20;
 
 std::map<std::string, std::string> AxesOf(const nlohmann::json& parsed) {

@@ -765,18 +765,15 @@ absl::StatusOr<int> SqliteStore::RerunCells(const RerunRequest& request) {
     // ended (cancelled, failed, diverged, or succeeded and then rerun --fresh) without that
     // checkpoint is queued again with it, resuming from its own checkpoints. Otherwise the
     // branch would wait for ever, and with it `onset run` and every idle-exiting worker.
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement stranded,
-        db.Prepare("SELECT t.id FROM cells b JOIN cells t ON t.id = b.trunk_id "
-                   "WHERE b.id = ?1 AND b.role = 'branch' "
-                   "AND t.state NOT IN ('queued', 'backoff', 'running') "
-                   "AND NOT EXISTS (SELECT 1 FROM metrics m WHERE m.cell_id = t.id AND m.name = ?2 "
-                   "AND m.tokens = b.branch_tokens)"));
+    ONSET_ASSIGN_OR_RETURN(db::Statement stranded,
+                           db.Prepare("SELECT t.id FROM cells b JOIN cells t ON t.id = b.trunk_id "
+                                      "WHERE b.id = ?1 AND b.role = 'branch' AND b.ready = 0 "
+                                      "AND t.state NOT IN ('queued', 'backoff', 'running')"));
     std::set<int64_t> trunks;
     const std::set<int64_t> chosen_set(chosen.begin(), chosen.end());
     for (int64_t row : chosen) {
       stranded.Reset();
-      stranded.BindAll(row, trunks::kCheckpointMetric);
+      stranded.BindAll(row);
       ONSET_ASSIGN_OR_RETURN(bool found, stranded.Step());
       if (found && !chosen_set.count(stranded.Int(0))) trunks.insert(stranded.Int(0));
     }

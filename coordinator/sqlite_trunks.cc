@@ -63,9 +63,8 @@ absl::StatusOr<int> EndWaitingBranches(db::Connection& db, int64_t trunk_row,
       db::Statement end,
       db.Prepare("UPDATE cells SET state = ?1, note = ?2, updated_at = ?3, retry_at = 0 "
                  "WHERE trunk_id = ?4 AND role = 'branch' AND state IN ('queued', 'backoff') "
-                 "AND NOT EXISTS (SELECT 1 FROM metrics m WHERE m.cell_id = ?4 AND m.name = ?5 "
-                 "AND m.tokens = cells.branch_tokens)"));
-  end.BindAll(CellStateName(next), note, now_unix_ms, trunk_row, kCheckpointMetric);
+                 "AND ready = 0"));
+  end.BindAll(CellStateName(next), note, now_unix_ms, trunk_row);
   ONSET_RETURN_IF_ERROR(end.Run());
   return static_cast<int>(db.Changes());
 }
