@@ -107,11 +107,14 @@ void JobReporter::FlushLogs() {
   }
 }
 
+common::Clock::MonotonicTime JobReporter::GiveUpAt() const {
+  return renewed_ + options_.lease_ttl - std::min(options_.stop_margin, options_.lease_ttl / 2);
+}
+
 bool JobReporter::CheckLease() {
   if (lease_lost_ || options_.lease_ttl.count() <= 0) return lease_lost_;
-  const auto margin = std::min(options_.stop_margin, options_.lease_ttl / 2);
   const common::Clock::MonotonicTime now = clock_.MonotonicNow();
-  if (now - renewed_ < options_.lease_ttl - margin) return false;
+  if (now < GiveUpAt()) return false;
   // Whoever holds the cell next must be the only one writing its checkpoints.
   lease_lost_ = true;
   spdlog::error(
@@ -125,9 +128,8 @@ bool JobReporter::CheckLease() {
 
 std::chrono::milliseconds JobReporter::LeaseLeft() const {
   if (options_.lease_ttl.count() <= 0) return std::chrono::milliseconds(0);
-  const auto margin = std::min(options_.stop_margin, options_.lease_ttl / 2);
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      renewed_ + options_.lease_ttl - margin - clock_.MonotonicNow());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(GiveUpAt() - clock_.MonotonicNow());
   return std::max(left, std::chrono::milliseconds(1));
 }
 

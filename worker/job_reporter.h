@@ -78,7 +78,10 @@ class JobReporter {
  private:
   // Marks the lease lost when `status` says so; true then.
   bool LeaseLost(const absl::Status& status);
-  // How long until the lease counts as lost (CheckLease), at least 1 ms; 0 without a TTL.
+  // When the lease counts as lost without a renewal: the TTL after the last renewing heartbeat
+  // was sent, less the stop margin (at most half the TTL). Only with a TTL.
+  common::Clock::MonotonicTime GiveUpAt() const;
+  // How long until then, at least 1 ms; 0 without a TTL.
   std::chrono::milliseconds LeaseLeft() const;
 
   const JobReporterOptions options_;
