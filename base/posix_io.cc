@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -30,6 +31,28 @@ int WriteAll(int fd, std::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return 0;
+}
+
+int ReadUpTo(int fd, size_t max_bytes, std::string* out, bool* truncated) {
+  if (truncated != nullptr) *truncated = false;
+  char buffer[64 * 1024];
+  size_t taken = 0;
+  while (true) {
+    // One byte past the limit tells a longer file from one of exactly max_bytes.
+    const size_t want = std::min(sizeof(buffer), max_bytes - taken + 1);
+    const ssize_t n = ::read(fd, buffer, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return 0;
+    const size_t room = max_bytes - taken;
+    if (static_cast<size_t>(n) > room) {
+      out->append(buffer, room);
+      if (truncated != nullptr) *truncated = true;
+      return 0;
+    }
+    out->append(buffer, static_cast<size_t>(n));
+    taken += static_cast<size_t>(n);
+  }
 }
 
 OpenedFile OpenRegularFile(const std::string& path) {

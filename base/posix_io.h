@@ -12,6 +12,11 @@ namespace onset::base {
 // nothing without saying why). What was written before a failure stays written.
 int WriteAll(int fd, std::string_view data);
 
+// Reads from `fd` until end of file, retrying reads interrupted by a signal, appending to `*out`
+// at most `max_bytes` (a longer file stops there, with `*truncated` set when given). Returns 0,
+// or the errno of the read that failed.
+int ReadUpTo(int fd, size_t max_bytes, std::string* out, bool* truncated = nullptr);
+
 // A file opened for reading by OpenRegularFile: `fd` >= 0 on success (the caller closes it);
 // otherwise `fd` is -1 and `error` says why ("No such file or directory", "not a regular file
 // (a FIFO)"), with `err` the errno or 0 when the file is of the wrong kind.

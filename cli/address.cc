@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <filesystem>
 #include <optional>
 
@@ -24,16 +23,9 @@ std::string ReadAddressFile(const std::string& data_dir) {
   const std::string path = (std::filesystem::path(data_dir) / kAddressFileName).string();
   const base::OpenedFile file = base::OpenRegularFile(path);
   if (file.fd < 0) return "";
-  std::string text(kMaxAddressFileBytes, '\0');
-  size_t size = 0;
-  while (size < text.size()) {
-    const ssize_t n = ::read(file.fd, text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    size += static_cast<size_t>(n);
-  }
+  std::string text;
+  (void)base::ReadUpTo(file.fd, kMaxAddressFileBytes, &text);  // what was read, on an error too
   ::close(file.fd);
-  text.resize(size);
   std::string line = text.substr(0, text.find('\n'));
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line;

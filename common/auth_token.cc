@@ -96,18 +96,10 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
     return absl::PermissionDeniedError("token file " + path + " is accessible by group or others" +
                                        " (mode " + Octal(st.st_mode) + "): run chmod 600 " + path);
   }
-  std::string text(kMaxTokenFileBytes, '\0');
-  size_t size = 0;
-  while (size < text.size()) {
-    ssize_t n = read(fd.get(), text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return absl::PermissionDeniedError("cannot read token file " + path + ": " + Errno(errno));
-    }
-    if (n == 0) break;
-    size += static_cast<size_t>(n);
+  std::string text;
+  if (const int err = base::ReadUpTo(fd.get(), kMaxTokenFileBytes, &text); err != 0) {
+    return absl::PermissionDeniedError("cannot read token file " + path + ": " + Errno(err));
   }
-  text.resize(size);
   std::string token = FirstLineTrimmed(text);
   if (absl::Status s = ValidateToken(token); !s.ok()) {
     return absl::InvalidArgumentError("token file " + path + ": " + std::string(s.message()));

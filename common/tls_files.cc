@@ -45,21 +45,15 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) 
     ~Closer() { ::close(fd); }
   } closer{opened.fd};
   std::string text;
-  char buffer[64 * 1024];
-  while (true) {
-    const ssize_t n = ::read(opened.fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return absl::NotFoundError(std::string(what) + " " + path +
-                                 " cannot be read: " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > kMaxPemFileBytes) {
-      return absl::InvalidArgumentError(std::string(what) + " " + path + " is larger than " +
-                                        std::to_string(kMaxPemFileBytes / (1024 * 1024)) +
-                                        " MiB: not a PEM file");
-    }
-    text.append(buffer, static_cast<size_t>(n));
+  bool truncated = false;
+  if (const int err = base::ReadUpTo(opened.fd, kMaxPemFileBytes, &text, &truncated); err != 0) {
+    return absl::NotFoundError(std::string(what) + " " + path +
+                               " cannot be read: " + std::strerror(err));
+  }
+  if (truncated) {
+    return absl::InvalidArgumentError(std::string(what) + " " + path + " is larger than " +
+                                      std::to_string(kMaxPemFileBytes / (1024 * 1024)) +
+                                      " MiB: not a PEM file");
   }
   return text;
 }
