@@ -3,7 +3,6 @@
 #include <cctype>
 #include <chrono>
 #include <limits>
-#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -282,13 +281,14 @@ absl::Status SqliteStore::ForEachMetricPoint(
   // (cell row, name, tokens), so a point is read once even while new ones are added.
   const std::string metric_list = nlohmann::json(metrics).dump();
   const std::string cell_list = nlohmann::json(cell_ids).dump();
-  std::optional<std::tuple<int64_t, std::string, int64_t>> after;
-  while (true) {
+  // Before every key: cell rows start at 1 and token counts at 0.
+  std::tuple<int64_t, std::string, int64_t> after{0, "", -1};
+  for (bool first = true;; first = false) {
     ONSET_ASSIGN_OR_RETURN(
         std::vector<Point> page,
         Read<std::vector<Point>>([&](db::Connection& db) -> absl::StatusOr<std::vector<Point>> {
           ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
-          if (!after) ONSET_RETURN_IF_ERROR(rows::CellRows(db, study_id, cell_ids).status());
+          if (first) ONSET_RETURN_IF_ERROR(rows::CellRows(db, study_id, cell_ids).status());
           // The lists travel as JSON arrays bound to one parameter each: the SQL text never
           // changes.
           ONSET_ASSIGN_OR_RETURN(
@@ -298,11 +298,12 @@ absl::Status SqliteStore::ForEachMetricPoint(
                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 AND c.role <> 'trunk' "
                   "AND (json_array_length(?2) = 0 OR m.name IN (SELECT value FROM json_each(?2))) "
                   "AND (json_array_length(?3) = 0 OR c.hash IN (SELECT value FROM json_each(?3))) "
-                  "AND (?4 = 0 OR (m.cell_id, m.name, m.tokens) > (?5, ?6, ?7)) "
-                  "ORDER BY m.cell_id, m.name, m.tokens LIMIT ?8"));
-          stmt.BindAll(study_id, metric_list, cell_list, int64_t{after.has_value()},
-                       after ? std::get<0>(*after) : 0, after ? std::get<1>(*after) : "",
-                       after ? std::get<2>(*after) : 0, int64_t{kMetricPointsPerRead});
+                  "AND (m.cell_id, m.name, m.tokens) > (?4, ?5, ?6) "
+                  "ORDER BY m.cell_id, m.name, m.tokens LIMIT ?7"));
+          // A range of the primary key: each page seeks to where the last one ended, instead of
+          // reading past every point before it.
+          stmt.BindAll(study_id, metric_list, cell_list, std::get<0>(after), std::get<1>(after),
+                       std::get<2>(after), int64_t{kMetricPointsPerRead});
           std::vector<Point> points;
           while (true) {
             ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -316,7 +317,7 @@ absl::Status SqliteStore::ForEachMetricPoint(
       if (!point(p.cell, p.name, p.tokens, p.value)) return absl::OkStatus();
     }
     if (page.size() < static_cast<size_t>(kMetricPointsPerRead)) return absl::OkStatus();
-    after.emplace(page.back().cell_row, page.back().name, page.back().tokens);
+    after = {page.back().cell_row, page.back().name, page.back().tokens};
   }
 }
 
