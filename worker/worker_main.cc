@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
                  "below the batch system's kill delay, e.g. Slurm's --signal=B:TERM@SECONDS)")
       ->check(CLI::Range(0.0, 24 * 3600.0))
       ->capture_default_str();
-  double stall_timeout_s = 3600;
+  double stall_timeout_s = std::chrono::duration<double>(config.stall_timeout).count();
   app.add_option("--stall-timeout", stall_timeout_s,
                  "seconds a trainer may write no metrics line before it is stopped and its attempt "
                  "fails with \"no progress\" (0: never; keep it above the longest evaluation)")
