@@ -81,10 +81,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::optional<double> exit_when_idle_s;
   app.add_option("--exit-when-idle", exit_when_idle_s,
-                 "exit (status 0) once the coordinator has had no work for this worker for "
-                 "SECONDS: no job ran here and no queued cell it could run waits (a retry "
-                 "backoff, a branch waiting for its trunk); time the coordinator is unreachable "
-                 "does not count. At most 604800 (7 days); default: never");
+                 "exit once this worker has had nothing to do for SECONDS: no job ran here and "
+                 "the coordinator had no queued cell it could run, now or later (a retry "
+                 "backoff, a branch waiting for its trunk), status 0; or it could not be "
+                 "reached for the last of that time, status 1. At most 604800 (7 days); "
+                 "default: never");
   app.add_option("--token-file", token_file,
                  "file holding the coordinator's token (else $ONSET_TOKEN, else the file named "
                  "by $ONSET_TOKEN_FILE)");
