@@ -119,7 +119,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
   absl::Status ReportMetrics(const std::string& worker_id, const std::string& lease_id,
-                             const std::vector<MetricPoint>& points) override {
+                             const std::vector<MetricPoint>& points,
+                             std::chrono::milliseconds timeout) override {
     v1::ReportMetricsRequest request;
     request.set_worker_id(worker_id);
     request.set_lease_id(lease_id);
@@ -131,7 +132,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     }
     v1::ReportMetricsResponse response;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    SetDeadline(&context, timeout);
     return Convert("ReportMetrics", stub_->ReportMetrics(&context, request, &response));
   }
 
@@ -152,7 +153,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
   absl::Status AppendLogs(const std::string& worker_id, const std::string& lease_id,
-                          const std::vector<LogLine>& lines) override {
+                          const std::vector<LogLine>& lines,
+                          std::chrono::milliseconds timeout) override {
     v1::AppendLogsRequest request;
     request.set_worker_id(worker_id);
     request.set_lease_id(lease_id);
@@ -164,7 +166,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     }
     v1::AppendLogsResponse response;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    SetDeadline(&context, timeout);
     return Convert("AppendLogs", stub_->AppendLogs(&context, request, &response));
   }
 

@@ -104,20 +104,23 @@ class CoordinatorClient {
   // the first ones it needs; without one, how many queued cells wait for this worker.
   virtual absl::StatusOr<LeaseReply> Lease(const std::string& worker_id,
                                            const std::vector<std::string>& free_devices) = 0;
-  // `timeout` (> 0) bounds this call below the client's own deadline: a heartbeat sent when
-  // little of the lease is left must not outlast it (a partition that drops packets would
-  // otherwise hold the call for the whole deadline).
+  // For the calls of a lease, `timeout` (> 0) bounds the call below the client's own deadline:
+  // a call made when little of the lease is left must not outlast it (a partition that drops
+  // packets would otherwise hold the job's thread, and so its trainer, for the whole deadline).
   virtual absl::StatusOr<HeartbeatReply> Heartbeat(
       const std::string& worker_id, const std::string& lease_id, const Progress& progress,
       std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) = 0;
   // Idempotent per (cell, metric, tokens) on the coordinator's side, so a batch may be re-sent.
-  virtual absl::Status ReportMetrics(const std::string& worker_id, const std::string& lease_id,
-                                     const std::vector<MetricPoint>& points) = 0;
+  virtual absl::Status ReportMetrics(
+      const std::string& worker_id, const std::string& lease_id,
+      const std::vector<MetricPoint>& points,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) = 0;
   virtual absl::Status Finish(const std::string& worker_id, const std::string& lease_id,
                               const JobResult& result) = 0;
   // Idempotent per line number, so a batch may be re-sent.
-  virtual absl::Status AppendLogs(const std::string& worker_id, const std::string& lease_id,
-                                  const std::vector<LogLine>& lines) = 0;
+  virtual absl::Status AppendLogs(
+      const std::string& worker_id, const std::string& lease_id, const std::vector<LogLine>& lines,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) = 0;
 };
 
 // Creates a client of the coordinator at `address` ("host:port"): every call carries the token

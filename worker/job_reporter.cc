@@ -56,7 +56,7 @@ void JobReporter::Note(const std::string& text) {
 void JobReporter::TakeLines(std::vector<std::string>* lines) {
   for (const std::string& line : *lines) {
     parser_.Consume(line, &pending_);
-    if (pending_.size() >= options_.flush_points && !lease_lost_) FlushMetrics();
+    if (pending_.size() >= options_.flush_points && !CheckLease()) FlushMetrics();
   }
   lines->clear();
   if (!drop_noted_ && parser_.dropped_points() > 0) {
@@ -68,10 +68,11 @@ void JobReporter::TakeLines(std::vector<std::string>* lines) {
 
 void JobReporter::FlushMetrics() {
   const size_t per_call = std::max<size_t>(1, options_.flush_points);
-  while (!pending_.empty() && !lease_lost_) {
+  while (!pending_.empty() && !CheckLease()) {
     const size_t n = std::min(pending_.size(), per_call);
     std::vector<MetricPoint> batch(pending_.begin(), pending_.begin() + n);
-    absl::Status s = client_->ReportMetrics(worker_id_, lease_id_, batch);
+    // Like a heartbeat, a report may not outlast the lease (Heartbeat()).
+    absl::Status s = client_->ReportMetrics(worker_id_, lease_id_, batch, LeaseLeft());
     if (LeaseLost(s)) return;
     if (!s.ok() && !IsPermanent(s)) {
       spdlog::warn("{}: reporting {} metric points failed: {}", context_, pending_.size(),
@@ -88,9 +89,9 @@ void JobReporter::FlushMetrics() {
 }
 
 void JobReporter::FlushLogs() {
-  while (logs_->pending() > 0 && !lease_lost_) {
+  while (logs_->pending() > 0 && !CheckLease()) {
     std::vector<LogLine> batch = logs_->Take(kLogBatch, kLogBatchBytes);
-    absl::Status s = client_->AppendLogs(worker_id_, lease_id_, batch);
+    absl::Status s = client_->AppendLogs(worker_id_, lease_id_, batch, LeaseLeft());
     if (s.ok()) continue;
     if (LeaseLost(s)) return;
     last_log_error_ = s.ToString();
@@ -152,7 +153,7 @@ bool JobReporter::Heartbeat() {
 }
 
 void JobReporter::RelayTheRest() {
-  if (lease_lost_) return;
+  if (CheckLease()) return;
   // What became of the trainer's metrics output, where whoever reads the log will see it.
   if (parser_.malformed_lines() > 0) {
     Note(absl::StrCat("skipped ", parser_.malformed_lines(),

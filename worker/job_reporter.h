@@ -43,12 +43,14 @@ class JobReporter {
   void TakeLines(std::vector<std::string>* lines);
 
   // Sends the pending points, at most flush_points per call (so that a backlog never makes a
-  // request too large). A transient failure keeps the rest for the next try (the coordinator
+  // request too large), each call bounded by what is left of the lease and none once it counts
+  // as lost (CheckLease). A transient failure keeps the rest for the next try (the coordinator
   // de-duplicates re-sent points); a permanent refusal drops that call's points, counted, so
   // that one bad batch is never re-sent forever.
   void FlushMetrics();
 
-  // Sends the trainer's stderr lines that are waiting, in calls bounded in lines and bytes.
+  // Sends the trainer's stderr lines that are waiting, in calls bounded in lines, bytes and, like
+  // the metric reports, time (what is left of the lease).
   // Best effort: a failure keeps them for the next try (the buffer is bounded), a permanent
   // refusal drops that call's lines, and they never hold up the job or its outcome.
   void FlushLogs();

@@ -79,9 +79,11 @@ class FakeCoordinatorClient : public CoordinatorClient {
   }
 
   absl::Status ReportMetrics(const std::string&, const std::string&,
-                             const std::vector<MetricPoint>& points) override {
+                             const std::vector<MetricPoint>& points,
+                             std::chrono::milliseconds timeout) override {
     std::lock_guard<std::mutex> lock(mu_);
     batches.push_back(points);
+    report_timeouts.push_back(timeout);
     cv_.notify_all();
     if (report_failures > 0) {
       --report_failures;
@@ -107,9 +109,10 @@ class FakeCoordinatorClient : public CoordinatorClient {
     return absl::OkStatus();
   }
 
-  absl::Status AppendLogs(const std::string&, const std::string&,
-                          const std::vector<LogLine>& lines) override {
+  absl::Status AppendLogs(const std::string&, const std::string&, const std::vector<LogLine>& lines,
+                          std::chrono::milliseconds timeout) override {
     std::lock_guard<std::mutex> lock(mu_);
+    log_timeouts.push_back(timeout);
     if (!logs_status.ok()) return logs_status;
     size_t bytes = 0;
     for (const LogLine& line : lines) bytes += line.text.size();
@@ -157,6 +160,8 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::vector<Progress> heartbeats;
   std::vector<std::chrono::milliseconds> heartbeat_timeouts;  // as each call was bounded
   std::vector<std::vector<MetricPoint>> batches;
+  std::vector<std::chrono::milliseconds> report_timeouts;  // as each ReportMetrics was bounded
+  std::vector<std::chrono::milliseconds> log_timeouts;     // as each AppendLogs was bounded
   std::vector<Finished> finished;
   std::vector<LogLine> log_lines;      // every line accepted, in the order sent
   std::vector<size_t> log_call_bytes;  // the text each accepted AppendLogs call carried

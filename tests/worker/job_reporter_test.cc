@@ -1,5 +1,6 @@
 #include "worker/job_reporter.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,37 @@ TEST_F(JobReporterTest, ALostLeaseEndsAllReporting) {
   EXPECT_THAT(BatchSizes(), ElementsAre(1));  // tried once, never again
   reporter.FlushMetrics();
   EXPECT_THAT(BatchSizes(), ElementsAre(1));
+}
+
+// Metric reports and log relays are calls of the lease like heartbeats: each is bounded by what
+// is left of the lease, and once no heartbeat has renewed it in time none is made at all, so a
+// partition that drops packets cannot hold the job (and its trainer) past the lease.
+TEST_F(JobReporterTest, ReportsAndLogsAreBoundedByTheLeaseAndStopWhenItRunsOut) {
+  JobReporterOptions options;
+  options.flush_points = 10;
+  options.lease_ttl = std::chrono::seconds(30);
+  options.stop_margin = std::chrono::seconds(5);
+  JobReporter reporter(options, "cell c attempt 1", "w1", "lease-1", &client_, clock_);
+  std::vector<std::string> lines = {TrainLine(100, 3.5)};
+  reporter.TakeLines(&lines);
+  reporter.logs()->Add("first", clock_.WallUnixMs());
+  clock_.Advance(std::chrono::seconds(10));
+  reporter.FlushMetrics();
+  reporter.FlushLogs();
+  // 25 s after the lease began (30 s less the margin), 10 s of it gone.
+  EXPECT_THAT(client_.report_timeouts, ElementsAre(std::chrono::seconds(15)));
+  EXPECT_THAT(client_.log_timeouts, ElementsAre(std::chrono::seconds(15)));
+
+  lines = {TrainLine(200, 3.4)};
+  reporter.TakeLines(&lines);
+  reporter.logs()->Add("second", clock_.WallUnixMs());
+  clock_.Advance(std::chrono::seconds(15));  // the lease is now given up
+  reporter.FlushMetrics();
+  reporter.FlushLogs();
+  reporter.RelayTheRest();
+  EXPECT_TRUE(reporter.lease_lost());
+  EXPECT_THAT(BatchSizes(), ElementsAre(1));
+  EXPECT_THAT(LogTexts(), ElementsAre("first"));
 }
 
 TEST_F(JobReporterTest, HeartbeatsCarryProgressAndSayWhenTheCellWasCancelled) {
