@@ -6,6 +6,7 @@
 //                           [--readers 0] [--watchers 0] [--dir DIR]
 //   onset-coordinator-bench --scale [--cells 100000] [--workers 1000] [--rounds 2]
 //                                   [--interval-ms 1000]
+//   onset-coordinator-bench --idle [--workers 500] [--busy 64] [--cells 100000] [--seconds 60]
 //
 // --readers N adds N clients that read the whole study (GetStudy) back to back, and
 // --watchers N that many `onset watch` streams, to show what reads cost the write path.
@@ -22,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/coordinator_idle.h"
 #include "bench/coordinator_scale.h"
 #include "bench/latencies.h"
 #include "cli/study_client.h"
@@ -40,12 +42,26 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 int main(int argc, char** argv) {
   int workers = 16, cells = 256, batches = 20, points = 50, readers = 0, watchers = 0;
   std::string dir;
-  bool scale = false;
+  bool scale = false, idle = false;
   onset::bench::ScaleOptions scale_options;
+  onset::bench::IdleOptions idle_options;
   CLI::App app{"onset-coordinator-bench: metric ingest and RPC latency of onsetd on loopback"};
   app.add_flag("--scale", scale,
                "the scale run instead: a --cells study (default 100000) paged through, then "
                "--workers workers (default 1000) leasing --rounds cells each");
+  auto* idle_flag = app.add_flag(
+      "--idle", idle,
+      "idle workers beside busy ones instead: a WSD study of --cells branches (default 100000) "
+      "waiting for --busy trunks, each leased by a busy worker, while --workers idle workers "
+      "(default 500) poll LeaseJob");
+  idle_flag->excludes(app.get_option("--scale"));
+  app.add_option("--busy", idle_options.busy_workers, "--idle: busy workers, one trunk each")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--seconds", idle_options.seconds, "--idle: how long the workers run")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--poll-ms", idle_options.poll_interval_ms,
+                 "--idle: each idle worker's LeaseJob interval")
+      ->check(CLI::Range(1, 60000));
   app.add_option("--rounds", scale_options.rounds, "--scale: cells each worker runs")
       ->check(CLI::Range(1, 1000));
   app.add_option("--interval-ms", scale_options.interval_ms,
@@ -70,6 +86,13 @@ int main(int argc, char** argv) {
     if (app.count("--points") > 0) scale_options.points = points;
     scale_options.dir = dir;
     return onset::bench::RunScaleBench(scale_options);
+  }
+  if (idle) {
+    if (workers_option->count() > 0) idle_options.idle_workers = workers;
+    if (cells_option->count() > 0) idle_options.branches = cells;
+    if (app.count("--points") > 0) idle_options.points = points;
+    idle_options.dir = dir;
+    return onset::bench::RunIdleBench(idle_options);
   }
   if (dir.empty()) {
     std::string tmpl = std::filesystem::temp_directory_path() / "onset-bench-XXXXXX";
