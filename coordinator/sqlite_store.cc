@@ -9,6 +9,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
 #include "common/random_id.h"
 #include "common/status_macros.h"
 #include "coordinator/append_only.h"
@@ -129,7 +132,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   auto writer = std::make_unique<db::WriteQueue>(std::move(db),
                                                  db::WriteQueue::Options{options.max_write_batch});
   return std::unique_ptr<SqliteStore>(
-      new SqliteStore(std::move(writer), std::move(readers), clock, policy));
+      new SqliteStore(std::move(writer), std::move(readers), clock, policy, options));
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::OpenReadOnly(const std::string& path,
@@ -367,6 +370,7 @@ absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration
   ONSET_RETURN_IF_ERROR(CheckSlurmJob(worker.slurm_job, "slurm_job"));
   return Write<std::string>([&](db::Connection& db) -> absl::StatusOr<std::string> {
     const int64_t now = clock_.WallUnixMs();
+    ONSET_RETURN_IF_ERROR(MakeRoomForAWorker(db, now));
     const std::string id = "w-" + common::RandomHex(kWorkerIdBytes);
     ONSET_ASSIGN_OR_RETURN(
         db::Statement stmt,
@@ -377,6 +381,37 @@ absl::StatusOr<std::string> SqliteStore::RegisterWorker(const WorkerRegistration
     ONSET_RETURN_IF_ERROR(stmt.Run());
     return id;
   });
+}
+
+absl::Status SqliteStore::MakeRoomForAWorker(db::Connection& db, int64_t now) {
+  ONSET_ASSIGN_OR_RETURN(db::Statement count, db.Prepare("SELECT count(*) FROM workers"));
+  ONSET_ASSIGN_OR_RETURN(bool row, count.Step());
+  const int64_t workers = row ? count.Int(0) : 0;
+  if (workers < max_workers_) return absl::OkStatus();
+  // Forget more than the one row needed (up to 1,000), so that a burst of registrations at the
+  // limit does not count and search the table for each one.
+  const int64_t forget =
+      std::min<int64_t>(std::max<int64_t>(workers - max_workers_ + 1, 1000), workers);
+  ONSET_ASSIGN_OR_RETURN(db::Statement stale,
+                         db.Prepare("DELETE FROM workers WHERE id IN (SELECT w.id FROM workers w "
+                                    "WHERE w.last_seen_at < ?1 AND NOT EXISTS "
+                                    "(SELECT 1 FROM attempts a WHERE a.worker_id = w.id) "
+                                    "ORDER BY w.last_seen_at, w.id LIMIT ?2)"));
+  stale.BindAll(now - forget_workers_after_.count(), forget);
+  ONSET_RETURN_IF_ERROR(stale.Run());
+  const int64_t forgotten = db.Changes();
+  if (forgotten > 0) {
+    spdlog::info(
+        "{} workers registered: forgot the {} seen least recently that ran nothing and "
+        "were last seen over {} s ago",
+        workers, forgotten, forget_workers_after_.count() / 1000);
+  }
+  if (workers - forgotten < max_workers_) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "onsetd keeps at most ", max_workers_,
+      " workers and every one of them has run an attempt or was seen within the last ",
+      forget_workers_after_.count() / 1000,
+      " s; registrations resume once workers that ran nothing have been silent that long"));
 }
 
 absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {

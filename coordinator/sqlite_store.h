@@ -1,6 +1,8 @@
 // Store on one SQLite file (schema in db/migrations/).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -37,6 +39,13 @@ class SqliteStore final : public Store {
     int max_write_batch = 512;  // operations per write transaction at most
     // Read-only: how often WaitForChange looks for commits of other processes.
     int change_poll_ms = 100;
+    // Worker rows kept at most. A registration that finds this many forgets the workers seen
+    // least recently that ran no attempt and have not been seen for forget_workers_after (a
+    // worker forgotten that comes back is told so and registers again); when none may be
+    // forgotten it is refused (ResourceExhausted). Workers that ran attempts stay: their
+    // attempts name them.
+    int64_t max_workers = 100'000;
+    std::chrono::milliseconds forget_workers_after{std::chrono::hours(1)};
   };
 
   // Opens `path` (creating it and its parent directories; ":memory:" for a private in-memory
@@ -112,8 +121,13 @@ class SqliteStore final : public Store {
 
  private:
   SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,
-              const common::Clock& clock, RetryPolicy policy)
-      : writer_(std::move(writer)), readers_(std::move(readers)), clock_(clock), policy_(policy) {}
+              const common::Clock& clock, RetryPolicy policy, const Options& options)
+      : writer_(std::move(writer)),
+        readers_(std::move(readers)),
+        max_workers_(options.max_workers),
+        forget_workers_after_(options.forget_workers_after),
+        clock_(clock),
+        policy_(policy) {}
   // Read-only: `versions` (a read-only connection) tells other processes' commits apart.
   SqliteStore(std::unique_ptr<db::ReadPool> readers, std::unique_ptr<db::Connection> versions,
               const common::Clock& clock, const Options& options)
@@ -128,6 +142,9 @@ class SqliteStore final : public Store {
 
   // AddStudy, or with `write` false PreviewStudy.
   absl::StatusOr<AddStudyResult> AddOrPreviewStudy(const NewStudy& study, bool write);
+  // Before a registration: when max_workers_ rows exist, forgets the stalest workers that ran
+  // nothing (Options::max_workers); ResourceExhausted when none may be forgotten. On the writer.
+  absl::Status MakeRoomForAWorker(db::Connection& db, int64_t now);
   // Ends the attempt with `end` and applies the failure policy to its cell. Runs on the writer.
   absl::Status EndAttempt(db::Connection& db, const std::string& lease_id, const AttemptEnd& end,
                           bool lost);
@@ -150,6 +167,8 @@ class SqliteStore final : public Store {
   std::unique_ptr<db::Connection> versions_;
   std::mutex versions_mu_;  // guards versions_
   const int change_poll_ms_ = 100;
+  const int64_t max_workers_ = 100'000;
+  const std::chrono::milliseconds forget_workers_after_{std::chrono::hours(1)};
   const common::Clock& clock_;
   const RetryPolicy policy_;
 };

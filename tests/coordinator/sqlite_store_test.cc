@@ -671,5 +671,59 @@ TEST_F(SqliteStoreTest, ListWorkersShowsTheirRunningJobsMostRecentFirst) {
   EXPECT_TRUE((*workers)[1].running.empty());
 }
 
+// The workers table is bounded: a registration that finds it full forgets the workers seen least
+// recently that never ran an attempt and have been silent for the retention; a worker that ran
+// attempts, or was seen recently, is never forgotten, and when nothing may be forgotten the
+// registration is refused (the worker retries) instead of growing the table.
+TEST(SqliteStoreWorkersTest, AFullTableForgetsOnlyStaleWorkersThatRanNothing) {
+  TempDir dir;
+  common::FakeClock clock;
+  SqliteStore::Options options;
+  options.max_workers = 3;
+  options.forget_workers_after = std::chrono::hours(1);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> opened =
+      SqliteStore::Open(dir.File("onset.db"), clock, RetryPolicy(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  SqliteStore& store = **opened;
+  // One cell: once it has run, a lease finds nothing and only marks its worker seen.
+  ASSERT_TRUE(
+      store
+          .AddStudy(Study("name: one\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: "
+                          "16}\ntrain: {tokens: 4K, batch_tokens: 512}\neval: {niah_samples: 0}\n"))
+          .ok());
+  const std::string ran = *store.RegisterWorker({"ran", 1, "v"});
+  const std::string stale = *store.RegisterWorker({"stale", 1, "v"});
+  const std::string polling = *store.RegisterWorker({"polling", 1, "v"});
+  absl::StatusOr<std::optional<ClaimedJob>> job = store.ClaimNextCell(ran, {"cpu:0"});
+  ASSERT_TRUE(job.ok() && job->has_value()) << job.status();
+  ASSERT_TRUE(
+      store.FinishAttempt((*job)->lease_id, AttemptEnd{AttemptOutcome::kSucceeded, 0, 0, "", ""})
+          .ok());
+  clock.Advance(std::chrono::hours(2));  // `ran` and `stale` fall silent
+  absl::StatusOr<std::optional<ClaimedJob>> poll = store.ClaimNextCell(polling, {"cpu:0"});
+  ASSERT_TRUE(poll.ok()) << poll.status();
+  EXPECT_FALSE(poll->has_value());  // nothing to run, but `polling` is seen now
+
+  absl::StatusOr<std::string> fourth = store.RegisterWorker({"fourth", 1, "v"});
+  ASSERT_TRUE(fourth.ok()) << fourth.status();
+  absl::StatusOr<std::vector<WorkerInfo>> workers = store.ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  std::set<std::string> hosts;
+  for (const WorkerInfo& w : *workers) hosts.insert(w.host);
+  EXPECT_EQ(hosts, (std::set<std::string>{"ran", "polling", "fourth"}));
+  // The forgotten worker is told so when it next asks, and would register again.
+  absl::StatusOr<std::optional<ClaimedJob>> forgotten = store.ClaimNextCell(stale, {"cpu:0"});
+  EXPECT_EQ(forgotten.status().code(), absl::StatusCode::kFailedPrecondition) << forgotten.status();
+
+  absl::StatusOr<std::string> fifth = store.RegisterWorker({"fifth", 1, "v"});
+  EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted) << fifth.status();
+  EXPECT_THAT(fifth.status().message(), HasSubstr("at most 3 workers"));
+  EXPECT_EQ(store.ListWorkers()->size(), 3u);
+  // Once the newest has been silent for the retention, there is room again.
+  clock.Advance(std::chrono::hours(2));
+  EXPECT_TRUE(store.RegisterWorker({"fifth", 1, "v"}).ok());
+  EXPECT_EQ(store.ListWorkers()->size(), 2u);  // `ran`, and the new one
+}
+
 }  // namespace
 }  // namespace onset::coordinator
