@@ -1,4 +1,4 @@
-// The exit codes of `onset`, one meaning each across subcommands (README.md lists them).
+// The exit codes of `onset`, one meaning each across subcommands (docs/cli.md lists them).
 #pragma once
 
 namespace onset::cli {

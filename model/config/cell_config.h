@@ -263,7 +263,7 @@ bool operator==(const CellConfig& a, const CellConfig& b);
 inline bool operator!=(const CellConfig& a, const CellConfig& b) { return !(a == b); }
 
 // Bounds of counts a config may ask for: sane maxima that keep a typo from asking for absurd
-// work (README.md, "Limits of a study file").
+// work (docs/study-files.md, "Limits of a study file").
 inline constexpr int64_t kMaxTrainTokens = 1'000'000'000'000'000;  // 1e15: budgets, cadences
 inline constexpr int64_t kMaxBatchTokens = 10'000'000'000;         // 1e10 tokens per step
 inline constexpr int kMinNiahLength = 16;

@@ -1,5 +1,5 @@
 // `onset submit` on files that are not study files: refused before anything is sent, with the
-// exit codes of README.md (1: the file cannot be read; 2: it is not a study file).
+// exit codes of docs/cli.md (1: the file cannot be read; 2: it is not a study file).
 #include "cli/commands.h"
 
 #include <gmock/gmock.h>
