@@ -17,6 +17,12 @@
 namespace onset::worker {
 namespace {
 
+// How long a trainer may take to exit once its lease is lost: half the margin the reporter
+// keeps before the coordinator's deadline (one heartbeat interval, at most half the TTL).
+std::chrono::milliseconds LeaseLossGrace(const JobRunnerConfig& config) {
+  return std::min(config.heartbeat_interval, config.lease_ttl / 2) / 2;
+}
+
 // Reporting the end of a job (its last metrics, then FinishJob) is retried while the coordinator
 // is unreachable, with a delay doubling from kRetryDelay to kMaxRetryDelay, for up to
 // JobRunnerConfig::report_deadline: a coordinator restart must not cost recorded points, and
@@ -244,7 +250,14 @@ ExitStatus JobRunner::EndTrainer(Process& trainer, PumpEnd pumped) {
                : pumped == PumpEnd::kCancelled ? "cell cancelled"
                : pumped == PumpEnd::kStalled   ? "no progress"
                                                : "worker stopping");
-  return trainer.Terminate(config_.terminate_grace);
+  // A lost lease leaves only the stop margin (one heartbeat interval) before the coordinator may
+  // lease the cell again: the trainer gets half of it to exit, then it is killed, so that it is
+  // gone before another can start. Its newest periodic checkpoint is what the next one resumes.
+  const std::chrono::milliseconds grace =
+      pumped == PumpEnd::kLeaseLost && config_.lease_ttl.count() > 0
+          ? std::min(config_.terminate_grace, LeaseLossGrace(config_))
+          : config_.terminate_grace;
+  return trainer.Terminate(grace);
 }
 
 bool JobRunner::DeliverLastMetrics(JobReporter& reporter) {

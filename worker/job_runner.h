@@ -38,7 +38,9 @@ struct JobRunnerConfig {
   size_t log_buffer_bytes = LogBuffer::kDefaultMaxBytes;
   // Once this many lines wait they are relayed at once, not at the next flush_interval.
   size_t log_flush_lines = 2'000;
-  std::chrono::milliseconds terminate_grace{10'000};  // SIGTERM -> SIGKILL delay
+  // SIGTERM -> SIGKILL delay; after a lost lease at most half a heartbeat interval, so that the
+  // trainer is gone before the coordinator can lease its cell again.
+  std::chrono::milliseconds terminate_grace{10'000};
   // How long the end of a job (last metrics, FinishJob) is retried while the coordinator is
   // unreachable (e.g. restarting).
   std::chrono::milliseconds report_deadline{10 * 60'000};

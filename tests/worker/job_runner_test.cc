@@ -447,6 +447,27 @@ TEST_F(JobRunnerTest, HeartbeatsFailingForLongerThanTheLeaseStopTheTrainerAndRep
   EXPECT_TRUE(client_.finished.empty());
 }
 
+// After a lost lease only the stop margin (one heartbeat interval) is left before the coordinator
+// may lease the cell again, so a trainer that takes longer than half of it to stop (here 3 s to
+// checkpoint on SIGTERM) is killed: it must be gone before another trainer of its cell starts.
+TEST_F(JobRunnerTest, ATrainerSlowToStopAfterALostLeaseIsKilledWithinHalfAHeartbeatInterval) {
+  common::FakeClock clock;
+  client_.heartbeat_status = absl::UnavailableError("Heartbeat to fake: connection refused");
+  JobRunnerConfig config = Config();
+  config.heartbeat_interval = std::chrono::seconds(1);
+  config.lease_ttl = std::chrono::seconds(10);
+  config.terminate_grace = std::chrono::seconds(10);  // what a worker asked to stop would give
+  config.max_wait = std::chrono::milliseconds(10);
+  JobRunner runner(config, "w1", Job("slow_stop"), &client_, &launcher_, clock);
+  RunWhileTheClockMoves run(&runner, &clock);
+  run.Advance(std::chrono::milliseconds(100), 200, std::chrono::milliseconds(10),
+              /*until_returned=*/true);
+  const JobRunOutcome outcome = run.Join();
+  EXPECT_EQ(outcome.end, JobEnd::kLeaseLost);
+  EXPECT_EQ(outcome.result.signal, SIGKILL);  // not the exit 4 of a checkpoint after 3 s
+  EXPECT_TRUE(client_.finished.empty());
+}
+
 // A trainer that heartbeats through its worker but writes nothing (a hung read, a deadlocked
 // rank) would hold its cell "running" for ever: after the stall timeout it is stopped and its
 // attempt fails, saying why. Output within the timeout keeps it running.

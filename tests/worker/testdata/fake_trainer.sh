@@ -76,6 +76,11 @@ case "$mode" in
   signal)
     echo "about to die" >&2
     kill -9 $$ ;;
+  slow_stop)
+    # Takes 3 s to checkpoint and exit on SIGTERM, as a trainer of a large model may.
+    echo '{"event":"train","tokens":10,"metrics":{"train/loss":5.0,"train/tokens_per_second":10}}'
+    trap 'sleep 3; exit 4' TERM
+    while :; do sleep 0.1; done ;;
   hang)
     echo '{"event":"train","tokens":10,"metrics":{"train/loss":5.0,"train/tokens_per_second":10}}'
     # A child in the same group, to check that termination reaches it.
