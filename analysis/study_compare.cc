@@ -5,14 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_join.h"
+#include "proto/cell_names.h"
 
 namespace onset::analysis {
 namespace {
-
-bool Ended(v1::CellState s) {
-  return s == v1::CELL_STATE_SUCCEEDED || s == v1::CELL_STATE_FAILED ||
-         s == v1::CELL_STATE_DIVERGED || s == v1::CELL_STATE_CANCELLED;
-}
 
 nlohmann::json CrossingJson(const Crossing& c, XAxis x) {
   const char* key = XAxisName(x);
@@ -189,7 +185,7 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
       }
     }
     // An unfinished cell is censored at what it has seen, not at its budget.
-    const int64_t budget = Ended(cell.state()) ? cell.tokens_budget() : 0;
+    const int64_t budget = wire::Ended(cell.state()) ? cell.tokens_budget() : 0;
     CellSummary s;
     s.cell_id = cell.id();
     s.crossing = TokensToThreshold(points, spec.threshold, spec.direction, budget);

@@ -1,11 +1,14 @@
 #include "cli/cell_commands.h"
 
 #include <algorithm>
+#include <functional>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/render.h"
 #include "cli/trunk_view.h"
+#include "proto/cell_names.h"
 
 namespace onset::cli {
 
@@ -24,47 +27,46 @@ std::optional<std::map<std::string, std::string>> ParseWhere(const std::string& 
   return where;
 }
 
-std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, std::string* error) {
-  static const std::map<std::string, v1::CellState> kRerunnable = {
-      {"failed", v1::CELL_STATE_FAILED},
-      {"diverged", v1::CELL_STATE_DIVERGED},
-      {"cancelled", v1::CELL_STATE_CANCELLED},
-      {"succeeded", v1::CELL_STATE_SUCCEEDED},
-      {"backoff", v1::CELL_STATE_BACKOFF}};
+namespace {
+
+// The states of a comma-separated list, each one of `allowed`; an error names the first other
+// one as `refusal` says ("'done' is not a state"), then lists the allowed ones.
+std::optional<std::vector<v1::CellState>> ParseStateList(
+    const std::string& text, const std::vector<v1::CellState>& allowed,
+    const std::function<std::string(const std::string&)>& refusal, std::string* error) {
   std::vector<v1::CellState> states;
   if (text.empty()) return states;
   for (absl::string_view name : absl::StrSplit(text, ',')) {
-    auto it = kRerunnable.find(std::string(name));
-    if (it == kRerunnable.end()) {
-      *error = "--state: '" + std::string(name) +
-               "' is not a state a cell can be rerun from (failed, diverged, cancelled, "
-               "succeeded, backoff)";
+    std::optional<v1::CellState> state = wire::StateFromName({name.data(), name.size()});
+    if (!state || std::find(allowed.begin(), allowed.end(), *state) == allowed.end()) {
+      std::vector<std::string> names;
+      for (v1::CellState s : allowed) names.emplace_back(wire::StateName(s));
+      *error = "--state: " + refusal(std::string(name)) + " (" + absl::StrJoin(names, ", ") + ")";
       return std::nullopt;
     }
-    states.push_back(it->second);
+    states.push_back(*state);
   }
   return states;
 }
 
+}  // namespace
+
+std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, std::string* error) {
+  return ParseStateList(
+      text,
+      {v1::CELL_STATE_FAILED, v1::CELL_STATE_DIVERGED, v1::CELL_STATE_CANCELLED,
+       v1::CELL_STATE_SUCCEEDED, v1::CELL_STATE_BACKOFF},
+      [](const std::string& name) {
+        return "'" + name + "' is not a state a cell can be rerun from";
+      },
+      error);
+}
+
 std::optional<std::vector<v1::CellState>> ParseAnyStates(const std::string& text,
                                                          std::string* error) {
-  std::vector<v1::CellState> states;
-  if (text.empty()) return states;
-  for (absl::string_view name : absl::StrSplit(text, ',')) {
-    v1::CellState state = v1::CELL_STATE_UNSPECIFIED;
-    for (int s = v1::CellState_MIN; s <= v1::CellState_MAX; ++s) {
-      if (v1::CellState_IsValid(s) && StateName(static_cast<v1::CellState>(s)) == name) {
-        state = static_cast<v1::CellState>(s);
-      }
-    }
-    if (state == v1::CELL_STATE_UNSPECIFIED) {
-      *error = "--state: unknown state '" + std::string(name) +
-               "' (queued, running, backoff, succeeded, failed, diverged, cancelled)";
-      return std::nullopt;
-    }
-    states.push_back(state);
-  }
-  return states;
+  return ParseStateList(
+      text, {wire::kCellStates.begin(), wire::kCellStates.end()},
+      [](const std::string& name) { return "unknown state '" + name + "'"; }, error);
 }
 
 void FilterCells(const std::vector<v1::CellState>& states,

@@ -14,6 +14,7 @@
 #include "cli/progress_bars.h"
 #include "cli/render.h"
 #include "cli/watch_view.h"
+#include "proto/cell_names.h"
 
 namespace onset::cli {
 namespace {
@@ -205,10 +206,9 @@ int LogsCommand(StudyClient& client, const LogsOptions& options, std::ostream& o
       request.set_after_line(0);
       continue;
     }
-    const bool cell_ended =
-        r->cell_state() == v1::CELL_STATE_SUCCEEDED || r->cell_state() == v1::CELL_STATE_FAILED ||
-        r->cell_state() == v1::CELL_STATE_DIVERGED || r->cell_state() == v1::CELL_STATE_CANCELLED;
-    if (r->ended() && cell_ended && r->latest_attempt() == r->attempt()) return kExitOk;
+    if (r->ended() && wire::Ended(r->cell_state()) && r->latest_attempt() == r->attempt()) {
+      return kExitOk;
+    }
     request.set_wait_ms(kFollowWaitMs);
   }
 }

@@ -11,13 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/trunk_view.h"
+#include "proto/cell_names.h"
 
 namespace onset::cli {
 namespace {
 
 constexpr size_t kErrorChars = 48;
-const char* const kStates[] = {"succeeded", "failed",  "diverged", "cancelled",
-                               "running",   "backoff", "queued"};
 
 std::string Axis(const v1::Cell& cell, const std::string& name) {
   auto it = cell.axes().find(name);
@@ -172,26 +171,7 @@ std::string FormatFlops(double flops) {
   return s.substr(0, e + 1) + (negative ? "-" : "") + exponent;
 }
 
-std::string StateName(v1::CellState state) {
-  switch (state) {
-    case v1::CELL_STATE_QUEUED:
-      return "queued";
-    case v1::CELL_STATE_RUNNING:
-      return "running";
-    case v1::CELL_STATE_SUCCEEDED:
-      return "succeeded";
-    case v1::CELL_STATE_FAILED:
-      return "failed";
-    case v1::CELL_STATE_DIVERGED:
-      return "diverged";
-    case v1::CELL_STATE_CANCELLED:
-      return "cancelled";
-    case v1::CELL_STATE_BACKOFF:
-      return "backoff";
-    default:
-      return "unspecified";
-  }
-}
+std::string StateName(v1::CellState state) { return std::string(wire::StateName(state)); }
 
 std::string Truncate(const std::string& text, size_t max_chars) {
   std::string flat = text;
@@ -202,10 +182,11 @@ std::string Truncate(const std::string& text, size_t max_chars) {
 
 std::string StudySummary(const v1::Study& study, const Style& style) {
   std::vector<std::string> parts;
-  for (const char* state : kStates) {
-    auto it = study.cells_by_state().find(state);
+  for (v1::CellState state : wire::kCellStates) {
+    const std::string name(wire::StateName(state));
+    auto it = study.cells_by_state().find(name);
     if (it != study.cells_by_state().end() && it->second > 0) {
-      parts.push_back(absl::StrCat(it->second, " ", state));
+      parts.push_back(absl::StrCat(it->second, " ", name));
     }
   }
   std::string text = absl::StrCat(study.name(), ": ", study.cells_total(),
@@ -312,19 +293,12 @@ std::string StudyProgress(const v1::GetStudyResponse& study) {
   for (const v1::Cell& cell : study.cells()) {
     // The tokens that will actually be trained: a trunk once, each branch from its branch point.
     total += TokensToTrain(cell);
-    switch (cell.state()) {
-      case v1::CELL_STATE_SUCCEEDED:
-      case v1::CELL_STATE_FAILED:
-      case v1::CELL_STATE_DIVERGED:
-      case v1::CELL_STATE_CANCELLED:
-        done += TokensToTrain(cell);  // nothing left to train
-        break;
-      case v1::CELL_STATE_RUNNING:
-        throughput += cell.tokens_per_second();
-        [[fallthrough]];
-      default:
-        done += TokensTrained(cell);
+    if (wire::Ended(cell.state())) {
+      done += TokensToTrain(cell);  // nothing left to train
+      continue;
     }
+    if (cell.state() == v1::CELL_STATE_RUNNING) throughput += cell.tokens_per_second();
+    done += TokensTrained(cell);
   }
   if (total == 0) return "";
   std::string line = absl::StrCat("tokens ", FormatTokens(done), "/", FormatTokens(total), " (",
@@ -394,7 +368,7 @@ std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview) {
     Append(&row, AxisCells(cell, extra));
     if (shared) row.push_back(RoleText(cell));
     table.AddRow(std::move(row));
-    if (cell.role() == "trunk") ++trunks;
+    if (wire::RoleOf(cell) == wire::CellRole::kTrunk) ++trunks;
   }
   const int total = preview.cells_size() - trunks;
   return table.Render() +

@@ -21,6 +21,7 @@
 #include "common/client_security.h"
 #include "common/study_text.h"
 #include "coordinator/coordinator_server.h"
+#include "proto/cell_names.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"
 #include "worker/worker.h"
@@ -58,15 +59,7 @@ void KeepSubmitted(const std::set<std::string>& ids, v1::GetResultsResponse* res
 // again).
 bool Finished(const v1::GetStudyResponse& study) {
   for (const v1::Cell& cell : study.cells()) {
-    switch (cell.state()) {
-      case v1::CELL_STATE_SUCCEEDED:
-      case v1::CELL_STATE_FAILED:
-      case v1::CELL_STATE_DIVERGED:
-      case v1::CELL_STATE_CANCELLED:
-        break;
-      default:
-        return false;
-    }
+    if (!wire::Ended(cell.state())) return false;
   }
   return true;
 }

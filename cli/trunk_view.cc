@@ -5,31 +5,34 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/render.h"
+#include "proto/cell_names.h"
 
 namespace onset::cli {
+namespace {
+
+bool IsTrunk(const v1::Cell& cell) { return wire::RoleOf(cell) == wire::CellRole::kTrunk; }
+bool IsBranch(const v1::Cell& cell) { return wire::RoleOf(cell) == wire::CellRole::kBranch; }
+
+}  // namespace
 
 int64_t TokensToTrain(const v1::Cell& cell) {
-  if (cell.role() == "branch")
-    return std::max<int64_t>(0, cell.tokens_budget() - cell.branch_tokens());
+  if (IsBranch(cell)) return std::max<int64_t>(0, cell.tokens_budget() - cell.branch_tokens());
   return cell.tokens_budget();
 }
 
 int64_t TokensTrained(const v1::Cell& cell) {
   const int64_t done =
-      cell.role() == "branch" ? cell.tokens_done() - cell.branch_tokens() : cell.tokens_done();
+      IsBranch(cell) ? cell.tokens_done() - cell.branch_tokens() : cell.tokens_done();
   return std::clamp<int64_t>(done, 0, TokensToTrain(cell));
 }
 
 void RemoveTrunks(v1::GetStudyResponse* study) {
   google::protobuf::RepeatedPtrField<v1::Cell>* cells = study->mutable_cells();
-  cells->erase(std::remove_if(cells->begin(), cells->end(),
-                              [](const v1::Cell& c) { return c.role() == "trunk"; }),
-               cells->end());
+  cells->erase(std::remove_if(cells->begin(), cells->end(), IsTrunk), cells->end());
 }
 
 std::string CountCells(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
-  const auto trunks = std::count_if(cells.begin(), cells.end(),
-                                    [](const v1::Cell& c) { return c.role() == "trunk"; });
+  const auto trunks = std::count_if(cells.begin(), cells.end(), IsTrunk);
   const auto grid = cells.size() - trunks;
   std::string out = absl::StrCat(grid, grid == 1 ? " cell" : " cells");
   if (trunks > 0) absl::StrAppend(&out, " and ", trunks, trunks == 1 ? " trunk" : " trunks");
@@ -38,12 +41,12 @@ std::string CountCells(const google::protobuf::RepeatedPtrField<v1::Cell>& cells
 
 bool AnyShared(const google::protobuf::RepeatedPtrField<v1::Cell>& cells) {
   return std::any_of(cells.begin(), cells.end(),
-                     [](const v1::Cell& c) { return c.role() == "trunk" || c.role() == "branch"; });
+                     [](const v1::Cell& c) { return IsTrunk(c) || IsBranch(c); });
 }
 
 std::string RoleText(const v1::Cell& cell) {
-  if (cell.role() == "trunk") return "trunk";
-  if (cell.role() != "branch") return "";
+  if (IsTrunk(cell)) return "trunk";
+  if (!IsBranch(cell)) return "";
   std::string text = absl::StrCat("branch of ", cell.trunk_id().substr(0, 8), " at ",
                                   FormatTokens(cell.branch_tokens()));
   if (cell.waiting_for_trunk()) text += " (waiting for it)";
@@ -60,10 +63,10 @@ std::string DescribeFreshRerun(const v1::GetStudyResponse& study,
   std::string out;
   for (const v1::Cell& cell : study.cells()) {
     if (!is_named(cell.id())) continue;
-    if (cell.role() == "trunk") {
+    if (IsTrunk(cell)) {
       int waiting = 0, started = 0;
       for (const v1::Cell& b : study.cells()) {
-        if (b.role() != "branch" || b.trunk_id() != cell.id()) continue;
+        if (!IsBranch(b) || b.trunk_id() != cell.id()) continue;
         const bool ended =
             b.state() == v1::CELL_STATE_SUCCEEDED || b.state() == v1::CELL_STATE_DIVERGED;
         if (ended || b.tokens_done() > b.branch_tokens()) {
@@ -79,7 +82,7 @@ std::string DescribeFreshRerun(const v1::GetStudyResponse& study,
                       " not started yet will wait for it; ", started,
                       started == 1 ? " branch" : " branches",
                       " already past its branch point keep what they have\n");
-    } else if (cell.role() == "branch") {
+    } else if (IsBranch(cell)) {
       absl::StrAppend(&out, "branch ", cell.id().substr(0, 8),
                       ": re-runs only its decay, from trunk ", cell.trunk_id().substr(0, 8),
                       "'s checkpoint at ", FormatTokens(cell.branch_tokens()), " tokens\n");

@@ -7,16 +7,12 @@
 #include "absl/strings/str_join.h"
 #include "cli/exit_codes.h"
 #include "cli/render.h"
+#include "proto/cell_names.h"
 
 namespace onset::cli {
 namespace {
 
 constexpr const char* kNamedAxes[] = {"arch", "window", "pos", "tokens", "seed"};
-
-bool Ended(v1::CellState state) {
-  return state == v1::CELL_STATE_SUCCEEDED || state == v1::CELL_STATE_FAILED ||
-         state == v1::CELL_STATE_DIVERGED || state == v1::CELL_STATE_CANCELLED;
-}
 
 // "14:03:07", local time.
 std::string ClockTime(int64_t unix_ms) {
@@ -132,7 +128,7 @@ std::string WatchView::ProgressLine() const {
 bool WatchView::Finished() const {
   if (study_.cells().empty() || snapshot_pending_) return false;
   for (const v1::Cell& c : study_.cells()) {
-    if (!Ended(c.state())) return false;
+    if (!wire::Ended(c.state())) return false;
   }
   return true;
 }

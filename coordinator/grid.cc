@@ -283,23 +283,4 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& g
   return cells;
 }
 
-const char* CellRoleName(CellRole role) {
-  switch (role) {
-    case CellRole::kTrunk:
-      return "trunk";
-    case CellRole::kBranch:
-      return "branch";
-    case CellRole::kCell:
-      break;
-  }
-  return "cell";
-}
-
-std::optional<CellRole> CellRoleFromName(const std::string& name) {
-  for (CellRole role : {CellRole::kCell, CellRole::kTrunk, CellRole::kBranch}) {
-    if (name == CellRoleName(role)) return role;
-  }
-  return std::nullopt;
-}
-
 }  // namespace onset::coordinator

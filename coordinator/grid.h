@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/config/cell_config.h"
+#include "proto/cell_role.h"
 
 namespace onset::coordinator {
 
@@ -103,10 +104,8 @@ nlohmann::json CellJson(const nlohmann::json& base, const Grid& grid, const Grid
 // cell (id, config, metrics) as the run on its own would be. kTrunk: the shared stable phase of
 // its branches, a job and not a grid point: its config_json is a trunk spec
 // (model/config/wsd_trunk.h), its tokens_budget where it stops.
-enum class CellRole { kCell, kTrunk, kBranch };
-// "cell", "trunk", "branch": the names stored and shown.
-const char* CellRoleName(CellRole role);
-std::optional<CellRole> CellRoleFromName(const std::string& name);
+// The names stored and shown are the wire's (proto/cell_names.h).
+using CellRole = wire::CellRole;
 
 // A cell ready to store.
 struct CellSpec {

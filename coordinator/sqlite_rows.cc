@@ -75,7 +75,7 @@ CellInfo ReadCell(const db::Statement& row) {
     cell.non_embedding_params = cost.non_embedding_params;
     cell.train_flops_per_token = cost.train_flops_per_token;
   }
-  cell.role = CellRoleFromName(row.Text(16)).value_or(CellRole::kCell);
+  cell.role = wire::RoleFromName(row.Text(16)).value_or(CellRole::kCell);
   cell.trunk_id = row.Text(17);
   cell.branch_tokens = row.Int(18);
   cell.waiting_for_trunk = row.Int(19) != 0;
@@ -280,7 +280,7 @@ absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t 
     cell.axis_aliases = ParseAxisAliases(stmt.Text(1));
     cell.config_json = stmt.Text(2);
     cell.tokens_budget = stmt.Int(3);
-    cell.role = CellRoleFromName(stmt.Text(4)).value_or(CellRole::kCell);
+    cell.role = wire::RoleFromName(stmt.Text(4)).value_or(CellRole::kCell);
     cells.push_back(std::move(cell));
   }
 }
@@ -299,7 +299,7 @@ absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_
     if (!row) return cells;
     StoredPlanCell& cell = cells.emplace_back();
     cell.id = stmt.Text(0);
-    cell.role = CellRoleFromName(stmt.Text(1)).value_or(CellRole::kCell);
+    cell.role = wire::RoleFromName(stmt.Text(1)).value_or(CellRole::kCell);
     cell.trunk_id = stmt.Text(2);
     cell.branch_tokens = stmt.Int(3);
     cell.state = CellStateFromName(stmt.Text(4)).value_or(CellState::kQueued);

@@ -69,7 +69,7 @@ absl::StatusOr<OpenAttempt> FindOpenAttempt(db::Connection& db, const std::strin
                      stmt.Text(2),
                      CellStateFromName(stmt.Text(3)).value_or(CellState::kRunning),
                      static_cast<int>(stmt.Int(4)),
-                     CellRoleFromName(stmt.Text(5)).value_or(CellRole::kCell),
+                     wire::RoleFromName(stmt.Text(5)).value_or(CellRole::kCell),
                      stmt.Text(6),
                      stmt.Int(7),
                      stmt.Int(8)};
@@ -266,7 +266,7 @@ absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& st
       insert_cell.Reset();
       insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
                           now, std::max(1, study.devices), cell.non_embedding_params,
-                          cell.train_flops_per_token, CellRoleName(cell.role),
+                          cell.train_flops_per_token, std::string(wire::RoleName(cell.role)),
                           cell.role == CellRole::kBranch ? cell.branch_tokens : int64_t{0});
       ONSET_RETURN_IF_ERROR(insert_cell.Run());
       if (db.Changes() > 0) {
@@ -521,7 +521,7 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
     job.study = pick.Text(4);
     job.fresh = pick.Int(5) != 0;  // handed to this attempt only
     job.devices.assign(free_devices.begin(), free_devices.begin() + pick.Int(6));
-    job.role = CellRoleFromName(pick.Text(7)).value_or(CellRole::kCell);
+    job.role = wire::RoleFromName(pick.Text(7)).value_or(CellRole::kCell);
     job.trunk_id = pick.Text(8);
     job.branch_tokens = pick.Int(9);
     job.lease_id = common::RandomHex(kLeaseIdBytes);

@@ -5,33 +5,43 @@
 
 namespace onset::coordinator {
 
-const char* CellStateName(CellState state) {
+v1::CellState ToWire(CellState state) {
   switch (state) {
     case CellState::kQueued:
-      return "queued";
+      return v1::CELL_STATE_QUEUED;
     case CellState::kRunning:
-      return "running";
+      return v1::CELL_STATE_RUNNING;
     case CellState::kSucceeded:
-      return "succeeded";
+      return v1::CELL_STATE_SUCCEEDED;
     case CellState::kFailed:
-      return "failed";
+      return v1::CELL_STATE_FAILED;
     case CellState::kDiverged:
-      return "diverged";
+      return v1::CELL_STATE_DIVERGED;
     case CellState::kCancelled:
-      return "cancelled";
+      return v1::CELL_STATE_CANCELLED;
     case CellState::kBackoff:
-      return "backoff";
+      return v1::CELL_STATE_BACKOFF;
   }
-  return "queued";
+  return v1::CELL_STATE_UNSPECIFIED;
 }
 
-std::optional<CellState> CellStateFromName(const std::string& name) {
+std::optional<CellState> FromWire(v1::CellState state) {
   for (CellState s :
        {CellState::kQueued, CellState::kRunning, CellState::kSucceeded, CellState::kFailed,
         CellState::kDiverged, CellState::kCancelled, CellState::kBackoff}) {
-    if (name == CellStateName(s)) return s;
+    if (ToWire(s) == state) return s;
   }
   return std::nullopt;
+}
+
+const char* CellStateName(CellState state) {
+  // The wire's names are string literals, so the view is NUL-terminated.
+  return wire::StateName(ToWire(state)).data();
+}
+
+std::optional<CellState> CellStateFromName(const std::string& name) {
+  std::optional<v1::CellState> state = wire::StateFromName(name);
+  return state ? FromWire(*state) : std::nullopt;
 }
 
 absl::Status CheckDeviceNames(const std::vector<std::string>& devices, const std::string& field) {

@@ -18,13 +18,17 @@
 #include "absl/status/statusor.h"
 #include "coordinator/failure_policy.h"
 #include "coordinator/grid.h"
+#include "proto/cell_names.h"
 
 namespace onset::coordinator {
 
 // backoff: waiting out the delay before a retry (failure_policy.h); claimable from retry_at on.
 enum class CellState { kQueued, kRunning, kSucceeded, kFailed, kDiverged, kCancelled, kBackoff };
-// "queued", "running", "succeeded", "failed", "diverged", "cancelled", "backoff": the names
-// stored and shown.
+// The state on the wire, and back (nullopt for CELL_STATE_UNSPECIFIED).
+v1::CellState ToWire(CellState state);
+std::optional<CellState> FromWire(v1::CellState state);
+// The wire's names (proto/cell_names.h), stored and shown: "queued", "running", "succeeded",
+// "failed", "diverged", "cancelled", "backoff".
 const char* CellStateName(CellState state);
 std::optional<CellState> CellStateFromName(const std::string& name);
 

@@ -14,47 +14,6 @@
 namespace onset::coordinator {
 namespace {
 
-onset::v1::CellState ToProto(CellState s) {
-  switch (s) {
-    case CellState::kQueued:
-      return onset::v1::CELL_STATE_QUEUED;
-    case CellState::kRunning:
-      return onset::v1::CELL_STATE_RUNNING;
-    case CellState::kSucceeded:
-      return onset::v1::CELL_STATE_SUCCEEDED;
-    case CellState::kFailed:
-      return onset::v1::CELL_STATE_FAILED;
-    case CellState::kDiverged:
-      return onset::v1::CELL_STATE_DIVERGED;
-    case CellState::kCancelled:
-      return onset::v1::CELL_STATE_CANCELLED;
-    case CellState::kBackoff:
-      return onset::v1::CELL_STATE_BACKOFF;
-  }
-  return onset::v1::CELL_STATE_UNSPECIFIED;
-}
-
-std::optional<CellState> FromProto(onset::v1::CellState s) {
-  switch (s) {
-    case onset::v1::CELL_STATE_QUEUED:
-      return CellState::kQueued;
-    case onset::v1::CELL_STATE_RUNNING:
-      return CellState::kRunning;
-    case onset::v1::CELL_STATE_SUCCEEDED:
-      return CellState::kSucceeded;
-    case onset::v1::CELL_STATE_FAILED:
-      return CellState::kFailed;
-    case onset::v1::CELL_STATE_DIVERGED:
-      return CellState::kDiverged;
-    case onset::v1::CELL_STATE_CANCELLED:
-      return CellState::kCancelled;
-    case onset::v1::CELL_STATE_BACKOFF:
-      return CellState::kBackoff;
-    default:
-      return std::nullopt;
-  }
-}
-
 // Results carry every metric's final value: fewer cells per page by default.
 constexpr int kResultPageCells = 1000;
 
@@ -98,7 +57,7 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   out->set_id(in.id);
   out->set_study(in.study);
   for (const auto& [axis, value] : in.axes) (*out->mutable_axes())[axis] = value;
-  out->set_state(ToProto(in.state));
+  out->set_state(ToWire(in.state));
   out->set_tokens_done(in.tokens_done);
   out->set_tokens_budget(in.tokens_budget);
   if (in.latest_loss) out->set_latest_loss(*in.latest_loss);
@@ -114,7 +73,7 @@ void ToProto(const CellInfo& in, onset::v1::Cell* out) {
   }
   out->set_non_embedding_params(in.non_embedding_params);
   out->set_train_flops_per_token(in.train_flops_per_token);
-  out->set_role(CellRoleName(in.role));
+  out->set_role(std::string(wire::RoleName(in.role)));
   out->set_trunk_id(in.trunk_id);
   out->set_branch_tokens(in.branch_tokens);
   out->set_waiting_for_trunk(in.waiting_for_trunk);
@@ -124,8 +83,8 @@ void ToProto(const CellEvent& in, onset::v1::CellEvent* out) {
   out->set_seq(in.seq);
   out->set_cell_id(in.cell_id);
   for (const auto& [axis, value] : in.axes) (*out->mutable_axes())[axis] = value;
-  out->set_from(in.from ? ToProto(*in.from) : onset::v1::CELL_STATE_UNSPECIFIED);
-  out->set_to(ToProto(in.to));
+  out->set_from(in.from ? ToWire(*in.from) : onset::v1::CELL_STATE_UNSPECIFIED);
+  out->set_to(ToWire(in.to));
   out->set_at_unix_ms(in.at_unix_ms);
   out->set_attempt(in.attempt);
   out->set_worker_id(in.worker_id);
@@ -271,7 +230,7 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
                                           onset::v1::RerunCellsResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   std::vector<std::optional<CellState>> named;
-  for (int s : request->states()) named.push_back(FromProto(static_cast<onset::v1::CellState>(s)));
+  for (int s : request->states()) named.push_back(FromWire(static_cast<onset::v1::CellState>(s)));
   absl::StatusOr<std::vector<CellState>> states = RerunStates(named);
   if (!states.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(states.status().message()));
@@ -358,7 +317,7 @@ grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
   response->set_latest_attempt(chunk->latest_attempt);
   response->set_worker_id(chunk->worker_id);
   response->set_ended(chunk->ended);
-  response->set_cell_state(ToProto(chunk->cell_state));
+  response->set_cell_state(ToWire(chunk->cell_state));
   response->set_first_line(chunk->first_line);
   for (const LogLine& line : chunk->lines) {
     onset::v1::LogLine* out = response->add_lines();

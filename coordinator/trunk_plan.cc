@@ -385,7 +385,7 @@ std::string PlanInputDigest(const std::vector<StoredPlanCell>& stored) {
   std::vector<std::string> rows;
   rows.reserve(stored.size());
   for (const StoredPlanCell& c : stored) {
-    nlohmann::json row = {c.id, CellRoleName(c.role), c.trunk_id, c.branch_tokens};
+    nlohmann::json row = {c.id, std::string(wire::RoleName(c.role)), c.trunk_id, c.branch_tokens};
     if (c.role == CellRole::kTrunk) {
       row.push_back(CellStateName(c.state));
       row.push_back(c.tokens_budget);

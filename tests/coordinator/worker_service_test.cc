@@ -332,7 +332,7 @@ TEST(JobToProtoTest, OtherCellsNameNoTrunkCheckpoint) {
     v1::Job out;
     JobToProto(job, "/shared/ckpt", &out);
     EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1");
-    EXPECT_EQ(out.trunk_checkpoint(), "") << CellRoleName(role);
+    EXPECT_EQ(out.trunk_checkpoint(), "") << wire::RoleName(role);
   }
 }
 
