@@ -8,8 +8,10 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/metric_names.h"
 #include "cli/trunk_view.h"
 #include "proto/cell_names.h"
 
@@ -54,7 +56,7 @@ void Append(std::vector<T>* to, const std::vector<T>& more) {
 
 // Sort key of a metric column; see ResultColumns.
 std::tuple<int, long, std::string> ColumnKey(const std::string& name) {
-  if (name == "train/loss") return {0, 0, name};
+  if (name == metric::kTrainLoss) return {0, 0, name};
   if (name == "eval/heldout_loss") return {1, 0, name};
   if (name == "eval/short_loss") return {2, 0, name};
   if (name.rfind("eval/", 0) == 0) return {3, 0, name};
@@ -67,10 +69,6 @@ std::tuple<int, long, std::string> ColumnKey(const std::string& name) {
   return {8, 0, name};
 }
 
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // The table answers "did each cell learn to retrieve": losses, the headline NIAH accuracy per
 // length and by the study's window, the copy control, the retrieval-head summaries and the
 // ablation's top-K against its baseline mean. Throughput, timings and schedule figures are
@@ -78,16 +76,16 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 // and the variants, the own-window buckets and the baseline's spread are detail: JSON output
 // (and onset export) has them all.
 bool IsResultColumn(const std::string& name) {
-  if (EndsWith(name, "seconds")) return false;
+  if (absl::EndsWith(name, "seconds")) return false;
   if (name.rfind("rh/score/", 0) == 0 || name.rfind("niah/acc_depth@", 0) == 0) return false;
   if (name.find("own_window") != std::string::npos) return false;
   if (name.rfind("niah/", 0) == 0 && name.rfind("niah/acc", 0) != 0 &&
       name.find('@') != std::string::npos) {
     return false;  // niah/control/...@L, niah/<variant>/acc@L
   }
-  if (name.rfind("ablation/random_k/", 0) == 0 && !EndsWith(name, "_mean")) return false;
+  if (name.rfind("ablation/random_k/", 0) == 0 && !absl::EndsWith(name, "_mean")) return false;
   return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 || name.rfind("rh/", 0) == 0 ||
-         name.rfind("ablation/", 0) == 0 || name == "train/loss";
+         name.rfind("ablation/", 0) == 0 || name == metric::kTrainLoss;
 }
 
 }  // namespace

@@ -87,4 +87,11 @@ size_t Utf8PrefixLength(std::string_view text, size_t max_bytes) {
   return start + length > max_bytes ? start : max_bytes;
 }
 
+std::string_view TailUtf8(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t from = text.size() - max_bytes;
+  while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
+  return text.substr(from);
+}
+
 }  // namespace onset::common

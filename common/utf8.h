@@ -30,4 +30,8 @@ inline std::string_view TruncateUtf8(std::string_view text, size_t max_bytes) {
   return text.substr(0, Utf8PrefixLength(text, max_bytes));
 }
 
+// The last bytes of `text`, at most `max_bytes`, starting on a character boundary (continuation
+// bytes at the cut are left out).
+std::string_view TailUtf8(std::string_view text, size_t max_bytes);
+
 }  // namespace onset::common

@@ -27,8 +27,6 @@ void Place(json* cell, const std::string& path, const json& value) {
   s[key] = value;
 }
 
-std::string DisplayValue(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 std::optional<int64_t> AsTokenCount(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_string()) return model::ParseTokenCount(v.get<std::string>());
@@ -281,6 +279,10 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(const json& base, const Grid& g
     RecordAliases(j, config.ToJson(), varied, &cells[it->second]);
   }
   return cells;
+}
+
+std::string DisplayValue(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 }  // namespace onset::coordinator

@@ -95,6 +95,10 @@ int MatchingExcludeRule(const Grid& grid, const GridPoint& p);
 // nullopt when neither applies.
 std::optional<int> DependentChoice(const Grid& grid, size_t d, const GridPoint& p);
 
+// How a value of a study file is shown (in axes, errors and notes): a string as it is, anything
+// else as its JSON.
+std::string DisplayValue(const nlohmann::json& v);
+
 // `base` (a cell config JSON object) with the point's axis values and dependent values placed
 // at their paths. A dependent field with no value for the point is left to `base`.
 nlohmann::json CellJson(const nlohmann::json& base, const Grid& grid, const GridPoint& p);

@@ -12,8 +12,10 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/metric_names.h"
 #include "common/random_id.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "coordinator/append_only.h"
 #include "coordinator/cell_transitions.h"
 #include "coordinator/sqlite_rows.h"
@@ -29,15 +31,6 @@ constexpr int kWorkerIdBytes = 8;
 // Stored text is capped so one chatty failure cannot bloat the database.
 constexpr size_t kMaxReasonBytes = 4 * 1024;
 constexpr size_t kMaxStderrTailBytes = 64 * 1024;
-
-// The last at most `max` bytes of `s`, from the start of a character on (a cut inside one
-// would leave text that no reply could carry).
-std::string Tail(const std::string& s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t from = s.size() - max;
-  while (from < s.size() && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) ++from;
-  return s.substr(from);
-}
 
 // The running attempt a lease names.
 struct OpenAttempt {
@@ -604,7 +597,7 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
       upsert.Reset();
       upsert.BindAll(attempt.cell_id, p.name, p.tokens, p.value, attempt.id);
       ONSET_RETURN_IF_ERROR(upsert.Run());
-      has_loss = has_loss || p.name == "train/loss";
+      has_loss = has_loss || p.name == metric::kTrainLoss;
       if (attempt.role == CellRole::kTrunk && p.name == trunks::kCheckpointMetric) {
         ONSET_RETURN_IF_ERROR(trunks::MarkBranchesReady(db, attempt.cell_id, p.tokens));
       }
@@ -613,9 +606,9 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
       ONSET_ASSIGN_OR_RETURN(
           db::Statement loss,
           db.Prepare("UPDATE cells SET updated_at = ?2, latest_loss = (SELECT value FROM metrics "
-                     "WHERE cell_id = ?1 AND name = 'train/loss' ORDER BY tokens DESC LIMIT 1) "
+                     "WHERE cell_id = ?1 AND name = ?3 ORDER BY tokens DESC LIMIT 1) "
                      "WHERE id = ?1"));
-      loss.BindAll(attempt.cell_id, now);
+      loss.BindAll(attempt.cell_id, now, std::string(metric::kTrainLoss));
       ONSET_RETURN_IF_ERROR(loss.Run());
     }
     return static_cast<int>(points.size());
@@ -661,9 +654,10 @@ absl::Status SqliteStore::EndAttempt(db::Connection& db, const std::string& leas
       db::Statement update,
       db.Prepare("UPDATE attempts SET ended_at = ?, outcome = ?, exit_code = ?, signal = ?, "
                  "reason = ?, stderr_tail = ?, failure_class = ? WHERE id = ?"));
-  update.BindAll(now, t.outcome, end.exit_code, end.signal, Tail(t.reason, kMaxReasonBytes),
-                 Tail(end.stderr_tail, kMaxStderrTailBytes), FailureClassName(t.failure),
-                 attempt.id);
+  update.BindAll(now, t.outcome, end.exit_code, end.signal,
+                 std::string(common::TailUtf8(t.reason, kMaxReasonBytes)),
+                 std::string(common::TailUtf8(end.stderr_tail, kMaxStderrTailBytes)),
+                 FailureClassName(t.failure), attempt.id);
   ONSET_RETURN_IF_ERROR(update.Run());
   ONSET_ASSIGN_OR_RETURN(
       db::Statement cell,

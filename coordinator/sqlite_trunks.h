@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/metric_names.h"
 #include "coordinator/store.h"
 #include "db/sqlite.h"
 
@@ -15,7 +16,7 @@ namespace onset::coordinator::trunks {
 
 // The metric a trainer reports once a checkpoint file is durably written, at its tokens: a
 // branch may start once its trunk has reported it at the branch's branch_tokens.
-inline constexpr const char* kCheckpointMetric = "checkpoint/bytes";
+inline constexpr const char* kCheckpointMetric = metric::kCheckpointBytes;
 
 // SQL true when the cells row named `alias` may be claimed as far as its role goes: it is not a
 // branch, or its trunk has reported the checkpoint it starts from. Read from the row's `ready`

@@ -160,8 +160,6 @@ struct WrittenValue {
 // "1 value", "3 values".
 std::string Values(size_t n) { return std::to_string(n) + (n == 1 ? " value" : " values"); }
 
-std::string DisplayValue(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // A value quoted in a message, cut short when it is long (a 400-digit count).
 std::string Clip(const std::string& s) {
   constexpr size_t kMax = 40;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/metric_names.h"
 #include "base/metrics_line.h"
 #include "common/metric_limits.h"
 
@@ -67,10 +68,10 @@ void MetricsParser::Consume(std::string_view line, std::vector<MetricPoint>* out
       continue;
     }
     // Not finite (null in the line) is NaN, stored as such.
-    if (name == "train/tokens_per_second" && std::isfinite(value) && value >= 0) {
+    if (name == metric::kTrainTokensPerSecond && std::isfinite(value) && value >= 0) {
       tokens_per_second_ = value;
     }
-    if (name == "train/loss") latest_loss_ = value;
+    if (name == metric::kTrainLoss) latest_loss_ = value;
     out->push_back(MetricPoint{name, at, value});
   }
 }

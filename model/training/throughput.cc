@@ -1,4 +1,5 @@
 #include "model/training/throughput.h"
+#include "base/metric_names.h"
 
 namespace onset::model {
 
@@ -16,8 +17,8 @@ void Throughput::AddStep(double seconds, int64_t tokens, double loss) {
 std::map<std::string, double> Throughput::TakeWindow() {
   const double mean_loss = window_loss_sum_ / window_steps_;
   const double tps = window_seconds_ > 0 ? window_tokens_ / window_seconds_ : 0.0;
-  std::map<std::string, double> metrics{{"train/loss", mean_loss},
-                                        {"train/tokens_per_second", tps}};
+  std::map<std::string, double> metrics{{metric::kTrainLoss, mean_loss},
+                                        {metric::kTrainTokensPerSecond, tps}};
   AddMfu(tps, &metrics);
   window_seconds_ = 0;
   window_tokens_ = 0;
@@ -28,15 +29,16 @@ std::map<std::string, double> Throughput::TakeWindow() {
 
 std::map<std::string, double> Throughput::Totals(int64_t tokens) const {
   const double tps = train_seconds_ > 0 ? tokens / train_seconds_ : 0.0;
-  std::map<std::string, double> metrics{{"train/tokens_per_second", tps},
-                                        {"train/seconds", train_seconds_}};
+  std::map<std::string, double> metrics{{metric::kTrainTokensPerSecond, tps},
+                                        {metric::kTrainSeconds, train_seconds_}};
   AddMfu(tps, &metrics);
   return metrics;
 }
 
 void Throughput::AddMfu(double tokens_per_second, std::map<std::string, double>* metrics) const {
   if (peak_flops_ <= 0 || tokens_per_second <= 0) return;
-  (*metrics)["train/mfu"] = tokens_per_second * flops_per_token_ / (peak_flops_ * world_size_);
+  (*metrics)[metric::kTrainMfu] =
+      tokens_per_second * flops_per_token_ / (peak_flops_ * world_size_);
 }
 
 void Throughput::SaveTo(TrainProgress* progress) const {

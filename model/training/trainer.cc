@@ -8,6 +8,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
+#include "base/metric_names.h"
 #include "model/config/flops.h"
 #include "model/nn/precision.h"
 #include "model/training/optimizer.h"
@@ -209,14 +210,14 @@ void Trainer::EmitStart() {
   sink_->Emit({trainer::kEventStart,
                0,
                std::nullopt,
-               {{"model/params", static_cast<double>(params.total)},
-                {"model/non_embedding_params", static_cast<double>(params.non_embedding)}}});
+               {{metric::kModelParams, static_cast<double>(params.total)},
+                {metric::kModelNonEmbeddingParams, static_cast<double>(params.non_embedding)}}});
   if (resumed_) {
     // Recorded as a metric too, so the database shows where each resumption started.
     sink_->Emit({trainer::kEventResume,
                  tokens_,
                  std::nullopt,
-                 {{"train/resumed_at_tokens", static_cast<double>(tokens_)}}});
+                 {{metric::kTrainResumedAtTokens, static_cast<double>(tokens_)}}});
     // What the stopped run had reported, once more: its last deliveries may have been lost.
     size_t begin = 0;
     while (begin < reported_.size()) {
@@ -254,7 +255,7 @@ void Trainer::AnnounceBranchPoints() {
       sink_->Emit({trainer::kEventCheckpoint,
                    at,
                    std::nullopt,
-                   {{"checkpoint/bytes", static_cast<double>(*bytes)}}});
+                   {{metric::kCheckpointBytes, static_cast<double>(*bytes)}}});
     }
   }
 }
@@ -262,13 +263,14 @@ void Trainer::AnnounceBranchPoints() {
 void Trainer::EmitTrain(double lr) {
   // train/loss is the mean over the steps since the previous train event.
   MetricsEvent event{trainer::kEventTrain, tokens_, steps_, throughput_.TakeWindow()};
-  event.metrics["train/lr"] = lr;
+  event.metrics[metric::kTrainLr] = lr;
   sink_->Emit(event);
   reported_ += event.Format() + "\n";
   if (lead()) {
     std::fprintf(stderr, "step %6lld  tokens %10lld  loss %.4f  lr %.2e  %.0f tok/s\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_),
-                 event.metrics.at("train/loss"), lr, event.metrics.at("train/tokens_per_second"));
+                 event.metrics.at(metric::kTrainLoss), lr,
+                 event.metrics.at(metric::kTrainTokensPerSecond));
   }
 }
 
@@ -296,8 +298,8 @@ void Trainer::WriteCheckpoint() {
   sink_->Emit({trainer::kEventCheckpoint,
                tokens_,
                std::nullopt,
-               {{"checkpoint/seconds", saved->seconds},
-                {"checkpoint/bytes", static_cast<double>(saved->bytes)}}});
+               {{metric::kCheckpointSeconds, saved->seconds},
+                {metric::kCheckpointBytes, static_cast<double>(saved->bytes)}}});
   std::fprintf(stderr, "checkpoint at %lld tokens: %s, %lld bytes in %.2f s\n",
                static_cast<long long>(tokens_), saved->path.c_str(),
                static_cast<long long>(saved->bytes), saved->seconds);
@@ -314,14 +316,16 @@ TrainResult Trainer::Finish(TrainResult result) {
   if (lead()) {
     std::fprintf(stderr, "onset-train: done, %lld tokens in %.1f s of training (%.0f tokens/s)\n",
                  static_cast<long long>(tokens_), throughput_.seconds(),
-                 done.metrics.at("train/tokens_per_second"));
+                 done.metrics.at(metric::kTrainTokensPerSecond));
   }
   return result;
 }
 
 TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
-  sink_->Emit(
-      {trainer::kEventDiverged, tokens_, std::nullopt, {{"train/loss", loss}, {"train/lr", lr}}});
+  sink_->Emit({trainer::kEventDiverged,
+               tokens_,
+               std::nullopt,
+               {{metric::kTrainLoss, loss}, {metric::kTrainLr, lr}}});
   if (lead()) {
     std::fprintf(stderr, "onset-train: diverged at step %lld (%lld tokens): loss %f\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_), loss);

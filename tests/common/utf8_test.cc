@@ -56,5 +56,24 @@ TEST(Utf8Test, TruncationNeverSplitsACharacter) {
   }
 }
 
+TEST(Utf8Test, ATailNeverStartsInsideACharacter) {
+  const std::string text =
+      "a\xE2\x82\xAC"
+      "bc";  // a, the euro sign (3 bytes), b, c
+  EXPECT_EQ(TailUtf8(text, 10), text);
+  EXPECT_EQ(TailUtf8(text, 5),
+            "\xE2\x82\xAC"
+            "bc");
+  EXPECT_EQ(TailUtf8(text, 4), "bc");
+  EXPECT_EQ(TailUtf8(text, 3), "bc");
+  EXPECT_EQ(TailUtf8(text, 2), "bc");
+  EXPECT_EQ(TailUtf8(text, 0), "");
+  const std::string emoji = "\xF0\x9F\x98\x80\xF0\x9F\x98\x80";
+  for (size_t n = 0; n <= emoji.size(); ++n) {
+    EXPECT_TRUE(IsValidUtf8(TailUtf8(emoji, n))) << n;
+    EXPECT_EQ(TailUtf8(emoji, n).size(), n / 4 * 4) << n;
+  }
+}
+
 }  // namespace
 }  // namespace onset::common
