@@ -16,20 +16,14 @@ namespace {
 using model::CellConfig;
 using model::TrunkSpec;
 
-// Display axes that do not tell grid points apart for sharing: the budget and the fields a
-// budget's own run may set differently without changing its stable phase.
+// Display axes that do not tell grid points apart for sharing: the budget (the `tokens` axis)
+// and the fields a budget's own run may set differently without changing its stable phase.
 const std::set<std::string>& BudgetAxes() {
-  static const std::set<std::string> axes = {"tokens",
-                                             "train.tokens",
-                                             "train.decay_fraction",
-                                             "train.decay_shape",
-                                             "train.min_lr_ratio",
-                                             "train.checkpoint_every_tokens",
-                                             "train.keep_checkpoints",
-                                             "train.keep_checkpoints_at",
-                                             "eval.every_tokens",
-                                             "eval.log_points",
-                                             "eval.log_start"};
+  static const std::set<std::string> axes = [] {
+    std::set<std::string> names = {"tokens"};
+    for (std::string_view field : model::BudgetFields()) names.emplace(field);
+    return names;
+  }();
   return axes;
 }
 

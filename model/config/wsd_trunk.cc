@@ -1,21 +1,13 @@
 #include "model/config/wsd_trunk.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 
 #include "base/cell_id.h"
 
 namespace onset::model {
 namespace {
-
-// Keys of the canonical form that do not decide training up to the branch point.
-constexpr const char* kBudgetTrainKeys[] = {"tokens",
-                                            "decay_fraction",
-                                            "decay_shape",
-                                            "min_lr_ratio",
-                                            "checkpoint_every_tokens",
-                                            "keep_checkpoints",
-                                            "keep_checkpoints_at"};
-constexpr const char* kBudgetEvalKeys[] = {"every_tokens", "log_points", "log_start"};
 
 // Reads an increasing list of step boundaries in (0, until].
 std::optional<FieldError> ReadPoints(const nlohmann::json& trunk, const char* key, int64_t until,
@@ -77,12 +69,27 @@ std::optional<std::vector<int64_t>> EvalStepEnds(const CellConfig& config, int64
   return ends;
 }
 
+const std::array<std::string_view, 10>& BudgetFields() {
+  static constexpr std::array<std::string_view, 10> kFields = {"train.tokens",
+                                                               "train.decay_fraction",
+                                                               "train.decay_shape",
+                                                               "train.min_lr_ratio",
+                                                               "train.checkpoint_every_tokens",
+                                                               "train.keep_checkpoints",
+                                                               "train.keep_checkpoints_at",
+                                                               "eval.every_tokens",
+                                                               "eval.log_points",
+                                                               "eval.log_start"};
+  return kFields;
+}
+
 nlohmann::json StablePhaseJson(nlohmann::json canonical) {
-  if (canonical.contains("train") && canonical["train"].is_object()) {
-    for (const char* key : kBudgetTrainKeys) canonical["train"].erase(key);
-  }
-  if (canonical.contains("eval") && canonical["eval"].is_object()) {
-    for (const char* key : kBudgetEvalKeys) canonical["eval"].erase(key);
+  for (std::string_view path : BudgetFields()) {
+    const size_t dot = path.find('.');
+    const std::string section(path.substr(0, dot)), key(path.substr(dot + 1));
+    if (canonical.contains(section) && canonical[section].is_object()) {
+      canonical[section].erase(key);
+    }
   }
   return canonical;
 }

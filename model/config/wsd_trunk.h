@@ -12,9 +12,11 @@
 // a training step uses), so when evaluations happen does not matter.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,10 +41,14 @@ int64_t BranchPoint(const CellConfig& config);
 std::optional<std::vector<int64_t>> EvalStepEnds(const CellConfig& config, int64_t up_to,
                                                  size_t limit = 100'000);
 
-// `canonical` (a cell's canonical JSON, CellConfig::ToJson) without the fields that do not
-// decide training up to the branch point: train.tokens, decay_fraction, decay_shape,
-// min_lr_ratio, the checkpoint fields, and eval.every_tokens, log_points and log_start. Cells
-// with equal stable-phase JSON can share a trunk.
+// The fields (dotted paths of the canonical JSON) that do not decide training up to the branch
+// point, so that budgets differing only in them share a trunk: train.tokens, decay_fraction,
+// decay_shape, min_lr_ratio, the checkpoint fields, and eval.every_tokens, log_points and
+// log_start. The one list the trunk's id and the coordinator's grouping of grid points both use.
+const std::array<std::string_view, 10>& BudgetFields();
+
+// `canonical` (a cell's canonical JSON, CellConfig::ToJson) without the BudgetFields. Cells with
+// equal stable-phase JSON can share a trunk.
 nlohmann::json StablePhaseJson(nlohmann::json canonical);
 
 // The id of the trunk a WSD cell's stable phase belongs to: 16 hex digits, never equal to a

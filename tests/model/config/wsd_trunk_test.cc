@@ -84,6 +84,21 @@ TEST(WsdTrunkTest, BudgetsOfOneStablePhaseShareATrunkIdAndOthersDoNot) {
   EXPECT_THAT(StablePhaseDifference(a, warmup), HasSubstr("train.warmup_tokens: 4096 vs 5000"));
 }
 
+// The budget fields are the one list of what a trunk ignores: each must name a field the
+// canonical config has (a renamed field would silently stop being ignored), and dropping them
+// must leave nothing that differs between two budgets of one stable phase.
+TEST(WsdTrunkTest, EveryBudgetFieldIsAFieldOfTheCanonicalConfig) {
+  const nlohmann::json canonical = Wsd(1'000'000).ToJson();
+  for (std::string_view field : BudgetFields()) {
+    const nlohmann::json::json_pointer pointer("/" + std::string(field.substr(0, field.find('.'))) +
+                                               "/" +
+                                               std::string(field.substr(field.find('.') + 1)));
+    EXPECT_TRUE(canonical.contains(pointer)) << field;
+    EXPECT_FALSE(StablePhaseJson(canonical).contains(pointer)) << field;
+  }
+  EXPECT_EQ(StablePhaseJson(Wsd(1'000'000).ToJson()), StablePhaseJson(Wsd(3'000'000).ToJson()));
+}
+
 TEST(WsdTrunkTest, TrunkSpecReadsBackWhatItWrites) {
   TrunkSpec spec;
   spec.cell = Wsd(400'000);
