@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
+#include "analysis/compare_params.h"
 #include "analysis/power_law.h"
 #include "cli/commands.h"
 #include "cli/compare.h"
@@ -82,21 +83,13 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
   return std::nullopt;
 }
 
-// --direction: auto (down for losses), up or down; nullopt (and a message) otherwise.
-std::optional<analysis::Direction> ParseDirection(const std::string& direction,
-                                                  const std::string& metric, std::ostream& err) {
-  if (direction == "auto") return analysis::DefaultDirection(metric);
-  if (direction == "up") return analysis::Direction::kUp;
-  if (direction == "down") return analysis::Direction::kDown;
-  err << "--direction: must be auto, up or down, got '" << direction << "'\n";
-  return std::nullopt;
-}
-
-// --x: tokens or flops; nullopt (and a message) otherwise.
-std::optional<analysis::XAxis> ParseXAxis(const std::string& x, std::ostream& err) {
-  if (x == "tokens") return analysis::XAxis::kTokens;
-  if (x == "flops") return analysis::XAxis::kFlops;
-  err << "--x: must be tokens or flops, got '" << x << "'\n";
+// The spec of a command's comparison flags; nullopt (and the message, as a flag's) when one is
+// bad.
+std::optional<CompareSpec> ParseSpec(const analysis::CompareParams& params, bool threshold_required,
+                                     std::ostream& err) {
+  absl::StatusOr<CompareSpec> spec = analysis::ParseCompareParams(params, threshold_required);
+  if (spec.ok()) return *spec;
+  err << "--" << spec.status().message() << "\n";
   return std::nullopt;
 }
 
@@ -104,25 +97,12 @@ std::optional<analysis::XAxis> ParseXAxis(const std::string& x, std::ostream& er
 
 int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
                    std::ostream& err) {
-  CompareSpec spec;
-  spec.metric = options.metric;
-  spec.threshold = options.threshold;
-  const std::optional<analysis::Direction> direction =
-      ParseDirection(options.direction, options.metric, err);
-  if (!direction) return kExitBadInput;
-  spec.direction = *direction;
-  const std::optional<analysis::XAxis> x = ParseXAxis(options.x, err);
-  if (!x) return kExitBadInput;
-  spec.x = *x;
-  spec.by = SplitList(options.by);
-  if (!options.baseline.empty()) {
-    const size_t eq = options.baseline.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == options.baseline.size()) {
-      err << "--baseline: must be AXIS=VALUE, e.g. arch=full, got '" << options.baseline << "'\n";
-      return kExitBadInput;
-    }
-    spec.baseline = {options.baseline.substr(0, eq), options.baseline.substr(eq + 1)};
-  }
+  const std::optional<CompareSpec> parsed =
+      ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by,
+                 options.baseline},
+                /*threshold_required=*/true, err);
+  if (!parsed) return kExitBadInput;
+  const CompareSpec& spec = *parsed;
   Grouped g;
   if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
     return *failed;
@@ -133,21 +113,15 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
 
 int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
                 std::ostream& err) {
-  if (options.emergence && !options.threshold) {
+  if (options.emergence && options.threshold.empty()) {
     err << "--emergence needs --threshold: the fraction of cells past which value\n";
     return kExitBadInput;
   }
-  CompareSpec spec;
-  spec.metric = options.metric;
-  spec.threshold = options.threshold.value_or(0);
-  const std::optional<analysis::Direction> direction =
-      ParseDirection(options.direction, options.metric, err);
-  if (!direction) return kExitBadInput;
-  spec.direction = *direction;
-  const std::optional<analysis::XAxis> x = ParseXAxis(options.x, err);
-  if (!x) return kExitBadInput;
-  spec.x = *x;
-  spec.by = SplitList(options.by);
+  const std::optional<CompareSpec> parsed =
+      ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by, ""},
+                /*threshold_required=*/false, err);
+  if (!parsed) return kExitBadInput;
+  const CompareSpec& spec = *parsed;
   Grouped g;
   if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
     return *failed;
@@ -155,7 +129,7 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
   const CompareTable& table = g.table;
   const Curves* curves = &g.curves;
   PlotOptions plot;
-  plot.threshold = options.threshold.has_value();
+  plot.threshold = !options.threshold.empty();
   plot.emergence = options.emergence;
   plot.title = options.title.empty() ? options.study + ": " + options.metric : options.title;
   const std::string svg = RenderSvg(table, *curves, spec, plot);
@@ -177,11 +151,12 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
 
 int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out,
                std::ostream& err) {
-  CompareSpec spec;
-  spec.metric = options.metric;
-  spec.by = SplitList(options.by);
+  const std::optional<CompareSpec> spec =
+      ParseSpec({options.metric, "", "auto", "tokens", options.by, ""},
+                /*threshold_required=*/false, err);
+  if (!spec) return kExitBadInput;
   Grouped g;
-  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, *spec, err, &g)) {
     return *failed;
   }
   const CompareTable& table = g.table;

@@ -14,7 +14,7 @@ namespace onset::cli {
 struct CompareOptions {
   std::string study;
   std::string metric;
-  double threshold = 0;
+  std::string threshold;           // a number (analysis::CompareParams)
   std::string direction = "auto";  // auto (down for losses), up or down
   std::string by;                  // comma-separated axes; empty: every axis but seed
   std::string baseline;            // AXIS=VALUE or empty
@@ -29,8 +29,8 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
 struct PlotCommandOptions {
   std::string study;
   std::string metric;
-  std::string by;                   // as compare's
-  std::optional<double> threshold;  // drawn, and T(x) in the legend, when given
+  std::string by;         // as compare's
+  std::string threshold;  // drawn, and T(x) in the legend, when given (not empty)
   std::string direction = "auto";
   std::string x = "tokens";  // the x axis: tokens or flops
   std::string out;           // the SVG file; "-" for stdout

@@ -115,7 +115,9 @@ int main(int argc, char** argv) {
                    "metric name, e.g. niah/acc@512, niah/acc_beyond_window, eval/short_loss, "
                    "rh/max_full")
       ->required();
-  compare->add_option("--threshold", compare_options.threshold, "the value to reach")->required();
+  compare->add_option("--threshold", compare_options.threshold, "the value to reach")
+      ->type_name("FLOAT")
+      ->required();
   compare
       ->add_option("--direction", compare_options.direction,
                    "up (reach from below) or down (fall to it); auto: down for losses")
@@ -131,15 +133,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   compare->add_flag("--json", compare_options.json, "print JSON");
   onset::cli::PlotCommandOptions plot_options;
-  double plot_threshold = 0;
   CLI::App* plot = app.add_subcommand(
       "plot",
       "a metric against tokens (log axis) as an SVG: one line per group of cells, the "
       "seeds' range shaded, the threshold dashed, groups that never reached it circled");
   plot->add_option("STUDY", plot_options.study, "study name")->required();
   plot->add_option("--metric", plot_options.metric, "metric name, e.g. niah/acc@512")->required();
-  CLI::Option* plot_threshold_option =
-      plot->add_option("--threshold", plot_threshold, "draw this value and each group's T(x)");
+  plot->add_option("--threshold", plot_options.threshold, "draw this value and each group's T(x)")
+      ->type_name("FLOAT");
   plot->add_option("--by", plot_options.by, "group by these axes (default: every axis but seed)");
   plot->add_option("--direction", plot_options.direction, "as compare's")->capture_default_str();
   plot->add_option("--x", plot_options.x, "the x axis: tokens or flops (training FLOPs)")
@@ -345,7 +346,6 @@ int main(int argc, char** argv) {
   }
   if (fit->parsed()) return onset::cli::FitCommand(client, fit_options, std::cout, std::cerr);
   if (plot->parsed()) {
-    if (plot_threshold_option->count() > 0) plot_options.threshold = plot_threshold;
     return onset::cli::PlotCommand(client, plot_options, std::cout, std::cerr);
   }
   if (export_cmd->parsed()) {

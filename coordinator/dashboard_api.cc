@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "analysis/compare_params.h"
 #include "analysis/head_map.h"
 #include "analysis/study_compare.h"
 #include "common/auth_token.h"
@@ -188,31 +189,15 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
     return Json(200, {{"metric", metric}, {"curves", out}});
   }
   if (parts[2] == "compare") {
-    analysis::CompareSpec spec;
-    spec.metric = metric;
-    char* end = nullptr;
-    const std::string& threshold = query["threshold"];
-    spec.threshold = std::strtod(threshold.c_str(), &end);
-    if (threshold.empty() || end == nullptr || *end != '\0' || !std::isfinite(spec.threshold)) {
-      return Error(400, "threshold: a number is required, got '" + threshold + "'");
-    }
-    const std::string direction = query.count("direction") ? query["direction"] : "auto";
-    if (direction != "auto" && direction != "up" && direction != "down") {
-      return Error(400, "direction: must be auto, up or down");
-    }
-    spec.direction = direction == "auto" ? analysis::DefaultDirection(metric)
-                     : direction == "up" ? analysis::Direction::kUp
-                                         : analysis::Direction::kDown;
-    const std::string x = query.count("x") ? query["x"] : "tokens";
-    if (x != "tokens" && x != "flops") return Error(400, "x: must be tokens or flops");
-    spec.x = x == "flops" ? analysis::XAxis::kFlops : analysis::XAxis::kTokens;
-    spec.by = List(query["by"]);
-    if (!query["baseline"].empty()) {
-      const std::string& b = query["baseline"];
-      const size_t eq = b.find('=');
-      if (eq == std::string::npos || eq == 0) return Error(400, "baseline: must be AXIS=VALUE");
-      spec.baseline = {b.substr(0, eq), b.substr(eq + 1)};
-    }
+    const auto param = [&query](const char* name, const char* absent) {
+      return query.count(name) ? query[name] : std::string(absent);
+    };
+    absl::StatusOr<analysis::CompareSpec> parsed =
+        analysis::ParseCompareParams({metric, query["threshold"], param("direction", "auto"),
+                                      param("x", "tokens"), query["by"], query["baseline"]},
+                                     /*threshold_required=*/true);
+    if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
+    const analysis::CompareSpec& spec = *parsed;
     absl::StatusOr<v1::GetStudyResponse> got =
         StudyProto(*store_, study, /*grid_points_only=*/true);
     if (!got.ok()) return FromStatus(got.status());

@@ -146,6 +146,20 @@ TEST_F(DashboardTest, CompareGivesTheCliNumbers) {
               HasSubstr("--by: nope is not an axis"));
 }
 
+// The dashboard reads its query with the CLI's parser (analysis/compare_params.h): the same
+// refusals in the same words, a baseline without a value among them.
+TEST_F(DashboardTest, CompareRefusesWhatTheCliRefuses) {
+  HttpResponse r = Get("/api/studies/small/compare?metric=train/loss&threshold=1&baseline=arch=");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("baseline: must be AXIS=VALUE, e.g. arch=full, got 'arch='"));
+  r = Get("/api/studies/small/compare?metric=train/loss&threshold=1&direction=sideways");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("direction: must be auto, up or down, got 'sideways'"));
+  r = Get("/api/studies/small/compare?metric=train/loss&threshold=inf");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("threshold: must be a finite number, got 'inf'"));
+}
+
 // A WSD trunk is listed with the study's cells (status), but has no curves and is no grid point
 // to compare.
 TEST_F(DashboardTest, TrunksAreListedButNeitherCurvesNorComparedCells) {

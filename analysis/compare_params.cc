@@ -1,0 +1,64 @@
+#include "analysis/compare_params.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace onset::analysis {
+namespace {
+
+absl::Status Invalid(const std::string& param, const std::string& must, const std::string& got) {
+  return absl::InvalidArgumentError(param + ": must be " + must + ", got '" + got + "'");
+}
+
+}  // namespace
+
+absl::StatusOr<CompareSpec> ParseCompareParams(const CompareParams& params,
+                                               bool threshold_required) {
+  CompareSpec spec;
+  if (params.metric.empty()) return absl::InvalidArgumentError("metric: a metric name is required");
+  spec.metric = params.metric;
+  if (!params.threshold.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    spec.threshold = std::strtod(params.threshold.c_str(), &end);
+    if (end == params.threshold.c_str() || *end != '\0' || errno == ERANGE ||
+        !std::isfinite(spec.threshold)) {
+      return Invalid("threshold", "a finite number", params.threshold);
+    }
+  } else if (threshold_required) {
+    return absl::InvalidArgumentError("threshold: a number is required");
+  }
+  if (params.direction == "auto") {
+    spec.direction = DefaultDirection(params.metric);
+  } else if (params.direction == "up") {
+    spec.direction = Direction::kUp;
+  } else if (params.direction == "down") {
+    spec.direction = Direction::kDown;
+  } else {
+    return Invalid("direction", "auto, up or down", params.direction);
+  }
+  if (params.x == "tokens") {
+    spec.x = XAxis::kTokens;
+  } else if (params.x == "flops") {
+    spec.x = XAxis::kFlops;
+  } else {
+    return Invalid("x", "tokens or flops", params.x);
+  }
+  for (absl::string_view axis : absl::StrSplit(params.by, ',', absl::SkipWhitespace())) {
+    spec.by.emplace_back(absl::StripAsciiWhitespace(axis));
+  }
+  if (!params.baseline.empty()) {
+    const size_t eq = params.baseline.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == params.baseline.size()) {
+      return Invalid("baseline", "AXIS=VALUE, e.g. arch=full", params.baseline);
+    }
+    spec.baseline = {params.baseline.substr(0, eq), params.baseline.substr(eq + 1)};
+  }
+  return spec;
+}
+
+}  // namespace onset::analysis
