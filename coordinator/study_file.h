@@ -38,8 +38,8 @@
 // with every field the grid varies besides the five named axes (CellSpec::axes).
 // Every distinct cell is also checked as onset-train reads it (CheckSubmittedCell: the canonical
 // config through the trainer's ParseCellConfig, and a window shorter than the longest context).
-// Limits (docs/study-files.md, "Limits of a study file"): common::kMaxStudyFileBytes of UTF-8 text, one
-// YAML document, nesting 16 deep, no anchors or aliases (refused from the event stream before
+// Limits (docs/study-files.md, "Limits of a study file"): common::kMaxStudyFileBytes of UTF-8 text,
+// one YAML document, nesting 16 deep, no anchors or aliases (refused from the event stream before
 // anything expands), numbers that fit a double or an int64 (no overflow, no underflow to 0 or
 // to a denormal), a name of at most 64 characters that starts with a letter or digit (it is a
 // directory name), 32 axes, 10,000 values per axis (and seeds), 100 exclude rules,
