@@ -6,7 +6,7 @@
 // candidate counts as close when it is at most 1 edit away for words of up to 3 characters, 2
 // for up to 6 and 3 beyond, so short names do not suggest unrelated ones.
 //
-// Header-only: the study-file parser (coordinator/study_file.cc) and the cell config
+// Header-only: the study-file parser (coordinator/study/study_file.cc) and the cell config
 // (model/config/cell_config.cc, which the trainer builds too) both use it.
 #pragma once
 

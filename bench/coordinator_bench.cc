@@ -27,7 +27,7 @@
 #include "bench/coordinator_scale.h"
 #include "bench/latencies.h"
 #include "cli/study_client.h"
-#include "coordinator/coordinator_server.h"
+#include "coordinator/server/coordinator_server.h"
 #include "worker/coordinator_client.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include "bench/latencies.h"
 #include "cli/study_client.h"
 #include "common/grpc_auth.h"
-#include "coordinator/coordinator_server.h"
+#include "coordinator/server/coordinator_server.h"
 #include "worker/coordinator_client.h"
 
 namespace onset::bench {

@@ -16,7 +16,7 @@
 #include "bench/latencies.h"
 #include "cli/study_client.h"
 #include "common/grpc_auth.h"
-#include "coordinator/coordinator_server.h"
+#include "coordinator/server/coordinator_server.h"
 #include "onset/v1/onset.grpc.pb.h"
 #include "worker/coordinator_client.h"
 

@@ -1,7 +1,7 @@
 // Connecting a subcommand to its studies: the coordinator that --coordinator, ONSET_COORDINATOR or
 // a running `onset run` (./onset-data/coordinator.addr) names; or, when no `onset run` answers
 // there and ./onset-data holds a database, that database read in this process, through the
-// coordinator's own StudyService over a read-only store (coordinator/read_only_server.h), so
+// coordinator's own StudyService over a read-only store (coordinator/server/read_only_server.h), so
 // that every command prints exactly what it printed while the run was going.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include "cli/address.h"
 #include "cli/study_client.h"
 #include "common/client_security.h"
-#include "coordinator/read_only_server.h"
+#include "coordinator/server/read_only_server.h"
 
 namespace onset::cli {
 

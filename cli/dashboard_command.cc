@@ -9,7 +9,7 @@
 #include "cli/study_client.h"
 #include "common/auth_token.h"
 #include "common/random_id.h"
-#include "coordinator/read_only_server.h"
+#include "coordinator/server/read_only_server.h"
 
 namespace onset::cli {
 

@@ -1,7 +1,7 @@
 // `onset dashboard`: the dashboard of ./onset-data without a coordinator. Serves the page and its
-// API (coordinator/dashboard_api.h) over onset-data/onset.db opened read-only, whether or not an
-// `onset run` is writing it meanwhile (the page then follows the run as it commits), with the
-// token of onset-data/onsetd.token, so that a link made during the run still works.
+// API (coordinator/dashboard/dashboard_api.h) over onset-data/onset.db opened read-only, whether or
+// not an `onset run` is writing it meanwhile (the page then follows the run as it commits), with
+// the token of onset-data/onsetd.token, so that a link made during the run still works.
 #pragma once
 
 #include <atomic>

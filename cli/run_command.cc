@@ -20,7 +20,7 @@
 #include "common/auth_token.h"
 #include "common/client_security.h"
 #include "common/study_text.h"
-#include "coordinator/coordinator_server.h"
+#include "coordinator/server/coordinator_server.h"
 #include "proto/cell_names.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"

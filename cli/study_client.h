@@ -28,7 +28,8 @@ class StudyClient {
   StudyClient(std::string address, const common::ClientSecurity& security,
               std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // Calls go over `channel`, which carries its own token (e.g. the channel of a
-  // coordinator/read_only_server.h in this process); `address` only names the other end in errors.
+  // coordinator/server/read_only_server.h in this process); `address` only names the other end in
+  // errors.
   StudyClient(std::string address, std::shared_ptr<grpc::Channel> channel,
               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 

@@ -7,7 +7,7 @@
 // The kernel drops a flock when its process dies, however it dies (SIGKILL included), so a lock
 // file left behind never blocks a restart: its presence means nothing, only the lock counts. The
 // file is never removed (removing it would let two processes lock two different files).
-// Readers that never write (coordinator/read_only_server.h, sqlite3 -readonly) take no lock.
+// Readers that never write (coordinator/server/read_only_server.h, sqlite3 -readonly) take no lock.
 //
 // flock on NFS: Linux maps it to NFS byte-range locks, which hold between machines; keep the
 // database on a local disk anyway (SQLite's WAL mode needs shared memory on one machine).

@@ -64,7 +64,7 @@ struct ModelConfig {
   // as fla's Gated DeltaNet and simple-GLA layers; false = "" (none); or letters of F, S, L, D,
   // e.g. "SLD". A cell config without the key has none: that is what every config written
   // before the option existed means, so stored cells keep their models and ids. Study files
-  // default it to true (coordinator/study_file.cc): a study's L and D layers are the
+  // default it to true (coordinator/study/study_file.cc): a study's L and D layers are the
   // references' unless it says otherwise. Canonical: the letters of this model's pattern that
   // it names, in FSLD order, and left out of the canonical form when none is.
   std::string short_conv;

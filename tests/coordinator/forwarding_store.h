@@ -2,7 +2,7 @@
 // (block one until released, fail one) and keep the real behaviour of the rest.
 #pragma once
 
-#include "coordinator/store.h"
+#include "coordinator/store/store.h"
 
 namespace onset::coordinator::testing {
 

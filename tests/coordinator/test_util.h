@@ -6,9 +6,10 @@
 #include <string>
 
 #include "common/clock.h"
-#include "coordinator/sqlite_store.h"
-#include "coordinator/store.h"
-#include "coordinator/study_file.h"
+#include "coordinator/store/sqlite_store.h"
+#include "coordinator/store/store.h"
+#include "coordinator/study/study_file.h"
+#include "tests/coordinator/study/sample_studies.h"
 #include "tests/testing/temp_dir.h"
 
 namespace onset::coordinator::testing {
@@ -24,23 +25,6 @@ inline CellInfo FindCell(Store& store, const std::string& study, const std::stri
   ADD_FAILURE() << "no cell " << id << " in study " << study;
   return {};
 }
-
-// A small valid study: 2 archs x 2 windows x 2 seeds, where `full` ignores the window:
-// full: 2 cells, swa: 4 cells.
-inline constexpr const char* kSmallStudy = R"yaml(name: small
-model:
-  layers: 4
-  d_model: 32
-  heads: 2
-  seq_len: 64
-train:
-  tokens: 64K
-  batch_tokens: 512
-grid:
-  arch: [full, swa]
-  window: [16, 32]
-  seeds: 2
-)yaml";
 
 // A store on the file `path` holding kSmallStudy and one registered worker (its id in *worker):
 // the starting point of the store-level tests. A failure fails the test and returns null.

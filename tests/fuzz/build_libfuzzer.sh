@@ -14,7 +14,8 @@ cd "$root"
 # shellcheck disable=SC2046
 clang++ -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I. \
-  tests/fuzz/study_file_fuzz.cc coordinator/study_file.cc coordinator/grid.cc \
+  tests/fuzz/study_file_fuzz.cc coordinator/study/study_file.cc coordinator/study/grid.cc \
+  proto/cell_role.cc \
   model/config/arch_pattern.cc model/config/cell_config.cc model/config/flops.cc \
   model/config/json_fields.cc base/cell_id.cc base/sha256.cc common/study_text.cc \
   $(pkg-config --cflags --libs yaml-cpp absl_status absl_statusor) -o "$out"

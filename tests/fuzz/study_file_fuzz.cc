@@ -1,4 +1,4 @@
-// Fuzz target for the study-file parser (coordinator/study_file.h), the code that reads what
+// Fuzz target for the study-file parser (coordinator/study/study_file.h), the code that reads what
 // anyone with a token sends onsetd. Any input must come back as a spec or an InvalidArgument
 // that names the file: no crash, exception, leak or hang. Built with libFuzzer under clang, or
 // with fuzz_driver.cc (a bounded mutation runner) under any compiler; docs/fuzzing.md says how
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "coordinator/study_file.h"
+#include "coordinator/study/study_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "coordinator/grid.h"
+#include "coordinator/study/grid.h"
 #include "tests/integration/harness.h"
 
 namespace onset {

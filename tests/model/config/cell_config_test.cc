@@ -393,7 +393,7 @@ TEST(CellConfigFieldsTest, EqualityComparesEveryFieldAsHeld) {
 }
 
 TEST(CellConfigFieldsTest, TheFieldListIsPinned) {
-  // A study may vary these (coordinator/study_file.cc): removing one breaks study files.
+  // A study may vary these (coordinator/study/study_file.cc): removing one breaks study files.
   EXPECT_EQ(CellConfigFields(), (std::vector<std::string>{"model.arch",
                                                           "model.chunk_size",
                                                           "model.d_model",

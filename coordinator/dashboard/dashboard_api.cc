@@ -1,0 +1,218 @@
+#include "coordinator/dashboard/dashboard_api.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "analysis/compare_params.h"
+#include "analysis/head_map.h"
+#include "analysis/study_compare.h"
+#include "common/auth_token.h"
+#include "coordinator/rpc/proto_convert.h"
+
+namespace onset::coordinator {
+namespace {
+
+HttpResponse Json(int status, const nlohmann::json& body) {
+  return HttpResponse{status, "application/json", body.dump()};
+}
+
+HttpResponse Error(int status, const std::string& message) {
+  return Json(status, {{"error", message}});
+}
+
+HttpResponse FromStatus(const absl::Status& s) {
+  const int code = absl::IsNotFound(s) ? 404 : absl::IsInvalidArgument(s) ? 400 : 500;
+  return Error(code, std::string(s.message()));
+}
+
+std::string Unescape(absl::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::strtol(std::string(s.substr(i + 1, 2)).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> List(const std::string& s) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) out.emplace_back(part);
+  return out;
+}
+
+std::string ProtoJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(m, &json, options);
+  return json;
+}
+
+// The study and its cells; `grid_points_only` leaves out trunks (jobs, not grid points: they
+// have no curves of their own), for what reads results.
+absl::StatusOr<v1::GetStudyResponse> StudyProto(Store& store, const std::string& name,
+                                                bool grid_points_only = false) {
+  absl::StatusOr<StudyDetail> detail = store.GetStudy(name);
+  if (!detail.ok()) return detail.status();
+  v1::GetStudyResponse out;
+  ToProto(detail->study, out.mutable_study());
+  for (const CellInfo& cell : detail->cells) {
+    if (grid_points_only && cell.role == CellRole::kTrunk) continue;
+    ToProto(cell, out.add_cells());
+  }
+  return out;
+}
+
+absl::StatusOr<analysis::Curves> Curves(Store& store, const std::string& study,
+                                        const std::vector<std::string>& metrics,
+                                        const std::vector<std::string>& cells) {
+  analysis::Curves curves;
+  absl::Status s = store.ForEachMetricPoint(
+      study, metrics, cells,
+      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
+        curves[cell][metric].emplace_back(tokens, value);
+        return true;
+      });
+  if (!s.ok()) return s;
+  return curves;
+}
+
+}  // namespace
+
+HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
+  if (request.method != "GET") return Error(405, "only GET is served");
+  const size_t q = request.target.find('?');
+  const std::string path = request.target.substr(0, q);
+  std::map<std::string, std::string> query;
+  if (q != std::string::npos) {
+    for (absl::string_view kv :
+         absl::StrSplit(request.target.substr(q + 1), '&', absl::SkipEmpty())) {
+      const size_t eq = kv.find('=');
+      query[Unescape(kv.substr(0, eq))] =
+          eq == absl::string_view::npos ? "" : Unescape(kv.substr(eq + 1));
+    }
+  }
+  if (path == "/" || path == "/index.html") {
+    return HttpResponse{200, "text/html; charset=utf-8", DashboardPage()};
+  }
+  if (path.rfind("/api/", 0) != 0) return Error(404, "no such page: " + path);
+  const std::string prefix = "Bearer ";
+  if (request.authorization.rfind(prefix, 0) != 0 ||
+      !common::TokensEqual(request.authorization.substr(prefix.size()), token_)) {
+    return Error(401,
+                 "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
+                 "coordinator's token (onsetd.token)");
+  }
+
+  std::vector<std::string> parts;
+  for (absl::string_view p : absl::StrSplit(path.substr(5), '/', absl::SkipEmpty())) {
+    parts.push_back(Unescape(p));
+  }
+  if (parts.size() == 1 && parts[0] == "studies") {
+    absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
+    if (!studies.ok()) return FromStatus(studies.status());
+    v1::ListStudiesResponse out;
+    for (const StudyInfo& s : *studies) ToProto(s, out.add_studies());
+    return HttpResponse{200, "application/json", ProtoJson(out)};
+  }
+  if (parts.size() < 2 || parts[0] != "studies") return Error(404, "no such API: " + path);
+  const std::string& study = parts[1];
+  if (parts.size() == 2) {
+    // A page of cells at a time (?page_size=, ?page_token= as the reply's next_page_token), so
+    // that no reply grows with the study.
+    int64_t size = 0;
+    if (query.count("page_size") && !absl::SimpleAtoi(query["page_size"], &size)) size = -1;
+    absl::StatusOr<CellPage> page =
+        ParsePage(static_cast<int32_t>(std::clamp<int64_t>(size, -1, kMaxPageCells + 1)),
+                  query["page_token"], static_cast<int>(kPageCells));
+    if (!page.ok()) return FromStatus(page.status());
+    absl::StatusOr<StudyDetail> detail = store_->GetStudy(study, *page);
+    if (!detail.ok()) return FromStatus(detail.status());
+    v1::GetStudyResponse out;
+    ToProto(detail->study, out.mutable_study());
+    for (const CellInfo& cell : detail->cells) ToProto(cell, out.add_cells());
+    out.set_next_page_token(PageToken(detail->next_after));
+    return HttpResponse{200, "application/json", ProtoJson(out)};
+  }
+  if (parts.size() == 4 && parts[2] == "heads") {
+    // The cell's layer x head retrieval scores at the last eval point at or before ?tokens=.
+    const int64_t at = std::strtoll(query["tokens"].c_str(), nullptr, 10);
+    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, {}, {parts[3]});
+    if (!curves.ok()) return FromStatus(curves.status());
+    const auto it = curves->find(parts[3]);
+    const analysis::HeadMap map =
+        analysis::BuildHeadMap(it == curves->end() ? analysis::Curves::mapped_type{} : it->second,
+                               std::max<int64_t>(0, at));
+    return HttpResponse{200, "application/json", analysis::HeadMapJson(map)};
+  }
+  if (parts.size() != 3) return Error(404, "no such API: " + path);
+  if (parts[2] == "metrics") {
+    // name -> cells reporting it, aggregated in the store: the points are not read out.
+    absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store_->MetricNames(study);
+    if (!names.ok()) return FromStatus(names.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [name, cells] : *names) out.push_back({{"name", name}, {"cells", cells}});
+    return Json(200, {{"metrics", out}});
+  }
+  const std::string metric = query["metric"];
+  if (metric.empty()) return Error(400, "metric: required, e.g. ?metric=niah/acc@256");
+  if (parts[2] == "curves") {
+    absl::StatusOr<analysis::Curves> curves =
+        Curves(*store_, study, {metric}, List(query["cells"]));
+    if (!curves.ok()) return FromStatus(curves.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [cell, by_metric] : *curves) {
+      nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array();
+      for (const auto& [t, v] : by_metric.at(metric)) {
+        tokens.push_back(t);
+        values.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+      }
+      out.push_back({{"cell_id", cell}, {"tokens", tokens}, {"values", values}});
+    }
+    return Json(200, {{"metric", metric}, {"curves", out}});
+  }
+  if (parts[2] == "compare") {
+    const auto param = [&query](const char* name, const char* absent) {
+      return query.count(name) ? query[name] : std::string(absent);
+    };
+    absl::StatusOr<analysis::CompareSpec> parsed =
+        analysis::ParseCompareParams({metric, query["threshold"], param("direction", "auto"),
+                                      param("x", "tokens"), query["by"], query["baseline"]},
+                                     /*threshold_required=*/true);
+    if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
+    const analysis::CompareSpec& spec = *parsed;
+    absl::StatusOr<v1::GetStudyResponse> got =
+        StudyProto(*store_, study, /*grid_points_only=*/true);
+    if (!got.ok()) return FromStatus(got.status());
+    std::vector<std::string> metrics = {metric};
+    for (const std::string& control : analysis::ControlMetrics(metric)) {
+      metrics.push_back(control);  // shown beside the accuracy
+    }
+    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, metrics, {});
+    if (!curves.ok()) return FromStatus(curves.status());
+    std::string error;
+    const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);
+    if (!error.empty()) return Error(400, error);
+    return HttpResponse{200, "application/json", analysis::CompareJson(table, spec)};
+  }
+  return Error(404, "no such API: " + path);
+}
+
+}  // namespace onset::coordinator

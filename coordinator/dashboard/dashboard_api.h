@@ -1,0 +1,52 @@
+// The dashboard's HTTP API as plain request -> response logic (no sockets: dashboard_server.h
+// carries it over Boost.Beast). JSON everywhere, the same numbers as the CLI:
+//
+//   GET /                                       the page (static; holds no data)
+//   GET /api/studies                            every study with its counts
+//   GET /api/studies/NAME[?page_size=N&page_token=T]  the study and a page of its cells
+//                                               (onset status; 2000 by default, at most 10000;
+//                                               next_page_token leads on)
+//   GET /api/studies/NAME/metrics               the names of the metrics its cells reported
+//   GET /api/studies/NAME/curves?metric=M[&cells=ID,ID]       points per cell
+//   GET /api/studies/NAME/compare?metric=M&threshold=X[&by=A,B][&baseline=AXIS=VALUE]
+//                                 [&direction=up|down][&x=tokens|flops]   onset compare --json
+//   GET /api/studies/NAME/heads/CELL[?tokens=N]  retrieval-head scores (onset heads --json)
+//
+// Every /api/ request needs "Authorization: Bearer TOKEN", the coordinator's token (compared in
+// constant time); the page asks for it once and keeps it in the browser's local storage.
+#pragma once
+
+#include <string>
+
+#include "coordinator/store/store.h"
+
+namespace onset::coordinator {
+
+struct HttpRequest {
+  std::string method;         // "GET", ...
+  std::string target;         // path and query, e.g. "/api/studies/demo/curves?metric=x"
+  std::string authorization;  // the Authorization header, empty when absent
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// Thread-safe (stateless besides the store). `store` must outlive the API.
+class DashboardApi {
+ public:
+  DashboardApi(Store* store, std::string token) : store_(store), token_(std::move(token)) {}
+
+  HttpResponse Handle(const HttpRequest& request) const;
+
+ private:
+  Store* const store_;
+  const std::string token_;
+};
+
+// The page, embedded at build time from coordinator/dashboard/index.html.
+const std::string& DashboardPage();
+
+}  // namespace onset::coordinator

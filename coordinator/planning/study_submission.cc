@@ -1,0 +1,59 @@
+#include "coordinator/planning/study_submission.h"
+
+#include <utility>
+
+#include "coordinator/planning/trunk_plan.h"
+
+namespace onset::coordinator {
+
+absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
+                                                 bool shared_checkpoints) {
+  absl::StatusOr<std::vector<StoredPlanCell>> stored = store.PlanCells(spec.name);
+  if (!stored.ok()) return stored.status();
+  const std::string digest = PlanInputDigest(*stored);
+  TrunkPlanRequest request;
+  request.cells = std::move(spec.cells);
+  request.stored = std::move(*stored);
+  request.share_trunk = spec.share_trunk;
+  request.share_trunk_where = spec.source_name + ":" + std::to_string(spec.share_trunk_line);
+  request.shared_checkpoints = shared_checkpoints;
+  absl::StatusOr<TrunkPlan> plan = PlanTrunks(request);
+  if (!plan.ok()) return plan.status();
+  PlannedSubmission out;
+  out.study = NewStudy{spec.name,
+                       spec.description,
+                       spec.source_name,
+                       spec.source_yaml,
+                       std::move(plan->cells),
+                       spec.devices,
+                       digest};
+  out.sharing_notes = std::move(plan->notes);
+  out.tokens_to_train = plan->tokens_to_train;
+  out.tokens_without_sharing = plan->tokens_without_sharing;
+  return out;
+}
+
+absl::StatusOr<AddStudyResult> SubmitPlanned(Store& store, const StudySpec& spec,
+                                             bool shared_checkpoints, bool dry_run,
+                                             PlannedSubmission* planned) {
+  absl::Status last;
+  for (int attempt = 0; attempt < kPlanAttempts; ++attempt) {
+    absl::StatusOr<PlannedSubmission> plan = PlanSubmission(store, spec, shared_checkpoints);
+    if (!plan.ok()) return plan.status();
+    absl::StatusOr<AddStudyResult> added =
+        dry_run ? store.PreviewStudy(plan->study) : store.AddStudy(plan->study);
+    if (added.ok()) {
+      *planned = *std::move(plan);
+      return added;
+    }
+    if (!absl::IsAborted(added.status())) return added.status();
+    last = added.status();
+  }
+  return absl::AbortedError("study " + spec.name + " changed under " +
+                            std::to_string(kPlanAttempts) +
+                            " plans of this submission in a row (other submissions of it are "
+                            "being stored): submit it again; last: " +
+                            std::string(last.message()));
+}
+
+}  // namespace onset::coordinator

@@ -1,0 +1,294 @@
+#include "coordinator/rpc/study_service.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+
+#include "common/grpc_status.h"
+#include "coordinator/cells/rerun_selection.h"
+#include "coordinator/planning/study_submission.h"
+#include "coordinator/store/feeds.h"
+#include "coordinator/study/study_file.h"
+
+namespace onset::coordinator {
+namespace {
+
+// Results carry every metric's final value: fewer cells per page by default.
+constexpr int kResultPageCells = 1000;
+
+}  // namespace
+
+grpc::Status StudyServiceImpl::SubmitStudy(
+    grpc::ServerContext* context, const onset::v1::SubmitStudyRequest* request,
+    grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
+  absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
+  if (!spec.ok()) return common::ToGrpcStatus(spec.status());
+  // Planned and stored again when another submission of the study lands in between.
+  PlannedSubmission planned_submission;
+  absl::StatusOr<AddStudyResult> added =
+      SubmitPlanned(*store_, *spec, shared_checkpoints_, request->dry_run(), &planned_submission);
+  if (!added.ok()) return common::ToGrpcStatus(added.status());
+  const PlannedSubmission* planned = &planned_submission;
+  // The file's cells in pieces of kPageCells, each with the new ones among them.
+  const std::set<std::string> fresh(added->new_cell_ids.begin(), added->new_cell_ids.end());
+  const std::vector<CellInfo>& cells = added->cells;
+  size_t from = 0;
+  do {
+    onset::v1::SubmitStudyResponse out;
+    if (from == 0) {
+      ToProto(added->study, out.mutable_study());
+      out.set_cells_added(added->cells_added);
+      out.set_cells_in_file(static_cast<int32_t>(cells.size()));
+      out.set_tokens_to_train(planned->tokens_to_train);
+      out.set_tokens_without_sharing(planned->tokens_without_sharing);
+      for (const std::string& note : planned->sharing_notes) out.add_sharing_notes(note);
+    }
+    const size_t to = std::min(cells.size(), from + kPageCells);
+    for (size_t i = from; i < to; ++i) {
+      ToProto(cells[i], out.add_cells());
+      if (fresh.count(cells[i].id) > 0) out.add_new_cell_ids(cells[i].id);
+    }
+    // The study is stored by now: a client gone meanwhile loses only the answer.
+    if (!writer->Write(out)) return grpc::Status::OK;
+    from = to;
+  } while (from < cells.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
+                                           const onset::v1::ListStudiesRequest*,
+                                           onset::v1::ListStudiesResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
+  if (!studies.ok()) return common::ToGrpcStatus(studies.status());
+  for (const StudyInfo& s : *studies) ToProto(s, response->add_studies());
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
+                                           const onset::v1::ListWorkersRequest*,
+                                           onset::v1::ListWorkersResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
+  if (!workers.ok()) return common::ToGrpcStatus(workers.status());
+  // Worker rows stay (their attempts name them), and one may hold a thousand devices: the reply
+  // is bounded so that it always fits in a message. The store lists live workers first.
+  size_t bytes = 0;
+  for (const WorkerInfo& w : *workers) {
+    if (bytes > kMaxWorkersReplyBytes) {
+      response->set_omitted(response->omitted() + 1);
+      continue;
+    }
+    onset::v1::Worker* out = response->add_workers();
+    out->set_id(w.id);
+    out->set_host(w.host);
+    out->set_slots(w.slots);
+    out->set_version(w.version);
+    out->set_registered_unix_ms(w.registered_unix_ms);
+    out->set_last_seen_unix_ms(w.last_seen_unix_ms);
+    for (const std::string& device : w.devices) out->add_devices(device);
+    out->set_slurm_job(w.slurm_job);
+    for (const RunningAttempt& a : w.running) {
+      onset::v1::Worker::Job* job = out->add_jobs();
+      job->set_study(a.study);
+      job->set_cell_id(a.cell_id);
+      job->set_attempt(a.attempt);
+      for (const std::string& device : a.devices) job->add_devices(device);
+    }
+    bytes += out->ByteSizeLong();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
+                                        const onset::v1::GetStudyRequest* request,
+                                        onset::v1::GetStudyResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  absl::StatusOr<CellPage> page =
+      ParsePage(request->page_size(), request->page_token(), static_cast<int>(kPageCells));
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy(request->name(), *page);
+  if (!detail.ok()) return common::ToGrpcStatus(detail.status());
+  ToProto(detail->study, response->mutable_study());
+  for (const CellInfo& cell : detail->cells) ToProto(cell, response->add_cells());
+  response->set_next_page_token(PageToken(detail->next_after));
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext* context,
+                                          const onset::v1::GetResultsRequest* request,
+                                          onset::v1::GetResultsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  absl::StatusOr<CellPage> page =
+      ParsePage(request->page_size(), request->page_token(), kResultPageCells);
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  absl::StatusOr<ResultPage> results = store_->Results(request->study(), *page);
+  if (!results.ok()) return common::ToGrpcStatus(results.status());
+  for (const CellResult& r : results->results) {
+    onset::v1::CellResult* out = response->add_results();
+    ToProto(r.cell, out->mutable_cell());
+    for (const auto& [name, value] : r.final_metrics) (*out->mutable_final_metrics())[name] = value;
+  }
+  response->set_next_page_token(PageToken(results->next_after));
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
+                                           const onset::v1::CancelCellsRequest* request,
+                                           onset::v1::CancelCellsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->cell_ids_size() > kMaxCellIdsPerRequest) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
+                            std::to_string(kMaxCellIdsPerRequest) +
+                            " a call (cancel a whole study by naming none)");
+  }
+  const std::vector<std::string> ids(request->cell_ids().begin(), request->cell_ids().end());
+  absl::StatusOr<int> n = store_->CancelCells(request->study(), ids);
+  if (!n.ok()) return common::ToGrpcStatus(n.status());
+  response->set_cancelled(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
+                                          const onset::v1::RerunCellsRequest* request,
+                                          onset::v1::RerunCellsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  std::vector<std::optional<CellState>> named;
+  for (int s : request->states()) named.push_back(FromWire(static_cast<onset::v1::CellState>(s)));
+  absl::StatusOr<std::vector<CellState>> states = RerunStates(named);
+  if (!states.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(states.status().message()));
+  }
+  RerunRequest rerun;
+  rerun.study = request->study();
+  rerun.states = *std::move(states);
+  rerun.where = {request->where().begin(), request->where().end()};
+  if (request->cell_ids_size() > kMaxCellIdsPerRequest) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
+                            std::to_string(kMaxCellIdsPerRequest) + " a call");
+  }
+  rerun.cell_ids = {request->cell_ids().begin(), request->cell_ids().end()};
+  rerun.fresh = request->fresh();
+  absl::StatusOr<int> n = store_->RerunCells(rerun);
+  if (!n.ok()) return common::ToGrpcStatus(n.status());
+  response->set_queued(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::WatchStudy(
+    grpc::ServerContext* context, const onset::v1::WatchStudyRequest* request,
+    grpc::ServerWriter<onset::v1::WatchStudyResponse>* writer) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->after_seq() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "after_seq: must not be negative");
+  }
+  auto send = [&](const WatchUpdate& update) {
+    onset::v1::WatchStudyResponse out;
+    out.set_snapshot_more(update.snapshot_more);
+    if (update.snapshot) {
+      ToProto(update.snapshot->study, out.mutable_snapshot()->mutable_study());
+      for (const CellInfo& cell : update.snapshot->cells) {
+        ToProto(cell, out.mutable_snapshot()->add_cells());
+      }
+    }
+    out.set_last_seq(update.last_seq);
+    for (const CellEvent& e : update.events) ToProto(e, out.add_events());
+    for (const CellInfo& cell : update.progress) {
+      onset::v1::CellProgress* p = out.add_progress();
+      p->set_cell_id(cell.id);
+      p->set_tokens_done(cell.tokens_done);
+      p->set_tokens_budget(cell.tokens_budget);
+      p->set_tokens_per_second(cell.tokens_per_second);
+      if (cell.latest_loss) p->set_latest_loss(*cell.latest_loss);
+    }
+    ToProto(update.study, out.mutable_study());
+    return writer->Write(out);  // false once the client has gone
+  };
+  auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
+  return common::ToGrpcStatus(
+      coordinator::WatchStudy(*store_, request->study(), request->after_seq(), send, stopped));
+}
+
+grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
+                                        const onset::v1::ReadLogsRequest* request,
+                                        onset::v1::ReadLogsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  constexpr int kMaxLimit = 10'000;
+  constexpr int kMaxWaitMs = 30'000;
+  if (request->limit() < 0 || request->limit() > kMaxLimit) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit: must be 0..10000 (0 = 1000)");
+  }
+  if (request->wait_ms() < 0 || request->wait_ms() > kMaxWaitMs) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "wait_ms: must be 0..30000");
+  }
+  if (request->attempt() < 0 || request->after_line() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "attempt and after_line: must not be negative");
+  }
+  LogQuery query;
+  query.study = request->study();
+  query.cell = request->cell_id();
+  query.attempt = request->attempt();
+  query.after_line = request->after_line();
+  query.limit = request->limit() == 0 ? 1000 : request->limit();
+  auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
+  absl::StatusOr<LogChunk> chunk = ReadLogsWaiting(*store_, query, request->wait_ms(), stopped);
+  if (!chunk.ok()) return common::ToGrpcStatus(chunk.status());
+  response->set_study(chunk->study);
+  response->set_cell_id(chunk->cell_id);
+  response->set_attempt(chunk->attempt);
+  response->set_latest_attempt(chunk->latest_attempt);
+  response->set_worker_id(chunk->worker_id);
+  response->set_ended(chunk->ended);
+  response->set_cell_state(ToWire(chunk->cell_state));
+  response->set_first_line(chunk->first_line);
+  for (const LogLine& line : chunk->lines) {
+    onset::v1::LogLine* out = response->add_lines();
+    out->set_line(line.line);
+    out->set_at_unix_ms(line.at_unix_ms);
+    out->set_text(line.text);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
+                                             const onset::v1::StreamMetricsRequest* request,
+                                             grpc::ServerWriter<onset::v1::MetricsChunk>* writer) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  constexpr int kChunkPoints = 10'000;
+  onset::v1::MetricsChunk chunk;
+  onset::v1::CellCurve* curve = nullptr;
+  int points = 0;
+  bool client_gone = false;
+  auto flush = [&] {
+    if (chunk.curves_size() > 0 && !writer->Write(chunk)) client_gone = true;
+    chunk.Clear();
+    curve = nullptr;
+    points = 0;
+  };
+  const std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
+  const std::vector<std::string> cells(request->cell_ids().begin(), request->cell_ids().end());
+  absl::Status status = store_->ForEachMetricPoint(
+      request->study(), metrics, cells,
+      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
+        if (curve == nullptr || curve->cell_id() != cell || curve->metric() != metric) {
+          curve = chunk.add_curves();
+          curve->set_cell_id(cell);
+          curve->set_metric(metric);
+        }
+        curve->add_tokens(tokens);
+        curve->add_values(value);
+        if (++points >= kChunkPoints) flush();
+        return !client_gone && !context->IsCancelled();
+      });
+  if (!status.ok()) return common::ToGrpcStatus(status);
+  flush();
+  return grpc::Status::OK;
+}
+
+}  // namespace onset::coordinator

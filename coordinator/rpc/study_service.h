@@ -1,0 +1,69 @@
+// gRPC glue for onset.v1.StudyService: proto <-> domain types and statuses; the logic lives in
+// study_file (parsing, expansion) and Store.
+#pragma once
+
+#include <atomic>
+
+#include "common/grpc_auth.h"
+#include "coordinator/rpc/proto_convert.h"
+#include "coordinator/store/store.h"
+#include "coordinator/study/grid.h"
+#include "onset/v1/onset.grpc.pb.h"
+
+namespace onset::coordinator {
+
+// The most cell ids one CancelCells or RerunCells call may name: a study's largest grid, so
+// every cell can be named in one call while the work of one call stays bounded.
+inline constexpr int kMaxCellIdsPerRequest = kMaxGridPoints;
+// A ListWorkers reply stops adding workers past this many bytes (the rest are counted as
+// omitted), well within gRPC's default 4 MiB message.
+inline constexpr size_t kMaxWorkersReplyBytes = 3 * 1024 * 1024;
+
+// Thread-safe (stateless besides the store). `store` and `auth` must outlive the service; every
+// call is refused with UNAUTHENTICATED unless `auth` accepts it.
+class StudyServiceImpl final : public onset::v1::StudyService::Service {
+ public:
+  // `shared_checkpoints`: the coordinator keeps checkpoints under a root every worker sees
+  // (--checkpoint-root), which WSD branches need to find their trunk's (trunk_plan.h).
+  StudyServiceImpl(Store* store, const common::BearerTokenChecker* auth,
+                   bool shared_checkpoints = false)
+      : store_(store), auth_(auth), shared_checkpoints_(shared_checkpoints) {}
+
+  grpc::Status SubmitStudy(grpc::ServerContext* context,
+                           const onset::v1::SubmitStudyRequest* request,
+                           grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) override;
+  grpc::Status ListStudies(grpc::ServerContext* context,
+                           const onset::v1::ListStudiesRequest* request,
+                           onset::v1::ListStudiesResponse* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context,
+                           const onset::v1::ListWorkersRequest* request,
+                           onset::v1::ListWorkersResponse* response) override;
+  grpc::Status GetStudy(grpc::ServerContext* context, const onset::v1::GetStudyRequest* request,
+                        onset::v1::GetStudyResponse* response) override;
+  grpc::Status GetResults(grpc::ServerContext* context, const onset::v1::GetResultsRequest* request,
+                          onset::v1::GetResultsResponse* response) override;
+  grpc::Status CancelCells(grpc::ServerContext* context,
+                           const onset::v1::CancelCellsRequest* request,
+                           onset::v1::CancelCellsResponse* response) override;
+  grpc::Status RerunCells(grpc::ServerContext* context, const onset::v1::RerunCellsRequest* request,
+                          onset::v1::RerunCellsResponse* response) override;
+  grpc::Status WatchStudy(grpc::ServerContext* context, const onset::v1::WatchStudyRequest* request,
+                          grpc::ServerWriter<onset::v1::WatchStudyResponse>* writer) override;
+  grpc::Status ReadLogs(grpc::ServerContext* context, const onset::v1::ReadLogsRequest* request,
+                        onset::v1::ReadLogsResponse* response) override;
+  grpc::Status StreamMetrics(grpc::ServerContext* context,
+                             const onset::v1::StreamMetricsRequest* request,
+                             grpc::ServerWriter<onset::v1::MetricsChunk>* writer) override;
+
+  // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
+  // shutdown need not wait for clients that never hang up. Thread-safe.
+  void StopStreams() { stopping_ = true; }
+
+ private:
+  Store* const store_;
+  const common::BearerTokenChecker* const auth_;
+  const bool shared_checkpoints_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace onset::coordinator

@@ -1,0 +1,107 @@
+// Leases: which worker runs which attempt, and until when. A lease lives for `ttl` after it was
+// granted or last renewed by a heartbeat; past that it expires, its attempt ends as "lost" and
+// the cell is queued again. Deadlines are monotonic times from the injected Clock and live only
+// in memory; the Store holds the attempts themselves.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/log_throttle.h"
+#include "coordinator/store/store.h"
+
+namespace onset::coordinator {
+
+// Thread-safe: all methods may be called concurrently (gRPC handler threads and the sweeper).
+// The map of leases is guarded by one mutex, which is never held across a store call: a slow
+// write (a large cancel, a busy disk) delays only the calls that wait for the store, never the
+// lease checks of every other worker. Each operation checks or changes the map under the mutex
+// and writes without it; the store serialises the writes and refuses one for an attempt that
+// ended meanwhile (FailedPrecondition), which is how a finish and an expiry of one lease that
+// race are settled. A lease being expired is taken out of the map first, so no call acts on it
+// while its attempt is requeued.
+class LeaseManager {
+ public:
+  // `store` and `clock` must outlive the manager. `ttl` > 0.
+  LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl);
+
+  // Adopts the attempts the store says are running (after a restart): each gets a fresh
+  // deadline of now + ttl, so a worker that is still running it can resume heartbeating; with
+  // `requeue_running` they are instead ended as lost and their cells requeued at once.
+  absl::Status Recover(bool requeue_running);
+
+  // Claims the next queued cell that fits in `free_devices` for `worker_id` (Store::
+  // ClaimNextCell). nullopt when none is queued. FailedPrecondition for an unregistered worker,
+  // InvalidArgument for a bad device list.
+  absl::StatusOr<std::optional<ClaimedJob>> LeaseJob(const std::string& worker_id,
+                                                     const std::vector<std::string>& free_devices);
+
+  // The following act only for the worker holding the lease, while the lease is the current one
+  // of its cell: they fail with FailedPrecondition, and write nothing, when the lease is unknown,
+  // expired, ended, or held by another worker; the worker must stop that job. Worker ids and
+  // lease ids are random and only ever told to the worker they belong to, so together they are
+  // that worker's proof of holding the lease.
+
+  // Renews the lease to now + ttl and records progress (`tokens_done` nullopt: kept as it was).
+  // The status says whether the cell was cancelled meanwhile (the worker then stops the trainer
+  // and reports kCancelled).
+  absl::StatusOr<LeaseStatus> Heartbeat(const std::string& worker_id, const std::string& lease_id,
+                                        std::optional<int64_t> tokens_done,
+                                        double tokens_per_second);
+  // Stores the points (idempotent); returns how many were accepted.
+  absl::StatusOr<int> ReportMetrics(const std::string& worker_id, const std::string& lease_id,
+                                    const std::vector<MetricPoint>& points);
+  // Stores trainer log lines (idempotent per line number); returns how many were accepted.
+  absl::StatusOr<int> AppendLogs(const std::string& worker_id, const std::string& lease_id,
+                                 const std::vector<LogLine>& lines);
+  // Ends the attempt and releases the lease.
+  absl::Status FinishJob(const std::string& worker_id, const std::string& lease_id,
+                         const AttemptEnd& end);
+
+  // Expires every lease whose deadline has passed on the clock: ends its attempt as lost and
+  // requeues the cell. Returns how many leases expired. Store failures leave the lease in place
+  // for the next call.
+  int ExpireLeases();
+
+  std::chrono::milliseconds ttl() const { return ttl_; }
+  size_t ActiveLeases() const;
+
+ private:
+  struct Lease {
+    std::string worker_id;
+    std::string study;
+    std::string cell_id;
+    int attempt = 0;
+    common::Clock::MonotonicTime deadline;
+  };
+
+  // OK when `worker_id` holds the lease and it has not expired; an expired one is expired here
+  // (FailedPrecondition). Takes mu_, and releases it before any store call.
+  absl::Status Check(const std::string& worker_id, const std::string& lease_id);
+  // FailedPrecondition for an unknown lease or another worker's; else whether it is still
+  // within its deadline. Caller holds mu_.
+  absl::StatusOr<bool> CheckLocked(const std::string& worker_id, const std::string& lease_id);
+  // Drops the lease when the store says its attempt is gone. Caller holds mu_.
+  void ForgetIfEnded(const std::string& lease_id, const absl::Status& status);
+  // Requeues the attempt of `lease`, which the caller has taken out of the map (a store failure
+  // puts it back for the next sweep). Called without mu_.
+  absl::Status Expire(const std::string& lease_id, const Lease& lease);
+
+  Store* const store_;
+  const common::Clock* const clock_;
+  const std::chrono::milliseconds ttl_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Lease> leases_;  // by lease id; guarded by mu_
+  common::LogThrottle expire_failures_;  // guarded by mu_
+};
+
+}  // namespace onset::coordinator

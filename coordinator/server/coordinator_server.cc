@@ -1,0 +1,246 @@
+#include "coordinator/server/coordinator_server.h"
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common/auth_token.h"
+#include "common/clock.h"
+#include "common/grpc_auth.h"
+#include "common/grpc_keepalive.h"
+#include "common/listen_address.h"
+#include "common/tls_files.h"
+#include "coordinator/dashboard/dashboard_api.h"
+#include "coordinator/dashboard/dashboard_server.h"
+#include "coordinator/rpc/study_service.h"
+#include "coordinator/rpc/worker_service.h"
+#include "coordinator/scheduling/lease_manager.h"
+#include "coordinator/store/sqlite_store.h"
+#include "db/database_lock.h"
+#include "db/startup_checks.h"
+
+namespace onset::coordinator {
+namespace {
+
+// How often the sweeper looks for expired leases: a tenth of the TTL, within [10 ms, 1 s].
+std::chrono::milliseconds SweepPeriod(std::chrono::milliseconds ttl) {
+  return std::clamp(ttl / 10, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+}
+
+class CoordinatorServerImpl final : public CoordinatorServer {
+ public:
+  CoordinatorServerImpl(const ServerConfig& config, std::unique_ptr<db::DatabaseLock> lock,
+                        std::unique_ptr<SqliteStore> store)
+      : config_(config),
+        lock_(std::move(lock)),
+        store_(std::move(store)),
+        leases_(store_.get(), &common::SystemClock(), config.lease_ttl),
+        auth_(config.token),
+        study_service_(store_.get(), &auth_, !config.checkpoint_root.empty()),
+        worker_service_(store_.get(), &leases_, config.heartbeat_interval, &auth_,
+                        config.checkpoint_root),
+        dashboard_api_(store_.get(), config.token) {}
+
+  ~CoordinatorServerImpl() override { Shutdown(); }
+
+  absl::Status Init(const std::optional<common::TlsKeyPair>& tls) {
+    if (absl::Status s = leases_.Recover(config_.requeue_running_on_start); !s.ok()) return s;
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(config_.listen, common::NewServerCredentials(tls), &port);
+    common::ApplyServerKeepalive(&builder);
+    // gRPC sets SO_REUSEPORT by default: a second coordinator on the same port would bind
+    // and silently share the traffic (and the workers) with the first.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.RegisterService(&study_service_);
+    builder.RegisterService(&worker_service_);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port == 0) {
+      if (server_) server_->Shutdown();
+      server_.reset();
+      return absl::UnavailableError("cannot listen on " + config_.listen +
+                                    " (address in use or not local?)");
+    }
+    address_ = common::HostOf(config_.listen) + ":" + std::to_string(port);
+    if (!config_.http_listen.empty()) {
+      absl::StatusOr<std::unique_ptr<DashboardServer>> http =
+          DashboardServer::Start(config_.http_listen, &dashboard_api_);
+      if (!http.ok()) {
+        server_->Shutdown();
+        server_.reset();
+        return http.status();
+      }
+      dashboard_ = std::move(*http);
+      spdlog::info("dashboard on http://{}/", dashboard_->address());
+    }
+    sweeper_ = std::thread([this] { Sweep(); });
+    return absl::OkStatus();
+  }
+
+  const std::string& http_address() const override {
+    static const std::string kNone;
+    return dashboard_ ? dashboard_->address() : kNone;
+  }
+
+  const std::string& address() const override { return address_; }
+  bool tls() const override { return !config_.tls_cert_file.empty(); }
+
+  void Shutdown() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (state_ != State::kRunning) {
+      done_cv_.wait(lock, [this] { return state_ == State::kDone; });
+      return;
+    }
+    state_ = State::kStopping;
+    sweep_cv_.notify_all();
+    lock.unlock();
+
+    // In-flight calls finish; a short deadline bounds slow ones. Watches and long polls would
+    // otherwise run until their clients hang up.
+    study_service_.StopStreams();
+    if (dashboard_) dashboard_->Stop();
+    if (server_) {
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      server_->Wait();
+    }
+    if (sweeper_.joinable()) sweeper_.join();
+    store_.reset();  // closes the database
+    lock_.reset();   // and lets another coordinator have it
+
+    lock.lock();
+    state_ = State::kDone;
+    done_cv_.notify_all();
+  }
+
+  void Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return state_ == State::kDone; });
+  }
+
+ private:
+  enum class State { kRunning, kStopping, kDone };
+
+  void Sweep() {
+    const auto period = SweepPeriod(config_.lease_ttl);
+    std::unique_lock<std::mutex> lock(mu_);
+    while (state_ == State::kRunning) {
+      sweep_cv_.wait_for(lock, period, [this] { return state_ != State::kRunning; });
+      if (state_ != State::kRunning) break;
+      lock.unlock();
+      leases_.ExpireLeases();
+      lock.lock();
+    }
+  }
+
+  const ServerConfig config_;
+  std::unique_ptr<db::DatabaseLock> lock_;  // null for an in-memory database
+  std::unique_ptr<SqliteStore> store_;
+  LeaseManager leases_;
+  const common::BearerTokenChecker auth_;
+  StudyServiceImpl study_service_;
+  WorkerServiceImpl worker_service_;
+  DashboardApi dashboard_api_;
+  std::unique_ptr<DashboardServer> dashboard_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::thread sweeper_;
+
+  std::mutex mu_;
+  State state_ = State::kRunning;  // guarded by mu_
+  std::condition_variable sweep_cv_;
+  std::condition_variable done_cv_;
+};
+
+}  // namespace
+
+absl::Status ServerConfig::Validate() const {
+  if (db_path.empty()) return absl::InvalidArgumentError("db_path: must not be empty");
+  if (common::HostOf(listen).empty()) {
+    return absl::InvalidArgumentError("listen: '" + listen +
+                                      "' must be host:port, e.g. 127.0.0.1:7070 (port 0 picks "
+                                      "a free port)");
+  }
+  if (absl::Status s = common::ValidateToken(token); !s.ok()) {
+    return absl::InvalidArgumentError("token: " + std::string(s.message()));
+  }
+  if (token.size() < common::kMinTokenLength) {
+    return absl::InvalidArgumentError("token: must have at least " +
+                                      std::to_string(common::kMinTokenLength) + " characters");
+  }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return absl::InvalidArgumentError(tls_cert_file.empty()
+                                          ? "tls_cert_file: must be given with tls_key_file"
+                                          : "tls_key_file: must be given with tls_cert_file");
+  }
+  if (tls_cert_file.empty() && !allow_insecure_remote &&
+      !common::IsLoopbackHost(common::HostOf(listen))) {
+    return absl::InvalidArgumentError(
+        "listen: " + listen +
+        " is reachable from other machines and TLS is off, so the token would cross the network "
+        "in clear text: serve TLS (--tls-cert, --tls-key) or allow it (--insecure) on a network "
+        "you trust");
+  }
+  if (!http_listen.empty()) {
+    if (common::HostOf(http_listen).empty()) {
+      return absl::InvalidArgumentError("http_listen: '" + http_listen +
+                                        "' must be host:port, e.g. 127.0.0.1:8080");
+    }
+    if (!allow_insecure_remote && !common::IsLoopbackHost(common::HostOf(http_listen))) {
+      return absl::InvalidArgumentError(
+          "http_listen: " + http_listen +
+          " is reachable from other machines and the dashboard is plain HTTP, so the token "
+          "would cross the network in clear text: keep it on loopback (and reach it through an "
+          "SSH tunnel) or allow it (--insecure) on a network you trust");
+    }
+  }
+  if (lease_ttl.count() <= 0) return absl::InvalidArgumentError("lease_ttl: must be positive");
+  if (heartbeat_interval.count() <= 0) {
+    return absl::InvalidArgumentError("heartbeat_interval: must be positive");
+  }
+  if (lease_ttl <= heartbeat_interval) {
+    return absl::InvalidArgumentError(
+        "lease_ttl: must exceed heartbeat_interval (" + std::to_string(lease_ttl.count()) +
+        " ms <= " + std::to_string(heartbeat_interval.count()) + " ms)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    const ServerConfig& config) {
+  if (absl::Status s = config.Validate(); !s.ok()) return s;
+  std::optional<common::TlsKeyPair> tls;
+  if (!config.tls_cert_file.empty()) {
+    absl::StatusOr<common::TlsKeyPair> pair =
+        common::ReadTlsKeyPair(config.tls_cert_file, config.tls_key_file);
+    if (!pair.ok()) return pair.status();
+    tls = std::move(*pair);
+  }
+  std::unique_ptr<db::DatabaseLock> lock;
+  if (config.db_path != ":memory:" && config.db_path.find("mode=memory") == std::string::npos) {
+    absl::StatusOr<std::unique_ptr<db::DatabaseLock>> locked =
+        db::DatabaseLock::Acquire(config.db_path);
+    if (!locked.ok()) return locked.status();
+    lock = std::move(*locked);
+    db::StartupCheckOptions checks;
+    checks.allow_empty_file = config.init_empty_db;
+    checks.quick_check = !config.skip_quick_check;
+    if (absl::Status s = db::CheckDatabaseForServing(config.db_path, checks); !s.ok()) return s;
+  }
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+      SqliteStore::Open(config.db_path, common::SystemClock(), config.retry);
+  if (!store.ok()) return store.status();
+  auto server = std::make_unique<CoordinatorServerImpl>(config, std::move(lock), std::move(*store));
+  if (absl::Status s = server->Init(tls); !s.ok()) return s;
+  spdlog::info("coordinator serving {} ({}, database {}, lease ttl {} ms)", server->address(),
+               tls ? "TLS" : "plaintext", config.db_path, config.lease_ttl.count());
+  return std::unique_ptr<CoordinatorServer>(std::move(server));
+}
+
+}  // namespace onset::coordinator

@@ -1,0 +1,78 @@
+// The coordinator as an object: store, scheduler and both gRPC services on one port.
+// onsetd's main wires flags into ServerConfig and runs one; `onset run` embeds one in-process.
+// Every call must carry the bearer token (common/grpc_auth.h); TLS is optional, and a port
+// reachable from other machines is refused without it unless insecure serving is asked for.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "coordinator/cells/failure_policy.h"
+
+namespace onset::coordinator {
+
+struct ServerConfig {
+  std::string db_path;  // SQLite file, created (with parents) if missing
+  // Take an existing 0-byte db_path for a new database; without it such a file is refused
+  // (db/startup_checks.h).
+  bool init_empty_db = false;
+  // Skip PRAGMA quick_check at start (the other start-up checks still run).
+  bool skip_quick_check = false;
+  std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free port
+  std::string token;  // every call must carry it; see common/auth_token.h for files
+  // PEM files; both set: TLS (read at Start), both empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Serve a host other than loopback without TLS, the token crossing the network in clear text.
+  bool allow_insecure_remote = false;
+  std::chrono::milliseconds lease_ttl{30'000};          // a lease not renewed for this long expires
+  std::chrono::milliseconds heartbeat_interval{5'000};  // advertised to workers
+  // Embedded single-machine mode: no worker outlives the coordinator, so cells left `running`
+  // by a previous process are requeued at once instead of waiting for their leases to expire.
+  bool requeue_running_on_start = false;
+  RetryPolicy retry;  // per-cause failure policy (failure_policy.h)
+  // Shared directory for every cell's checkpoints (ROOT/STUDY/CELL), so a cell requeued after a
+  // lost worker resumes on another; empty = in each worker's work directory.
+  std::string checkpoint_root;
+  // The dashboard (dashboard_api.h) over plain HTTP on this host:port; empty = none. Like
+  // `listen`, an address reachable from other machines needs allow_insecure_remote.
+  std::string http_listen;
+
+  // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval". Reads no files.
+  absl::Status Validate() const;
+};
+
+class CoordinatorServer {
+ public:
+  // Locks the database (db/database_lock.h: one coordinator per file, held until Shutdown),
+  // checks it (db/startup_checks.h), opens and migrates it, binds the port and starts serving.
+  // Errors: InvalidArgument for a bad config or TLS file, NotFound for a missing TLS file,
+  // Unavailable when the port cannot be bound; for the database (the message names the file and
+  // says what to do) FailedPrecondition when another process holds its lock, or it is empty,
+  // not a database, not writable or of a newer schema, DataLoss when it is damaged,
+  // Internal otherwise.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(const ServerConfig& config);
+
+  virtual ~CoordinatorServer() = default;
+
+  // The address actually bound, "127.0.0.1:PORT" (the real port when 0 was asked for).
+  virtual const std::string& address() const = 0;
+
+  // Whether the port serves TLS.
+  virtual bool tls() const = 0;
+
+  // The dashboard's "host:port", empty when it is off.
+  virtual const std::string& http_address() const = 0;
+
+  // Stops accepting calls, lets in-flight calls finish, stops the lease sweeper and closes the
+  // database. Idempotent; thread-safe; also run by the destructor of the implementation.
+  virtual void Shutdown() = 0;
+
+  // Blocks until Shutdown() has completed.
+  virtual void Wait() = 0;
+};
+
+}  // namespace onset::coordinator

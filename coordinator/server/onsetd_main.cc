@@ -1,0 +1,137 @@
+// onsetd: the coordinator daemon. Parses flags, loads (or on first start creates) the token
+// every client must present, starts a CoordinatorServer, waits for SIGINT or SIGTERM, shuts down
+// cleanly.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include <pthread.h>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "base/durable_file.h"
+#include "common/auth_token.h"
+#include "coordinator/server/coordinator_server.h"
+
+namespace {
+
+// The token file's default: next to the database, in the coordinator's data directory.
+std::string DefaultTokenFile(const std::string& db_path) {
+  return (std::filesystem::path(db_path).parent_path() / onset::common::kTokenFileName).string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("onsetd"));
+
+  onset::coordinator::ServerConfig config;
+  int64_t lease_ttl_ms = config.lease_ttl.count();
+  int64_t heartbeat_ms = config.heartbeat_interval.count();
+  int64_t retry_backoff_ms = config.retry.base_backoff.count();
+  std::string address_file;
+  std::string token_file;
+
+  CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
+  app.add_option("--db", config.db_path,
+                 "SQLite database file (created if missing; locked against a second onsetd)")
+      ->required();
+  app.add_flag("--init-empty-db", config.init_empty_db,
+               "take an existing empty (0-byte) --db file for a new database; without it such a "
+               "file is refused, as it may be a database lost to a failed copy");
+  app.add_flag("--skip-quick-check", config.skip_quick_check,
+               "do not read the whole --db with PRAGMA quick_check at start (about 4 s per GB "
+               "when cached) to look for damaged pages");
+  app.add_option("--listen", config.listen,
+                 "host:port to serve on; port 0 picks a free port. A host other than loopback "
+                 "needs --tls-cert/--tls-key or --insecure")
+      ->capture_default_str();
+  app.add_option("--token-file", token_file,
+                 "the token clients must present, created (mode 0600) if missing "
+                 "[default: onsetd.token next to --db]");
+  app.add_option("--tls-cert", config.tls_cert_file, "serve TLS with this PEM certificate chain");
+  app.add_option("--tls-key", config.tls_key_file, "the PEM private key of --tls-cert");
+  app.add_flag("--insecure", config.allow_insecure_remote,
+               "allow a --listen host other than loopback without TLS (the token crosses the "
+               "network in clear text: only on a network you trust)");
+  app.add_option("--lease-ttl-ms", lease_ttl_ms,
+                 "a lease not renewed by a heartbeat for this long expires")
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval-ms", heartbeat_ms, "heartbeat interval told to workers")
+      ->capture_default_str();
+  app.add_flag("--requeue-running", config.requeue_running_on_start,
+               "requeue cells left running by a previous process instead of waiting for their "
+               "leases");
+  app.add_option("--max-failures", config.retry.max_failures,
+                 "crashes and lost workers a cell may suffer before it stays failed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--retry-backoff-ms", retry_backoff_ms,
+                 "wait before the first retry of a failed cell; doubles per failure, up to 30 min")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
+  app.add_option("--checkpoint-root", config.checkpoint_root,
+                 "directory all workers share (e.g. on NFS) for the cells' checkpoints, so a cell "
+                 "resumes on whichever worker takes it next; default: each worker's work dir");
+  app.add_option("--http", config.http_listen,
+                 "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (same token)");
+  app.add_option("--address-file", address_file,
+                 "write the bound host:port here once serving (for port 0)");
+  std::string http_address_file;
+  app.add_option("--http-address-file", http_address_file,
+                 "write the dashboard's bound host:port here once serving (for --http ...:0)");
+  CLI11_PARSE(app, argc, argv);
+  config.lease_ttl = std::chrono::milliseconds(lease_ttl_ms);
+  config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  config.retry.base_backoff = std::chrono::milliseconds(retry_backoff_ms);
+  if (token_file.empty()) token_file = DefaultTokenFile(config.db_path);
+
+  // Block the shutdown signals before any thread starts, so every thread inherits the mask and
+  // only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::error_code ec;
+  const std::filesystem::path token_dir = std::filesystem::path(token_file).parent_path();
+  if (!token_dir.empty()) std::filesystem::create_directories(token_dir, ec);
+  absl::StatusOr<std::string> token = onset::common::LoadOrCreateTokenFile(token_file);
+  if (!token.ok()) {
+    spdlog::error("cannot start: {}", std::string(token.status().message()));
+    return 1;
+  }
+  config.token = std::move(*token);
+
+  auto server = onset::coordinator::CoordinatorServer::Start(config);
+  if (!server.ok()) {
+    // The message says what is wrong and what to do; the code adds nothing for a person.
+    spdlog::error("cannot start: {}", std::string(server.status().message()));
+    return 1;
+  }
+  spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or {})",
+               (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file,
+               "ONSET_TOKEN");
+  // Written atomically, so that a reader never sees a partial address.
+  auto write_address = [](const char* flag, const std::string& path, const std::string& address) {
+    if (path.empty()) return true;
+    const std::optional<std::string> error = onset::base::TryWriteFileDurably(path, address + "\n");
+    if (error) spdlog::error("cannot write {} {}: {}", flag, path, *error);
+    return !error;
+  };
+  if (!write_address("--address-file", address_file, (*server)->address()) ||
+      !write_address("--http-address-file", http_address_file, (*server)->http_address())) {
+    (*server)->Shutdown();
+    return 1;
+  }
+
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("received {}, shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->Shutdown();
+  spdlog::info("onsetd stopped");
+  return 0;
+}

@@ -1,0 +1,127 @@
+#include "coordinator/server/read_only_server.h"
+
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "common/auth_token.h"
+#include "common/clock.h"
+#include "common/grpc_auth.h"
+#include "common/grpc_keepalive.h"
+#include "common/listen_address.h"
+#include "coordinator/dashboard/dashboard_api.h"
+#include "coordinator/dashboard/dashboard_server.h"
+#include "coordinator/rpc/study_service.h"
+#include "coordinator/store/sqlite_store.h"
+
+namespace onset::coordinator {
+namespace {
+
+class ReadOnlyServerImpl final : public ReadOnlyServer {
+ public:
+  ReadOnlyServerImpl(const ReadOnlyServerConfig& config, std::unique_ptr<SqliteStore> store)
+      : token_(config.token),
+        store_(std::move(store)),
+        auth_(config.token),
+        study_service_(store_.get(), &auth_),
+        dashboard_api_(store_.get(), config.token) {}
+
+  ~ReadOnlyServerImpl() override { Shutdown(); }
+
+  absl::Status Init(const std::string& http_listen) {
+    // A loopback port rather than an in-process channel: gRPC 1.51 crashes creating calls on an
+    // in-process channel with client interceptors, which carry the token.
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", common::NewServerCredentials(std::nullopt), &port);
+    common::ApplyServerKeepalive(&builder);
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.RegisterService(&study_service_);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port == 0) {
+      return absl::UnavailableError("cannot serve the database on a loopback port");
+    }
+    address_ = "127.0.0.1:" + std::to_string(port);
+    if (!http_listen.empty()) {
+      absl::StatusOr<std::unique_ptr<DashboardServer>> http =
+          DashboardServer::Start(http_listen, &dashboard_api_);
+      if (!http.ok()) return http.status();
+      dashboard_ = std::move(*http);
+    }
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<grpc::Channel> channel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!channel_) {
+      channel_ = common::NewClientChannel(address_, common::ClientSecurity{token_, ""});
+    }
+    return channel_;
+  }
+
+  const std::string& http_address() const override {
+    static const std::string kNone;
+    return dashboard_ ? dashboard_->address() : kNone;
+  }
+
+  void Shutdown() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    study_service_.StopStreams();
+    if (dashboard_) dashboard_->Stop();
+    if (server_) {
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      server_->Wait();
+    }
+    channel_.reset();
+    store_.reset();  // closes the database
+  }
+
+ private:
+  const std::string token_;
+  std::unique_ptr<SqliteStore> store_;
+  const common::BearerTokenChecker auth_;
+  StudyServiceImpl study_service_;
+  DashboardApi dashboard_api_;
+  std::unique_ptr<DashboardServer> dashboard_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;  // the gRPC port, "127.0.0.1:PORT"
+
+  std::mutex mu_;
+  std::shared_ptr<grpc::Channel> channel_;  // guarded by mu_
+  bool stopped_ = false;                    // guarded by mu_
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ReadOnlyServer>> ReadOnlyServer::Start(
+    const ReadOnlyServerConfig& config) {
+  if (absl::Status s = common::ValidateToken(config.token); !s.ok()) {
+    return absl::InvalidArgumentError("token: " + std::string(s.message()));
+  }
+  if (!config.http_listen.empty()) {
+    const std::string host = common::HostOf(config.http_listen);
+    if (host.empty()) {
+      return absl::InvalidArgumentError("--http " + config.http_listen +
+                                        ": must be host:port, e.g. 127.0.0.1:8080");
+    }
+    if (!common::IsLoopbackHost(host)) {
+      return absl::InvalidArgumentError(
+          "--http " + config.http_listen +
+          ": the dashboard is plain HTTP, so the token would cross the network in clear text; "
+          "keep it on loopback (e.g. 127.0.0.1:8080) and reach it from elsewhere through "
+          "`ssh -L 8080:127.0.0.1:8080`");
+    }
+  }
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+      SqliteStore::OpenReadOnly(config.db_path, common::SystemClock());
+  if (!store.ok()) return store.status();
+  auto server = std::make_unique<ReadOnlyServerImpl>(config, std::move(*store));
+  if (absl::Status s = server->Init(config.http_listen); !s.ok()) return s;
+  return std::unique_ptr<ReadOnlyServer>(std::move(server));
+}
+
+}  // namespace onset::coordinator

@@ -1,0 +1,176 @@
+// Store on one SQLite file (schema in db/migrations/).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "coordinator/store/store.h"
+#include "db/read_pool.h"
+#include "db/sqlite.h"
+#include "db/write_queue.h"
+
+namespace onset::coordinator {
+
+// One writer and a pool of readers (db/write_queue.h, db/read_pool.h): every write runs on the
+// writer's thread, batched with the writes that queued up meanwhile into one transaction; reads
+// run on their own connections and see the last commit without blocking the writer. (An
+// in-memory database has no readers: its reads queue behind the writes.) Several SqliteStores
+// (or processes) may share one file; SQLite's locking and busy_timeout serialise their writers.
+// (A coordinator serves a file alone: CoordinatorServer takes db/database_lock.h first.)
+// Timestamps come from `clock` (wall time).
+//
+// A write that fails in SQLite returns "database write failed: REASON (FILE)" and is logged
+// (db/write_queue.h): Unavailable when it may pass (the lock is held elsewhere, the disk is
+// full), Internal otherwise (a read-only file, an I/O error): not FailedPrecondition, which tells
+// a worker that its lease has ended.
+//
+// Opened read-only (OpenReadOnly) it has readers only: it never writes the file, and every write
+// fails with FailedPrecondition, so a process that only looks (`onset status` when no coordinator
+// serves the file) cannot disturb the coordinator that may start on the same file meanwhile.
+class SqliteStore final : public Store {
+ public:
+  struct Options {
+    int readers = 4;            // reader connections (file databases)
+    int max_write_batch = 512;  // operations per write transaction at most
+    // Read-only: how often WaitForChange looks for commits of other processes.
+    int change_poll_ms = 100;
+    // Worker rows kept at most. A registration that finds this many forgets the workers seen
+    // least recently that ran no attempt and have not been seen for forget_workers_after (a
+    // worker forgotten that comes back is told so and registers again); when none may be
+    // forgotten it is refused (ResourceExhausted). Workers that ran attempts stay: their
+    // attempts name them.
+    int64_t max_workers = 100'000;
+    std::chrono::milliseconds forget_workers_after{std::chrono::hours(1)};
+  };
+
+  // Opens `path` (creating it and its parent directories; ":memory:" for a private in-memory
+  // database) and migrates it to the latest schema. `clock` must outlive the store.
+  // Errors: FailedPrecondition for a database written by a newer onset; Unavailable/Internal
+  // otherwise, naming the file.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                           const common::Clock& clock,
+                                                           RetryPolicy policy,
+                                                           const Options& options);
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                           const common::Clock& clock,
+                                                           RetryPolicy policy = RetryPolicy()) {
+    return Open(path, clock, policy, Options());
+  }
+
+  // Opens the existing database file at `path` read-only (db::OpenDatabaseReadOnly): nothing is
+  // created, migrated or written, and its schema must be the one this binary knows. Reads see
+  // what other processes commit to the file; ChangeVersion changes with their commits, which
+  // WaitForChange notices within Options::change_poll_ms. Every write (AddStudy, PreviewStudy,
+  // the lease and log calls, CancelCells, RerunCells, RegisterWorker) returns FailedPrecondition.
+  // Errors: those of db::OpenDatabaseReadOnly (NotFound: no such file; FailedPrecondition: another
+  // schema version). `clock` must outlive the store.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> OpenReadOnly(const std::string& path,
+                                                                   const common::Clock& clock,
+                                                                   const Options& options);
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> OpenReadOnly(const std::string& path,
+                                                                   const common::Clock& clock) {
+    return OpenReadOnly(path, clock, Options());
+  }
+
+  absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
+  absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
+  absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) override;
+  absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
+  using Store::GetStudy;
+  absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) override;
+  absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,
+                                                  const CellFilter& filter) override;
+  absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
+  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
+  absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
+      const std::string& worker_id, const std::vector<std::string>& free_devices) override;
+  absl::StatusOr<int> CountWaitingCells(const std::string& worker_id) override;
+  absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
+                                             std::optional<int64_t> tokens_done,
+                                             double tokens_per_second) override;
+  absl::StatusOr<int> AddMetrics(const std::string& lease_id,
+                                 const std::vector<MetricPoint>& points) override;
+  absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) override;
+  absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override;
+  absl::StatusOr<int> CancelCells(const std::string& study,
+                                  const std::vector<std::string>& cell_ids) override;
+  absl::StatusOr<int> RerunCells(const RerunRequest& request) override;
+  absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() override;
+  using Store::Results;
+  absl::StatusOr<ResultPage> Results(const std::string& study, const CellPage& page) override;
+  absl::StatusOr<StudySnapshot> SnapshotStudy(const std::string& name) override;
+  absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study, int64_t after_seq,
+                                                     int limit) override;
+  int64_t ChangeVersion() override;
+  int64_t WaitForChange(int64_t seen, int64_t timeout_ms) override;
+  absl::StatusOr<int> AppendLogs(const std::string& lease_id,
+                                 const std::vector<LogLine>& lines) override;
+  absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) override;
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
+      const std::string& study) override;
+  absl::Status ForEachMetricPoint(
+      const std::string& study, const std::vector<std::string>& metrics,
+      const std::vector<std::string>& cell_ids,
+      const std::function<bool(const std::string& cell_id, const std::string& metric,
+                               int64_t tokens, double value)>& point) override;
+
+ private:
+  SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,
+              const common::Clock& clock, RetryPolicy policy, const Options& options)
+      : writer_(std::move(writer)),
+        readers_(std::move(readers)),
+        max_workers_(options.max_workers),
+        forget_workers_after_(options.forget_workers_after),
+        clock_(clock),
+        policy_(policy) {}
+  // Read-only: `versions` (a read-only connection) tells other processes' commits apart.
+  SqliteStore(std::unique_ptr<db::ReadPool> readers, std::unique_ptr<db::Connection> versions,
+              const common::Clock& clock, const Options& options)
+      : readers_(std::move(readers)),
+        versions_(std::move(versions)),
+        change_poll_ms_(options.change_poll_ms),
+        clock_(clock),
+        policy_(RetryPolicy()) {}
+
+  // What every write returns on a read-only store (FailedPrecondition naming the file).
+  absl::Status ReadOnlyError() const;
+
+  // AddStudy, or with `write` false PreviewStudy.
+  absl::StatusOr<AddStudyResult> AddOrPreviewStudy(const NewStudy& study, bool write);
+  // Before a registration: when max_workers_ rows exist, forgets the stalest workers that ran
+  // nothing (Options::max_workers); ResourceExhausted when none may be forgotten. On the writer.
+  absl::Status MakeRoomForAWorker(db::Connection& db, int64_t now);
+  // Ends the attempt with `end` and applies the failure policy to its cell. Runs on the writer.
+  absl::Status EndAttempt(db::Connection& db, const std::string& lease_id, const AttemptEnd& end,
+                          bool lost);
+
+  // Runs `op` on a reader (or, for an in-memory database, on the writer, changing nothing).
+  template <typename T>
+  absl::StatusOr<T> Read(std::function<absl::StatusOr<T>(db::Connection&)> op) {
+    if (readers_) return readers_->Run<T>(op);
+    return writer_->Run<T>(std::move(op), /*roll_back=*/true);
+  }
+  template <typename T>
+  absl::StatusOr<T> Write(std::function<absl::StatusOr<T>(db::Connection&)> op) {
+    if (!writer_) return ReadOnlyError();
+    return writer_->Run<T>(std::move(op));
+  }
+
+  std::unique_ptr<db::WriteQueue> writer_;  // null when read-only
+  std::unique_ptr<db::ReadPool> readers_;   // null for an in-memory database
+  // Read-only only: the connection whose PRAGMA data_version is the change counter.
+  std::unique_ptr<db::Connection> versions_;
+  std::mutex versions_mu_;  // guards versions_
+  const int change_poll_ms_ = 100;
+  const int64_t max_workers_ = 100'000;
+  const std::chrono::milliseconds forget_workers_after_{std::chrono::hours(1)};
+  const common::Clock& clock_;
+  const RetryPolicy policy_;
+};
+
+}  // namespace onset::coordinator
