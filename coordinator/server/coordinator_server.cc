@@ -14,7 +14,6 @@
 #include "common/auth_token.h"
 #include "common/clock.h"
 #include "common/grpc_auth.h"
-#include "common/grpc_keepalive.h"
 #include "common/listen_address.h"
 #include "common/tls_files.h"
 #include "coordinator/dashboard/dashboard_api.h"
@@ -22,6 +21,7 @@
 #include "coordinator/rpc/study_service.h"
 #include "coordinator/rpc/worker_service.h"
 #include "coordinator/scheduling/lease_manager.h"
+#include "coordinator/server/grpc_listener.h"
 #include "coordinator/store/sqlite_store.h"
 #include "db/database_lock.h"
 #include "db/startup_checks.h"
@@ -52,23 +52,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
 
   absl::Status Init(const std::optional<common::TlsKeyPair>& tls) {
     if (absl::Status s = leases_.Recover(config_.requeue_running_on_start); !s.ok()) return s;
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort(config_.listen, common::NewServerCredentials(tls), &port);
-    common::ApplyServerKeepalive(&builder);
-    // gRPC sets SO_REUSEPORT by default: a second coordinator on the same port would bind
-    // and silently share the traffic (and the workers) with the first.
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.RegisterService(&study_service_);
-    builder.RegisterService(&worker_service_);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port == 0) {
-      if (server_) server_->Shutdown();
-      server_.reset();
-      return absl::UnavailableError("cannot listen on " + config_.listen +
-                                    " (address in use or not local?)");
-    }
-    address_ = common::HostOf(config_.listen) + ":" + std::to_string(port);
+    absl::StatusOr<GrpcListener> grpc =
+        StartGrpcListener(config_.listen, tls, {&study_service_, &worker_service_});
+    if (!grpc.ok()) return grpc.status();
+    server_ = std::move(grpc->server);
+    address_ = grpc->address;
     if (!config_.http_listen.empty()) {
       absl::StatusOr<std::unique_ptr<DashboardServer>> http =
           DashboardServer::Start(config_.http_listen, &dashboard_api_);

@@ -9,11 +9,11 @@
 #include "common/auth_token.h"
 #include "common/clock.h"
 #include "common/grpc_auth.h"
-#include "common/grpc_keepalive.h"
 #include "common/listen_address.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
 #include "coordinator/rpc/study_service.h"
+#include "coordinator/server/grpc_listener.h"
 #include "coordinator/store/sqlite_store.h"
 
 namespace onset::coordinator {
@@ -33,17 +33,14 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
   absl::Status Init(const std::string& http_listen) {
     // A loopback port rather than an in-process channel: gRPC 1.51 crashes creating calls on an
     // in-process channel with client interceptors, which carry the token.
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", common::NewServerCredentials(std::nullopt), &port);
-    common::ApplyServerKeepalive(&builder);
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.RegisterService(&study_service_);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port == 0) {
-      return absl::UnavailableError("cannot serve the database on a loopback port");
+    absl::StatusOr<GrpcListener> grpc =
+        StartGrpcListener("127.0.0.1:0", std::nullopt, {&study_service_});
+    if (!grpc.ok()) {
+      return absl::UnavailableError("cannot serve the database on a loopback port: " +
+                                    std::string(grpc.status().message()));
     }
-    address_ = "127.0.0.1:" + std::to_string(port);
+    server_ = std::move(grpc->server);
+    address_ = grpc->address;
     if (!http_listen.empty()) {
       absl::StatusOr<std::unique_ptr<DashboardServer>> http =
           DashboardServer::Start(http_listen, &dashboard_api_);

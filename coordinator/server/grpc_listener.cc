@@ -1,0 +1,30 @@
+#include "coordinator/server/grpc_listener.h"
+
+#include "common/grpc_auth.h"
+#include "common/grpc_keepalive.h"
+#include "common/listen_address.h"
+
+namespace onset::coordinator {
+
+absl::StatusOr<GrpcListener> StartGrpcListener(const std::string& listen,
+                                               const std::optional<common::TlsKeyPair>& tls,
+                                               const std::vector<grpc::Service*>& services) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, common::NewServerCredentials(tls), &port);
+  common::ApplyServerKeepalive(&builder);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port would bind and silently
+  // share the traffic (and a coordinator's workers) with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  GrpcListener out;
+  out.server = builder.BuildAndStart();
+  if (!out.server || port == 0) {
+    if (out.server) out.server->Shutdown();
+    return absl::UnavailableError("cannot listen on " + listen + " (address in use or not local?)");
+  }
+  out.address = common::HostOf(listen) + ":" + std::to_string(port);
+  return out;
+}
+
+}  // namespace onset::coordinator

@@ -1,0 +1,30 @@
+// Starting a gRPC server the way every onset server starts one: on `listen`, with the keepalive
+// settings clients expect (common/grpc_keepalive.h) and without SO_REUSEPORT, so that a second
+// server on the same port fails to bind instead of silently sharing its traffic.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "common/tls_files.h"
+
+namespace onset::coordinator {
+
+struct GrpcListener {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;  // "HOST:PORT" with the port actually bound
+};
+
+// Serves `services` (not owned; they must outlive the server) on `listen` ("host:port", port 0
+// picks a free one), over TLS when `tls` is set. Unavailable naming the address when it cannot
+// be bound.
+absl::StatusOr<GrpcListener> StartGrpcListener(const std::string& listen,
+                                               const std::optional<common::TlsKeyPair>& tls,
+                                               const std::vector<grpc::Service*>& services);
+
+}  // namespace onset::coordinator
