@@ -77,7 +77,7 @@ grpc::Status BearerTokenChecker::Check(const grpc::ServerContext& context) const
 void BearerTokenChecker::LogRefusal(const std::string& peer, const char* problem) const {
   int64_t left_out = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!refusals_.Occurred(1, &left_out)) return;
   }
   if (left_out == 0) {

@@ -16,13 +16,13 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/client_security.h"
 #include "common/clock.h"
 #include "common/log_throttle.h"
+#include "common/mutex.h"
 #include "common/tls_files.h"
 
 namespace onset::common {
@@ -54,8 +54,8 @@ class BearerTokenChecker {
 
  private:
   const std::string token_;
-  mutable std::mutex mu_;
-  mutable LogThrottle refusals_;  // guarded by mu_
+  mutable Mutex mu_;
+  mutable LogThrottle refusals_ ABSL_GUARDED_BY(mu_);
 };
 
 // Credentials for the coordinator's port: TLS with `tls` (no client certificates), or plaintext.

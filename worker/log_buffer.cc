@@ -5,14 +5,14 @@
 namespace onset::worker {
 
 void LogBuffer::Add(std::string text, int64_t at_unix_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   pending_bytes_ += text.size();
   pending_.push_back(LogLine{next_line_++, at_unix_ms, std::move(text)});
   Trim();
 }
 
 std::vector<LogLine> LogBuffer::Take(size_t max_lines, size_t max_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   std::vector<LogLine> taken;
   size_t bytes = 0;
   while (!pending_.empty() && taken.size() < max_lines) {
@@ -27,7 +27,7 @@ std::vector<LogLine> LogBuffer::Take(size_t max_lines, size_t max_bytes) {
 }
 
 void LogBuffer::PutBack(std::vector<LogLine> lines) {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   for (const LogLine& line : lines) pending_bytes_ += line.text.size();
   pending_.insert(pending_.begin(), std::make_move_iterator(lines.begin()),
                   std::make_move_iterator(lines.end()));
@@ -35,12 +35,12 @@ void LogBuffer::PutBack(std::vector<LogLine> lines) {
 }
 
 size_t LogBuffer::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   return pending_.size();
 }
 
 int64_t LogBuffer::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   return dropped_;
 }
 

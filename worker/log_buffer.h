@@ -9,10 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "worker/coordinator_client.h"
 
 namespace onset::worker {
@@ -41,15 +41,15 @@ class LogBuffer {
   size_t max_bytes() const { return max_bytes_; }
 
  private:
-  void Trim();  // caller holds mu_
+  void Trim() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_lines_;
   const size_t max_bytes_;
-  mutable std::mutex mu_;
-  std::deque<LogLine> pending_;  // guarded by mu_
-  size_t pending_bytes_ = 0;     // guarded by mu_: the text of pending_
-  int64_t next_line_ = 1;        // guarded by mu_
-  int64_t dropped_ = 0;          // guarded by mu_
+  mutable common::Mutex mu_;
+  std::deque<LogLine> pending_ ABSL_GUARDED_BY(mu_);
+  size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // the text of pending_
+  int64_t next_line_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace onset::worker

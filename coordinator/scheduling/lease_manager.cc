@@ -30,7 +30,7 @@ absl::Status LeaseManager::Recover(bool requeue_running) {
       spdlog::info("requeued cell {} of study {}: {} was running at restart", a.cell_id, a.study,
                    Describe(a.lease_id, a.cell_id, a.attempt));
     } else {
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       leases_[a.lease_id] = Lease{a.worker_id, a.study, a.cell_id, a.attempt, deadline};
     }
   }
@@ -44,7 +44,7 @@ absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(
   ONSET_ASSIGN_OR_RETURN(std::optional<ClaimedJob> job,
                          store_->ClaimNextCell(worker_id, free_devices));
   if (job) {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     leases_[job->lease_id] =
         Lease{worker_id, job->study, job->cell_id, job->attempt, clock_->MonotonicNow() + ttl_};
   }
@@ -54,7 +54,7 @@ absl::StatusOr<std::optional<ClaimedJob>> LeaseManager::LeaseJob(
 absl::Status LeaseManager::Check(const std::string& worker_id, const std::string& lease_id) {
   std::optional<Lease> expired;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     absl::StatusOr<bool> current = CheckLocked(worker_id, lease_id);
     if (!current.ok()) return current.status();
     if (*current) return absl::OkStatus();
@@ -100,7 +100,7 @@ absl::StatusOr<LeaseStatus> LeaseManager::Heartbeat(const std::string& worker_id
   // together and share its transactions. The store checks again that the attempt is open, so an
   // expiry or finish in between makes this fail rather than write for an ended attempt.
   absl::StatusOr<LeaseStatus> s = store_->RecordProgress(lease_id, tokens_done, tokens_per_second);
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   ForgetIfEnded(lease_id, s.status());
   if (!s.ok()) return s.status();
   if (auto it = leases_.find(lease_id); it != leases_.end()) {
@@ -114,7 +114,7 @@ absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,
                                                 const std::vector<MetricPoint>& points) {
   ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
   absl::StatusOr<int> n = store_->AddMetrics(lease_id, points);  // without mu_, as Heartbeat
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   ForgetIfEnded(lease_id, n.status());
   return n;
 }
@@ -124,7 +124,7 @@ absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
                                              const std::vector<LogLine>& lines) {
   ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
   absl::StatusOr<int> n = store_->AppendLogs(lease_id, lines);  // without mu_, as Heartbeat
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   ForgetIfEnded(lease_id, n.status());
   return n;
 }
@@ -135,7 +135,7 @@ absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::st
   // Without mu_, as Heartbeat. The lease stays in the map meanwhile: a store that fails now
   // (not FailedPrecondition) leaves it to a retry of this call or to expiry, never orphaned.
   absl::Status s = store_->FinishAttempt(lease_id, end);
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   if (s.ok() || absl::IsFailedPrecondition(s)) leases_.erase(lease_id);
   return s;
 }
@@ -152,7 +152,7 @@ absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& leas
   }
   if (absl::IsFailedPrecondition(s)) return absl::OkStatus();  // it had ended meanwhile
   // Back into the map, still past its deadline, for the next sweep.
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   leases_.emplace(lease_id, lease);
   return absl::Status(s.code(), "expiring " + what + ": " + std::string(s.message()));
 }
@@ -160,7 +160,7 @@ absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& leas
 int LeaseManager::ExpireLeases() {
   std::vector<std::pair<std::string, Lease>> expired;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     const auto now = clock_->MonotonicNow();
     for (auto it = leases_.begin(); it != leases_.end();) {
       if (now > it->second.deadline) {
@@ -185,7 +185,7 @@ int LeaseManager::ExpireLeases() {
     }
   }
   // A store that cannot be written fails every expiry of every sweep: one line a minute.
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   int64_t left_out = 0;
   if (failed > 0 && expire_failures_.Occurred(failed, &left_out)) {
     spdlog::error("could not expire {} of {} leases, kept for the next sweep{}: first: {}", failed,
@@ -200,7 +200,7 @@ int LeaseManager::ExpireLeases() {
 }
 
 size_t LeaseManager::ActiveLeases() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   return leases_.size();
 }
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/log_throttle.h"
+#include "common/mutex.h"
 #include "coordinator/store/store.h"
 
 namespace onset::coordinator {
@@ -85,23 +85,26 @@ class LeaseManager {
 
   // OK when `worker_id` holds the lease and it has not expired; an expired one is expired here
   // (FailedPrecondition). Takes mu_, and releases it before any store call.
-  absl::Status Check(const std::string& worker_id, const std::string& lease_id);
+  absl::Status Check(const std::string& worker_id, const std::string& lease_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // FailedPrecondition for an unknown lease or another worker's; else whether it is still
-  // within its deadline. Caller holds mu_.
-  absl::StatusOr<bool> CheckLocked(const std::string& worker_id, const std::string& lease_id);
-  // Drops the lease when the store says its attempt is gone. Caller holds mu_.
-  void ForgetIfEnded(const std::string& lease_id, const absl::Status& status);
+  // within its deadline.
+  absl::StatusOr<bool> CheckLocked(const std::string& worker_id, const std::string& lease_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the lease when the store says its attempt is gone.
+  void ForgetIfEnded(const std::string& lease_id, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Requeues the attempt of `lease`, which the caller has taken out of the map (a store failure
-  // puts it back for the next sweep). Called without mu_.
-  absl::Status Expire(const std::string& lease_id, const Lease& lease);
+  // puts it back for the next sweep).
+  absl::Status Expire(const std::string& lease_id, const Lease& lease) ABSL_LOCKS_EXCLUDED(mu_);
 
   Store* const store_;
   const common::Clock* const clock_;
   const std::chrono::milliseconds ttl_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, Lease> leases_;  // by lease id; guarded by mu_
-  common::LogThrottle expire_failures_;  // guarded by mu_
+  mutable common::Mutex mu_;
+  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease id
+  common::LogThrottle expire_failures_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace onset::coordinator

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "common/listen_address.h"
+#include "common/mutex.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
 #include "coordinator/rpc/study_service.h"
@@ -51,7 +52,7 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
   }
 
   std::shared_ptr<grpc::Channel> channel() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     if (!channel_) {
       channel_ = common::NewClientChannel(address_, common::ClientSecurity{token_, ""});
     }
@@ -64,7 +65,7 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
   }
 
   void Shutdown() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     study_service_.StopStreams();
@@ -87,9 +88,9 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
   std::unique_ptr<grpc::Server> server_;
   std::string address_;  // the gRPC port, "127.0.0.1:PORT"
 
-  std::mutex mu_;
-  std::shared_ptr<grpc::Channel> channel_;  // guarded by mu_
-  bool stopped_ = false;                    // guarded by mu_
+  common::Mutex mu_;
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

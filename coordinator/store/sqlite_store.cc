@@ -146,6 +146,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::OpenReadOnly(const std
 }
 
 absl::Status SqliteStore::ReadOnlyError() const {
+  common::MutexLock lock(&versions_mu_);
   return absl::FailedPreconditionError("database " + versions_->path() +
                                        " is open read-only here: changes go through a "
                                        "coordinator serving it");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "coordinator/store/store.h"
 #include "db/read_pool.h"
 #include "db/sqlite.h"
@@ -164,8 +165,8 @@ class SqliteStore final : public Store {
   std::unique_ptr<db::WriteQueue> writer_;  // null when read-only
   std::unique_ptr<db::ReadPool> readers_;   // null for an in-memory database
   // Read-only only: the connection whose PRAGMA data_version is the change counter.
-  std::unique_ptr<db::Connection> versions_;
-  std::mutex versions_mu_;  // guards versions_
+  mutable common::Mutex versions_mu_;
+  std::unique_ptr<db::Connection> versions_ ABSL_GUARDED_BY(versions_mu_);
   const int change_poll_ms_ = 100;
   const int64_t max_workers_ = 100'000;
   const std::chrono::milliseconds forget_workers_after_{std::chrono::hours(1)};

@@ -113,7 +113,7 @@ absl::StatusOr<std::vector<CellEvent>> SqliteStore::StudyEvents(const std::strin
 int64_t SqliteStore::ChangeVersion() {
   if (writer_) return writer_->commits();
   // PRAGMA data_version changes whenever another connection (here: another process) commits.
-  std::lock_guard<std::mutex> lock(versions_mu_);
+  common::MutexLock lock(&versions_mu_);
   absl::StatusOr<db::Statement> stmt = versions_->Prepare("PRAGMA data_version");
   if (!stmt.ok()) return 0;
   absl::StatusOr<bool> row = stmt->Step();
