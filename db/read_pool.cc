@@ -26,8 +26,11 @@ ReadPool::ReadPool(std::vector<std::unique_ptr<Connection>> connections)
 absl::Status ReadPool::Run(const std::function<absl::Status(Connection&)>& op) {
   Connection* db = nullptr;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!freed_.wait_for(lock, acquire_timeout_, [&] { return !free_.empty(); })) {
+    common::MutexLock lock(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + acquire_timeout_;
+    while (free_.empty() && freed_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+    }
+    if (free_.empty()) {
       return absl::UnavailableError("every database reader (" + std::to_string(all_.size()) +
                                     ") stayed busy for " +
                                     std::to_string(acquire_timeout_.count()) +
@@ -43,7 +46,7 @@ absl::Status ReadPool::Run(const std::function<absl::Status(Connection&)>& op) {
     (void)db->Exec("COMMIT");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     free_.push_back(db);
   }
   freed_.notify_one();

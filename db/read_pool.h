@@ -11,13 +11,13 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "db/sqlite.h"
 
 namespace onset::db {
@@ -57,10 +57,10 @@ class ReadPool {
  private:
   explicit ReadPool(std::vector<std::unique_ptr<Connection>> connections);
 
-  std::mutex mu_;
-  std::condition_variable freed_;
+  common::Mutex mu_;
+  std::condition_variable_any freed_;
   std::vector<std::unique_ptr<Connection>> all_;
-  std::vector<Connection*> free_;  // guarded by mu_
+  std::vector<Connection*> free_ ABSL_GUARDED_BY(mu_);
   std::chrono::milliseconds acquire_timeout_ = kDefaultAcquireTimeout;
 };
 

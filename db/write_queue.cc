@@ -11,8 +11,8 @@ struct WriteQueue::Item {
   std::function<absl::Status(Connection&)> op;
   bool roll_back = false;
   absl::Status status;
-  bool done = false;  // guarded by the queue's mu_
-  std::condition_variable finished;
+  bool done = false;  // guarded by the queue's mu_ (an Item has no mutex of its own to name)
+  std::condition_variable_any finished;
 };
 
 WriteQueue::WriteQueue(std::unique_ptr<Connection> db, const Options& options)
@@ -22,7 +22,7 @@ WriteQueue::WriteQueue(std::unique_ptr<Connection> db, const Options& options)
 
 WriteQueue::~WriteQueue() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   work_.notify_all();
@@ -41,23 +41,25 @@ absl::Status WriteQueue::Submit(std::function<absl::Status(Connection&)> op, boo
   auto item = std::make_shared<Item>();
   item->op = std::move(op);
   item->roll_back = roll_back;
-  std::unique_lock<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("database " + db_->path() + " is closing");
   queue_.push_back(item);
   work_.notify_one();
-  item->finished.wait(lock, [&] { return item->done; });
+  while (!item->done) item->finished.wait(mu_);
   return item->status;
 }
 
 int64_t WriteQueue::commits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   return commits_;
 }
 
 int64_t WriteQueue::WaitForCommit(int64_t seen, int64_t timeout_ms) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  committed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                      [&] { return commits_ > seen || stopping_; });
+  common::MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (commits_ <= seen && !stopping_ &&
+         committed_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+  }
   return commits_;
 }
 
@@ -65,8 +67,8 @@ void WriteQueue::Loop() {
   while (true) {
     std::deque<std::shared_ptr<Item>> batch;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      common::MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) work_.wait(mu_);
       if (queue_.empty()) return;  // stopping, and everything queued has run
       while (!queue_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
         batch.push_back(std::move(queue_.front()));
@@ -127,7 +129,7 @@ void WriteQueue::RunBatch(std::deque<std::shared_ptr<Item>>& batch) {
     begun = Reported(begun);
     for (const std::shared_ptr<Item>& item : batch) item->status = begun;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   if (wrote) {
     ++commits_;
     committed_.notify_all();

@@ -22,12 +22,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "db/sqlite.h"
 #include "db/write_failure_log.h"
 
@@ -91,12 +91,12 @@ class WriteQueue {
   std::unique_ptr<Connection> db_;  // used by the writer thread only
   WriteFailureLog failure_log_;     // used by the writer thread only
 
-  mutable std::mutex mu_;
-  std::condition_variable work_;               // the queue got an item, or stopping_
-  mutable std::condition_variable committed_;  // commits_ grew
-  std::deque<std::shared_ptr<Item>> queue_;    // guarded by mu_
-  bool stopping_ = false;                      // guarded by mu_
-  int64_t commits_ = 0;                        // guarded by mu_
+  mutable common::Mutex mu_;
+  std::condition_variable_any work_;               // the queue got an item, or stopping_
+  mutable std::condition_variable_any committed_;  // commits_ grew
+  std::deque<std::shared_ptr<Item>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 
