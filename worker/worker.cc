@@ -69,18 +69,18 @@ Worker::Worker(WorkerConfig config, CoordinatorClient* client, ProcessLauncher* 
 Worker::~Worker() = default;
 
 void Worker::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   stop_ = true;
   cv_.notify_all();
 }
 
 int Worker::running_jobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   return static_cast<int>(slots_.size());
 }
 
 std::vector<std::string> Worker::FreeDevices() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   std::vector<std::string> free;
   for (const std::string& device : config_.devices) {
     const bool used = std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) {
@@ -91,11 +91,18 @@ std::vector<std::string> Worker::FreeDevices() const {
   return free;
 }
 
+bool Worker::AnyJobDone() const {
+  for (const Slot& slot : slots_) {
+    if (slot.done) return true;
+  }
+  return false;
+}
+
 bool Worker::WaitFor(std::chrono::milliseconds delay) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, delay, [this] {
-    return stop_ || std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.done; });
-  });
+  common::MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + delay;
+  while (!stop_ && !AnyJobDone() && cv_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+  }
   return !stop_;
 }
 
@@ -161,14 +168,14 @@ void Worker::StartJob(JobSpec job, const std::vector<std::string>& free) {
   spdlog::info("leased cell {} of study {} (attempt {}, {} tokens, on {})", job.cell_id, job.study,
                job.attempt, job.tokens_budget, absl::StrJoin(job.devices, ","));
 
-  std::lock_guard<std::mutex> lock(mu_);
+  common::MutexLock lock(&mu_);
   Slot& slot = slots_.emplace_back();
   slot.devices = job.devices;
   slot.runner = std::make_unique<JobRunner>(std::move(rc), worker_id_, std::move(job), client_,
                                             launcher_, clock_);
   slot.thread = std::thread([this, &slot] {
     slot.runner->Run();
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     slot.done = true;
     cv_.notify_all();
   });
@@ -177,7 +184,7 @@ void Worker::StartJob(JobSpec job, const std::vector<std::string>& free) {
 void Worker::ReapFinished() {
   std::list<Slot> finished;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     for (auto it = slots_.begin(); it != slots_.end();) {
       auto next = std::next(it);
       if (it->done) finished.splice(finished.end(), slots_, it);
@@ -213,7 +220,7 @@ absl::Status Worker::Run() {
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       if (stop_) break;
     }
     absl::StatusOr<LeaseReply> lease = client_->Lease(worker_id_, free);
@@ -256,12 +263,12 @@ absl::Status Worker::Run() {
 
   // Stopping: every runner terminates its trainer and reports "worker stopped".
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     for (Slot& slot : slots_) slot.runner->Stop();
   }
   std::list<Slot> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     all.swap(slots_);
   }
   for (Slot& slot : all) slot.thread.join();

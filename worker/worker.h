@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -15,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "worker/coordinator_client.h"
 #include "worker/idle_timer.h"
 #include "worker/job_runner.h"
@@ -78,11 +78,13 @@ class Worker {
     std::unique_ptr<JobRunner> runner;
     std::vector<std::string> devices;  // the job's, in use until the slot is reaped
     std::thread thread;
-    bool done = false;  // guarded by mu_
+    bool done = false;  // guarded by the worker's mu_ (a Slot has no mutex of its own to name)
   };
 
   // Sleeps up to `delay` unless stopped or a job ends; returns false when stopped.
-  bool WaitFor(std::chrono::milliseconds delay);
+  bool WaitFor(std::chrono::milliseconds delay) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a job has ended and waits to be reaped.
+  bool AnyJobDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Register();
   // The error Run() returns when the coordinator stayed unreachable for the idle limit; `last`
   // is the latest failed call's status. Logs the exit.
@@ -104,10 +106,10 @@ class Worker {
   std::chrono::milliseconds heartbeat_interval_{5'000};
   std::chrono::milliseconds lease_ttl_{0};  // from registration
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;      // guarded by mu_
-  std::list<Slot> slots_;  // one per running job; guarded by mu_
+  mutable common::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::list<Slot> slots_ ABSL_GUARDED_BY(mu_);  // one per running job
 };
 
 }  // namespace onset::worker

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "common/listen_address.h"
+#include "common/mutex.h"
 #include "common/tls_files.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
@@ -81,14 +82,15 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   bool tls() const override { return !config_.tls_cert_file.empty(); }
 
   void Shutdown() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (state_ != State::kRunning) {
-      done_cv_.wait(lock, [this] { return state_ == State::kDone; });
-      return;
+    {
+      common::MutexLock lock(&mu_);
+      if (state_ != State::kRunning) {
+        while (state_ != State::kDone) done_cv_.wait(mu_);
+        return;
+      }
+      state_ = State::kStopping;
+      sweep_cv_.notify_all();
     }
-    state_ = State::kStopping;
-    sweep_cv_.notify_all();
-    lock.unlock();
 
     // In-flight calls finish; a short deadline bounds slow ones. Watches and long polls would
     // otherwise run until their clients hang up.
@@ -102,14 +104,14 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     store_.reset();  // closes the database
     lock_.reset();   // and lets another coordinator have it
 
-    lock.lock();
+    common::MutexLock lock(&mu_);
     state_ = State::kDone;
     done_cv_.notify_all();
   }
 
   void Wait() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [this] { return state_ == State::kDone; });
+    common::MutexLock lock(&mu_);
+    while (state_ != State::kDone) done_cv_.wait(mu_);
   }
 
  private:
@@ -117,13 +119,16 @@ class CoordinatorServerImpl final : public CoordinatorServer {
 
   void Sweep() {
     const auto period = SweepPeriod(config_.lease_ttl);
-    std::unique_lock<std::mutex> lock(mu_);
-    while (state_ == State::kRunning) {
-      sweep_cv_.wait_for(lock, period, [this] { return state_ != State::kRunning; });
-      if (state_ != State::kRunning) break;
-      lock.unlock();
-      leases_.ExpireLeases();
-      lock.lock();
+    while (true) {
+      {
+        common::MutexLock lock(&mu_);
+        const auto deadline = std::chrono::steady_clock::now() + period;
+        while (state_ == State::kRunning &&
+               sweep_cv_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+        }
+        if (state_ != State::kRunning) return;
+      }
+      leases_.ExpireLeases();  // without mu_: it writes to the store
     }
   }
 
@@ -140,10 +145,10 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   std::string address_;
   std::thread sweeper_;
 
-  std::mutex mu_;
-  State state_ = State::kRunning;  // guarded by mu_
-  std::condition_variable sweep_cv_;
-  std::condition_variable done_cv_;
+  common::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kRunning;
+  std::condition_variable_any sweep_cv_;
+  std::condition_variable_any done_cv_;
 };
 
 }  // namespace
