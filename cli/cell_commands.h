@@ -6,8 +6,9 @@
 //                     [--fresh]       queue ended cells again (default states: failed, diverged,
 //                                     cancelled), resuming from their checkpoints unless --fresh
 //
-// Exit codes as every command: 0 done, 1 the coordinator failed, 2 bad input (an unknown study,
-// cell, state or a malformed --where).
+// Exit codes as every command (docs/cli.md): 0 done; 1 could not be done (the coordinator is
+// unreachable or failed, the study or a named cell does not exist); 2 bad input (an unknown or
+// unrerunnable state, a malformed --where).
 #pragma once
 
 #include <map>

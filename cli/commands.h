@@ -24,10 +24,9 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                   std::ostream& err, const std::string& states = "", const std::string& where = "",
                   const Style& style = Style());
-// `onset results STUDY [--json]`.
 // `onset workers`: registered workers, their jobs and heartbeat age.
 int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err);
-
+// `onset results STUDY [--json]`.
 int ResultsCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                    std::ostream& err);
 
