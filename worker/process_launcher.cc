@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -13,7 +12,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -21,9 +19,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/log_line.h"
+#include "common/mutex.h"
 #include "common/utf8.h"
-
-extern char** environ;
 
 namespace onset::worker {
 namespace {
@@ -82,7 +79,7 @@ class PosixProcess : public Process {
       ReadLines(stdout_fd_, options_.stdout_max_line_bytes, [this](std::string line, size_t) {
         if (options_.on_stdout_line) options_.on_stdout_line(std::move(line));
       });
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       stdout_closed_ = true;
       cv_.notify_all();
     });
@@ -90,10 +87,10 @@ class PosixProcess : public Process {
       ReadLines(stderr_fd_, options_.stderr_max_line_bytes, [this](std::string raw, size_t full) {
         std::string line = common::BoundLogLine(raw, full, options_.stderr_max_line_bytes);
         if (options_.on_stderr_line) options_.on_stderr_line(line);
-        std::lock_guard<std::mutex> lock(mu_);
+        common::MutexLock lock(&mu_);
         tail_.Add(std::move(line));
       });
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       stderr_closed_ = true;
       cv_.notify_all();
     });
@@ -102,7 +99,7 @@ class PosixProcess : public Process {
 
   ~PosixProcess() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       if (!reaped_) kill(-pid_, SIGKILL);
     }
     waiter_.join();
@@ -113,30 +110,36 @@ class PosixProcess : public Process {
   int pid() const override { return pid_; }
 
   ExitStatus Wait() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return finished_; });
+    common::MutexLock lock(&mu_);
+    while (!finished_) cv_.wait(mu_);
     return status_;
   }
 
   bool WaitFor(std::chrono::milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return finished_; });
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    common::MutexLock lock(&mu_);
+    while (!finished_ && cv_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+    }
+    return finished_;
   }
 
   ExitStatus Terminate(std::chrono::milliseconds grace) override {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      const auto deadline = std::chrono::steady_clock::now() + grace;
+      common::MutexLock lock(&mu_);
       if (!reaped_) {
         terminate_requested_ = true;
         kill(-pid_, SIGTERM);
-        if (!cv_.wait_for(lock, grace, [this] { return reaped_; })) kill(-pid_, SIGKILL);
+        while (!reaped_ && cv_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+        }
+        if (!reaped_) kill(-pid_, SIGKILL);
       }
     }
     return Wait();
   }
 
   std::string StderrTail() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     return tail_.Join();
   }
 
@@ -175,7 +178,7 @@ class PosixProcess : public Process {
     char buf[4096];
     while (true) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        common::MutexLock lock(&mu_);
         if (stop_readers_) break;
       }
       pollfd pfd{fd, POLLIN, 0};
@@ -204,29 +207,25 @@ class PosixProcess : public Process {
     while (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       // After a Terminate, whatever the child left running in its group goes too.
       if (terminate_requested_) kill(-pid_, SIGKILL);
-      int wstatus = 0;
-      while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
-      }
-      if (WIFSIGNALED(wstatus)) {
-        status_.signal = WTERMSIG(wstatus);
-      } else {
-        status_.exit_code = WEXITSTATUS(wstatus);
-      }
+      status_ = process::WaitFor(pid_);
       reaped_ = true;
       cv_.notify_all();
     }
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, kDrainTimeout, [this] { return stdout_closed_ && stderr_closed_; });
+      const auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
+      common::MutexLock lock(&mu_);
+      while (!(stdout_closed_ && stderr_closed_) &&
+             cv_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+      }
       stop_readers_ = true;
     }
     stdout_reader_.join();
     stderr_reader_.join();
     if (options_.on_exit) options_.on_exit(status_);
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     finished_ = true;
     cv_.notify_all();
   }
@@ -236,16 +235,16 @@ class PosixProcess : public Process {
   const int stderr_fd_;
   const SpawnOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  TailRing tail_;                     // guarded by mu_
-  ExitStatus status_;                 // written once before reaped_ is set
-  bool reaped_ = false;               // guarded by mu_
-  bool terminate_requested_ = false;  // guarded by mu_
-  bool stdout_closed_ = false;        // guarded by mu_
-  bool stderr_closed_ = false;        // guarded by mu_
-  bool stop_readers_ = false;         // guarded by mu_
-  bool finished_ = false;             // guarded by mu_
+  mutable common::Mutex mu_;
+  std::condition_variable_any cv_;
+  TailRing tail_ ABSL_GUARDED_BY(mu_);
+  ExitStatus status_;  // written under mu_ once, before reaped_ is set; read after finished_
+  bool reaped_ ABSL_GUARDED_BY(mu_) = false;
+  bool terminate_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool stdout_closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool stderr_closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_readers_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread stdout_reader_;
   std::thread stderr_reader_;
@@ -253,13 +252,6 @@ class PosixProcess : public Process {
 };
 
 }  // namespace
-
-std::string ExitStatus::ToString() const {
-  if (Exited()) return absl::StrCat("exit code ", exit_code);
-  const char* name = sigabbrev_np(signal);
-  if (name == nullptr) return absl::StrCat("killed by signal ", signal);
-  return absl::StrCat("killed by signal ", signal, " (SIG", name, ")");
-}
 
 absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Spawn(SpawnOptions options) {
   int out[2];
@@ -274,61 +266,21 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Spawn(SpawnOption
     return absl::InternalError(absl::StrCat("pipe for ", options.program, ": ", strerror(e)));
   }
 
-  // Environment: ours, with the overrides replacing same-named entries.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    std::string name = entry.substr(0, entry.find('='));
-    if (options.env.count(name) != 0) continue;
-    if (std::find(options.unset_env.begin(), options.unset_env.end(), name) !=
-        options.unset_env.end()) {
-      continue;
-    }
-    env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [name, value] : options.env) env_strings.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& entry : env_strings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-
-  std::vector<std::string> argv_strings;
-  argv_strings.push_back(options.program);
-  argv_strings.insert(argv_strings.end(), options.args.begin(), options.args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  if (!options.working_dir.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, options.working_dir.c_str());
-  }
-
-  // Own process group; default signal dispositions and an empty mask whatever this process
-  // blocks or ignores (the worker blocks SIGINT/SIGTERM in its threads to sigwait for them).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, options.program.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  process::SpawnSpec spec;
+  spec.argv.push_back(options.program);
+  spec.argv.insert(spec.argv.end(), options.args.begin(), options.args.end());
+  spec.env = process::ChildEnvironment(options.env, options.unset_env);
+  spec.working_dir = options.working_dir;
+  spec.stdout_fd = out[1];
+  spec.stderr_fd = err[1];
+  // Its own process group, so that Terminate reaches whatever it forks; default signal
+  // dispositions whatever this process blocks (the worker sigwaits for SIGINT/SIGTERM).
+  spec.own_process_group = true;
+  int rc = 0;
+  const pid_t pid = process::Spawn(spec, &rc);
   close(out[1]);
   close(err[1]);
-  if (rc != 0) {
+  if (pid < 0) {
     close(out[0]);
     close(err[0]);
     std::string message = absl::StrCat("cannot start ", options.program, ": ", strerror(rc));

@@ -11,20 +11,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/process.h"
 #include "common/log_line.h"
 
 namespace onset::worker {
 
-// How a child ended: exactly one of exit_code (signal == 0) or signal (non-zero) is meaningful.
-struct ExitStatus {
-  int exit_code = 0;  // the status passed to exit(), when the child exited
-  int signal = 0;     // the signal that killed it, 0 when it exited
-
-  bool Exited() const { return signal == 0; }
-  bool Succeeded() const { return signal == 0 && exit_code == 0; }
-  // "exit code 3" or "killed by signal 9 (SIGKILL)".
-  std::string ToString() const;
-};
+// How a child ended (base/process.h).
+using ExitStatus = process::ExitStatus;
 
 struct SpawnOptions {
   std::string program;                     // path of the executable; no PATH search

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,9 +16,8 @@
 #include <cstring>
 #include <thread>
 
+#include "base/process.h"
 #include "base/trainer_contract.h"
-
-extern char** environ;
 
 namespace onset::model {
 namespace {
@@ -34,39 +32,15 @@ void OnSignal(int signal) { g_signal = signal; }
 
 // The environment of rank `rank`: ours without any data-parallel variables, plus its own.
 std::vector<std::string> RankEnvironment(int rank, int nproc, const std::string& store) {
-  static const char* const kReplaced[] = {
-      "RANK=",        "WORLD_SIZE=",  "LOCAL_RANK=",       "LOCAL_WORLD_SIZE=",
-      "MASTER_ADDR=", "MASTER_PORT=", "ONSET_STORE_FILE=", "ONSET_LAUNCHER_PID="};
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    bool replaced = false;
-    for (const char* prefix : kReplaced) {
-      replaced |= std::strncmp(*e, prefix, std::strlen(prefix)) == 0;
-    }
-    if (!replaced) env.emplace_back(*e);
-  }
   const std::string r = std::to_string(rank), n = std::to_string(nproc);
-  env.push_back("RANK=" + r);
-  env.push_back("LOCAL_RANK=" + r);
-  env.push_back("WORLD_SIZE=" + n);
-  env.push_back("LOCAL_WORLD_SIZE=" + n);
-  env.push_back("ONSET_STORE_FILE=" + store);
-  env.push_back("ONSET_LAUNCHER_PID=" + std::to_string(::getpid()));
-  return env;
-}
-
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-// "exited with code 3" or "was killed by signal 9 (Killed)".
-std::string Describe(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  return "was killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  // Set replaces this process's own; MASTER_* (a multi-node launcher's) are left out.
+  return process::ChildEnvironment({{"RANK", r},
+                                    {"LOCAL_RANK", r},
+                                    {"WORLD_SIZE", n},
+                                    {"LOCAL_WORLD_SIZE", n},
+                                    {"ONSET_STORE_FILE", store},
+                                    {"ONSET_LAUNCHER_PID", std::to_string(::getpid())}},
+                                   {"MASTER_ADDR", "MASTER_PORT"});
 }
 
 void RemoveDir(const std::string& dir) {
@@ -87,23 +61,17 @@ class Ranks {
 
   // Starts rank `rank`; returns an error message on failure.
   std::string Start(int rank, const LaunchOptions& o, const std::string& store) {
-    std::vector<std::string> argv_strings{o.program};
-    argv_strings.insert(argv_strings.end(), o.args.begin(), o.args.end());
-    std::vector<std::string> env_strings = RankEnvironment(rank, o.nproc, store);
-    std::vector<char*> argv = Pointers(argv_strings), envp = Pointers(env_strings);
-
-    // The supervisor's handlers become default dispositions in the child anyway (exec); the
-    // mask is what it would inherit.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    sigset_t empty;
-    sigemptyset(&empty);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, o.program.c_str(), nullptr, &attr, argv.data(), envp.data());
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) return "cannot start " + o.program + ": " + std::strerror(rc);
+    process::SpawnSpec spec;
+    spec.argv = {o.program};
+    spec.argv.insert(spec.argv.end(), o.args.begin(), o.args.end());
+    spec.env = RankEnvironment(rank, o.nproc, store);
+    // The ranks share this launcher's stdin, stdout, stderr and process group: a worker that
+    // signals the group reaches every rank.
+    spec.stdin_from_null = false;
+    spec.own_process_group = false;
+    int error = 0;
+    const pid_t pid = process::Spawn(spec, &error);
+    if (pid < 0) return "cannot start " + o.program + ": " + std::strerror(error);
     pids_[rank] = pid;
     running_[rank] = true;
     ++live_;
@@ -149,7 +117,8 @@ class Ranks {
         const pid_t got = ::waitpid(pids_[r], &status, WNOHANG);
         if (got == 0 || (got < 0 && errno == EINTR)) continue;
         const std::string how =
-            got > 0 ? Describe(status) : std::string("vanished: ") + std::strerror(errno);
+            got > 0 ? "ended: " + process::ExitStatus::FromWaitStatus(status).ToString()
+                    : std::string("vanished: ") + std::strerror(errno);
         running_[r] = false;
         --live_;
         reaped = true;

@@ -436,7 +436,7 @@ TEST_F(TrainBinaryTest, ARankThatDiesFailsTheRunNamingIt) {
   EXPECT_EQ(WEXITSTATUS(status), 1);
   text = Slurp(err);
   EXPECT_NE(text.find("onset-train: rank 1 of 2 (pid " + std::to_string(rank1) +
-                      ") was killed by signal 9"),
+                      ") ended: killed by signal 9"),
             std::string::npos)
       << text;
 }

@@ -86,7 +86,7 @@ TEST_F(DistLaunchTest, AFailingRankStopsTheOthersAndKeepsItsExitCode) {
   EXPECT_EQ(code, 3);
   EXPECT_LT(seconds_, 10);
   EXPECT_NE(err_.find("onset-train: rank 1 of 3 (pid "), std::string::npos) << err_;
-  EXPECT_NE(err_.find("exited with code 3; stopping the other ranks"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("ended: exit code 3; stopping the other ranks"), std::string::npos) << err_;
   EXPECT_EQ(err_.find("onset-train: rank 0 of 3"), std::string::npos) << "only the first failure";
 }
 
@@ -96,7 +96,7 @@ TEST_F(DistLaunchTest, AKilledRankIsNamedWithItsSignal) {
   EXPECT_EQ(code, 1);
   EXPECT_LT(seconds_, 10);
   EXPECT_NE(err_.find("rank 0 of 2 (pid "), std::string::npos) << err_;
-  EXPECT_NE(err_.find("was killed by signal 9"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("ended: killed by signal 9"), std::string::npos) << err_;
 }
 
 TEST_F(DistLaunchTest, RanksThatIgnoreSigtermAreKilled) {
