@@ -479,11 +479,13 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
       }
     }
 
-    // The first claimable cell that fits: queued, or done waiting out its backoff, needing no
-    // more devices than are free, and, for a WSD branch, with its trunk's checkpoint reported.
-    // A bigger cell ahead waits for a worker with room, and a branch for its trunk, without
-    // holding up the cells behind it. The write transaction (BEGIN IMMEDIATE) holds the
-    // database's write lock, so no one claims it in between.
+    // The claim rule (coordinator/cells/claim_rule.h: NextClaim) as an indexed query: the first
+    // cell in queue order that is queued, or done waiting out its backoff, needs no more devices
+    // than are free and is ready (a WSD branch whose trunk reported its checkpoint). A bigger
+    // cell ahead waits for a worker with room, and a branch for its trunk, without holding up
+    // the cells behind it. claim_rule_agreement_test checks this query against the rule. The
+    // write transaction (BEGIN IMMEDIATE) holds the database's write lock, so no one claims it
+    // in between.
     const std::string claimable = trunks::ClaimableRoleSql("q");
     ONSET_ASSIGN_OR_RETURN(
         db::Statement pick,

@@ -303,14 +303,14 @@ class Store {
   // Every registered worker, the most recently seen first, with its running attempts.
   virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
 
-  // A branch is claimable once its trunk has reported the "checkpoint/bytes" point at its
-  // branch_tokens. Atomically moves the first claimable cell (queue order) that needs at most
-  // free_devices.size() devices to running and opens an attempt under a fresh random lease id,
-  // on the first devices of `free_devices` it needs (recorded with the attempt and returned). A
-  // cell needing more devices than are free is passed over, not waited for. nullopt when no
-  // queued cell fits. FailedPrecondition for a worker id that is not registered;
-  // InvalidArgument when `free_devices` is empty, repeats a device, or names one the worker did
-  // not register (a worker that registered no devices may name any).
+  // Atomically moves the cell the claim rule names (coordinator/cells/claim_rule.h, with
+  // free_devices.size() devices free; a branch is ready once its trunk has reported the
+  // "checkpoint/bytes" point at its branch_tokens) to running and opens an attempt under a
+  // fresh random lease id, on the first devices of `free_devices` it needs (recorded with the
+  // attempt and returned). A cell needing more devices than are free is passed over, not
+  // waited for. nullopt when no queued cell fits. FailedPrecondition for a worker id that is not
+  // registered; InvalidArgument when `free_devices` is empty, repeats a device, or names one the
+  // worker did not register (a worker that registered no devices may name any).
   virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) = 0;
   // The queued cells, waiting out a backoff or not, that need at most as many devices as the
