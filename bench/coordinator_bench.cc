@@ -26,7 +26,7 @@
 #include "bench/coordinator_idle.h"
 #include "bench/coordinator_scale.h"
 #include "bench/latencies.h"
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "coordinator/server/coordinator_server.h"
 #include "worker/coordinator_client.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bench/latencies.h"
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "common/grpc_auth.h"
 #include "coordinator/server/coordinator_server.h"
 #include "onset/v1/onset.grpc.pb.h"

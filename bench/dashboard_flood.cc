@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "bench/latencies.h"
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "common/auth_token.h"
 #include "worker/coordinator_client.h"
 

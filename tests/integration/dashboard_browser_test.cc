@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "common/auth_token.h"
 #include "tests/integration/harness.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "common/auth_token.h"
 #include "tests/integration/harness.h"
 

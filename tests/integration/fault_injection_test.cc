@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "common/auth_token.h"
 #include "tests/integration/harness.h"
 #include "tests/testing/tcp_proxy.h"

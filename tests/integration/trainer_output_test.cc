@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "common/utf8.h"
 #include "tests/integration/harness.h"
 

@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "tests/integration/harness.h"
 
 namespace onset {

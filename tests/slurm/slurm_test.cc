@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/study_client.h"
+#include "cli/client/study_client.h"
 #include "tests/integration/harness.h"
 #include "tests/slurm/slurm_cluster.h"
 

@@ -1,0 +1,86 @@
+// The CLI's client of the coordinator's StudyService: deadlines on every call and errors that
+// name the coordinator. Only this file pair, cli/local/run_command.cc, cli/local/connect.cc and
+// cli/local/dashboard_command.cc (which hand it a read-only server's channel) touch gRPC.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/client_security.h"
+#include "onset/v1/onset.grpc.pb.h"
+
+namespace onset::cli {
+
+// Thread-safe. Every call carries the token of `security` (over TLS when it has certificates).
+// Errors keep gRPC's code; Unavailable and DeadlineExceeded that the coordinator did not send
+// (common::SentByServer: the connection failed, or no answer came in time) read
+// "cannot reach the coordinator at ADDR: ...", others "RPC to ADDR: message" except
+// InvalidArgument, NotFound and FailedPrecondition, which carry the coordinator's message
+// verbatim (it already says "file:line: key: problem", which study is missing or which stored
+// cell a submission would change).
+class StudyClient {
+ public:
+  StudyClient(std::string address, const common::ClientSecurity& security,
+              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Calls go over `channel`, which carries its own token (e.g. the channel of a
+  // coordinator/server/read_only_server.h in this process); `address` only names the other end in
+  // errors.
+  StudyClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  const std::string& address() const { return address_; }
+
+  // Whether a connection to the coordinator is up within `within`, connecting now if there is
+  // none: false when nothing answers there (the connection is refused, fails its handshake or
+  // takes longer). Makes no call; the connection is kept for the calls that follow.
+  bool Connects(std::chrono::milliseconds within);
+
+  // `base_dir`: the absolute directory of the study file (relative data paths resolve there).
+  // `dry_run`: the coordinator checks and expands the file and writes nothing. The streamed
+  // answer is put together into one message; DataLoss when it ends short.
+  absl::StatusOr<v1::SubmitStudyResponse> Submit(const std::string& source_name,
+                                                 const std::string& yaml,
+                                                 const std::string& base_dir = "",
+                                                 bool dry_run = false);
+  absl::StatusOr<v1::ListStudiesResponse> List();
+  absl::StatusOr<v1::ListWorkersResponse> Workers();
+  // The study with every cell, read page by page (one deadline per page); the counts are those
+  // of the last page.
+  absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);
+  // Every cell's results, page by page.
+  absl::StatusOr<v1::GetResultsResponse> Results(const std::string& study);
+  absl::StatusOr<v1::CancelCellsResponse> Cancel(const std::string& study,
+                                                 const std::vector<std::string>& cells);
+  absl::StatusOr<v1::RerunCellsResponse> Rerun(const std::string& study,
+                                               const std::vector<v1::CellState>& states,
+                                               const std::map<std::string, std::string>& where,
+                                               const std::vector<std::string>& cells, bool fresh);
+  // One WatchStudy stream: calls `on_message` for each message until the stream ends, the
+  // callback returns false (the call is then cancelled; returns OK) or the connection breaks
+  // (Unavailable: resume with after_seq = the last message's last_seq). No deadline.
+  absl::Status Watch(const std::string& study, int64_t after_seq,
+                     const std::function<bool(const v1::WatchStudyResponse&)>& on_message);
+  // Every point of `metrics` (all when empty) of the study's cells: cell -> metric -> curve.
+  absl::StatusOr<
+      std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
+  Metrics(const std::string& study, const std::vector<std::string>& metrics,
+          const std::vector<std::string>& cell_ids = {});
+  // ReadLogs; the deadline is the timeout plus the request's wait.
+  absl::StatusOr<v1::ReadLogsResponse> ReadLogs(const v1::ReadLogsRequest& request);
+
+ private:
+  absl::Status Convert(const char* rpc, const grpc::Status& status) const;
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  const std::string address_;
+  const std::chrono::milliseconds timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::StudyService::Stub> stub_;
+};
+
+}  // namespace onset::cli

@@ -1,0 +1,422 @@
+#include "cli/commands/analysis_commands.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_split.h"
+#include "analysis/compare_params.h"
+#include "analysis/power_law.h"
+#include "cli/commands/study_commands.h"
+#include "cli/exit_codes.h"
+#include "cli/views/compare.h"
+#include "cli/views/heads.h"
+#include "cli/views/plot.h"
+#include "cli/views/render.h"
+#include "cli/views/trunk_view.h"
+
+namespace onset::cli {
+namespace {
+
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    out.emplace_back(part);
+  }
+  return out;
+}
+
+// RFC 4180: quoted when it holds a comma, a quote or a line break; quotes doubled.
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string CsvNumber(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// The step compare, plot and fit share: the study and its curves of spec.metric, grouped. On
+// failure prints the reason and returns the exit code.
+struct Grouped {
+  v1::GetStudyResponse study;
+  Curves curves;
+  CompareTable table;
+};
+std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_name,
+                                 const CompareSpec& spec, std::ostream& err, Grouped* out) {
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(study_name);
+  if (!study.ok()) return ReportError(study.status(), err);
+  RemoveTrunks(&*study);
+  std::vector<std::string> metrics = {spec.metric};
+  for (const std::string& control : analysis::ControlMetrics(spec.metric)) {
+    metrics.push_back(control);
+  }
+  absl::StatusOr<Curves> curves = client.Metrics(study_name, metrics);
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  std::string error;
+  out->table = Compare(*study, *curves, spec, &error);
+  if (!error.empty()) {
+    err << error << "\n";
+    return kExitBadInput;
+  }
+  if (out->table.rows.empty() && out->table.cells_without_flops > 0) {
+    err << "no cell of study " << study_name << " has a FLOPs count (the coordinator is older "
+        << "than --x flops); use --x tokens\n";
+    return kExitFailure;
+  }
+  if (out->table.rows.empty()) {
+    err << "no cell of study " << study_name << " has reported " << spec.metric
+        << " yet (onset export " << study_name << " lists the metrics there are)\n";
+    return kExitFailure;
+  }
+  out->study = *std::move(study);
+  out->curves = *std::move(curves);
+  return std::nullopt;
+}
+
+// The spec of a command's comparison flags; nullopt (and the message, as a flag's) when one is
+// bad.
+std::optional<CompareSpec> ParseSpec(const analysis::CompareParams& params, bool threshold_required,
+                                     std::ostream& err) {
+  absl::StatusOr<CompareSpec> spec = analysis::ParseCompareParams(params, threshold_required);
+  if (spec.ok()) return *spec;
+  err << "--" << spec.status().message() << "\n";
+  return std::nullopt;
+}
+
+}  // namespace
+
+int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
+                   std::ostream& err) {
+  const std::optional<CompareSpec> parsed =
+      ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by,
+                 options.baseline},
+                /*threshold_required=*/true, err);
+  if (!parsed) return kExitBadInput;
+  const CompareSpec& spec = *parsed;
+  Grouped g;
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+    return *failed;
+  }
+  out << (options.json ? CompareJson(g.table, spec) : RenderCompare(g.table, spec));
+  return kExitOk;
+}
+
+int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
+                std::ostream& err) {
+  if (options.emergence && options.threshold.empty()) {
+    err << "--emergence needs --threshold: the fraction of cells past which value\n";
+    return kExitBadInput;
+  }
+  const std::optional<CompareSpec> parsed =
+      ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by, ""},
+                /*threshold_required=*/false, err);
+  if (!parsed) return kExitBadInput;
+  const CompareSpec& spec = *parsed;
+  Grouped g;
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+    return *failed;
+  }
+  const CompareTable& table = g.table;
+  const Curves* curves = &g.curves;
+  PlotOptions plot;
+  plot.threshold = !options.threshold.empty();
+  plot.emergence = options.emergence;
+  plot.title = options.title.empty() ? options.study + ": " + options.metric : options.title;
+  const std::string svg = RenderSvg(table, *curves, spec, plot);
+  if (options.out == "-") {
+    out << svg;
+    return kExitOk;
+  }
+  std::ofstream file(options.out, std::ios::binary | std::ios::trunc);
+  file << svg;
+  file.close();
+  if (!file) {
+    err << "--out: cannot write " << options.out << "\n";
+    return kExitFailure;
+  }
+  err << "wrote " << options.out << ": " << table.rows.size() << " groups of " << options.metric
+      << "\n";
+  return kExitOk;
+}
+
+int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out,
+               std::ostream& err) {
+  const std::optional<CompareSpec> spec =
+      ParseSpec({options.metric, "", "auto", "tokens", options.by, ""},
+                /*threshold_required=*/false, err);
+  if (!spec) return kExitBadInput;
+  Grouped g;
+  if (std::optional<int> failed = FetchAndGroup(client, options.study, *spec, err, &g)) {
+    return *failed;
+  }
+  const CompareTable& table = g.table;
+  const Curves* curves = &g.curves;
+  std::vector<std::string> headers = GroupHeaders(table);
+  const size_t first = headers.size();
+  for (const char* h : {"CELLS", "POINTS", "E", "B", "BETA", "D0", "RMSE"}) headers.push_back(h);
+  Table text(headers);
+  for (size_t c = first; c < headers.size(); ++c) text.AlignRight(c);
+  nlohmann::json groups = nlohmann::json::array();
+  auto pm = [](double v, double se) {
+    return std::isnan(se) ? FormatValue(v) : FormatValue(v) + " +- " + FormatValue(se);
+  };
+  for (const CompareRow& row : table.rows) {
+    std::vector<analysis::Point> points;
+    for (const std::string& id : row.cell_ids) {
+      for (const auto& [t, v] : curves->at(id).at(options.metric)) points.push_back({t, v});
+    }
+    std::string problem;
+    const std::optional<analysis::PowerLawFit> fit =
+        analysis::FitPowerLaw(points, options.min_tokens, &problem);
+    std::vector<std::string> cells;
+    for (const std::string& a : table.by) cells.push_back(row.axes.at(a));
+    cells.push_back(std::to_string(row.cell_ids.size()));
+    nlohmann::json g = {{"axes", row.axes}, {"cells", row.cell_ids}};
+    if (fit) {
+      for (const std::string& v :
+           {std::to_string(fit->points), pm(fit->E, fit->E_se), pm(fit->B, fit->B_se),
+            pm(fit->beta, fit->beta_se), FormatTokens(static_cast<int64_t>(fit->D0)),
+            FormatValue(fit->rmse)}) {
+        cells.push_back(v);
+      }
+      auto num = [](double v) {
+        return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+      };
+      g["fit"] = {{"E", fit->E},          {"E_se", num(fit->E_se)},
+                  {"B", fit->B},          {"B_se", num(fit->B_se)},
+                  {"beta", fit->beta},    {"beta_se", num(fit->beta_se)},
+                  {"D0", fit->D0},        {"rmse", fit->rmse},
+                  {"points", fit->points}};
+    } else {
+      cells.push_back(std::to_string(points.size()));
+      cells.push_back("no fit: " + problem);
+      g["fit"] = nullptr;
+      g["problem"] = problem;
+    }
+    text.AddRow(std::move(cells));
+    groups.push_back(g);
+  }
+  if (options.json) {
+    out << nlohmann::json({{"metric", options.metric},
+                           {"model", "L(D) = E + B * (D / D0)^-beta"},
+                           {"min_tokens", options.min_tokens},
+                           {"groups", groups}})
+               .dump(2)
+        << "\n";
+  } else {
+    out << options.metric << " = E + B (D / D0)^-beta, least squares per group (+- one standard "
+        << "error)\n"
+        << text.Render();
+  }
+  return kExitOk;
+}
+
+int HeadsCommand(StudyClient& client, const std::string& study, const std::string& cell,
+                 int64_t at_tokens, bool json, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<Curves> curves = client.Metrics(study, {}, {cell});
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  const auto it = curves->find(cell);
+  const HeadMap map =
+      BuildHeadMap(it == curves->end() ? Curves::mapped_type{} : it->second, at_tokens);
+  if (!json) {
+    out << RenderHeadMap(map);
+    return kExitOk;
+  }
+  nlohmann::json j = nlohmann::json::parse(analysis::HeadMapJson(map));
+  j["study"] = study;
+  j["cell_id"] = cell;
+  out << j.dump(2) << "\n";
+  return kExitOk;
+}
+
+int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostream& out,
+                  std::ostream& err) {
+  if (options.format != "csv" && options.format != "jsonl") {
+    err << "--format: must be csv or jsonl, got '" << options.format << "'\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
+  if (!study.ok()) return ReportError(study.status(), err);
+  RemoveTrunks(&*study);
+  absl::StatusOr<Curves> curves = client.Metrics(options.study, SplitList(options.metrics));
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  std::set<std::string> axis_set;
+  for (const v1::Cell& c : study->cells()) {
+    for (const auto& [k, v] : c.axes()) axis_set.insert(k);
+  }
+  const std::vector<std::string> axes(axis_set.begin(), axis_set.end());
+  if (options.format == "csv") {
+    out << "study,cell_id,state";
+    // Axes as "axis.NAME": the tokens axis (the budget) must not be taken for a point's tokens.
+    for (const std::string& a : axes) out << "," << CsvField("axis." + a);
+    out << ",metric,tokens,value\n";
+  }
+  for (const v1::Cell& cell : study->cells()) {
+    auto c = curves->find(cell.id());
+    if (c == curves->end()) continue;
+    for (const auto& [metric, points] : c->second) {
+      for (const auto& [tokens, value] : points) {
+        if (options.format == "csv") {
+          out << CsvField(options.study) << "," << cell.id() << "," << StateName(cell.state());
+          for (const std::string& a : axes) {
+            auto it = cell.axes().find(a);
+            out << "," << (it == cell.axes().end() ? "" : CsvField(it->second));
+          }
+          out << "," << CsvField(metric) << "," << tokens << "," << CsvNumber(value) << "\n";
+        } else {
+          nlohmann::json row = {
+              {"study", options.study}, {"cell_id", cell.id()}, {"state", StateName(cell.state())},
+              {"axes", cell.axes()},    {"metric", metric},     {"tokens", tokens}};
+          row["value"] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+          out << row.dump() << "\n";
+        }
+      }
+    }
+  }
+  return kExitOk;
+}
+
+int ExportCommand(StudyClient& client, const ExportOptions& options, const std::string& path,
+                  std::ostream& out, std::ostream& err) {
+  if (path.empty()) return ExportCommand(client, options, out, err);
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    err << "--out: cannot write " << path << "\n";
+    return kExitFailure;
+  }
+  const int code = ExportCommand(client, options, file, err);
+  file.close();
+  if (!file) {
+    err << "--out: writing " << path << " failed\n";
+    return kExitFailure;
+  }
+  return code;
+}
+
+void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
+  auto compare = std::make_shared<CompareOptions>();
+  CLI::App* compare_app = app.add_subcommand(
+      "compare",
+      "which cells reach a metric threshold in fewer tokens: tokens-to-threshold per "
+      "group of cells (seeds aggregated), final value, speed-up against a baseline");
+  compare_app->add_option("STUDY", compare->study, "study name")->required();
+  compare_app
+      ->add_option("--metric", compare->metric,
+                   "metric name, e.g. niah/acc@512, niah/acc_beyond_window, eval/short_loss, "
+                   "rh/max_full")
+      ->required();
+  compare_app->add_option("--threshold", compare->threshold, "the value to reach")
+      ->type_name("FLOAT")
+      ->required();
+  compare_app
+      ->add_option("--direction", compare->direction,
+                   "up (reach from below) or down (fall to it); auto: down for losses")
+      ->capture_default_str();
+  compare_app->add_option("--by", compare->by,
+                          "group by these axes, e.g. arch,pos (default: every axis but seed)");
+  compare_app->add_option("--baseline", compare->baseline,
+                          "speed-up against the group with this axis value, e.g. arch=full");
+  compare_app
+      ->add_option("--x", compare->x,
+                   "count tokens, or training FLOPs (tokens x FLOPs per token): flops")
+      ->check(CLI::IsMember({"tokens", "flops"}))
+      ->capture_default_str();
+  compare_app->add_flag("--json", compare->json, "print JSON");
+  table.push_back({compare_app, Needs::kReader, "", "", [compare](const CommandContext& c) {
+                     return CompareCommand(*c.client, *compare, *c.out, *c.err);
+                   }});
+
+  auto plot = std::make_shared<PlotCommandOptions>();
+  CLI::App* plot_app = app.add_subcommand(
+      "plot",
+      "a metric against tokens (log axis) as an SVG: one line per group of cells, the "
+      "seeds' range shaded, the threshold dashed, groups that never reached it circled");
+  plot_app->add_option("STUDY", plot->study, "study name")->required();
+  plot_app->add_option("--metric", plot->metric, "metric name, e.g. niah/acc@512")->required();
+  plot_app->add_option("--threshold", plot->threshold, "draw this value and each group's T(x)")
+      ->type_name("FLOAT");
+  plot_app->add_option("--by", plot->by, "group by these axes (default: every axis but seed)");
+  plot_app->add_option("--direction", plot->direction, "as compare's")->capture_default_str();
+  plot_app->add_option("--x", plot->x, "the x axis: tokens or flops (training FLOPs)")
+      ->check(CLI::IsMember({"tokens", "flops"}))
+      ->capture_default_str();
+  plot_app->add_option("--title", plot->title, "the figure's title");
+  plot_app->add_flag("--emergence", plot->emergence,
+                     "draw each group's fraction of cells past --threshold against tokens "
+                     "(Kaplan-Meier) instead of the metric");
+  plot_app->add_option("--out", plot->out, "the SVG file to write ('-': stdout)")->required();
+  table.push_back({plot_app, Needs::kReader, "", "", [plot](const CommandContext& c) {
+                     return PlotCommand(*c.client, *plot, *c.out, *c.err);
+                   }});
+
+  auto fit = std::make_shared<FitOptions>();
+  CLI::App* fit_app = app.add_subcommand(
+      "fit", "fit L(D) = E + B (D/D0)^-beta to a loss against tokens per group of cells");
+  fit_app->add_option("STUDY", fit->study, "study name")->required();
+  fit_app->add_option("--metric", fit->metric, "a loss metric")->capture_default_str();
+  fit_app->add_option("--by", fit->by, "group by these axes (default: every axis but seed)");
+  fit_app
+      ->add_option("--min-tokens", fit->min_tokens,
+                   "fit the points from this many tokens on (leave out the warm-up)")
+      ->check(CLI::NonNegativeNumber);
+  fit_app->add_flag("--json", fit->json, "print JSON");
+  table.push_back({fit_app, Needs::kReader, "", "", [fit](const CommandContext& c) {
+                     return FitCommand(*c.client, *fit, *c.out, *c.err);
+                   }});
+
+  struct HeadsFlags {
+    std::string study;
+    std::string cell;
+    int64_t tokens = 0;
+    bool json = false;
+  };
+  auto heads = std::make_shared<HeadsFlags>();
+  CLI::App* heads_app = app.add_subcommand(
+      "heads", "a cell's retrieval-head scores per layer and head at an eval point");
+  heads_app->add_option("STUDY", heads->study, "study name")->required();
+  heads_app->add_option("CELL", heads->cell, "cell id")->required();
+  heads_app
+      ->add_option("--tokens", heads->tokens,
+                   "the last eval point at or before this (default: "
+                   "the last)")
+      ->check(CLI::NonNegativeNumber);
+  heads_app->add_flag("--json", heads->json, "print JSON");
+  table.push_back({heads_app, Needs::kReader, "", "", [heads](const CommandContext& c) {
+                     return HeadsCommand(*c.client, heads->study, heads->cell, heads->tokens,
+                                         heads->json, *c.out, *c.err);
+                   }});
+
+  struct ExportFlags {
+    ExportOptions options;
+    std::string out;
+  };
+  auto exports = std::make_shared<ExportFlags>();
+  CLI::App* export_app =
+      app.add_subcommand("export", "every metric point of a study's cells, as CSV or JSON lines");
+  export_app->add_option("STUDY", exports->options.study, "study name")->required();
+  export_app->add_option("--format", exports->options.format, "csv or jsonl")
+      ->check(CLI::IsMember({"csv", "jsonl"}))
+      ->capture_default_str();
+  export_app->add_option("--metrics", exports->options.metrics,
+                         "only these metrics, comma-separated (default: all)");
+  export_app->add_option("--out", exports->out, "write to this file instead of stdout");
+  table.push_back({export_app, Needs::kReader, "", "", [exports](const CommandContext& c) {
+                     return ExportCommand(*c.client, exports->options, exports->out, *c.out,
+                                          *c.err);
+                   }});
+}
+
+}  // namespace onset::cli

@@ -1,0 +1,77 @@
+#include "cli/local/dispatch.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "cli/client/address.h"
+#include "cli/exit_codes.h"
+#include "cli/local/connect.h"
+#include "common/client_security.h"
+
+namespace onset::cli {
+namespace {
+
+// Set once SIGINT or SIGTERM arrives; a second one exits at once.
+const std::atomic<bool>& TakeSignals() {
+  static std::atomic<bool> interrupted{false};
+  // Signals are taken by one thread; every thread started later inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread([signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::cerr << "stopping (again to exit at once)\n";
+    interrupted = true;
+    sigwait(&signals, &sig);
+    _exit(kExitInterrupted);
+  }).detach();
+  return interrupted;
+}
+
+}  // namespace
+
+int Dispatch(const Command& command, const GlobalFlags& flags, const std::string& program,
+             std::ostream& out, std::ostream& err) {
+  CommandContext context;
+  context.flags = &flags;
+  context.program = program;
+  context.out = &out;
+  context.err = &err;
+  if (command.needs == Needs::kNothing) {
+    context.interrupted = &TakeSignals();
+    return command.run(context);
+  }
+
+  const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
+  context.token_sources =
+      ClientTokenSources(flags.token_file, flags.coordinator, env_coordinator, kDefaultDataDir);
+  absl::StatusOr<common::ClientSecurity> security =
+      common::LoadClientSecurity(context.token_sources, flags.tls_ca, /*require_token=*/false);
+  if (!security.ok()) return ReportError(security.status(), err);
+  ConnectOptions connect;
+  connect.coordinator = flags.coordinator;
+  connect.env = env_coordinator;
+  connect.security = *security;
+  if (command.needs == Needs::kCoordinator) {
+    connect.writer = command.name;
+    connect.writer_needs = command.needs_why;
+    connect.probe_timeout = std::chrono::seconds(3);  // a busy run is still a run
+  }
+  absl::StatusOr<StudyConnection> connection = Connect(connect, err);
+  if (!connection.ok()) {
+    err << connection.status().message() << "\n";
+    return kExitFailure;
+  }
+  context.client = connection->client.get();
+  return command.run(context);
+}
+
+}  // namespace onset::cli

@@ -1,0 +1,57 @@
+#include "cli/local/local_commands.h"
+
+#include <unistd.h>
+
+#include <memory>
+
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/exit_codes.h"
+#include "cli/local/dashboard_command.h"
+#include "cli/local/run_command.h"
+
+namespace onset::cli {
+
+void AddRunCommand(CLI::App& app, CommandTable& table) {
+  auto run = std::make_shared<RunOptions>();
+  CLI::App* run_app = app.add_subcommand("run", "run a study on this machine until it finishes");
+  run_app->add_option("FILE", run->file, "study file (YAML)")->required();
+  run_app->add_option("--workers", run->workers,
+                      "CPU slots: trainers run at once, fewer when cells need several (default: "
+                      "cores/2, min 2)");
+  run_app->add_option("--data-dir", run->data_dir, "database and work directory")
+      ->capture_default_str();
+  run_app->add_flag("--json", run->json, "print the results as JSON");
+  run_app->add_flag(
+      "--no-results", [run](int64_t) { run->print_results = false; },
+      "end without the results table (e.g. to follow with onset compare)");
+  run_app->add_flag(
+      "--verbose", [](int64_t) { spdlog::set_level(spdlog::level::info); },
+      "log the coordinator and workers");
+  table.push_back({run_app, Needs::kNothing, "", "", [run](const CommandContext& c) {
+                     RunOptions options = *run;
+                     options.progress_bars = isatty(2) == 1;
+                     return RunCommand(options, *c.interrupted, *c.out, *c.err);
+                   }});
+}
+
+void AddDashboardCommand(CLI::App& app, CommandTable& table) {
+  auto dashboard = std::make_shared<DashboardOptions>();
+  CLI::App* dashboard_app = app.add_subcommand(
+      "dashboard", "serve the dashboard of ./onset-data's database, read-only, until Ctrl-C");
+  dashboard_app->add_option("--http", dashboard->http, "loopback host:port to serve on")
+      ->capture_default_str();
+  dashboard_app->add_option("--data-dir", dashboard->data_dir, "the `onset run` data directory")
+      ->capture_default_str();
+  table.push_back({dashboard_app, Needs::kNothing, "", "", [dashboard](const CommandContext& c) {
+                     if (!c.flags->coordinator.empty()) {
+                       *c.err << "--coordinator: onset dashboard serves ./onset-data's database; "
+                                 "a coordinator serves its own (onsetd --http)\n";
+                       return kExitBadInput;
+                     }
+                     return DashboardCommand(*dashboard, *c.interrupted, *c.out, *c.err);
+                   }});
+}
+
+}  // namespace onset::cli

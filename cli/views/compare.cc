@@ -1,0 +1,187 @@
+#include "cli/views/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/views/render.h"
+
+namespace onset::cli {
+namespace {
+
+std::string Number(double v) {
+  if (!std::isfinite(v)) return "-";
+  return FormatValue(v);
+}
+
+std::string DescribeSpeedUp(const analysis::SpeedUp& s) {
+  char buf[32];
+  switch (s.kind) {
+    case analysis::SpeedUp::kExact:
+      std::snprintf(buf, sizeof buf, "%.2fx", s.value);
+      return buf;
+    case analysis::SpeedUp::kAtLeast:
+      std::snprintf(buf, sizeof buf, ">= %.2fx", s.value);
+      return buf;
+    case analysis::SpeedUp::kAtMost:
+      std::snprintf(buf, sizeof buf, "<= %.2fx", s.value);
+      return buf;
+    case analysis::SpeedUp::kUnknown:
+      return "?";
+  }
+  return "-";
+}
+
+// At most `n` of `points`, spread evenly over their indices (the first and the last kept).
+std::vector<int64_t> Spread(const std::vector<int64_t>& points, size_t n) {
+  if (points.size() <= n || n < 2) return points;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(points[static_cast<size_t>(
+        std::llround(static_cast<double>(i) * (points.size() - 1) / (n - 1)))]);
+  }
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// "1.2M" for one value, "800K-1.2M" when the group's cells differ, "-" when unknown.
+std::string DescribeRange(const std::optional<analysis::Range>& r) {
+  if (!r) return "-";
+  const std::string lo = FormatTokens(static_cast<int64_t>(std::llround(r->min)));
+  const std::string hi = FormatTokens(static_cast<int64_t>(std::llround(r->max)));
+  return lo == hi ? lo : lo + "-" + hi;
+}
+
+void Append(std::vector<std::string>* to, const std::vector<std::string>& more) {
+  to->insert(to->end(), more.begin(), more.end());
+}
+
+}  // namespace
+
+std::string FormatX(double at, XAxis x) {
+  return x == XAxis::kFlops ? FormatFlops(at)
+                            : FormatTokens(static_cast<int64_t>(std::llround(at)));
+}
+
+std::string FormatCrossing(const analysis::Crossing& c, XAxis x) {
+  switch (c.kind) {
+    case analysis::Crossing::kExact:
+      return FormatX(c.at, x);
+    case analysis::Crossing::kLeft:
+      return "<= " + FormatX(c.at, x);
+    case analysis::Crossing::kRight:
+      return "> " + FormatX(c.at, x);
+    case analysis::Crossing::kUnknown:
+      break;
+  }
+  return "?";
+}
+
+std::vector<std::string> GroupHeaders(const CompareTable& table) {
+  std::vector<std::string> headers;
+  for (const std::string& a : table.by) {
+    std::string h = a;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    headers.push_back(h);
+  }
+  return headers;
+}
+
+std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
+  const bool control = !table.control_metric.empty();
+  const bool key_swap = table.control_metric.rfind("niah/control/key_swap_rate", 0) == 0;
+  const bool baseline = !spec.baseline.first.empty();
+  const bool sized = std::any_of(table.rows.begin(), table.rows.end(),
+                                 [](const CompareRow& r) { return r.params.has_value(); });
+  const std::string x = spec.x == XAxis::kFlops ? "FLOPS" : "T";
+  std::vector<std::string> headers = GroupHeaders(table);
+  const size_t first = headers.size();
+  for (const std::string& h :
+       {std::string("N"), std::string("CROSSED"), x + "(" + FormatValue(spec.threshold) + ")",
+        std::string("MIN-MAX"), std::string("FINAL")}) {
+    headers.push_back(h);
+  }
+  if (control) headers.push_back(key_swap ? "KEY-SWAP" : "COPY-RATE");
+  headers.push_back("MEAN/LOG-T");
+  if (sized) Append(&headers, {"PARAMS", "FLOPS/TOK"});
+  if (baseline) Append(&headers, {"SPEED-UP", "SEED-WISE"});
+  Table out(headers);
+  for (size_t c = first; c < headers.size(); ++c) out.AlignRight(c);
+  for (const CompareRow& row : table.rows) {
+    std::vector<std::string> cells;
+    for (const std::string& a : table.by) cells.push_back(row.axes.at(a));
+    const analysis::GroupSummary& s = row.summary;
+    std::vector<std::string> censored;
+    if (s.left_censored > 0) censored.push_back(absl::StrCat(s.left_censored, " <="));
+    if (s.censored > 0) censored.push_back(absl::StrCat(s.censored, " >"));
+    cells.push_back(censored.empty() ? std::to_string(s.n)
+                                     : absl::StrCat(s.n, " (", absl::StrJoin(censored, ", "), ")"));
+    cells.push_back(absl::StrCat(row.emergence.crossed, "/", row.emergence.n));
+    cells.push_back(FormatCrossing(row.emergence.median, spec.x));
+    cells.push_back(FormatCrossing(s.min, spec.x) + " - " + FormatCrossing(s.max, spec.x));
+    cells.push_back(s.final_median ? Number(*s.final_median) : "-");
+    if (control) cells.push_back(row.control_median ? Number(*row.control_median) : "-");
+    cells.push_back(s.mean_log_median ? Number(*s.mean_log_median) : "-");
+    if (sized) {
+      cells.push_back(DescribeRange(row.params));
+      cells.push_back(DescribeRange(row.flops_per_token));
+    }
+    if (baseline) {
+      cells.push_back(row.has_baseline ? DescribeSpeedUp(row.speed_up) : "-");
+      cells.push_back(row.has_baseline ? DescribeSpeedUp(row.seedwise) : "-");
+    }
+    out.AddRow(std::move(cells));
+  }
+  std::string text = absl::StrCat(
+      spec.metric,
+      spec.direction == analysis::Direction::kUp ? " >= " : " <= ", FormatValue(spec.threshold),
+      spec.x == XAxis::kFlops ? ": training FLOPs to threshold" : ": tokens to threshold",
+      " over each group's cells (CROSSED: how many reached it; the median is Kaplan-Meier's, "
+      "\"<= X\": reached by the first eval point, at X; \"> X\": fewer than half reached it "
+      "within X)");
+  if (baseline) {
+    absl::StrAppend(&text, "; speed-up against ", spec.baseline.first, "=", spec.baseline.second,
+                    " (SPEED-UP: of the medians; SEED-WISE: the baseline's fastest cell over the "
+                    "group's slowest, >= 1x when every cell of the group was faster)");
+  }
+  if (control) {
+    absl::StrAppend(&text, "; ", key_swap ? "KEY-SWAP" : "COPY-RATE", ": final ",
+                    table.control_metric);
+  }
+  text += "\n" + out.Render();
+  // How many cells of each group had crossed by each eval point.
+  if (!table.eval_points.empty()) {
+    const std::vector<int64_t> points = Spread(table.eval_points, 10);
+    std::vector<std::string> by = GroupHeaders(table);
+    for (int64_t t : points) by.push_back(FormatTokens(t));
+    Table crossed(by);
+    for (size_t c = table.by.size(); c < by.size(); ++c) crossed.AlignRight(c);
+    for (const CompareRow& row : table.rows) {
+      std::vector<std::string> cells;
+      for (const std::string& a : table.by) cells.push_back(row.axes.at(a));
+      std::vector<analysis::Crossing> crossings;
+      for (const analysis::CellSummary& c : row.cells) crossings.push_back(c.crossing);
+      for (int64_t t : points) {
+        const analysis::CrossedBy c = analysis::CountCrossedBy(crossings, static_cast<double>(t));
+        cells.push_back(c.observed > 0 ? absl::StrCat(c.crossed, "/", c.observed) : "-");
+      }
+      crossed.AddRow(std::move(cells));
+    }
+    absl::StrAppend(&text, "\ncells past ", FormatValue(spec.threshold),
+                    " by tokens seen (crossed/", "observed):\n", crossed.Render());
+  }
+  if (table.cells_without_points > 0) {
+    absl::StrAppend(&text, table.cells_without_points, " cells have no ", spec.metric,
+                    " point yet and are left out\n");
+  }
+  if (table.cells_without_flops > 0) {
+    absl::StrAppend(&text, table.cells_without_flops,
+                    " cells have no FLOPs per token (a coordinator too old to size them) and are "
+                    "left out\n");
+  }
+  return text;
+}
+
+}  // namespace onset::cli

@@ -1,0 +1,290 @@
+#include "cli/views/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/views/render.h"
+
+namespace onset::cli {
+namespace {
+
+// Okabe-Ito: distinguishable with colour-vision deficiencies, and in greyscale print.
+constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                    "#E69F00", "#56B4E9", "#000000", "#F0E442"};
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A group's curve: at each x any of its cells measured (tokens, or tokens times the cell's
+// FLOPs per token), the median, min and max of the cells measured there.
+struct Band {
+  std::vector<double> tokens, median, lo, hi;  // tokens: the x, in either unit
+};
+
+Band GroupBand(const CompareRow& row, const Curves& curves, const CompareSpec& spec) {
+  std::map<double, std::vector<double>> at;
+  for (size_t i = 0; i < row.cell_ids.size(); ++i) {
+    auto c = curves.find(row.cell_ids[i]);
+    if (c == curves.end()) continue;
+    auto m = c->second.find(spec.metric);
+    if (m == c->second.end()) continue;
+    const double scale =
+        spec.x == analysis::XAxis::kFlops ? row.costs[i].train_flops_per_token : 1.0;
+    for (const auto& [t, v] : m->second) {
+      if (t > 0 && std::isfinite(v)) at[static_cast<double>(t) * scale].push_back(v);
+    }
+  }
+  Band b;
+  for (const auto& [t, values] : at) {
+    b.tokens.push_back(t);
+    b.median.push_back(Median(values));
+    b.lo.push_back(*std::min_element(values.begin(), values.end()));
+    b.hi.push_back(*std::max_element(values.begin(), values.end()));
+  }
+  return b;
+}
+
+// A group's Kaplan-Meier fraction emerged as a step curve over [t_lo, t_hi]: flat between
+// event times, a vertical step at each.
+Band EmergenceBand(const CompareRow& row, double t_lo, double t_hi) {
+  Band b;
+  auto add = [&b](double t, double v) {
+    b.tokens.push_back(t);
+    b.median.push_back(v);
+    b.lo.push_back(v);
+    b.hi.push_back(v);
+  };
+  double level = 0;
+  add(t_lo, 0);
+  for (const analysis::EmergenceStep& s : row.emergence.steps) {
+    const double at = std::clamp(s.at, t_lo, t_hi);
+    add(at, level);
+    level = s.emerged;
+    add(at, level);
+  }
+  add(t_hi, level);
+  return b;
+}
+
+}  // namespace
+
+// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `ticks` intervals.
+double NiceStep(double span, int ticks) {
+  const double raw = span / ticks;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (raw <= m * power) return m * power;
+  }
+  return 10 * power;
+}
+
+std::vector<std::string> Labels(const CompareTable& table) {
+  std::vector<std::string> labels;
+  for (const CompareRow& row : table.rows) {
+    std::vector<std::string> parts;
+    for (const std::string& a : table.by) parts.push_back(a + "=" + row.axes.at(a));
+    labels.push_back(absl::StrJoin(parts, " "));
+  }
+  return labels;
+}
+
+std::string RenderSvg(const CompareTable& table, const Curves& curves, const CompareSpec& spec,
+                      const PlotOptions& options) {
+  const std::vector<std::string> labels = Labels(table);
+  size_t longest = 0;
+  for (const std::string& l : labels) longest = std::max(longest, l.size());
+  // The legend sits right of the plot, as wide as its longest label (about 6.6 px a character
+  // at 12 px), and the figure grows by it rather than squeezing the plot.
+  const double right = std::max(200.0, 56 + 6.6 * static_cast<double>(longest));
+  const double left = 64, top = 36, bottom = 48;
+  const double W = options.width - 200 + right;
+  const double H = std::max<double>(options.height, top + 16 + 30.0 * labels.size());
+  const double pw = W - left - right, ph = H - top - bottom;
+
+  std::vector<Band> bands;
+  double t_min = std::numeric_limits<double>::infinity(), t_max = 0;
+  double v_min = std::numeric_limits<double>::infinity();
+  double v_max = -std::numeric_limits<double>::infinity();
+  for (const CompareRow& row : table.rows) {
+    bands.push_back(GroupBand(row, curves, spec));
+    const Band& b = bands.back();
+    for (size_t i = 0; i < b.tokens.size(); ++i) {
+      t_min = std::min(t_min, b.tokens[i]);
+      t_max = std::max(t_max, b.tokens[i]);
+      v_min = std::min(v_min, b.lo[i]);
+      v_max = std::max(v_max, b.hi[i]);
+    }
+  }
+  // The fraction of cells past the threshold, over the same tokens, on [0, 1].
+  CompareSpec shown = spec;
+  if (options.emergence && std::isfinite(t_min)) {
+    for (size_t g = 0; g < table.rows.size(); ++g) {
+      bands[g] = EmergenceBand(table.rows[g], t_min, t_max);
+    }
+    v_min = 0;
+    v_max = 1;
+    shown.threshold = 0.5;  // where the median is read
+    shown.metric = absl::StrCat(
+        "fraction of cells with ", spec.metric,
+        spec.direction == analysis::Direction::kUp ? " >= " : " <= ", FormatValue(spec.threshold));
+  }
+  if (options.threshold || options.emergence) {
+    v_min = std::min(v_min, spec.threshold);
+    v_max = std::max(v_max, spec.threshold);
+  }
+  if (!std::isfinite(v_min)) v_min = 0, v_max = 1, t_min = 1, t_max = 10;
+  if (v_max - v_min < 1e-12) v_min -= 0.5, v_max += 0.5;
+  const double step = NiceStep(v_max - v_min, 5);
+  v_min = std::floor(v_min / step) * step;
+  v_max = std::ceil(v_max / step) * step;
+  if (v_max - v_min < step * 1.5) v_max += step;
+  const int y_ticks = static_cast<int>(std::llround((v_max - v_min) / step));
+  // Whole decades around the data, so that the axis reads 1K, 10K, 100K, ...
+  // (a hair of tolerance: 1,007,872 tokens should not open a whole empty decade).
+  const double d_lo = std::floor(std::log10(t_min) + 1e-9);
+  const double d_hi = std::max(d_lo + 1, std::ceil(std::log10(t_max) - 0.01));
+  auto X = [&](double t) { return left + (std::log10(t) - d_lo) / (d_hi - d_lo) * pw; };
+  auto Y = [&](double v) { return top + (v_max - v) / (v_max - v_min) * ph; };
+
+  std::string svg =
+      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", W, "\" height=\"", H,
+                   "\" viewBox=\"0 0 ", W, " ", H,
+                   "\" font-family=\"Helvetica, Arial, sans-serif\" "
+                   "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+  const std::string title = options.title.empty() ? spec.metric : options.title;
+  absl::StrAppend(&svg, "<text x=\"", Num(left), "\" y=\"22\" font-size=\"14\">", Escape(title),
+                  "</text>\n");
+  // Axes, grid and ticks: decades labelled, 2x and 5x as minor lines.
+  absl::StrAppend(&svg, "<g stroke=\"#ccc\" stroke-width=\"0.5\">\n");
+  for (double d = d_lo; d <= d_hi; ++d) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double t = m * std::pow(10.0, d);
+      if (std::log10(t) > d_hi + 1e-9) break;
+      absl::StrAppend(&svg, "<line x1=\"", Num(X(t)), "\" y1=\"", Num(top), "\" x2=\"", Num(X(t)),
+                      "\" y2=\"", Num(top + ph), "\"", m == 1.0 ? "" : " stroke-dasharray=\"2,3\"",
+                      "/>\n");
+    }
+  }
+  for (int i = 0; i <= y_ticks; ++i) {
+    const double v = v_min + step * i;
+    absl::StrAppend(&svg, "<line x1=\"", Num(left), "\" y1=\"", Num(Y(v)), "\" x2=\"",
+                    Num(left + pw), "\" y2=\"", Num(Y(v)), "\"/>\n");
+  }
+  absl::StrAppend(&svg, "</g>\n<g fill=\"#333\">\n");
+  for (double d = d_lo; d <= d_hi; ++d) {
+    const double t = std::pow(10.0, d);
+    absl::StrAppend(&svg, "<text x=\"", Num(X(t)), "\" y=\"", Num(top + ph + 16),
+                    "\" text-anchor=\"middle\">", FormatX(t, spec.x), "</text>\n");
+  }
+  for (int i = 0; i <= y_ticks; ++i) {
+    const double v = v_min + step * i;
+    absl::StrAppend(&svg, "<text x=\"", Num(left - 6), "\" y=\"", Num(Y(v) + 4),
+                    "\" text-anchor=\"end\">",
+                    Escape(FormatValue(std::abs(v) < step * 1e-9 ? 0 : v)), "</text>\n");
+  }
+  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(H - 10),
+                  "\" text-anchor=\"middle\">",
+                  spec.x == analysis::XAxis::kFlops ? "training FLOPs" : "tokens seen",
+                  " (log scale)</text>\n", "<text transform=\"translate(16,", Num(top + ph / 2),
+                  ") rotate(-90)\" text-anchor=\"middle\">", Escape(shown.metric), "</text>\n",
+                  "</g>\n<rect x=\"", Num(left), "\" y=\"", Num(top), "\" width=\"", Num(pw),
+                  "\" height=\"", Num(ph), "\" fill=\"none\" stroke=\"#333\"/>\n");
+  if (options.threshold || options.emergence) {
+    absl::StrAppend(&svg, "<line class=\"threshold\" x1=\"", Num(left), "\" y1=\"",
+                    Num(Y(shown.threshold)), "\" x2=\"", Num(left + pw), "\" y2=\"",
+                    Num(Y(shown.threshold)), "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n",
+                    "<text x=\"", Num(left + pw - 4), "\" y=\"", Num(Y(shown.threshold) - 4),
+                    "\" text-anchor=\"end\" fill=\"#555\">", Escape(FormatValue(shown.threshold)),
+                    "</text>\n");
+  }
+  // One band and one median line per group; the legend names the group and its T(x).
+  for (size_t g = 0; g < table.rows.size(); ++g) {
+    const Band& b = bands[g];
+    const CompareRow& row = table.rows[g];
+    const char* colour = kColours[g % (sizeof kColours / sizeof *kColours)];
+    const char* dash = g >= 8 ? " stroke-dasharray=\"5,2\"" : "";
+    const std::string& label = labels[g];
+    absl::StrAppend(&svg, "<g class=\"group\" data-label=\"", Escape(label), "\">\n");
+    if (!options.emergence && b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
+      std::string band;
+      for (size_t i = 0; i < b.tokens.size(); ++i) {
+        absl::StrAppend(&band, i ? " L" : "M", Num(X(b.tokens[i])), ",", Num(Y(b.hi[i])));
+      }
+      for (size_t i = b.tokens.size(); i-- > 0;) {
+        absl::StrAppend(&band, " L", Num(X(b.tokens[i])), ",", Num(Y(b.lo[i])));
+      }
+      absl::StrAppend(&svg, "<path d=\"", band, " Z\" fill=\"", colour,
+                      "\" fill-opacity=\"0.15\" stroke=\"none\"/>\n");
+    }
+    std::string line;
+    for (size_t i = 0; i < b.tokens.size(); ++i) {
+      absl::StrAppend(&line, i ? " L" : "M", Num(X(b.tokens[i])), ",", Num(Y(b.median[i])));
+    }
+    if (!line.empty()) {
+      absl::StrAppend(&svg, "<path class=\"curve\" d=\"", line, "\" fill=\"none\" stroke=\"",
+                      colour, "\" stroke-width=\"2\"", dash, "/>\n");
+    }
+    const bool censored = row.emergence.median.kind == analysis::Crossing::kRight;
+    if (censored && !b.tokens.empty()) {
+      // Never reached the threshold: an open circle at the end of its curve.
+      absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(X(b.tokens.back())), "\" cy=\"",
+                      Num(Y(b.median.back())), "\" r=\"4\" fill=\"white\" stroke=\"", colour,
+                      "\" stroke-width=\"2\"/>\n");
+    }
+    const double ly = top + 8 + 30.0 * static_cast<double>(g);
+    absl::StrAppend(&svg, "<line x1=\"", Num(left + pw + 12), "\" y1=\"", Num(ly), "\" x2=\"",
+                    Num(left + pw + 32), "\" y2=\"", Num(ly), "\" stroke=\"", colour,
+                    "\" stroke-width=\"2\"", dash, "/>\n<text x=\"", Num(left + pw + 38), "\" y=\"",
+                    Num(ly + 4), "\">", Escape(label), "</text>\n");
+    if (options.threshold || options.emergence) {
+      absl::StrAppend(&svg, "<text x=\"", Num(left + pw + 38), "\" y=\"", Num(ly + 18),
+                      "\" fill=\"#555\" font-size=\"11\">",
+                      spec.x == analysis::XAxis::kFlops ? "FLOPs" : "T", " = ",
+                      Escape(FormatCrossing(row.emergence.median, spec.x)), ", ",
+                      row.emergence.crossed, "/", row.emergence.n, " crossed</text>\n");
+    }
+    absl::StrAppend(&svg, "</g>\n");
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace onset::cli
