@@ -64,14 +64,164 @@ bool Finished(const v1::GetStudyResponse& study) {
   return true;
 }
 
-// Removes the address file when the embedded coordinator goes away.
-struct AddressFile {
-  fs::path path;
-  ~AddressFile() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove(path, ec);
+// The coordinator of `onset run`, in this process, on a loopback port that the data directory's
+// address file names while it runs. Shutting it down (on destruction) removes the file.
+class EmbeddedCoordinator {
+ public:
+  static absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> Start(const std::string& data_dir,
+                                                                    const std::string& token) {
+    coordinator::ServerConfig config;
+    config.db_path = (fs::path(data_dir) / "onset.db").string();
+    config.token = token;
+    config.listen = "127.0.0.1:0";
+    config.lease_ttl = std::chrono::seconds(30);
+    config.heartbeat_interval = std::chrono::seconds(1);
+    config.requeue_running_on_start = true;
+    // One machine: every worker sees the data directory, so a WSD branch finds its trunk's
+    // checkpoint there (docs/wsd-trunks.md).
+    config.checkpoint_root = (fs::path(data_dir) / "checkpoints").string();
+    absl::StatusOr<std::unique_ptr<coordinator::CoordinatorServer>> server =
+        coordinator::CoordinatorServer::Start(config);
+    if (!server.ok()) {
+      return absl::Status(server.status().code(), absl::StrCat("cannot start the coordinator: ",
+                                                               server.status().message()));
+    }
+    std::unique_ptr<EmbeddedCoordinator> embedded(
+        new EmbeddedCoordinator(std::move(*server), config.checkpoint_root));
+    // `onset status` in another terminal finds the coordinator through this file.
+    absl::Status written = WriteAddressFile(data_dir, embedded->address());
+    if (!written.ok()) return written;
+    embedded->address_file_ = fs::path(data_dir) / kAddressFileName;
+    return embedded;
   }
+
+  ~EmbeddedCoordinator() {
+    server_->Shutdown();
+    std::error_code ec;
+    if (!address_file_.empty()) fs::remove(address_file_, ec);
+  }
+
+  const std::string& address() const { return server_->address(); }
+  const std::string& checkpoint_root() const { return checkpoint_root_; }
+
+ private:
+  EmbeddedCoordinator(std::unique_ptr<coordinator::CoordinatorServer> server,
+                      std::string checkpoint_root)
+      : server_(std::move(server)), checkpoint_root_(std::move(checkpoint_root)) {}
+
+  std::unique_ptr<coordinator::CoordinatorServer> server_;
+  std::string checkpoint_root_;
+  fs::path address_file_;
 };
+
+// The worker of `onset run`: one CPU slot per trainer run at once, running on its own thread
+// until destroyed (which stops it; cells it was running are requeued by the next run).
+class EmbeddedWorker {
+ public:
+  EmbeddedWorker(const EmbeddedCoordinator& coordinator, const common::ClientSecurity& security,
+                 const std::string& trainer, const std::string& data_dir, int slots)
+      : client_(worker::NewGrpcCoordinatorClient(coordinator.address(), security)),
+        worker_(Config(coordinator, trainer, data_dir, slots), client_.get(), &launcher_),
+        thread_([this] { (void)worker_.Run(); }) {}
+
+  ~EmbeddedWorker() {
+    worker_.Stop();
+    thread_.join();
+  }
+
+ private:
+  static worker::WorkerConfig Config(const EmbeddedCoordinator& coordinator,
+                                     const std::string& trainer, const std::string& data_dir,
+                                     int slots) {
+    worker::WorkerConfig config;
+    config.coordinator = coordinator.address();
+    config.trainer_path = trainer;
+    config.work_dir = (fs::path(data_dir) / "work").string();
+    config.checkpoint_root = coordinator.checkpoint_root();
+    config.devices.clear();
+    for (int i = 0; i < slots; ++i) config.devices.push_back(absl::StrCat("cpu:", i));
+    config.threads_per_job = 1;
+    config.poll_interval = std::chrono::milliseconds(250);
+    config.host = "onset-run";
+    config.report_stopped = false;  // requeued by the coordinator on the next run
+    return config;
+  }
+
+  worker::PosixProcessLauncher launcher_;
+  std::unique_ptr<worker::CoordinatorClient> client_;
+  worker::Worker worker_;
+  std::thread thread_;
+};
+
+// The most devices a cell of the submission that still has to run needs.
+int MostDevicesWaiting(const v1::SubmitStudyResponse& submitted) {
+  int most = 1;
+  for (const v1::Cell& cell : submitted.cells()) {
+    if (cell.state() == v1::CELL_STATE_QUEUED || cell.state() == v1::CELL_STATE_BACKOFF) {
+      most = std::max(most, cell.devices());
+    }
+  }
+  return most;
+}
+
+// Shows the submitted cells' progress on `err` until every one has ended or `interrupted` is
+// set; the error of a poll that failed.
+absl::Status FollowProgress(StudyClient& client, const std::string& study,
+                            const std::set<std::string>& ids, const RunOptions& options,
+                            const std::atomic<bool>& interrupted, std::ostream& err) {
+  const int width = TerminalWidth(2);
+  LiveBlock block;
+  std::string last_line;
+  while (!interrupted) {
+    absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
+    if (!got.ok()) return got.status();
+    KeepSubmitted(ids, &*got);
+    if (options.progress_bars) {
+      // On a terminal: a bar per running cell, redrawn in place.
+      const std::string bars = ProgressBars(*got, width);
+      if (bars != last_line) err << block.Redraw(bars) << std::flush;
+      last_line = bars;
+    } else {
+      std::string line = ProgressLine(*got);
+      if (line != last_line) {
+        err << line << "\n";
+        last_line = line;
+      }
+    }
+    if (Finished(*got)) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));
+  }
+  return absl::OkStatus();
+}
+
+// Prints the submitted cells' results (unless options say not to), then on `err` how many
+// diverged and which did not finish; the exit code: kExitCellsFailed when some did not.
+int ReportResults(StudyClient& client, const std::string& study, const std::set<std::string>& ids,
+                  const RunOptions& options, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<v1::GetResultsResponse> results = client.Results(study);
+  if (!results.ok()) return ReportError(results.status(), err);
+  KeepSubmitted(ids, &*results);
+  if (options.print_results) out << (options.json ? ToJson(*results) : RenderResults(*results));
+  std::vector<std::string> failed;
+  int diverged = 0;
+  for (const v1::CellResult& r : results->results()) {
+    // A diverged cell is a result (its loss was not finite), not a failure of the run.
+    diverged += r.cell().state() == v1::CELL_STATE_DIVERGED ? 1 : 0;
+    if (r.cell().state() != v1::CELL_STATE_SUCCEEDED &&
+        r.cell().state() != v1::CELL_STATE_DIVERGED) {
+      failed.push_back(absl::StrCat(r.cell().id(), " ", StateName(r.cell().state()), " (",
+                                    r.cell().last_error(), ")"));
+    }
+  }
+  if (diverged > 0) {
+    err << diverged << " of " << results->results_size()
+        << " cells diverged (the training loss stopped being finite)\n";
+  }
+  if (failed.empty()) return kExitOk;
+  err << failed.size() << " of " << results->results_size() << " cells did not finish:\n";
+  for (const std::string& f : failed) err << "  " << f << "\n";
+  return kExitCellsFailed;
+}
 
 }  // namespace
 
@@ -88,172 +238,63 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
       options.trainer_path.empty() ? TrainerNextToSelf() : options.trainer_path;
   if (access(trainer.c_str(), X_OK) != 0) {
     err << "onset-train not found at " << trainer << " (build it, or install it next to onset)\n";
-    return 1;
+    return kExitFailure;
   }
   std::error_code ec;
   fs::create_directories(options.data_dir, ec);
   if (ec) {
     err << "cannot create " << options.data_dir << ": " << ec.message() << "\n";
-    return 1;
+    return kExitFailure;
   }
-
   // The token is made on the first run and kept, so that `onset status` in another terminal finds
   // it next to the address file.
   const std::string token_file = (fs::path(options.data_dir) / common::kTokenFileName).string();
   absl::StatusOr<std::string> token = common::LoadOrCreateTokenFile(token_file);
   if (!token.ok()) {
     err << token.status().message() << "\n";
-    return 1;
+    return kExitFailure;
   }
   const common::ClientSecurity security{*token, ""};
-
-  coordinator::ServerConfig server_config;
-  server_config.db_path = (fs::path(options.data_dir) / "onset.db").string();
-  server_config.token = *token;
-  server_config.listen = "127.0.0.1:0";
-  server_config.lease_ttl = std::chrono::seconds(30);
-  server_config.heartbeat_interval = std::chrono::seconds(1);
-  server_config.requeue_running_on_start = true;
-  // One machine: every worker sees the data directory, so a WSD branch finds its trunk's
-  // checkpoint there (docs/wsd-trunks.md).
-  server_config.checkpoint_root = (fs::path(options.data_dir) / "checkpoints").string();
-  auto server = coordinator::CoordinatorServer::Start(server_config);
-  if (!server.ok()) {
-    err << "cannot start the coordinator: " << server.status().message() << "\n";
-    return 1;
+  absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> coordinator =
+      EmbeddedCoordinator::Start(options.data_dir, *token);
+  if (!coordinator.ok()) {
+    err << coordinator.status().message() << "\n";
+    return kExitFailure;
   }
-  const std::string address = (*server)->address();
 
-  // `onset status` in another terminal finds the coordinator through this file.
-  if (absl::Status written = WriteAddressFile(options.data_dir, address); !written.ok()) {
-    err << written.message() << "\n";
-    (*server)->Shutdown();
-    return 1;
-  }
-  AddressFile address_file{fs::path(options.data_dir) / kAddressFileName};
-
-  StudyClient client(address, security);
+  StudyClient client((*coordinator)->address(), security);
   absl::StatusOr<v1::SubmitStudyResponse> submitted =
       client.Submit(options.file, *text, StudyBaseDir(options.file));
-  if (!submitted.ok()) {
-    int code = ReportError(submitted.status(), err);
-    (*server)->Shutdown();
-    return code;
-  }
+  if (!submitted.ok()) return ReportError(submitted.status(), err);
   const std::string study = submitted->study().name();
-  std::set<std::string> submitted_ids;
-  for (const v1::Cell& cell : submitted->cells()) submitted_ids.insert(cell.id());
+  std::set<std::string> ids;
+  for (const v1::Cell& cell : submitted->cells()) ids.insert(cell.id());
   err << "study " << study << ": " << CountCells(submitted->cells()) << ", "
-      << submitted->cells_added() << " new (coordinator at " << address << ", data in "
-      << options.data_dir << ")\n"
+      << submitted->cells_added() << " new (coordinator at " << (*coordinator)->address()
+      << ", data in " << options.data_dir << ")\n"
       << SharingSummary(*submitted);
 
-  // One worker with a CPU slot per trainer run at once: a cell that needs several devices
-  // (data-parallel ranks) takes several slots.
-  const int n_slots =
+  // A cell that needs several devices (data-parallel ranks) takes several slots.
+  const int slots =
       options.workers > 0 ? options.workers : DefaultWorkers(std::thread::hardware_concurrency());
-  int most_devices = 1;
-  for (const v1::Cell& cell : submitted->cells()) {
-    if (cell.state() == v1::CELL_STATE_QUEUED || cell.state() == v1::CELL_STATE_BACKOFF) {
-      most_devices = std::max(most_devices, cell.devices());
-    }
-  }
-  if (most_devices > n_slots) {
+  if (const int most = MostDevicesWaiting(*submitted); most > slots) {
     // They would wait forever for a bigger worker.
-    err << "cells of " << study << " need " << most_devices << " devices each; run them with "
-        << "--workers " << most_devices << " or more\n";
-    (*server)->Shutdown();
-    return 2;
+    err << "cells of " << study << " need " << most << " devices each; run them with "
+        << "--workers " << most << " or more\n";
+    return kExitBadInput;
   }
-  worker::PosixProcessLauncher launcher;
-  worker::WorkerConfig config;
-  config.coordinator = address;
-  config.trainer_path = trainer;
-  config.work_dir = (fs::path(options.data_dir) / "work").string();
-  config.checkpoint_root = server_config.checkpoint_root;
-  config.devices.clear();
-  for (int i = 0; i < n_slots; ++i) config.devices.push_back(absl::StrCat("cpu:", i));
-  config.threads_per_job = 1;
-  config.poll_interval = std::chrono::milliseconds(250);
-  config.host = "onset-run";
-  config.report_stopped = false;  // requeued by the coordinator on the next run
-  std::unique_ptr<worker::CoordinatorClient> worker_client =
-      worker::NewGrpcCoordinatorClient(address, security);
-  worker::Worker embedded_worker(config, worker_client.get(), &launcher);
-  std::thread worker_thread([&embedded_worker] { (void)embedded_worker.Run(); });
-
-  // Progress until every cell has finished or we are interrupted.
-  const bool live = options.progress_bars;
-  const int width = TerminalWidth(2);
-  LiveBlock block;
-  std::string last_line;
-  absl::Status poll_error;
-  while (!interrupted) {
-    absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
-    if (!got.ok()) {
-      poll_error = got.status();
-      break;
-    }
-    KeepSubmitted(submitted_ids, &*got);
-    if (live) {
-      // On a terminal: a bar per running cell, redrawn in place.
-      const std::string bars = ProgressBars(*got, width);
-      if (bars != last_line) err << block.Redraw(bars) << std::flush;
-      last_line = bars;
-    } else {
-      std::string line = ProgressLine(*got);
-      if (line != last_line) {
-        err << line << "\n";
-        last_line = line;
-      }
-    }
-    if (Finished(*got)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));
+  absl::Status followed;
+  {
+    EmbeddedWorker worker(**coordinator, security, trainer, options.data_dir, slots);
+    followed = FollowProgress(client, study, ids, options, interrupted, err);
   }
-
-  embedded_worker.Stop();
-  worker_thread.join();
-
-  int code = 0;
   if (interrupted) {
     err << "interrupted: unfinished cells are kept and resume with the next `onset run "
         << options.file << "`\n";
-    code = kExitInterrupted;
-  } else if (!poll_error.ok()) {
-    code = ReportError(poll_error, err);
-  } else {
-    absl::StatusOr<v1::GetResultsResponse> results = client.Results(study);
-    if (!results.ok()) {
-      code = ReportError(results.status(), err);
-    } else {
-      KeepSubmitted(submitted_ids, &*results);
-      if (options.print_results) {
-        out << (options.json ? ToJson(*results) : RenderResults(*results));
-      }
-      std::vector<std::string> failed;
-      int diverged = 0;
-      for (const v1::CellResult& r : results->results()) {
-        // A diverged cell is a result (its loss was not finite), not a failure of the run.
-        diverged += r.cell().state() == v1::CELL_STATE_DIVERGED ? 1 : 0;
-        if (r.cell().state() != v1::CELL_STATE_SUCCEEDED &&
-            r.cell().state() != v1::CELL_STATE_DIVERGED) {
-          failed.push_back(absl::StrCat(r.cell().id(), " ", StateName(r.cell().state()), " (",
-                                        r.cell().last_error(), ")"));
-        }
-      }
-      if (diverged > 0) {
-        err << diverged << " of " << results->results_size()
-            << " cells diverged (the training loss stopped being finite)\n";
-      }
-      if (!failed.empty()) {
-        err << failed.size() << " of " << results->results_size() << " cells did not finish:\n";
-        for (const std::string& f : failed) err << "  " << f << "\n";
-        code = kExitCellsFailed;
-      }
-    }
+    return kExitInterrupted;
   }
-  (*server)->Shutdown();
-  return code;
+  if (!followed.ok()) return ReportError(followed, err);
+  return ReportResults(client, study, ids, options, out, err);
 }
 
 }  // namespace onset::cli

@@ -126,19 +126,160 @@ std::vector<std::string> Labels(const CompareTable& table) {
   return labels;
 }
 
-std::string RenderSvg(const CompareTable& table, const Curves& curves, const CompareSpec& spec,
-                      const PlotOptions& options) {
-  const std::vector<std::string> labels = Labels(table);
+namespace {
+
+// The figure's geometry and the plot's scales: log10 tokens across whole decades, the value on a
+// nice linear range.
+struct Frame {
+  double left = 64, top = 36, bottom = 48, right = 200;
+  double width = 0, height = 0;  // the whole figure
+  double pw = 0, ph = 0;         // the plot area
+  double d_lo = 0, d_hi = 1;     // decades of the x axis
+  double v_min = 0, v_max = 1, step = 1;
+  int y_ticks = 1;
+
+  double X(double t) const { return left + (std::log10(t) - d_lo) / (d_hi - d_lo) * pw; }
+  double Y(double v) const { return top + (v_max - v) / (v_max - v_min) * ph; }
+};
+
+// The geometry for `labels` (the legend's width and height) and the scales for the data's range
+// (t_min..t_max tokens, v_min..v_max values; infinite when there is no data).
+Frame LayOut(const std::vector<std::string>& labels, const PlotOptions& options, double t_min,
+             double t_max, double v_min, double v_max) {
+  Frame f;
   size_t longest = 0;
   for (const std::string& l : labels) longest = std::max(longest, l.size());
   // The legend sits right of the plot, as wide as its longest label (about 6.6 px a character
   // at 12 px), and the figure grows by it rather than squeezing the plot.
-  const double right = std::max(200.0, 56 + 6.6 * static_cast<double>(longest));
-  const double left = 64, top = 36, bottom = 48;
-  const double W = options.width - 200 + right;
-  const double H = std::max<double>(options.height, top + 16 + 30.0 * labels.size());
-  const double pw = W - left - right, ph = H - top - bottom;
+  f.right = std::max(200.0, 56 + 6.6 * static_cast<double>(longest));
+  f.width = options.width - 200 + f.right;
+  f.height = std::max<double>(options.height, f.top + 16 + 30.0 * labels.size());
+  f.pw = f.width - f.left - f.right;
+  f.ph = f.height - f.top - f.bottom;
+  if (!std::isfinite(v_min)) v_min = 0, v_max = 1, t_min = 1, t_max = 10;
+  if (v_max - v_min < 1e-12) v_min -= 0.5, v_max += 0.5;
+  f.step = NiceStep(v_max - v_min, 5);
+  f.v_min = std::floor(v_min / f.step) * f.step;
+  f.v_max = std::ceil(v_max / f.step) * f.step;
+  if (f.v_max - f.v_min < f.step * 1.5) f.v_max += f.step;
+  f.y_ticks = static_cast<int>(std::llround((f.v_max - f.v_min) / f.step));
+  // Whole decades around the data, so that the axis reads 1K, 10K, 100K, ...
+  // (a hair of tolerance: 1,007,872 tokens should not open a whole empty decade).
+  f.d_lo = std::floor(std::log10(t_min) + 1e-9);
+  f.d_hi = std::max(f.d_lo + 1, std::ceil(std::log10(t_max) - 0.01));
+  return f;
+}
 
+// The title, grid, ticks, axis labels and the plot's frame.
+std::string AxesSvg(const Frame& f, const std::string& title, const std::string& y_label,
+                    analysis::XAxis x) {
+  const double left = f.left, top = f.top, pw = f.pw, ph = f.ph;
+  std::string svg = absl::StrCat("<text x=\"", Num(left), "\" y=\"22\" font-size=\"14\">",
+                                 Escape(title), "</text>\n");
+  // Axes, grid and ticks: decades labelled, 2x and 5x as minor lines.
+  absl::StrAppend(&svg, "<g stroke=\"#ccc\" stroke-width=\"0.5\">\n");
+  for (double d = f.d_lo; d <= f.d_hi; ++d) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double t = m * std::pow(10.0, d);
+      if (std::log10(t) > f.d_hi + 1e-9) break;
+      absl::StrAppend(&svg, "<line x1=\"", Num(f.X(t)), "\" y1=\"", Num(top), "\" x2=\"",
+                      Num(f.X(t)), "\" y2=\"", Num(top + ph), "\"",
+                      m == 1.0 ? "" : " stroke-dasharray=\"2,3\"", "/>\n");
+    }
+  }
+  for (int i = 0; i <= f.y_ticks; ++i) {
+    const double v = f.v_min + f.step * i;
+    absl::StrAppend(&svg, "<line x1=\"", Num(left), "\" y1=\"", Num(f.Y(v)), "\" x2=\"",
+                    Num(left + pw), "\" y2=\"", Num(f.Y(v)), "\"/>\n");
+  }
+  absl::StrAppend(&svg, "</g>\n<g fill=\"#333\">\n");
+  for (double d = f.d_lo; d <= f.d_hi; ++d) {
+    const double t = std::pow(10.0, d);
+    absl::StrAppend(&svg, "<text x=\"", Num(f.X(t)), "\" y=\"", Num(top + ph + 16),
+                    "\" text-anchor=\"middle\">", FormatX(t, x), "</text>\n");
+  }
+  for (int i = 0; i <= f.y_ticks; ++i) {
+    const double v = f.v_min + f.step * i;
+    absl::StrAppend(&svg, "<text x=\"", Num(left - 6), "\" y=\"", Num(f.Y(v) + 4),
+                    "\" text-anchor=\"end\">",
+                    Escape(FormatValue(std::abs(v) < f.step * 1e-9 ? 0 : v)), "</text>\n");
+  }
+  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(f.height - 10),
+                  "\" text-anchor=\"middle\">",
+                  x == analysis::XAxis::kFlops ? "training FLOPs" : "tokens seen",
+                  " (log scale)</text>\n", "<text transform=\"translate(16,", Num(top + ph / 2),
+                  ") rotate(-90)\" text-anchor=\"middle\">", Escape(y_label), "</text>\n",
+                  "</g>\n<rect x=\"", Num(left), "\" y=\"", Num(top), "\" width=\"", Num(pw),
+                  "\" height=\"", Num(ph), "\" fill=\"none\" stroke=\"#333\"/>\n");
+  return svg;
+}
+
+// The dashed threshold line and its value.
+std::string ThresholdSvg(const Frame& f, double threshold) {
+  return absl::StrCat("<line class=\"threshold\" x1=\"", Num(f.left), "\" y1=\"",
+                      Num(f.Y(threshold)), "\" x2=\"", Num(f.left + f.pw), "\" y2=\"",
+                      Num(f.Y(threshold)), "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n",
+                      "<text x=\"", Num(f.left + f.pw - 4), "\" y=\"", Num(f.Y(threshold) - 4),
+                      "\" text-anchor=\"end\" fill=\"#555\">", Escape(FormatValue(threshold)),
+                      "</text>\n");
+}
+
+// Group `g`: its seeds' band (when it has several cells and this is not an emergence plot), its
+// median line, an open circle where a group that never crossed ends, and its legend entry (with
+// its T(x) when a threshold is shown).
+std::string GroupSvg(const Frame& f, size_t g, const Band& b, const CompareRow& row,
+                     const std::string& label, const CompareSpec& spec,
+                     const PlotOptions& options) {
+  const char* colour = kColours[g % (sizeof kColours / sizeof *kColours)];
+  const char* dash = g >= 8 ? " stroke-dasharray=\"5,2\"" : "";
+  std::string svg = absl::StrCat("<g class=\"group\" data-label=\"", Escape(label), "\">\n");
+  if (!options.emergence && b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
+    std::string band;
+    for (size_t i = 0; i < b.tokens.size(); ++i) {
+      absl::StrAppend(&band, i ? " L" : "M", Num(f.X(b.tokens[i])), ",", Num(f.Y(b.hi[i])));
+    }
+    for (size_t i = b.tokens.size(); i-- > 0;) {
+      absl::StrAppend(&band, " L", Num(f.X(b.tokens[i])), ",", Num(f.Y(b.lo[i])));
+    }
+    absl::StrAppend(&svg, "<path d=\"", band, " Z\" fill=\"", colour,
+                    "\" fill-opacity=\"0.15\" stroke=\"none\"/>\n");
+  }
+  std::string line;
+  for (size_t i = 0; i < b.tokens.size(); ++i) {
+    absl::StrAppend(&line, i ? " L" : "M", Num(f.X(b.tokens[i])), ",", Num(f.Y(b.median[i])));
+  }
+  if (!line.empty()) {
+    absl::StrAppend(&svg, "<path class=\"curve\" d=\"", line, "\" fill=\"none\" stroke=\"", colour,
+                    "\" stroke-width=\"2\"", dash, "/>\n");
+  }
+  const bool censored = row.emergence.median.kind == analysis::Crossing::kRight;
+  if (censored && !b.tokens.empty()) {
+    // Never reached the threshold: an open circle at the end of its curve.
+    absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(f.X(b.tokens.back())), "\" cy=\"",
+                    Num(f.Y(b.median.back())), "\" r=\"4\" fill=\"white\" stroke=\"", colour,
+                    "\" stroke-width=\"2\"/>\n");
+  }
+  const double lx = f.left + f.pw;
+  const double ly = f.top + 8 + 30.0 * static_cast<double>(g);
+  absl::StrAppend(&svg, "<line x1=\"", Num(lx + 12), "\" y1=\"", Num(ly), "\" x2=\"", Num(lx + 32),
+                  "\" y2=\"", Num(ly), "\" stroke=\"", colour, "\" stroke-width=\"2\"", dash,
+                  "/>\n<text x=\"", Num(lx + 38), "\" y=\"", Num(ly + 4), "\">", Escape(label),
+                  "</text>\n");
+  if (options.threshold || options.emergence) {
+    absl::StrAppend(&svg, "<text x=\"", Num(lx + 38), "\" y=\"", Num(ly + 18),
+                    "\" fill=\"#555\" font-size=\"11\">",
+                    spec.x == analysis::XAxis::kFlops ? "FLOPs" : "T", " = ",
+                    Escape(FormatCrossing(row.emergence.median, spec.x)), ", ",
+                    row.emergence.crossed, "/", row.emergence.n, " crossed</text>\n");
+  }
+  absl::StrAppend(&svg, "</g>\n");
+  return svg;
+}
+
+}  // namespace
+
+std::string RenderSvg(const CompareTable& table, const Curves& curves, const CompareSpec& spec,
+                      const PlotOptions& options) {
   std::vector<Band> bands;
   double t_min = std::numeric_limits<double>::infinity(), t_max = 0;
   double v_min = std::numeric_limits<double>::infinity();
@@ -166,122 +307,24 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
         "fraction of cells with ", spec.metric,
         spec.direction == analysis::Direction::kUp ? " >= " : " <= ", FormatValue(spec.threshold));
   }
-  if (options.threshold || options.emergence) {
+  const bool threshold = options.threshold || options.emergence;
+  if (threshold) {
     v_min = std::min(v_min, spec.threshold);
     v_max = std::max(v_max, spec.threshold);
   }
-  if (!std::isfinite(v_min)) v_min = 0, v_max = 1, t_min = 1, t_max = 10;
-  if (v_max - v_min < 1e-12) v_min -= 0.5, v_max += 0.5;
-  const double step = NiceStep(v_max - v_min, 5);
-  v_min = std::floor(v_min / step) * step;
-  v_max = std::ceil(v_max / step) * step;
-  if (v_max - v_min < step * 1.5) v_max += step;
-  const int y_ticks = static_cast<int>(std::llround((v_max - v_min) / step));
-  // Whole decades around the data, so that the axis reads 1K, 10K, 100K, ...
-  // (a hair of tolerance: 1,007,872 tokens should not open a whole empty decade).
-  const double d_lo = std::floor(std::log10(t_min) + 1e-9);
-  const double d_hi = std::max(d_lo + 1, std::ceil(std::log10(t_max) - 0.01));
-  auto X = [&](double t) { return left + (std::log10(t) - d_lo) / (d_hi - d_lo) * pw; };
-  auto Y = [&](double v) { return top + (v_max - v) / (v_max - v_min) * ph; };
+  const std::vector<std::string> labels = Labels(table);
+  const Frame f = LayOut(labels, options, t_min, t_max, v_min, v_max);
 
   std::string svg =
-      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", W, "\" height=\"", H,
-                   "\" viewBox=\"0 0 ", W, " ", H,
+      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", f.width, "\" height=\"",
+                   f.height, "\" viewBox=\"0 0 ", f.width, " ", f.height,
                    "\" font-family=\"Helvetica, Arial, sans-serif\" "
                    "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-  const std::string title = options.title.empty() ? spec.metric : options.title;
-  absl::StrAppend(&svg, "<text x=\"", Num(left), "\" y=\"22\" font-size=\"14\">", Escape(title),
-                  "</text>\n");
-  // Axes, grid and ticks: decades labelled, 2x and 5x as minor lines.
-  absl::StrAppend(&svg, "<g stroke=\"#ccc\" stroke-width=\"0.5\">\n");
-  for (double d = d_lo; d <= d_hi; ++d) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double t = m * std::pow(10.0, d);
-      if (std::log10(t) > d_hi + 1e-9) break;
-      absl::StrAppend(&svg, "<line x1=\"", Num(X(t)), "\" y1=\"", Num(top), "\" x2=\"", Num(X(t)),
-                      "\" y2=\"", Num(top + ph), "\"", m == 1.0 ? "" : " stroke-dasharray=\"2,3\"",
-                      "/>\n");
-    }
-  }
-  for (int i = 0; i <= y_ticks; ++i) {
-    const double v = v_min + step * i;
-    absl::StrAppend(&svg, "<line x1=\"", Num(left), "\" y1=\"", Num(Y(v)), "\" x2=\"",
-                    Num(left + pw), "\" y2=\"", Num(Y(v)), "\"/>\n");
-  }
-  absl::StrAppend(&svg, "</g>\n<g fill=\"#333\">\n");
-  for (double d = d_lo; d <= d_hi; ++d) {
-    const double t = std::pow(10.0, d);
-    absl::StrAppend(&svg, "<text x=\"", Num(X(t)), "\" y=\"", Num(top + ph + 16),
-                    "\" text-anchor=\"middle\">", FormatX(t, spec.x), "</text>\n");
-  }
-  for (int i = 0; i <= y_ticks; ++i) {
-    const double v = v_min + step * i;
-    absl::StrAppend(&svg, "<text x=\"", Num(left - 6), "\" y=\"", Num(Y(v) + 4),
-                    "\" text-anchor=\"end\">",
-                    Escape(FormatValue(std::abs(v) < step * 1e-9 ? 0 : v)), "</text>\n");
-  }
-  absl::StrAppend(&svg, "<text x=\"", Num(left + pw / 2), "\" y=\"", Num(H - 10),
-                  "\" text-anchor=\"middle\">",
-                  spec.x == analysis::XAxis::kFlops ? "training FLOPs" : "tokens seen",
-                  " (log scale)</text>\n", "<text transform=\"translate(16,", Num(top + ph / 2),
-                  ") rotate(-90)\" text-anchor=\"middle\">", Escape(shown.metric), "</text>\n",
-                  "</g>\n<rect x=\"", Num(left), "\" y=\"", Num(top), "\" width=\"", Num(pw),
-                  "\" height=\"", Num(ph), "\" fill=\"none\" stroke=\"#333\"/>\n");
-  if (options.threshold || options.emergence) {
-    absl::StrAppend(&svg, "<line class=\"threshold\" x1=\"", Num(left), "\" y1=\"",
-                    Num(Y(shown.threshold)), "\" x2=\"", Num(left + pw), "\" y2=\"",
-                    Num(Y(shown.threshold)), "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n",
-                    "<text x=\"", Num(left + pw - 4), "\" y=\"", Num(Y(shown.threshold) - 4),
-                    "\" text-anchor=\"end\" fill=\"#555\">", Escape(FormatValue(shown.threshold)),
-                    "</text>\n");
-  }
+  svg += AxesSvg(f, options.title.empty() ? spec.metric : options.title, shown.metric, spec.x);
+  if (threshold) svg += ThresholdSvg(f, shown.threshold);
   // One band and one median line per group; the legend names the group and its T(x).
   for (size_t g = 0; g < table.rows.size(); ++g) {
-    const Band& b = bands[g];
-    const CompareRow& row = table.rows[g];
-    const char* colour = kColours[g % (sizeof kColours / sizeof *kColours)];
-    const char* dash = g >= 8 ? " stroke-dasharray=\"5,2\"" : "";
-    const std::string& label = labels[g];
-    absl::StrAppend(&svg, "<g class=\"group\" data-label=\"", Escape(label), "\">\n");
-    if (!options.emergence && b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
-      std::string band;
-      for (size_t i = 0; i < b.tokens.size(); ++i) {
-        absl::StrAppend(&band, i ? " L" : "M", Num(X(b.tokens[i])), ",", Num(Y(b.hi[i])));
-      }
-      for (size_t i = b.tokens.size(); i-- > 0;) {
-        absl::StrAppend(&band, " L", Num(X(b.tokens[i])), ",", Num(Y(b.lo[i])));
-      }
-      absl::StrAppend(&svg, "<path d=\"", band, " Z\" fill=\"", colour,
-                      "\" fill-opacity=\"0.15\" stroke=\"none\"/>\n");
-    }
-    std::string line;
-    for (size_t i = 0; i < b.tokens.size(); ++i) {
-      absl::StrAppend(&line, i ? " L" : "M", Num(X(b.tokens[i])), ",", Num(Y(b.median[i])));
-    }
-    if (!line.empty()) {
-      absl::StrAppend(&svg, "<path class=\"curve\" d=\"", line, "\" fill=\"none\" stroke=\"",
-                      colour, "\" stroke-width=\"2\"", dash, "/>\n");
-    }
-    const bool censored = row.emergence.median.kind == analysis::Crossing::kRight;
-    if (censored && !b.tokens.empty()) {
-      // Never reached the threshold: an open circle at the end of its curve.
-      absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(X(b.tokens.back())), "\" cy=\"",
-                      Num(Y(b.median.back())), "\" r=\"4\" fill=\"white\" stroke=\"", colour,
-                      "\" stroke-width=\"2\"/>\n");
-    }
-    const double ly = top + 8 + 30.0 * static_cast<double>(g);
-    absl::StrAppend(&svg, "<line x1=\"", Num(left + pw + 12), "\" y1=\"", Num(ly), "\" x2=\"",
-                    Num(left + pw + 32), "\" y2=\"", Num(ly), "\" stroke=\"", colour,
-                    "\" stroke-width=\"2\"", dash, "/>\n<text x=\"", Num(left + pw + 38), "\" y=\"",
-                    Num(ly + 4), "\">", Escape(label), "</text>\n");
-    if (options.threshold || options.emergence) {
-      absl::StrAppend(&svg, "<text x=\"", Num(left + pw + 38), "\" y=\"", Num(ly + 18),
-                      "\" fill=\"#555\" font-size=\"11\">",
-                      spec.x == analysis::XAxis::kFlops ? "FLOPs" : "T", " = ",
-                      Escape(FormatCrossing(row.emergence.median, spec.x)), ", ",
-                      row.emergence.crossed, "/", row.emergence.n, " crossed</text>\n");
-    }
-    absl::StrAppend(&svg, "</g>\n");
+    svg += GroupSvg(f, g, bands[g], table.rows[g], labels[g], spec, options);
   }
   svg += "</svg>\n";
   return svg;

@@ -94,21 +94,120 @@ absl::StatusOr<analysis::Curves> Curves(Store& store, const std::string& study,
   return curves;
 }
 
+using Query = std::map<std::string, std::string>;
+
+// "a=1&b=x%20y" -> {a: 1, b: "x y"}; a key without '=' maps to "".
+Query ParseQuery(absl::string_view text) {
+  Query query;
+  for (absl::string_view kv : absl::StrSplit(text, '&', absl::SkipEmpty())) {
+    const size_t eq = kv.find('=');
+    query[Unescape(kv.substr(0, eq))] =
+        eq == absl::string_view::npos ? "" : Unescape(kv.substr(eq + 1));
+  }
+  return query;
+}
+
+// GET /api/studies
+HttpResponse StudyList(Store& store) {
+  absl::StatusOr<std::vector<StudyInfo>> studies = store.ListStudies();
+  if (!studies.ok()) return FromStatus(studies.status());
+  v1::ListStudiesResponse out;
+  for (const StudyInfo& s : *studies) ToProto(s, out.add_studies());
+  return HttpResponse{200, "application/json", ProtoJson(out)};
+}
+
+// GET /api/studies/STUDY: a page of cells at a time (?page_size=, ?page_token= as the reply's
+// next_page_token), so that no reply grows with the study.
+HttpResponse StudyPage(Store& store, const std::string& study, Query& query) {
+  int64_t size = 0;
+  if (query.count("page_size") && !absl::SimpleAtoi(query["page_size"], &size)) size = -1;
+  absl::StatusOr<CellPage> page =
+      ParsePage(static_cast<int32_t>(std::clamp<int64_t>(size, -1, kMaxPageCells + 1)),
+                query["page_token"], static_cast<int>(kPageCells));
+  if (!page.ok()) return FromStatus(page.status());
+  absl::StatusOr<StudyDetail> detail = store.GetStudy(study, *page);
+  if (!detail.ok()) return FromStatus(detail.status());
+  v1::GetStudyResponse out;
+  ToProto(detail->study, out.mutable_study());
+  for (const CellInfo& cell : detail->cells) ToProto(cell, out.add_cells());
+  out.set_next_page_token(PageToken(detail->next_after));
+  return HttpResponse{200, "application/json", ProtoJson(out)};
+}
+
+// GET /api/studies/STUDY/heads/CELL: the cell's layer x head retrieval scores at the last eval
+// point at or before ?tokens=.
+HttpResponse HeadScores(Store& store, const std::string& study, const std::string& cell,
+                        Query& query) {
+  const int64_t at = std::strtoll(query["tokens"].c_str(), nullptr, 10);
+  absl::StatusOr<analysis::Curves> curves = Curves(store, study, {}, {cell});
+  if (!curves.ok()) return FromStatus(curves.status());
+  const auto it = curves->find(cell);
+  const analysis::HeadMap map = analysis::BuildHeadMap(
+      it == curves->end() ? analysis::Curves::mapped_type{} : it->second, std::max<int64_t>(0, at));
+  return HttpResponse{200, "application/json", analysis::HeadMapJson(map)};
+}
+
+// GET /api/studies/STUDY/metrics: name -> cells reporting it, aggregated in the store (the points
+// are not read out).
+HttpResponse MetricList(Store& store, const std::string& study) {
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store.MetricNames(study);
+  if (!names.ok()) return FromStatus(names.status());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, cells] : *names) out.push_back({{"name", name}, {"cells", cells}});
+  return Json(200, {{"metrics", out}});
+}
+
+// GET /api/studies/STUDY/curves?metric=M[&cells=A,B]
+HttpResponse MetricCurves(Store& store, const std::string& study, const std::string& metric,
+                          Query& query) {
+  absl::StatusOr<analysis::Curves> curves = Curves(store, study, {metric}, List(query["cells"]));
+  if (!curves.ok()) return FromStatus(curves.status());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [cell, by_metric] : *curves) {
+    nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array();
+    for (const auto& [t, v] : by_metric.at(metric)) {
+      tokens.push_back(t);
+      values.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+    }
+    out.push_back({{"cell_id", cell}, {"tokens", tokens}, {"values", values}});
+  }
+  return Json(200, {{"metric", metric}, {"curves", out}});
+}
+
+// GET /api/studies/STUDY/compare?metric=M&threshold=V[&direction=&x=&by=&baseline=], the
+// parameters parsed as `onset compare` parses its flags (analysis/compare_params.h).
+HttpResponse CompareGroups(Store& store, const std::string& study, const std::string& metric,
+                           Query& query) {
+  const auto param = [&query](const char* name, const char* absent) {
+    return query.count(name) ? query[name] : std::string(absent);
+  };
+  absl::StatusOr<analysis::CompareSpec> parsed =
+      analysis::ParseCompareParams({metric, query["threshold"], param("direction", "auto"),
+                                    param("x", "tokens"), query["by"], query["baseline"]},
+                                   /*threshold_required=*/true);
+  if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
+  const analysis::CompareSpec& spec = *parsed;
+  absl::StatusOr<v1::GetStudyResponse> got = StudyProto(store, study, /*grid_points_only=*/true);
+  if (!got.ok()) return FromStatus(got.status());
+  std::vector<std::string> metrics = {metric};
+  for (const std::string& control : analysis::ControlMetrics(metric)) {
+    metrics.push_back(control);  // shown beside the accuracy
+  }
+  absl::StatusOr<analysis::Curves> curves = Curves(store, study, metrics, {});
+  if (!curves.ok()) return FromStatus(curves.status());
+  std::string error;
+  const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);
+  if (!error.empty()) return Error(400, error);
+  return HttpResponse{200, "application/json", analysis::CompareJson(table, spec)};
+}
+
 }  // namespace
 
 HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   if (request.method != "GET") return Error(405, "only GET is served");
   const size_t q = request.target.find('?');
   const std::string path = request.target.substr(0, q);
-  std::map<std::string, std::string> query;
-  if (q != std::string::npos) {
-    for (absl::string_view kv :
-         absl::StrSplit(request.target.substr(q + 1), '&', absl::SkipEmpty())) {
-      const size_t eq = kv.find('=');
-      query[Unescape(kv.substr(0, eq))] =
-          eq == absl::string_view::npos ? "" : Unescape(kv.substr(eq + 1));
-    }
-  }
+  Query query = q == std::string::npos ? Query() : ParseQuery(request.target.substr(q + 1));
   if (path == "/" || path == "/index.html") {
     return HttpResponse{200, "text/html; charset=utf-8", DashboardPage()};
   }
@@ -125,93 +224,17 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   for (absl::string_view p : absl::StrSplit(path.substr(5), '/', absl::SkipEmpty())) {
     parts.push_back(Unescape(p));
   }
-  if (parts.size() == 1 && parts[0] == "studies") {
-    absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
-    if (!studies.ok()) return FromStatus(studies.status());
-    v1::ListStudiesResponse out;
-    for (const StudyInfo& s : *studies) ToProto(s, out.add_studies());
-    return HttpResponse{200, "application/json", ProtoJson(out)};
-  }
+  if (parts.size() == 1 && parts[0] == "studies") return StudyList(*store_);
   if (parts.size() < 2 || parts[0] != "studies") return Error(404, "no such API: " + path);
   const std::string& study = parts[1];
-  if (parts.size() == 2) {
-    // A page of cells at a time (?page_size=, ?page_token= as the reply's next_page_token), so
-    // that no reply grows with the study.
-    int64_t size = 0;
-    if (query.count("page_size") && !absl::SimpleAtoi(query["page_size"], &size)) size = -1;
-    absl::StatusOr<CellPage> page =
-        ParsePage(static_cast<int32_t>(std::clamp<int64_t>(size, -1, kMaxPageCells + 1)),
-                  query["page_token"], static_cast<int>(kPageCells));
-    if (!page.ok()) return FromStatus(page.status());
-    absl::StatusOr<StudyDetail> detail = store_->GetStudy(study, *page);
-    if (!detail.ok()) return FromStatus(detail.status());
-    v1::GetStudyResponse out;
-    ToProto(detail->study, out.mutable_study());
-    for (const CellInfo& cell : detail->cells) ToProto(cell, out.add_cells());
-    out.set_next_page_token(PageToken(detail->next_after));
-    return HttpResponse{200, "application/json", ProtoJson(out)};
-  }
-  if (parts.size() == 4 && parts[2] == "heads") {
-    // The cell's layer x head retrieval scores at the last eval point at or before ?tokens=.
-    const int64_t at = std::strtoll(query["tokens"].c_str(), nullptr, 10);
-    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, {}, {parts[3]});
-    if (!curves.ok()) return FromStatus(curves.status());
-    const auto it = curves->find(parts[3]);
-    const analysis::HeadMap map =
-        analysis::BuildHeadMap(it == curves->end() ? analysis::Curves::mapped_type{} : it->second,
-                               std::max<int64_t>(0, at));
-    return HttpResponse{200, "application/json", analysis::HeadMapJson(map)};
-  }
+  if (parts.size() == 2) return StudyPage(*store_, study, query);
+  if (parts.size() == 4 && parts[2] == "heads") return HeadScores(*store_, study, parts[3], query);
   if (parts.size() != 3) return Error(404, "no such API: " + path);
-  if (parts[2] == "metrics") {
-    // name -> cells reporting it, aggregated in the store: the points are not read out.
-    absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store_->MetricNames(study);
-    if (!names.ok()) return FromStatus(names.status());
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& [name, cells] : *names) out.push_back({{"name", name}, {"cells", cells}});
-    return Json(200, {{"metrics", out}});
-  }
+  if (parts[2] == "metrics") return MetricList(*store_, study);
   const std::string metric = query["metric"];
   if (metric.empty()) return Error(400, "metric: required, e.g. ?metric=niah/acc@256");
-  if (parts[2] == "curves") {
-    absl::StatusOr<analysis::Curves> curves =
-        Curves(*store_, study, {metric}, List(query["cells"]));
-    if (!curves.ok()) return FromStatus(curves.status());
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& [cell, by_metric] : *curves) {
-      nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array();
-      for (const auto& [t, v] : by_metric.at(metric)) {
-        tokens.push_back(t);
-        values.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
-      }
-      out.push_back({{"cell_id", cell}, {"tokens", tokens}, {"values", values}});
-    }
-    return Json(200, {{"metric", metric}, {"curves", out}});
-  }
-  if (parts[2] == "compare") {
-    const auto param = [&query](const char* name, const char* absent) {
-      return query.count(name) ? query[name] : std::string(absent);
-    };
-    absl::StatusOr<analysis::CompareSpec> parsed =
-        analysis::ParseCompareParams({metric, query["threshold"], param("direction", "auto"),
-                                      param("x", "tokens"), query["by"], query["baseline"]},
-                                     /*threshold_required=*/true);
-    if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
-    const analysis::CompareSpec& spec = *parsed;
-    absl::StatusOr<v1::GetStudyResponse> got =
-        StudyProto(*store_, study, /*grid_points_only=*/true);
-    if (!got.ok()) return FromStatus(got.status());
-    std::vector<std::string> metrics = {metric};
-    for (const std::string& control : analysis::ControlMetrics(metric)) {
-      metrics.push_back(control);  // shown beside the accuracy
-    }
-    absl::StatusOr<analysis::Curves> curves = Curves(*store_, study, metrics, {});
-    if (!curves.ok()) return FromStatus(curves.status());
-    std::string error;
-    const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);
-    if (!error.empty()) return Error(400, error);
-    return HttpResponse{200, "application/json", analysis::CompareJson(table, spec)};
-  }
+  if (parts[2] == "curves") return MetricCurves(*store_, study, metric, query);
+  if (parts[2] == "compare") return CompareGroups(*store_, study, metric, query);
   return Error(404, "no such API: " + path);
 }
 
