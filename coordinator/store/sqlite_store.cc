@@ -17,10 +17,9 @@
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "coordinator/cells/cell_transitions.h"
-#include "coordinator/planning/trunk_plan.h"
 #include "coordinator/store/sqlite_rows.h"
+#include "coordinator/store/sqlite_studies.h"
 #include "coordinator/store/sqlite_trunks.h"
-#include "coordinator/study/append_only.h"
 #include "db/schema.h"
 
 namespace onset::coordinator {
@@ -66,34 +65,6 @@ absl::StatusOr<OpenAttempt> FindOpenAttempt(db::Connection& db, const std::strin
                      stmt.Text(6),
                      stmt.Int(7),
                      stmt.Int(8)};
-}
-
-// The cells of `cells` that are grid points (every one but the trunks); `storage` holds them
-// when some are left out.
-const std::vector<CellSpec>& GridPoints(const std::vector<CellSpec>& cells,
-                                        std::vector<CellSpec>* storage) {
-  if (std::none_of(cells.begin(), cells.end(),
-                   [](const CellSpec& c) { return c.role == CellRole::kTrunk; })) {
-    return cells;
-  }
-  for (const CellSpec& c : cells) {
-    if (c.role != CellRole::kTrunk) storage->push_back(c);
-  }
-  return *storage;
-}
-
-// A branch names its trunk; InvalidArgument naming the cell otherwise.
-absl::Status CheckRoles(const std::vector<CellSpec>& cells) {
-  for (const CellSpec& c : cells) {
-    if (c.role == CellRole::kBranch && c.trunk_id.empty()) {
-      return absl::InvalidArgumentError("cell " + c.id + " is a branch without a trunk id");
-    }
-    if (c.role == CellRole::kBranch && c.branch_tokens < 0) {
-      return absl::InvalidArgumentError("cell " + c.id + " branches at negative tokens " +
-                                        std::to_string(c.branch_tokens));
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status CreateParentDirectories(const std::string& path) {
@@ -163,147 +134,17 @@ absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) 
 }
 
 absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& study, bool write) {
-  ONSET_RETURN_IF_ERROR(CheckRoles(study.cells));
+  ONSET_RETURN_IF_ERROR(studies::CheckRoles(study.cells));
   auto op = [&](db::Connection& db) -> absl::StatusOr<AddStudyResult> {
     const int64_t now = clock_.WallUnixMs();
+    ONSET_RETURN_IF_ERROR(studies::CheckPlanHolds(db, study));
+    studies::StoredCells stored;
+    ONSET_ASSIGN_OR_RETURN(const int64_t study_id, studies::UpsertStudy(db, study, now, &stored));
     AddStudyResult result;
-    int64_t study_id = 0;
-    std::unordered_map<std::string, std::string> stored_axes;           // hash -> axes_json
-    std::unordered_map<std::string, rows::AxisAliases> stored_aliases;  // hash -> its aliases
-    std::unordered_map<std::string, int64_t> stored_trunks;             // hash -> tokens_budget
-    absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
-    if (study.planned_against) {
-      // Planned outside this write: the plan holds only if the study is as it was then.
-      std::vector<StoredPlanCell> now_stored;
-      if (existing.ok()) {
-        ONSET_ASSIGN_OR_RETURN(now_stored, rows::PlanCells(db, *existing));
-      }
-      if (PlanInputDigest(now_stored) != *study.planned_against) {
-        return absl::AbortedError("study " + study.name +
-                                  " changed while this submission was planned: plan it again");
-      }
-    }
-    if (existing.ok()) {
-      study_id = *existing;
-      ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> stored, rows::LoadCellSpecs(db, study_id));
-      // Trunks are not grid points: their axes name no point of the grid.
-      std::vector<CellSpec> stored_points, submitted_points;
-      ONSET_RETURN_IF_ERROR(CheckAppendOnly(GridPoints(stored, &stored_points),
-                                            GridPoints(study.cells, &submitted_points)));
-      for (const CellSpec& cell : stored) {
-        stored_axes[cell.id] = rows::AxesJson(cell.axes, cell.axis_aliases);
-        stored_aliases[cell.id] = cell.axis_aliases;
-        if (cell.role == CellRole::kTrunk) stored_trunks[cell.id] = cell.tokens_budget;
-      }
-      ONSET_ASSIGN_OR_RETURN(db::Statement update,
-                             db.Prepare("UPDATE studies SET description = ?, source_name = ?, "
-                                        "source_yaml = ? WHERE id = ?"));
-      update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
-      ONSET_RETURN_IF_ERROR(update.Run());
-    } else if (absl::IsNotFound(existing.status())) {
-      ONSET_ASSIGN_OR_RETURN(
-          db::Statement insert,
-          db.Prepare("INSERT INTO studies (name, description, source_name, source_yaml, "
-                     "created_at) VALUES (?, ?, ?, ?, ?) RETURNING id"));
-      insert.BindAll(study.name, study.description, study.source_name, study.source_yaml, now);
-      ONSET_ASSIGN_OR_RETURN(bool row, insert.Step());
-      if (!row) return absl::InternalError("INSERT INTO studies returned no id");
-      study_id = insert.Int(0);
-      ONSET_RETURN_IF_ERROR(insert.Run());
-    } else {
-      return existing.status();
-    }
-
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement insert_cell,
-        db.Prepare("INSERT INTO cells (study_id, hash, axes_json, config_json, tokens_budget, "
-                   "created_at, updated_at, devices, non_embedding_params, "
-                   "train_flops_per_token, role, branch_tokens) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                   "ON CONFLICT (study_id, hash) DO NOTHING"));
-    // A stored cell is shown with the display axes of the latest submission that names it
-    // (e.g. a field the study has since made an axis), and keeps the axis aliases of every
-    // submission (each records grid points it stands for); its config never changes.
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement relabel_cell,
-        db.Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
-    // A stored trunk given a larger budget is extended: it trains on from its last checkpoint,
-    // so a succeeded one is queued again.
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement extend_trunk,
-        db.Prepare("UPDATE cells SET config_json = ?1, tokens_budget = ?2, updated_at = ?3, "
-                   "failures = CASE WHEN state = 'succeeded' THEN 0 ELSE failures END, "
-                   "note = CASE WHEN state = 'succeeded' THEN '' ELSE note END, "
-                   "state = CASE WHEN state = 'succeeded' THEN 'queued' ELSE state END "
-                   "WHERE study_id = ?4 AND hash = ?5 AND role = 'trunk'"));
-    std::vector<const CellSpec*> new_branches;
-    for (const CellSpec& cell : study.cells) {
-      if (auto it = stored_axes.find(cell.id); it != stored_axes.end()) {
-        if (auto trunk = stored_trunks.find(cell.id); cell.role == CellRole::kTrunk &&
-                                                      trunk != stored_trunks.end() &&
-                                                      cell.tokens_budget > trunk->second) {
-          extend_trunk.Reset();
-          extend_trunk.BindAll(cell.config_json, cell.tokens_budget, now, study_id, cell.id);
-          ONSET_RETURN_IF_ERROR(extend_trunk.Run());
-          trunk->second = cell.tokens_budget;
-        }
-        const std::string axes_json = rows::AxesJson(
-            cell.axes,
-            rows::MergeAxisAliases(stored_aliases[cell.id], cell.axis_aliases, cell.axes));
-        if (it->second == axes_json) continue;
-        relabel_cell.Reset();
-        relabel_cell.BindAll(axes_json, study_id, cell.id);
-        ONSET_RETURN_IF_ERROR(relabel_cell.Run());
-        continue;
-      }
-      const std::string axes_json = rows::AxesJson(cell.axes, cell.axis_aliases);
-      insert_cell.Reset();
-      insert_cell.BindAll(study_id, cell.id, axes_json, cell.config_json, cell.tokens_budget, now,
-                          now, std::max(1, study.devices), cell.non_embedding_params,
-                          cell.train_flops_per_token, std::string(wire::RoleName(cell.role)),
-                          cell.role == CellRole::kBranch ? cell.branch_tokens : int64_t{0});
-      ONSET_RETURN_IF_ERROR(insert_cell.Run());
-      if (db.Changes() > 0) {
-        ++result.cells_added;
-        result.new_cell_ids.push_back(cell.id);
-        if (cell.role == CellRole::kBranch) new_branches.push_back(&cell);
-      }
-    }
-    // A new branch's trunk is a trunk of the study, stored before or in this submission.
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement link,
-        db.Prepare("UPDATE cells SET trunk_id = (SELECT t.id FROM cells t WHERE t.study_id = ?1 "
-                   "AND t.hash = ?3 AND t.role = 'trunk') WHERE study_id = ?1 AND hash = ?2 "
-                   "RETURNING trunk_id"));
-    // Then whether the checkpoint it starts from is there already (a budget joining a point the
-    // trunk has passed).
-    ONSET_ASSIGN_OR_RETURN(
-        db::Statement set_ready,
-        db.Prepare("UPDATE cells SET ready = " + trunks::BranchReadySql("cells") +
-                   " WHERE study_id = ?1 AND hash = ?2"));
-    for (const CellSpec* branch : new_branches) {
-      link.Reset();
-      link.BindAll(study_id, branch->id, branch->trunk_id);
-      ONSET_ASSIGN_OR_RETURN(bool row, link.Step());
-      if (!row || link.IsNull(0)) {
-        return absl::InvalidArgumentError("cell " + branch->id + " is a branch of trunk " +
-                                          branch->trunk_id + ", which study " + study.name +
-                                          " does not have");
-      }
-      ONSET_RETURN_IF_ERROR(link.Run());
-      set_ready.Reset();
-      set_ready.BindAll(study_id, branch->id);
-      ONSET_RETURN_IF_ERROR(set_ready.Run());
-    }
-
-    ONSET_ASSIGN_OR_RETURN(result.study, rows::LoadStudy(db, study_id));
-    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> all, rows::LoadCells(db, study_id));
-    std::unordered_map<std::string, const CellInfo*> by_id;
-    for (const CellInfo& c : all) by_id[c.id] = &c;
-    for (const CellSpec& cell : study.cells) {
-      auto it = by_id.find(cell.id);
-      if (it != by_id.end()) result.cells.push_back(*it->second);
-    }
+    ONSET_ASSIGN_OR_RETURN(std::vector<const CellSpec*> new_branches,
+                           studies::WriteCells(db, study_id, study, now, &stored, &result));
+    ONSET_RETURN_IF_ERROR(studies::LinkBranches(db, study_id, study.name, new_branches));
+    ONSET_RETURN_IF_ERROR(studies::LoadSubmitted(db, study_id, study, &result));
     return result;
   };
   if (!writer_) return ReadOnlyError();
