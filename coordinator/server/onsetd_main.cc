@@ -22,19 +22,19 @@ std::string DefaultTokenFile(const std::string& db_path) {
   return (std::filesystem::path(db_path).parent_path() / onset::common::kTokenFileName).string();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("onsetd"));
-
+// The command line, as given.
+struct Flags {
   onset::coordinator::ServerConfig config;
   int64_t lease_ttl_ms = config.lease_ttl.count();
   int64_t heartbeat_ms = config.heartbeat_interval.count();
   int64_t retry_backoff_ms = config.retry.base_backoff.count();
   std::string address_file;
+  std::string http_address_file;
   std::string token_file;
+};
 
-  CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
+void AddFlags(CLI::App& app, Flags& f) {
+  onset::coordinator::ServerConfig& config = f.config;
   app.add_option("--db", config.db_path,
                  "SQLite database file (created if missing; locked against a second onsetd)")
       ->required();
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
                  "host:port to serve on; port 0 picks a free port. A host other than loopback "
                  "needs --tls-cert/--tls-key or --insecure")
       ->capture_default_str();
-  app.add_option("--token-file", token_file,
+  app.add_option("--token-file", f.token_file,
                  "the token clients must present, created (mode 0600) if missing "
                  "[default: onsetd.token next to --db]");
   app.add_option("--tls-cert", config.tls_cert_file, "serve TLS with this PEM certificate chain");
@@ -56,10 +56,10 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", config.allow_insecure_remote,
                "allow a --listen host other than loopback without TLS (the token crosses the "
                "network in clear text: only on a network you trust)");
-  app.add_option("--lease-ttl-ms", lease_ttl_ms,
+  app.add_option("--lease-ttl-ms", f.lease_ttl_ms,
                  "a lease not renewed by a heartbeat for this long expires")
       ->capture_default_str();
-  app.add_option("--heartbeat-interval-ms", heartbeat_ms, "heartbeat interval told to workers")
+  app.add_option("--heartbeat-interval-ms", f.heartbeat_ms, "heartbeat interval told to workers")
       ->capture_default_str();
   app.add_flag("--requeue-running", config.requeue_running_on_start,
                "requeue cells left running by a previous process instead of waiting for their "
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
                  "crashes and lost workers a cell may suffer before it stays failed")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app.add_option("--retry-backoff-ms", retry_backoff_ms,
+  app.add_option("--retry-backoff-ms", f.retry_backoff_ms,
                  "wait before the first retry of a failed cell; doubles per failure, up to 30 min")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
@@ -77,16 +77,44 @@ int main(int argc, char** argv) {
                  "resumes on whichever worker takes it next; default: each worker's work dir");
   app.add_option("--http", config.http_listen,
                  "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (same token)");
-  app.add_option("--address-file", address_file,
+  app.add_option("--address-file", f.address_file,
                  "write the bound host:port here once serving (for port 0)");
-  std::string http_address_file;
-  app.add_option("--http-address-file", http_address_file,
+  app.add_option("--http-address-file", f.http_address_file,
                  "write the dashboard's bound host:port here once serving (for --http ...:0)");
+}
+
+// The token clients must present: that of the token file, made (mode 0600, with its directory)
+// on the first start.
+absl::StatusOr<std::string> LoadToken(const std::string& token_file) {
+  std::error_code ec;
+  const std::filesystem::path token_dir = std::filesystem::path(token_file).parent_path();
+  if (!token_dir.empty()) std::filesystem::create_directories(token_dir, ec);
+  return onset::common::LoadOrCreateTokenFile(token_file);
+}
+
+// Writes `address` to `path` (unless empty) atomically, so that a reader never sees a partial
+// address; false, logged, when it cannot.
+bool WriteAddress(const char* flag, const std::string& path, const std::string& address) {
+  if (path.empty()) return true;
+  const std::optional<std::string> error = onset::base::TryWriteFileDurably(path, address + "\n");
+  if (error) spdlog::error("cannot write {} {}: {}", flag, path, *error);
+  return !error;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("onsetd"));
+  CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
+  Flags flags;
+  AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
-  config.lease_ttl = std::chrono::milliseconds(lease_ttl_ms);
-  config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
-  config.retry.base_backoff = std::chrono::milliseconds(retry_backoff_ms);
-  if (token_file.empty()) token_file = DefaultTokenFile(config.db_path);
+  onset::coordinator::ServerConfig config = flags.config;
+  config.lease_ttl = std::chrono::milliseconds(flags.lease_ttl_ms);
+  config.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
+  config.retry.base_backoff = std::chrono::milliseconds(flags.retry_backoff_ms);
+  const std::string token_file =
+      flags.token_file.empty() ? DefaultTokenFile(config.db_path) : flags.token_file;
 
   // Block the shutdown signals before any thread starts, so every thread inherits the mask and
   // only sigwait below receives them.
@@ -96,16 +124,12 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::error_code ec;
-  const std::filesystem::path token_dir = std::filesystem::path(token_file).parent_path();
-  if (!token_dir.empty()) std::filesystem::create_directories(token_dir, ec);
-  absl::StatusOr<std::string> token = onset::common::LoadOrCreateTokenFile(token_file);
+  absl::StatusOr<std::string> token = LoadToken(token_file);
   if (!token.ok()) {
     spdlog::error("cannot start: {}", std::string(token.status().message()));
     return 1;
   }
   config.token = std::move(*token);
-
   auto server = onset::coordinator::CoordinatorServer::Start(config);
   if (!server.ok()) {
     // The message says what is wrong and what to do; the code adds nothing for a person.
@@ -115,15 +139,8 @@ int main(int argc, char** argv) {
   spdlog::info("onsetd listening on {} ({}); clients need the token in {} (--token-file or {})",
                (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file,
                "ONSET_TOKEN");
-  // Written atomically, so that a reader never sees a partial address.
-  auto write_address = [](const char* flag, const std::string& path, const std::string& address) {
-    if (path.empty()) return true;
-    const std::optional<std::string> error = onset::base::TryWriteFileDurably(path, address + "\n");
-    if (error) spdlog::error("cannot write {} {}: {}", flag, path, *error);
-    return !error;
-  };
-  if (!write_address("--address-file", address_file, (*server)->address()) ||
-      !write_address("--http-address-file", http_address_file, (*server)->http_address())) {
+  if (!WriteAddress("--address-file", flags.address_file, (*server)->address()) ||
+      !WriteAddress("--http-address-file", flags.http_address_file, (*server)->http_address())) {
     (*server)->Shutdown();
     return 1;
   }
