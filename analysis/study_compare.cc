@@ -88,6 +88,119 @@ std::optional<size_t> FindBaseline(const CompareTable& table, const CompareRow& 
   return std::nullopt;
 }
 
+// The axes to group by: spec.by, or every axis but seed (arch, window, pos and tokens first),
+// plus the baseline's axis. False and *error when one is not an axis of the study.
+bool GroupingAxes(const v1::GetStudyResponse& study, const CompareSpec& spec,
+                  std::vector<std::string>* by, std::string* error) {
+  std::set<std::string> all_axes;
+  for (const v1::Cell& c : study.cells()) {
+    for (const auto& [k, v] : c.axes()) all_axes.insert(k);
+  }
+  *by = spec.by;
+  if (by->empty()) {
+    for (const char* named : {"arch", "window", "pos", "tokens"}) {
+      if (all_axes.count(named)) by->push_back(named);
+    }
+    for (const std::string& a : all_axes) {
+      if (a != "seed" && std::find(by->begin(), by->end(), a) == by->end()) by->push_back(a);
+    }
+  }
+  for (const std::string& a : *by) {
+    if (!all_axes.count(a)) {
+      *error = "--by: " + a + " is not an axis of study " + study.study().name() +
+               " (axes: " + absl::StrJoin(all_axes, ", ") + ")";
+      return false;
+    }
+  }
+  if (!spec.baseline.first.empty()) {
+    if (!all_axes.count(spec.baseline.first)) {
+      *error =
+          "--baseline: " + spec.baseline.first + " is not an axis of study " + study.study().name();
+      return false;
+    }
+    if (std::find(by->begin(), by->end(), spec.baseline.first) == by->end()) {
+      by->push_back(spec.baseline.first);
+    }
+  }
+  return true;
+}
+
+// The first of the metric's controls (ControlMetrics) that some cell reported; "" when none.
+std::string PreferredControl(const std::string& metric, const Curves& curves) {
+  for (const std::string& name : ControlMetrics(metric)) {
+    for (const auto& [cell, metrics] : curves) {
+      if (metrics.count(name)) return name;
+    }
+  }
+  return "";
+}
+
+// The points of `metric` in the curves of `cell`; none when it has none.
+std::vector<Point> PointsOf(const Curves& curves, const std::string& cell,
+                            const std::string& metric) {
+  std::vector<Point> points;
+  if (auto c = curves.find(cell); c != curves.end() && !metric.empty()) {
+    if (auto m = c->second.find(metric); m != c->second.end()) {
+      for (const auto& [t, v] : m->second) points.push_back({t, v});
+    }
+  }
+  return points;
+}
+
+// The row of `table` for the cell's values of table.by, added when it is the first such cell;
+// the cell's axis aliases are merged into the row's.
+CompareRow& RowFor(const v1::Cell& cell, CompareTable* table,
+                   std::map<std::map<std::string, std::string>, size_t>* index) {
+  std::map<std::string, std::string> key;
+  for (const std::string& a : table->by) {
+    auto it = cell.axes().find(a);
+    key[a] = it == cell.axes().end() ? "-" : it->second;
+  }
+  auto [it, added] = index->emplace(key, table->rows.size());
+  if (added) {
+    table->rows.emplace_back();
+    table->rows.back().axes = key;
+  }
+  CompareRow& row = table->rows[it->second];
+  for (const std::string& a : table->by) {
+    if (auto aliases = cell.axis_aliases().find(a); aliases != cell.axis_aliases().end()) {
+      for (const std::string& v : aliases->second.values()) row.aliases[a].insert(v);
+    }
+  }
+  return row;
+}
+
+// A row's statistics over its cells: the seed summary, the Kaplan-Meier emergence, the cost
+// ranges and the control's median.
+void SummariseRow(CompareRow* row) {
+  row->summary = Summarise(row->cells);
+  std::vector<Crossing> crossings;
+  for (const CellSummary& c : row->cells) crossings.push_back(c.crossing);
+  row->emergence = KaplanMeier(crossings);
+  row->params = RangeOf(
+      row->costs, [](const CellCost& c) { return static_cast<double>(c.non_embedding_params); });
+  row->flops_per_token =
+      RangeOf(row->costs, [](const CellCost& c) { return c.train_flops_per_token; });
+  std::vector<double> finals;
+  for (const std::optional<double>& r : row->controls) {
+    if (r) finals.push_back(*r);
+  }
+  if (!finals.empty()) row->control_median = Median(finals);
+}
+
+// Each row's speed-up over the row that matches it but for the baseline's axis.
+void SetBaselines(const CompareSpec& spec, CompareTable* table) {
+  for (CompareRow& row : table->rows) {
+    const std::optional<size_t> found = FindBaseline(*table, row, spec.baseline);
+    if (!found) continue;
+    row.has_baseline = true;
+    row.baseline_row = *found;
+    const CompareRow& base = table->rows[*found];
+    row.speed_up = SpeedUpOver(row.emergence.median, base.emergence.median);
+    row.seedwise = SpeedUpOver(row.summary.max, base.summary.min);
+  }
+}
+
 }  // namespace
 
 const char* XAxisName(XAxis x) { return x == XAxis::kFlops ? "flops" : "tokens"; }
@@ -102,63 +215,12 @@ std::vector<std::string> ControlMetrics(const std::string& metric) {
 CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
                      const CompareSpec& spec, std::string* error) {
   CompareTable table;
-  std::set<std::string> all_axes;
-  for (const v1::Cell& c : study.cells()) {
-    for (const auto& [k, v] : c.axes()) all_axes.insert(k);
-  }
-  table.by = spec.by;
-  if (table.by.empty()) {
-    for (const char* named : {"arch", "window", "pos", "tokens"}) {
-      if (all_axes.count(named)) table.by.push_back(named);
-    }
-    for (const std::string& a : all_axes) {
-      if (a != "seed" && std::find(table.by.begin(), table.by.end(), a) == table.by.end()) {
-        table.by.push_back(a);
-      }
-    }
-  }
-  for (const std::string& a : table.by) {
-    if (!all_axes.count(a)) {
-      *error = "--by: " + a + " is not an axis of study " + study.study().name() +
-               " (axes: " + absl::StrJoin(all_axes, ", ") + ")";
-      return table;
-    }
-  }
-  if (!spec.baseline.first.empty()) {
-    if (!all_axes.count(spec.baseline.first)) {
-      *error =
-          "--baseline: " + spec.baseline.first + " is not an axis of study " + study.study().name();
-      return table;
-    }
-    if (std::find(table.by.begin(), table.by.end(), spec.baseline.first) == table.by.end()) {
-      table.by.push_back(spec.baseline.first);
-    }
-  }
-
-  const std::vector<std::string> controls = ControlMetrics(spec.metric);
-  // The preferred control some cell reported.
-  std::string control;
-  for (const std::string& name : controls) {
-    for (const auto& [cell, metrics] : curves) {
-      if (metrics.count(name)) {
-        control = name;
-        break;
-      }
-    }
-    if (!control.empty()) break;
-  }
+  if (!GroupingAxes(study, spec, &table.by, error)) return table;
+  const std::string control = PreferredControl(spec.metric, curves);
   std::set<int64_t> eval_points;
   std::map<std::map<std::string, std::string>, size_t> index;
   for (const v1::Cell& cell : study.cells()) {
-    std::vector<Point> points, control_points;
-    if (auto c = curves.find(cell.id()); c != curves.end()) {
-      if (auto m = c->second.find(spec.metric); m != c->second.end()) {
-        for (const auto& [t, v] : m->second) points.push_back({t, v});
-      }
-      if (auto m = c->second.find(control); !control.empty() && m != c->second.end()) {
-        for (const auto& [t, v] : m->second) control_points.push_back({t, v});
-      }
-    }
+    const std::vector<Point> points = PointsOf(curves, cell.id(), spec.metric);
     if (points.empty()) {
       ++table.cells_without_points;
       continue;
@@ -168,22 +230,7 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
       ++table.cells_without_flops;
       continue;
     }
-    std::map<std::string, std::string> key;
-    for (const std::string& a : table.by) {
-      auto it = cell.axes().find(a);
-      key[a] = it == cell.axes().end() ? "-" : it->second;
-    }
-    auto [it, added] = index.emplace(key, table.rows.size());
-    if (added) {
-      table.rows.emplace_back();
-      table.rows.back().axes = key;
-    }
-    CompareRow& row = table.rows[it->second];
-    for (const std::string& a : table.by) {
-      if (auto aliases = cell.axis_aliases().find(a); aliases != cell.axis_aliases().end()) {
-        for (const std::string& v : aliases->second.values()) row.aliases[a].insert(v);
-      }
-    }
+    CompareRow& row = RowFor(cell, &table, &index);
     // An unfinished cell is censored at what it has seen, not at its budget.
     const int64_t budget = wire::Ended(cell.state()) ? cell.tokens_budget() : 0;
     CellSummary s;
@@ -195,7 +242,7 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
     row.cell_ids.push_back(cell.id());
     row.cells.push_back(s);
     row.costs.push_back(cost);
-    row.controls.push_back(FinalValue(control_points));
+    row.controls.push_back(FinalValue(PointsOf(curves, cell.id(), control)));
     if (spec.x == XAxis::kTokens) {
       for (const Point& p : points) {
         if (std::isfinite(p.value)) eval_points.insert(p.tokens);
@@ -208,32 +255,8 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
     }
   }
   table.eval_points.assign(eval_points.begin(), eval_points.end());
-  for (CompareRow& row : table.rows) {
-    row.summary = Summarise(row.cells);
-    std::vector<Crossing> crossings;
-    for (const CellSummary& c : row.cells) crossings.push_back(c.crossing);
-    row.emergence = KaplanMeier(crossings);
-    row.params = RangeOf(
-        row.costs, [](const CellCost& c) { return static_cast<double>(c.non_embedding_params); });
-    row.flops_per_token =
-        RangeOf(row.costs, [](const CellCost& c) { return c.train_flops_per_token; });
-    std::vector<double> finals;
-    for (const std::optional<double>& r : row.controls) {
-      if (r) finals.push_back(*r);
-    }
-    if (!finals.empty()) row.control_median = Median(finals);
-  }
-  if (!spec.baseline.first.empty()) {
-    for (CompareRow& row : table.rows) {
-      const std::optional<size_t> found = FindBaseline(table, row, spec.baseline);
-      if (!found) continue;
-      row.has_baseline = true;
-      row.baseline_row = *found;
-      const CompareRow& base = table.rows[*found];
-      row.speed_up = SpeedUpOver(row.emergence.median, base.emergence.median);
-      row.seedwise = SpeedUpOver(row.summary.max, base.summary.min);
-    }
-  }
+  for (CompareRow& row : table.rows) SummariseRow(&row);
+  if (!spec.baseline.first.empty()) SetBaselines(spec, &table);
   return table;
 }
 

@@ -306,7 +306,10 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, const std::
   return code;
 }
 
-void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
+namespace {
+
+// compare: tokens-to-threshold per group.
+void AddCompareCommand(CLI::App& app, CommandTable& table) {
   auto compare = std::make_shared<CompareOptions>();
   CLI::App* compare_app = app.add_subcommand(
       "compare",
@@ -338,7 +341,10 @@ void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
   table.push_back({compare_app, Needs::kReader, "", "", [compare](const CommandContext& c) {
                      return CompareCommand(*c.client, *compare, *c.out, *c.err);
                    }});
+}
 
+// plot: the curves (or the emergence) as an SVG.
+void AddPlotCommand(CLI::App& app, CommandTable& table) {
   auto plot = std::make_shared<PlotCommandOptions>();
   CLI::App* plot_app = app.add_subcommand(
       "plot",
@@ -361,7 +367,10 @@ void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
   table.push_back({plot_app, Needs::kReader, "", "", [plot](const CommandContext& c) {
                      return PlotCommand(*c.client, *plot, *c.out, *c.err);
                    }});
+}
 
+// fit: a power law per group.
+void AddFitCommand(CLI::App& app, CommandTable& table) {
   auto fit = std::make_shared<FitOptions>();
   CLI::App* fit_app = app.add_subcommand(
       "fit", "fit L(D) = E + B (D/D0)^-beta to a loss against tokens per group of cells");
@@ -376,7 +385,10 @@ void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
   table.push_back({fit_app, Needs::kReader, "", "", [fit](const CommandContext& c) {
                      return FitCommand(*c.client, *fit, *c.out, *c.err);
                    }});
+}
 
+// heads: a cell's retrieval-head scores.
+void AddHeadsCommand(CLI::App& app, CommandTable& table) {
   struct HeadsFlags {
     std::string study;
     std::string cell;
@@ -398,7 +410,10 @@ void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
                      return HeadsCommand(*c.client, heads->study, heads->cell, heads->tokens,
                                          heads->json, *c.out, *c.err);
                    }});
+}
 
+// export: every metric point.
+void AddExportCommand(CLI::App& app, CommandTable& table) {
   struct ExportFlags {
     ExportOptions options;
     std::string out;
@@ -417,6 +432,16 @@ void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
                      return ExportCommand(*c.client, exports->options, exports->out, *c.out,
                                           *c.err);
                    }});
+}
+
+}  // namespace
+
+void AddAnalysisCommands(CLI::App& app, CommandTable& table) {
+  AddCompareCommand(app, table);
+  AddPlotCommand(app, table);
+  AddFitCommand(app, table);
+  AddHeadsCommand(app, table);
+  AddExportCommand(app, table);
 }
 
 }  // namespace onset::cli
