@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "worker/attempt_dir.h"
 #include "worker/retry.h"
 #include "worker/trainer_command.h"
@@ -54,11 +54,13 @@ JobEnd EndOf(JobOutcome outcome) {
 }  // namespace
 
 struct JobRunner::Events {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> lines;  // stdout lines not yet parsed
-  bool exited = false;             // the trainer has exited and all its lines are in `lines`
-  bool logs_waiting = false;       // log_flush_lines stderr lines wait to be relayed
+  common::Mutex mu;
+  std::condition_variable_any cv;
+  std::vector<std::string> lines ABSL_GUARDED_BY(mu);  // stdout lines not yet parsed
+  // The trainer has exited and all its lines are in `lines`.
+  bool exited ABSL_GUARDED_BY(mu) = false;
+  // log_flush_lines stderr lines wait to be relayed.
+  bool logs_waiting ABSL_GUARDED_BY(mu) = false;
 };
 
 JobRunner::JobRunner(JobRunnerConfig config, std::string worker_id, JobSpec job,
@@ -78,7 +80,7 @@ std::string JobRunner::Context() const {
 
 void JobRunner::Stop() {
   stop_requested_ = true;
-  std::lock_guard<std::mutex> lock(events_->mu);
+  common::MutexLock lock(&events_->mu);
   events_->cv.notify_all();
 }
 
@@ -164,18 +166,18 @@ absl::StatusOr<std::unique_ptr<Process>> JobRunner::StartTrainer(SpawnOptions op
   options.on_stderr_line = [logs, clock, events, log_flush_lines](const std::string& line) {
     logs->Add(line, clock->WallUnixMs());
     if (logs->pending() >= log_flush_lines) {
-      std::lock_guard<std::mutex> lock(events->mu);
+      common::MutexLock lock(&events->mu);
       events->logs_waiting = true;
       events->cv.notify_all();
     }
   };
   options.on_stdout_line = [events](std::string line) {
-    std::lock_guard<std::mutex> lock(events->mu);
+    common::MutexLock lock(&events->mu);
     events->lines.push_back(std::move(line));
     events->cv.notify_all();
   };
   options.on_exit = [events](const ExitStatus&) {
-    std::lock_guard<std::mutex> lock(events->mu);
+    common::MutexLock lock(&events->mu);
     events->exited = true;
     events->cv.notify_all();
   };
@@ -225,10 +227,11 @@ JobRunner::TrainerEvents JobRunner::WaitForEvents(common::Clock::MonotonicTime d
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.MonotonicNow()),
       std::chrono::milliseconds(0), config_.max_wait);
   TrainerEvents taken;
-  std::unique_lock<std::mutex> lock(events_->mu);
-  events_->cv.wait_for(lock, wait, [&] {
-    return !events_->lines.empty() || events_->exited || events_->logs_waiting || stop_requested_;
-  });
+  const auto until = std::chrono::steady_clock::now() + wait;
+  common::MutexLock lock(&events_->mu);
+  while (events_->lines.empty() && !events_->exited && !events_->logs_waiting && !stop_requested_ &&
+         events_->cv.wait_until(events_->mu, until) == std::cv_status::no_timeout) {
+  }
   taken.lines.swap(events_->lines);
   taken.exited = events_->exited;
   taken.logs_waiting = events_->logs_waiting;
@@ -238,7 +241,7 @@ JobRunner::TrainerEvents JobRunner::WaitForEvents(common::Clock::MonotonicTime d
 
 std::vector<std::string> JobRunner::TakeLines() {
   std::vector<std::string> lines;
-  std::lock_guard<std::mutex> lock(events_->mu);
+  common::MutexLock lock(&events_->mu);
   lines.swap(events_->lines);
   return lines;
 }

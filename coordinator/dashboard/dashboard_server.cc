@@ -15,13 +15,13 @@
 #include <boost/beast/http.hpp>
 #include <exception>
 #include <list>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "coordinator/dashboard/accept_backoff.h"
 
 namespace onset::coordinator {
@@ -244,7 +244,7 @@ class BeastDashboardServer final : public DashboardServer {
   void Stop() override {
     std::vector<std::shared_ptr<Session>> open;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       if (stopped_) return;
       stopped_ = true;
       for (Session* s : sessions_) {
@@ -269,14 +269,14 @@ class BeastDashboardServer final : public DashboardServer {
 
   // Frees the connection's place among max_connections (it is closing).
   void Release(Session* s) {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     if (s->holds_slot) {
       s->holds_slot = false;
       --holding_;
     }
   }
   void Forget(Session* s) {
-    std::lock_guard<std::mutex> lock(mu_);
+    common::MutexLock lock(&mu_);
     if (s->holds_slot) --holding_;
     sessions_.erase(s->where);
   }
@@ -328,7 +328,7 @@ class BeastDashboardServer final : public DashboardServer {
   void Admit(tcp::socket socket) {
     std::shared_ptr<Session> displaced, session;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      common::MutexLock lock(&mu_);
       if (stopped_) return;  // the socket closes as it goes out of scope
       if (holding_ >= max_connections_) {
         // Oldest first: the connection that has waited longest for its request.
@@ -369,10 +369,10 @@ class BeastDashboardServer final : public DashboardServer {
   std::string address_;
   std::vector<std::thread> threads_;
 
-  std::mutex mu_;
-  bool stopped_ = false;          // guarded by mu_
-  std::list<Session*> sessions_;  // guarded by mu_; every live connection, oldest first
-  int holding_ = 0;               // guarded by mu_; connections counted against the limit
+  common::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::list<Session*> sessions_ ABSL_GUARDED_BY(mu_);  // every live connection, oldest first
+  int holding_ ABSL_GUARDED_BY(mu_) = 0;               // connections counted against the limit
 };
 
 Session::Session(BeastDashboardServer* server, tcp::socket socket)
