@@ -20,6 +20,7 @@
 #include "cli/views/plot.h"
 #include "cli/views/render.h"
 #include "cli/views/trunk_view.h"
+#include "proto/cell_names.h"
 
 namespace onset::cli {
 namespace {
@@ -270,16 +271,20 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostrea
     for (const auto& [metric, points] : c->second) {
       for (const auto& [tokens, value] : points) {
         if (options.format == "csv") {
-          out << CsvField(options.study) << "," << cell.id() << "," << StateName(cell.state());
+          out << CsvField(options.study) << "," << cell.id() << ","
+              << std::string(wire::StateName(cell.state()));
           for (const std::string& a : axes) {
             auto it = cell.axes().find(a);
             out << "," << (it == cell.axes().end() ? "" : CsvField(it->second));
           }
           out << "," << CsvField(metric) << "," << tokens << "," << CsvNumber(value) << "\n";
         } else {
-          nlohmann::json row = {
-              {"study", options.study}, {"cell_id", cell.id()}, {"state", StateName(cell.state())},
-              {"axes", cell.axes()},    {"metric", metric},     {"tokens", tokens}};
+          nlohmann::json row = {{"study", options.study},
+                                {"cell_id", cell.id()},
+                                {"state", std::string(wire::StateName(cell.state()))},
+                                {"axes", cell.axes()},
+                                {"metric", metric},
+                                {"tokens", tokens}};
           row["value"] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
           out << row.dump() << "\n";
         }

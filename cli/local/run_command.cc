@@ -209,7 +209,8 @@ int ReportResults(StudyClient& client, const std::string& study, const std::set<
     diverged += r.cell().state() == v1::CELL_STATE_DIVERGED ? 1 : 0;
     if (r.cell().state() != v1::CELL_STATE_SUCCEEDED &&
         r.cell().state() != v1::CELL_STATE_DIVERGED) {
-      failed.push_back(absl::StrCat(r.cell().id(), " ", StateName(r.cell().state()), " (",
+      failed.push_back(absl::StrCat(r.cell().id(), " ",
+                                    std::string(wire::StateName(r.cell().state())), " (",
                                     r.cell().last_error(), ")"));
     }
   }

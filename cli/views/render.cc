@@ -90,8 +90,6 @@ bool IsResultColumn(const std::string& name) {
 
 }  // namespace
 
-std::string StateName(v1::CellState state) { return std::string(wire::StateName(state)); }
-
 std::string StudySummary(const v1::Study& study, const Style& style) {
   std::vector<std::string> parts;
   for (v1::CellState state : wire::kCellStates) {
@@ -259,7 +257,9 @@ std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview) {
   int trunks = 0;
   for (const v1::Cell& cell : preview.cells()) {
     std::vector<std::string> row = {
-        cell.id(), fresh.count(cell.id()) ? "new" : "exists (" + StateName(cell.state()) + ")"};
+        cell.id(), fresh.count(cell.id())
+                       ? "new"
+                       : "exists (" + std::string(wire::StateName(cell.state())) + ")"};
     Append(&row, AxisCells(cell, extra));
     if (shared) row.push_back(RoleText(cell));
     table.AddRow(std::move(row));
@@ -307,7 +307,7 @@ std::string RenderResults(const v1::GetResultsResponse& results) {
     const v1::Cell& cell = r.cell();
     std::vector<std::string> row = {cell.id()};
     Append(&row, AxisCells(cell, extra));
-    row.push_back(StateName(cell.state()));
+    row.push_back(std::string(wire::StateName(cell.state())));
     if (sized) {
       row.push_back(cell.non_embedding_params() > 0 ? FormatTokens(cell.non_embedding_params())
                                                     : "-");

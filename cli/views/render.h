@@ -12,8 +12,6 @@
 
 namespace onset::cli {
 
-// "queued", "running", "succeeded", "failed", "unspecified".
-std::string StateName(v1::CellState state);
 
 // The display axes of `cells` besides arch, window, pos, tokens and seed (fields the study
 // varies, by dotted path, e.g. "train.lr"), sorted: extra columns of the cell tables.

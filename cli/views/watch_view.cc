@@ -79,7 +79,7 @@ std::string WatchView::Apply(const v1::WatchStudyResponse& message, int64_t now_
     if (e.from() == v1::CELL_STATE_UNSPECIFIED) {
       absl::StrAppend(&line, "added (", style_.State(e.to()), ")");
     } else {
-      absl::StrAppend(&line, StateName(e.from()), " -> ", style_.State(e.to()));
+      absl::StrAppend(&line, std::string(wire::StateName(e.from())), " -> ", style_.State(e.to()));
     }
     if (e.to() == v1::CELL_STATE_RUNNING) {
       absl::StrAppend(&line,
@@ -144,7 +144,7 @@ int WatchView::ExitCode() const {
 
 std::string WatchView::Summary() const {
   std::map<std::string, int> counts;
-  for (const v1::Cell& c : study_.cells()) ++counts[StateName(c.state())];
+  for (const v1::Cell& c : study_.cells()) ++counts[std::string(wire::StateName(c.state()))];
   std::vector<std::string> parts;
   for (const auto& [state, n] : counts) parts.push_back(absl::StrCat(n, " ", state));
   return absl::StrCat(study_.study().name(), ": ", study_.cells_size(),

@@ -35,9 +35,10 @@ std::string PointKey(const std::map<std::string, std::string>& axes) {
   return key;
 }
 
-bool Ended(CellState state) {
-  return state == CellState::kFailed || state == CellState::kDiverged ||
-         state == CellState::kCancelled;
+// The trunk ended for good without succeeding (failed, diverged or cancelled): a new budget
+// cannot branch from it until a rerun queues it again.
+bool EndedUnsucceeded(CellState state) {
+  return wire::Ended(ToWire(state)) && state != CellState::kSucceeded;
 }
 
 // Whether every element of `need` is in the sorted `have`.
@@ -265,7 +266,7 @@ class Planner {
     const int64_t stored_until = g->stored_trunk->tokens_budget;
     const int64_t bp = model::BranchPoint(configs_[i]);
     const std::string budget = "budget " + Tokens(configs_[i].train.tokens);
-    if (Ended(g->stored_trunk->state)) {
+    if (EndedUnsucceeded(g->stored_trunk->state)) {
       Note(budget + " trains on its own: the trunk " + g->trunk_id + " it would branch from " +
            CellStateName(g->stored_trunk->state) + " (onset rerun queues it again)");
       return;
