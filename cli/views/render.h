@@ -12,7 +12,6 @@
 
 namespace onset::cli {
 
-
 // The display axes of `cells` besides arch, window, pos, tokens and seed (fields the study
 // varies, by dotted path, e.g. "train.lr"), sorted: extra columns of the cell tables.
 std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::Cell>& cells);
