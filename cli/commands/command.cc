@@ -4,18 +4,30 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/client/address.h"
+
 namespace onset::cli {
 
 void AddGlobalFlags(CLI::App& app, GlobalFlags& flags) {
   app.add_option("--coordinator", flags.coordinator,
                  "coordinator host:port (else $ONSET_COORDINATOR, else the address of a running "
-                 "`onset run` in ./onset-data, else its onset.db read-only for the commands that "
-                 "only read, else 127.0.0.1:7070)");
+                 "`onset run` in the data directory, else its onset.db read-only for the commands "
+                 "that only read, else 127.0.0.1:7070)");
   app.add_option("--token-file", flags.token_file,
                  "file holding the coordinator's token (else $ONSET_TOKEN, else the file named by "
-                 "$ONSET_TOKEN_FILE, else that of a running `onset run` in ./onset-data)");
+                 "$ONSET_TOKEN_FILE, else that of a running `onset run` in the data directory)");
   app.add_option("--tls-ca", flags.tls_ca,
                  "connect with TLS, trusting the PEM certificates in this file (env ONSET_TLS_CA)");
+  app.add_option("--data-dir", flags.data_dir,
+                 "the data directory of `onset run`: where it keeps onset.db, its token and its "
+                 "address while it runs, and where the other commands look for them (else "
+                 "$ONSET_DATA_DIR, else ./onset-data)");
+}
+
+std::string DataDir(const GlobalFlags& flags, const char* env) {
+  if (!flags.data_dir.empty()) return flags.data_dir;
+  if (env != nullptr && *env != '\0') return env;
+  return kDefaultDataDir;
 }
 
 const Command* ParsedCommand(const CommandTable& table) {

@@ -26,16 +26,23 @@ struct GlobalFlags {
   std::string coordinator;  // --coordinator
   std::string token_file;   // --token-file
   std::string tls_ca;       // --tls-ca
+  std::string data_dir;     // --data-dir
 };
 
 // Adds the global flags to `app`, bound to `flags`.
 void AddGlobalFlags(CLI::App& app, GlobalFlags& flags);
+
+// The data directory of `onset run` that commands write to (run) or read (every other): first of
+// --data-dir, $ONSET_DATA_DIR (`env`, may be null) when not empty, ./onset-data
+// (kDefaultDataDir). The one place this order is decided; docs/running.md describes it.
+std::string DataDir(const GlobalFlags& flags, const char* env);
 
 // What a command needs before it can run.
 enum class Needs {
   kNothing,      // runs on its own (onset run, onset dashboard); takes SIGINT/SIGTERM itself
   kReader,       // a coordinator, or the data directory's database read here
   kCoordinator,  // a coordinator: it changes studies or starts workers
+  kScratch,      // the coordinator's services over an empty in-memory database (onset check)
 };
 
 // What a command runs with.
@@ -59,6 +66,9 @@ struct Command {
   std::string needs_why = "changes studies, which only a coordinator does";
   // Returns the process's exit code (cli/exit_codes.h).
   std::function<int(const CommandContext&)> run;
+  // Said after the error when what the command needs cannot be had (e.g. a command that does
+  // without); may be empty.
+  std::string hint = {};
 };
 
 using CommandTable = std::vector<Command>;

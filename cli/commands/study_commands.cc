@@ -5,8 +5,10 @@
 #include <memory>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands/cell_commands.h"
+#include "cli/views/cost_view.h"
 #include "cli/views/render.h"
 #include "cli/views/trunk_view.h"
 #include "common/study_text.h"
@@ -22,7 +24,7 @@ std::string StudyBaseDir(const std::string& path) {
 }
 
 int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
-                  std::ostream& out, std::ostream& err) {
+                  std::ostream& out, std::ostream& err, const Throughput& throughput) {
   // A file that cannot be read exits 1; one that is not a study file (a directory, too large,
   // not UTF-8) exits 2, like any bad study file.
   absl::StatusOr<std::string> text = common::ReadStudyFile(file);
@@ -30,12 +32,20 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
   absl::StatusOr<v1::SubmitStudyResponse> response =
       client.Submit(file, *text, StudyBaseDir(file), dry_run);
   if (!response.ok()) return ReportError(response.status(), err);
+  if (json && dry_run) {
+    nlohmann::json preview = nlohmann::json::parse(ToJson(*response));
+    preview["cost"] =
+        nlohmann::json::parse(CostJson(EstimateCost(*response, throughput), throughput));
+    out << preview.dump(2) << "\n";
+    return 0;
+  }
   if (json) {
     out << ToJson(*response);
     return 0;
   }
   if (dry_run) {
-    out << RenderSubmitPreview(*response);
+    out << RenderSubmitPreview(*response) << "\n"
+        << RenderCost(EstimateCost(*response, throughput), throughput);
     return 0;
   }
   out << "study " << StudySummary(response->study()) << "\n"
@@ -90,6 +100,35 @@ int ResultsCommand(StudyClient& client, const std::string& study, bool json, std
   return 0;
 }
 
+namespace {
+
+// The throughput flags of a dry run (cli/views/cost_view.h).
+struct CostFlags {
+  double peak_flops = 0;
+  double mfu = 0;
+  double tokens_per_second = 0;
+};
+
+void AddCostFlags(CLI::App* app, CostFlags* flags) {
+  app->add_option("--peak-flops", flags->peak_flops,
+                  "a device's peak FLOP/s (e.g. 9.89e14), with --mfu: the device-hours the new "
+                  "cells take");
+  app->add_option("--mfu", flags->mfu, "the fraction of --peak-flops training reaches, e.g. 0.4");
+  app->add_option("--tokens-per-second", flags->tokens_per_second,
+                  "or: tokens one device trains per second (e.g. measured on finished cells)");
+}
+
+// The dry run of `file` with its cost at the flags' throughput; 2 for a bad throughput.
+int DryRun(StudyClient& client, const std::string& file, bool json, const CostFlags& cost,
+           std::ostream& out, std::ostream& err) {
+  absl::StatusOr<Throughput> throughput =
+      Throughput::From(cost.peak_flops, cost.mfu, cost.tokens_per_second);
+  if (!throughput.ok()) return ReportError(throughput.status(), err);
+  return SubmitCommand(client, file, /*dry_run=*/true, json, out, err, *throughput);
+}
+
+}  // namespace
+
 void AddStudyCommands(CLI::App& app, CommandTable& table) {
   struct Flags {
     std::string file;
@@ -98,18 +137,39 @@ void AddStudyCommands(CLI::App& app, CommandTable& table) {
     bool json = false;
     std::string states;
     std::string where;
+    CostFlags cost;
   };
   auto submit = std::make_shared<Flags>();
   CLI::App* submit_app = app.add_subcommand("submit", "submit a study file");
   submit_app->add_option("FILE", submit->file, "study file (YAML)")->required();
   submit_app->add_flag("--dry-run", submit->dry_run,
-                       "print the cells the file gives, new or existing, and write nothing");
+                       "print the cells the file gives, new or existing, and what the new ones "
+                       "cost to train; write nothing");
   submit_app->add_flag("--json", submit->json, "print JSON");
-  table.push_back({submit_app, Needs::kCoordinator, "submit",
-                   "changes studies, which only a coordinator does",
-                   [submit](const CommandContext& c) {
-                     return SubmitCommand(*c.client, submit->file, submit->dry_run, submit->json,
-                                          *c.out, *c.err);
+  AddCostFlags(submit_app, &submit->cost);
+  table.push_back(
+      {submit_app, Needs::kCoordinator, "submit", "changes studies, which only a coordinator does",
+       [submit](const CommandContext& c) {
+         if (submit->dry_run) {
+           return DryRun(*c.client, submit->file, submit->json, submit->cost, *c.out, *c.err);
+         }
+         return SubmitCommand(*c.client, submit->file, false, submit->json, *c.out, *c.err);
+       }});
+
+  table.back().hint = "to check a study file and its cost without a coordinator: onset check FILE";
+
+  auto check = std::make_shared<Flags>();
+  CLI::App* check_app = app.add_subcommand(
+      "check",
+      "check a study file without a coordinator: its cells, trunks, tokens to train and cost, "
+      "planned as `onset run` and onsetd --checkpoint-root plan them (every cell new); write "
+      "nothing");
+  check_app->add_option("FILE", check->file, "study file (YAML)")->required();
+  check_app->add_flag("--json", check->json, "print JSON");
+  AddCostFlags(check_app, &check->cost);
+  table.push_back({check_app, Needs::kScratch, "", "", [check](const CommandContext& c) {
+                     return DryRun(*c.client, check->file, check->json, check->cost, *c.out,
+                                   *c.err);
                    }});
 
   auto status = std::make_shared<Flags>();

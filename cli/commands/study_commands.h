@@ -8,15 +8,18 @@
 
 #include "cli/client/study_client.h"
 #include "cli/commands/command.h"
+#include "cli/views/cost_view.h"
 #include "cli/views/style.h"
 
 namespace onset::cli {
 
 // `onset submit [--dry-run] FILE [--json]`. A dry run asks the coordinator what the submission
 // would do (it knows which cells exist and enforces the append-only rule) and prints every cell
-// as new or existing, writing nothing.
+// as new or existing, then what the new ones cost to train (cli/views/cost_view.h, device-hours
+// at `throughput` when one is stated), writing nothing. With --json the cost is the "cost" key
+// beside the response's own.
 int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
-                  std::ostream& out, std::ostream& err);
+                  std::ostream& out, std::ostream& err, const Throughput& throughput = {});
 // `onset status [STUDY] [--json]`; an empty `study` lists every study.
 // `states` and `where` (comma-separated, as `--state` and `--where` take them) filter the cells
 // of one study; the summary above the table still counts them all.
@@ -32,7 +35,10 @@ int ResultsCommand(StudyClient& client, const std::string& study, bool json, std
 // The absolute directory holding `path` (a study file): where its relative data paths point.
 std::string StudyBaseDir(const std::string& path);
 
-// Adds submit and status to `app`; then workers and results.
+// Adds submit, check and status to `app`; then workers and results. `onset check FILE` is
+// `onset submit --dry-run FILE` against the coordinator's own services over an empty database in
+// this process (Needs::kScratch), planned as a coordinator with shared checkpoints plans it: no
+// coordinator needed, every cell new.
 void AddStudyCommands(CLI::App& app, CommandTable& table);
 void AddWorkersAndResultsCommands(CLI::App& app, CommandTable& table);
 

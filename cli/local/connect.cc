@@ -61,4 +61,18 @@ absl::StatusOr<StudyConnection> Connect(const ConnectOptions& options, std::ostr
   return connection;
 }
 
+absl::StatusOr<StudyConnection> ConnectScratch() {
+  coordinator::ReadOnlyServerConfig config;
+  config.scratch = true;
+  config.shared_checkpoints = true;  // as `onset run` plans
+  config.token = common::RandomHex(common::kTokenBytes);
+  absl::StatusOr<std::unique_ptr<coordinator::ReadOnlyServer>> local =
+      coordinator::ReadOnlyServer::Start(config);
+  if (!local.ok()) return local.status();
+  StudyConnection connection;
+  connection.client = std::make_unique<StudyClient>("a scratch database", (*local)->channel());
+  connection.local = std::move(*local);
+  return connection;
+}
+
 }  // namespace onset::cli

@@ -1,8 +1,9 @@
 // Connecting a subcommand to its studies: the coordinator that --coordinator, ONSET_COORDINATOR or
-// a running `onset run` (./onset-data/coordinator.addr) names; or, when no `onset run` answers
-// there and ./onset-data holds a database, that database read in this process, through the
-// coordinator's own StudyService over a read-only store (coordinator/server/read_only_server.h), so
-// that every command prints exactly what it printed while the run was going.
+// a running `onset run` (coordinator.addr in its data directory, cli/commands/command.h: DataDir)
+// names; or, when no `onset run` answers there and the data directory holds a database, that
+// database read in this process, through the coordinator's own StudyService over a read-only store
+// (coordinator/server/read_only_server.h), so that every command prints exactly what it printed
+// while the run was going.
 #pragma once
 
 #include <chrono>
@@ -49,5 +50,11 @@ struct StudyConnection {
 // coordinator::ReadOnlyServer::Start for the database (FailedPrecondition when its schema is not
 // this binary's).
 absl::StatusOr<StudyConnection> Connect(const ConnectOptions& options, std::ostream& err);
+
+// A connection to the coordinator's own StudyService over an empty database in this process's
+// memory (coordinator::ReadOnlyServerConfig::scratch): what a study file gives, planned as
+// `onset run` and an onsetd with --checkpoint-root plan it (WSD budgets share trunks), with
+// nothing stored and no coordinator anywhere.
+absl::StatusOr<StudyConnection> ConnectScratch();
 
 }  // namespace onset::cli

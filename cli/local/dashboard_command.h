@@ -1,7 +1,8 @@
-// `onset dashboard`: the dashboard of ./onset-data without a coordinator. Serves the page and its
-// API (coordinator/dashboard/dashboard_api.h) over onset-data/onset.db opened read-only, whether or
-// not an `onset run` is writing it meanwhile (the page then follows the run as it commits), with
-// the token of onset-data/onsetd.token, so that a link made during the run still works.
+// `onset dashboard`: the dashboard of a data directory (./onset-data unless --data-dir or
+// ONSET_DATA_DIR name another) without a coordinator. Serves the page and its API
+// (coordinator/dashboard/dashboard_api.h) over DIR/onset.db opened read-only, whether or not an
+// `onset run` is writing it meanwhile (the page then follows the run as it commits), with the
+// token of DIR/onsetd.token, so that a link made during the run still works.
 #pragma once
 
 #include <atomic>

@@ -49,16 +49,24 @@ int Dispatch(const Command& command, const GlobalFlags& flags, const std::string
     context.interrupted = &TakeSignals();
     return command.run(context);
   }
+  if (command.needs == Needs::kScratch) {
+    absl::StatusOr<StudyConnection> scratch = ConnectScratch();
+    if (!scratch.ok()) return ReportError(scratch.status(), err);
+    context.client = scratch->client.get();
+    return command.run(context);
+  }
 
   const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
+  const std::string data_dir = DataDir(flags, std::getenv("ONSET_DATA_DIR"));
   context.token_sources =
-      ClientTokenSources(flags.token_file, flags.coordinator, env_coordinator, kDefaultDataDir);
+      ClientTokenSources(flags.token_file, flags.coordinator, env_coordinator, data_dir);
   absl::StatusOr<common::ClientSecurity> security =
       common::LoadClientSecurity(context.token_sources, flags.tls_ca, /*require_token=*/false);
   if (!security.ok()) return ReportError(security.status(), err);
   ConnectOptions connect;
   connect.coordinator = flags.coordinator;
   connect.env = env_coordinator;
+  connect.data_dir = data_dir;
   connect.security = *security;
   if (command.needs == Needs::kCoordinator) {
     connect.writer = command.name;
@@ -68,6 +76,7 @@ int Dispatch(const Command& command, const GlobalFlags& flags, const std::string
   absl::StatusOr<StudyConnection> connection = Connect(connect, err);
   if (!connection.ok()) {
     err << connection.status().message() << "\n";
+    if (!command.hint.empty()) err << command.hint << "\n";
     return kExitFailure;
   }
   context.client = connection->client.get();

@@ -1,7 +1,7 @@
 // Running the command the user gave: what it needs first (cli/commands/command.h: Needs), then
 // the command. A command that needs nothing gets SIGINT/SIGTERM handling (the first asks it to
 // stop, the second exits at once); the others get the coordinator the flags, the environment and
-// ./onset-data name, or that directory's database read here (cli/local/connect.h).
+// the data directory (DataDir) name, or that directory's database read here (cli/local/connect.h).
 #pragma once
 
 #include <ostream>

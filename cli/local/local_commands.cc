@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -20,8 +21,6 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
   run_app->add_option("--workers", run->workers,
                       "CPU slots: trainers run at once, fewer when cells need several (default: "
                       "cores/2, min 2)");
-  run_app->add_option("--data-dir", run->data_dir, "database and work directory")
-      ->capture_default_str();
   run_app->add_flag("--json", run->json, "print the results as JSON");
   run_app->add_flag(
       "--no-results", [run](int64_t) { run->print_results = false; },
@@ -31,6 +30,7 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
       "log the coordinator and workers");
   table.push_back({run_app, Needs::kNothing, "", "", [run](const CommandContext& c) {
                      RunOptions options = *run;
+                     options.data_dir = DataDir(*c.flags, std::getenv("ONSET_DATA_DIR"));
                      options.progress_bars = isatty(2) == 1;
                      return RunCommand(options, *c.interrupted, *c.out, *c.err);
                    }});
@@ -39,18 +39,18 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
 void AddDashboardCommand(CLI::App& app, CommandTable& table) {
   auto dashboard = std::make_shared<DashboardOptions>();
   CLI::App* dashboard_app = app.add_subcommand(
-      "dashboard", "serve the dashboard of ./onset-data's database, read-only, until Ctrl-C");
+      "dashboard", "serve the dashboard of the data directory's database, read-only, until Ctrl-C");
   dashboard_app->add_option("--http", dashboard->http, "loopback host:port to serve on")
-      ->capture_default_str();
-  dashboard_app->add_option("--data-dir", dashboard->data_dir, "the `onset run` data directory")
       ->capture_default_str();
   table.push_back({dashboard_app, Needs::kNothing, "", "", [dashboard](const CommandContext& c) {
                      if (!c.flags->coordinator.empty()) {
-                       *c.err << "--coordinator: onset dashboard serves ./onset-data's database; "
-                                 "a coordinator serves its own (onsetd --http)\n";
+                       *c.err << "--coordinator: onset dashboard serves the data directory's "
+                                 "database; a coordinator serves its own (onsetd --http)\n";
                        return kExitBadInput;
                      }
-                     return DashboardCommand(*dashboard, *c.interrupted, *c.out, *c.err);
+                     DashboardOptions options = *dashboard;
+                     options.data_dir = DataDir(*c.flags, std::getenv("ONSET_DATA_DIR"));
+                     return DashboardCommand(options, *c.interrupted, *c.out, *c.err);
                    }});
 }
 

@@ -26,7 +26,7 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
       : token_(config.token),
         store_(std::move(store)),
         auth_(config.token),
-        study_service_(store_.get(), &auth_),
+        study_service_(store_.get(), &auth_, config.shared_checkpoints),
         dashboard_api_(store_.get(), config.token) {}
 
   ~ReadOnlyServerImpl() override { Shutdown(); }
@@ -115,7 +115,8 @@ absl::StatusOr<std::unique_ptr<ReadOnlyServer>> ReadOnlyServer::Start(
     }
   }
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
-      SqliteStore::OpenReadOnly(config.db_path, common::SystemClock());
+      config.scratch ? SqliteStore::Open(":memory:", common::SystemClock())
+                     : SqliteStore::OpenReadOnly(config.db_path, common::SystemClock());
   if (!store.ok()) return store.status();
   auto server = std::make_unique<ReadOnlyServerImpl>(config, std::move(*store));
   if (absl::Status s = server->Init(config.http_listen); !s.ok()) return s;

@@ -22,6 +22,13 @@ namespace onset::coordinator {
 
 struct ReadOnlyServerConfig {
   std::string db_path;  // an existing database file at this binary's schema version
+  // Instead of db_path: an empty database in this process's memory, which the services may write
+  // (nothing is kept when the server ends). `onset check` previews a study file on it exactly as
+  // onsetd would, with no coordinator anywhere.
+  bool scratch = false;
+  // Plan studies as a coordinator whose checkpoints every worker sees (onsetd --checkpoint-root,
+  // `onset run`): WSD budgets then share trunks. Only a scratch database is ever planned on.
+  bool shared_checkpoints = false;
   // Every call, gRPC and the dashboard's /api/, must carry it (common/auth_token.h rules).
   std::string token;
   // The dashboard (dashboard_api.h) over plain HTTP on this loopback host:port (port 0 picks a

@@ -389,6 +389,130 @@ TEST_F(AfterRunTest, TheDashboardServesTheDataReadOnlyWhileARunAddsToIt) {
   EXPECT_EQ(dashboard.process->Wait().exit_code, 130) << dashboard.process->StderrTail();
 }
 
+TEST_F(AfterRunTest, ADataDirectoryElsewhereIsFoundByFlagOrEnvironment) {
+  std::string missing;
+  if (!HaveBinaries({"onset", "onset-train"}, &missing)) GTEST_SKIP() << missing << " not built";
+  // The run keeps its data in runs/a, named by the flag after the subcommand.
+  const fs::path kept = dir_ / "runs" / "a";
+  const Ran run = Onset({"run", "tiny.yaml", "--workers", "2", "--data-dir", kept.string()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(fs::exists(kept / "onset.db"));
+  EXPECT_FALSE(fs::exists(data_));  // nothing in ./onset-data
+
+  // From another directory: the flag (before or after the command's name) or ONSET_DATA_DIR.
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  const auto onset_in = [&](std::vector<std::string> args,
+                            std::map<std::string, std::string> env = {}) {
+    Child child = Start(launcher_, "onset", std::move(args), elsewhere.string(), std::move(env));
+    return Finish(child, std::chrono::duration_cast<std::chrono::milliseconds>(kRunTimeout));
+  };
+  const Ran by_flag = onset_in({"status", "tiny", "--data-dir", kept.string()});
+  EXPECT_EQ(by_flag.code, 0) << by_flag.err;
+  EXPECT_THAT(by_flag.out, HasSubstr("tiny: 2 cells: 2 succeeded"));
+  EXPECT_THAT(by_flag.err, HasSubstr("reading " + (kept / "onset.db").string()));
+  const Ran flag_first = onset_in({"--data-dir", kept.string(), "results", "tiny", "--json"});
+  EXPECT_EQ(flag_first.code, 0) << flag_first.err;
+  EXPECT_EQ(nlohmann::json::parse(flag_first.out)["results"].size(), 2u);
+  const Ran by_env = onset_in({"status", "tiny"}, {{"ONSET_DATA_DIR", kept.string()}});
+  EXPECT_EQ(by_env.code, 0) << by_env.err;
+  EXPECT_EQ(by_env.out, by_flag.out);
+  // The flag wins over the environment.
+  const Ran both = onset_in({"status", "tiny", "--data-dir", kept.string()},
+                            {{"ONSET_DATA_DIR", (dir_ / "nowhere").string()}});
+  EXPECT_EQ(both.code, 0) << both.err;
+  // Neither: ./onset-data of that directory, which holds nothing.
+  if (!Listening(7070)) {
+    const Ran neither = onset_in({"status", "tiny"});
+    EXPECT_EQ(neither.code, 1);
+    EXPECT_THAT(neither.err, HasSubstr("no onset-data/onset.db"));
+  }
+  const Ran no_dashboard = onset_in({"dashboard", "--http", "127.0.0.1:0"});
+  EXPECT_EQ(no_dashboard.code, 1);
+  EXPECT_THAT(no_dashboard.err, HasSubstr("no database onset-data/onset.db"));
+}
+
+// WSD budgets sharing one trunk per arch: the plan onset check must make as onsetd does.
+constexpr char kWsdStudy[] = R"(name: wsd
+model: {layers: 2, d_model: 64, heads: 2, seq_len: 128}
+grid:
+  arch: [full, "swa:1"]
+  window: [16]
+  pos: [rope]
+  tokens: [500K, 1M, 2M]
+  seeds: 2
+train: {lr: 3e-3, schedule: wsd, decay_fraction: 0.2, warmup_tokens: 200K, batch_tokens: 4096,
+        micro_batch: 32}
+data: {}
+eval: {every_tokens: 250K, heldout_seqs: 4, niah_lengths: [64, 128], niah_samples: 4}
+)";
+
+TEST_F(AfterRunTest, CheckPlansAStudyWithoutACoordinatorExactlyAsOnsetdWould) {
+  std::string missing;
+  if (!HaveBinaries({"onset", "onsetd"}, &missing)) GTEST_SKIP() << missing << " not built";
+  std::ofstream(dir_ / "wsd.yaml") << kWsdStudy;
+  // No coordinator, no data directory: check needs neither.
+  const std::vector<std::string> throughput = {"--peak-flops", "1e15", "--mfu", "0.4"};
+  std::vector<std::string> args = {"check", "wsd.yaml", "--json"};
+  args.insert(args.end(), throughput.begin(), throughput.end());
+  const Ran offline = Onset(args);
+  ASSERT_EQ(offline.code, 0) << offline.err;
+  EXPECT_FALSE(fs::exists(data_));
+
+  // The same file previewed by a real onsetd on an empty database, with the shared checkpoint
+  // directory that WSD branches need (as `onset run` has).
+  const fs::path db = dir_ / "d" / "onset.db";
+  fs::create_directories(db.parent_path());
+  Child daemon = Start(
+      launcher_, "onsetd",
+      {"--db", db.string(), "--listen", "127.0.0.1:0", "--address-file",
+       (dir_ / "d" / "addr").string(), "--checkpoint-root", (dir_ / "d" / "checkpoints").string()});
+  const std::string address = WaitForFile(dir_ / "d" / "addr");
+  ASSERT_FALSE(address.empty()) << daemon.process->StderrTail();
+  args = {"submit",        "--dry-run",
+          "wsd.yaml",      "--json",
+          "--coordinator", address.substr(0, address.find('\n')),
+          "--token-file",  (dir_ / "d" / "onsetd.token").string()};
+  args.insert(args.end(), throughput.begin(), throughput.end());
+  const Ran online = Onset(args);
+  ASSERT_EQ(online.code, 0) << online.err;
+  EXPECT_EQ(daemon.process->Terminate(std::chrono::seconds(10)).exit_code, 0);
+
+  const nlohmann::json a = nlohmann::json::parse(offline.out);
+  const nlohmann::json b = nlohmann::json::parse(online.out);
+  for (const char* key : {"cells", "new_cell_ids", "tokens_to_train", "tokens_without_sharing",
+                          "sharing_notes", "cost", "cells_added"}) {
+    EXPECT_EQ(a[key], b[key]) << key;
+  }
+  // 12 grid points and 4 trunks: the 3 budgets of each (arch, seed) share one.
+  EXPECT_EQ(a["cells"].size(), 16u);
+  EXPECT_GT(a["cost"]["total"]["flops"].get<double>(), 0);
+  EXPECT_GT(a["cost"]["total"]["device_hours"].get<double>(), 0);
+  // int64 fields are JSON strings.
+  EXPECT_LT(std::stoll(a["tokens_to_train"].get<std::string>()),
+            std::stoll(a["tokens_without_sharing"].get<std::string>()));
+  // FLOPs over 40% of 1e15 FLOP/s.
+  EXPECT_NEAR(a["cost"]["total"]["device_hours"].get<double>(),
+              a["cost"]["total"]["flops"].get<double>() / 4e14 / 3600, 1e-9);
+
+  // Text: the cells, then the cost.
+  const Ran text = Onset({"check", "wsd.yaml"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("dry run, nothing written"));
+  EXPECT_THAT(text.out, HasSubstr("DEVICE-HOURS"));
+  EXPECT_THAT(text.out, HasSubstr("--peak-flops and --mfu"));
+  // A bad file or throughput is bad input.
+  EXPECT_EQ(Onset({"check", "wsd.yaml", "--mfu", "0.4"}).code, 2);
+  std::ofstream(dir_ / "bad.yaml") << "name: bad\ngrid: {arch: [nope]}\n";
+  EXPECT_EQ(Onset({"check", "bad.yaml"}).code, 2);
+  // submit --dry-run with no coordinator says where to turn.
+  if (!Listening(7070)) {
+    const Ran no_coordinator = Onset({"submit", "--dry-run", "wsd.yaml"});
+    EXPECT_EQ(no_coordinator.code, 1);
+    EXPECT_THAT(no_coordinator.err, HasSubstr("onset check FILE"));
+  }
+}
+
 TEST_F(AfterRunTest, NothingToReadIsAClearError) {
   std::string missing;
   if (!HaveBinaries({"onset"}, &missing)) GTEST_SKIP() << missing << " not built";
