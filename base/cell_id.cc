@@ -5,7 +5,7 @@
 namespace onset::base {
 
 std::string CellIdOf(std::string_view canonical_text) {
-  return Sha256Hex(canonical_text).substr(0, 16);
+  return Sha256Hex(canonical_text).substr(0, kCellIdHexChars);
 }
 
 }  // namespace onset::base

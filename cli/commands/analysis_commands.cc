@@ -229,7 +229,8 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
                  int64_t at_tokens, bool json, std::ostream& out, std::ostream& err) {
   absl::StatusOr<Curves> curves = client.Metrics(study, {}, {cell});
   if (!curves.ok()) return ReportError(curves.status(), err);
-  const auto it = curves->find(cell);
+  // The coordinator answers for the one cell `cell` names (its id or a unique prefix of it).
+  const auto it = curves->size() == 1 ? curves->begin() : curves->find(cell);
   const HeadMap map =
       BuildHeadMap(it == curves->end() ? Curves::mapped_type{} : it->second, at_tokens);
   if (!json) {
@@ -238,7 +239,7 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
   }
   nlohmann::json j = nlohmann::json::parse(analysis::HeadMapJson(map));
   j["study"] = study;
-  j["cell_id"] = cell;
+  j["cell_id"] = it == curves->end() ? cell : it->first;
   out << j.dump(2) << "\n";
   return kExitOk;
 }
@@ -404,7 +405,7 @@ void AddHeadsCommand(CLI::App& app, CommandTable& table) {
   CLI::App* heads_app = app.add_subcommand(
       "heads", "a cell's retrieval-head scores per layer and head at an eval point");
   heads_app->add_option("STUDY", heads->study, "study name")->required();
-  heads_app->add_option("CELL", heads->cell, "cell id")->required();
+  heads_app->add_option("CELL", heads->cell, "the cell's id or a unique prefix of it")->required();
   heads_app
       ->add_option("--tokens", heads->tokens,
                    "the last eval point at or before this (default: "

@@ -142,7 +142,7 @@ void AddCellCommands(CLI::App& app, CommandTable& table) {
   CLI::App* cancel_app = app.add_subcommand(
       "cancel", "cancel cells that have not ended (every cell of the study when none is named)");
   cancel_app->add_option("STUDY", cancel->study, "study name")->required();
-  cancel_app->add_option("CELL", cancel->cells, "cell ids");
+  cancel_app->add_option("CELL", cancel->cells, "cell ids, or unique prefixes of them");
   cancel_app->add_flag("--json", cancel->json, "print JSON");
   table.push_back({cancel_app, Needs::kCoordinator, "cancel",
                    "changes studies, which only a coordinator does",
@@ -155,7 +155,7 @@ void AddCellCommands(CLI::App& app, CommandTable& table) {
   CLI::App* rerun_app = app.add_subcommand(
       "rerun", "queue ended cells again, resuming from their last checkpoint unless --fresh");
   rerun_app->add_option("STUDY", rerun->study, "study name")->required();
-  rerun_app->add_option("CELL", rerun->cells, "only these cells");
+  rerun_app->add_option("CELL", rerun->cells, "only these cells (ids, or unique prefixes of them)");
   rerun_app->add_option("--state", rerun->states,
                         "comma-separated states to rerun (default failed,diverged,cancelled; also "
                         "succeeded, backoff)");

@@ -146,8 +146,11 @@ grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
                             std::to_string(kMaxCellIdsPerRequest) +
                             " a call (cancel a whole study by naming none)");
   }
-  const std::vector<std::string> ids(request->cell_ids().begin(), request->cell_ids().end());
-  absl::StatusOr<int> n = store_->CancelCells(request->study(), ids);
+  // A cell may be named by a unique prefix of its id.
+  absl::StatusOr<std::vector<std::string>> ids = store_->ResolveCellIds(
+      request->study(), {request->cell_ids().begin(), request->cell_ids().end()});
+  if (!ids.ok()) return common::ToGrpcStatus(ids.status());
+  absl::StatusOr<int> n = store_->CancelCells(request->study(), *ids);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
   response->set_cancelled(*n);
   return grpc::Status::OK;
@@ -172,7 +175,10 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
                         "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
                             std::to_string(kMaxCellIdsPerRequest) + " a call");
   }
-  rerun.cell_ids = {request->cell_ids().begin(), request->cell_ids().end()};
+  absl::StatusOr<std::vector<std::string>> ids = store_->ResolveCellIds(
+      request->study(), {request->cell_ids().begin(), request->cell_ids().end()});
+  if (!ids.ok()) return common::ToGrpcStatus(ids.status());
+  rerun.cell_ids = *std::move(ids);
   rerun.fresh = request->fresh();
   absl::StatusOr<int> n = store_->RerunCells(rerun);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
@@ -272,9 +278,11 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
     points = 0;
   };
   const std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
-  const std::vector<std::string> cells(request->cell_ids().begin(), request->cell_ids().end());
+  absl::StatusOr<std::vector<std::string>> cells = store_->ResolveCellIds(
+      request->study(), {request->cell_ids().begin(), request->cell_ids().end()});
+  if (!cells.ok()) return common::ToGrpcStatus(cells.status());
   absl::Status status = store_->ForEachMetricPoint(
-      request->study(), metrics, cells,
+      request->study(), metrics, *cells,
       [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
         if (curve == nullptr || curve->cell_id() != cell || curve->metric() != metric) {
           curve = chunk.add_curves();

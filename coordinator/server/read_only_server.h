@@ -5,7 +5,8 @@
 // ./onset-data, and `onset dashboard` serves the page with it.
 //
 // Nothing is written: no migration, no lease sweeping, no token file, and every write RPC fails
-// with FAILED_PRECONDITION. A coordinator may start on the same file meanwhile (WAL: neither waits
+// with FAILED_PRECONDITION (on a scratch database, config.scratch, writes land in memory and are
+// gone with the server). A coordinator may start on the same file meanwhile (WAL: neither waits
 // for the other); reads then see its commits, and watches and log follows see them as they come.
 #pragma once
 

@@ -86,6 +86,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) override;
   absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,
                                                   const CellFilter& filter) override;
+  absl::StatusOr<std::vector<std::string>> ResolveCellIds(
+      const std::string& study, const std::vector<std::string>& ids) override;
   absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_join.h"
+#include "base/cell_id.h"
 #include "common/log_line.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
@@ -65,7 +67,64 @@ absl::StatusOr<std::vector<CellMatch>> MatchCells(db::Connection& db, const std:
   }
 }
 
+// The cells of study `study_id` whose id begins with `prefix` (checked as MatchCells does), at
+// most `limit`: a range of the (study_id, hash) index, hex digits all sorting below 'g'.
+absl::StatusOr<std::vector<std::string>> CellsBeginning(db::Connection& db, int64_t study_id,
+                                                        const std::string& prefix, int limit) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db.Prepare("SELECT hash FROM cells WHERE study_id = ?1 AND hash >= ?2 AND hash < ?3 "
+                 "ORDER BY hash LIMIT ?4"));
+  stmt.BindAll(study_id, prefix, prefix + "g", static_cast<int64_t>(limit));
+  std::vector<std::string> ids;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return ids;
+    ids.push_back(stmt.Text(0));
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::ResolveCellIds(
+    const std::string& study, const std::vector<std::string>& ids) {
+  const bool all_full = std::all_of(ids.begin(), ids.end(), [](const std::string& id) {
+    return id.size() >= base::kCellIdHexChars;
+  });
+  if (all_full) return ids;
+  return Read<std::vector<std::string>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<std::string>> {
+        ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+        std::vector<std::string> resolved;
+        resolved.reserve(ids.size());
+        for (const std::string& id : ids) {
+          if (id.size() >= base::kCellIdHexChars) {
+            resolved.push_back(id);
+            continue;
+          }
+          const bool hex = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+            return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(c);
+          });
+          if (!hex || id.size() < kMinCellPrefix) {
+            return absl::InvalidArgumentError("cell '" + id + "': a cell is named by its id, " +
+                                              std::to_string(kMinCellPrefix) +
+                                              " or more lowercase hex digits (see onset status)");
+          }
+          ONSET_ASSIGN_OR_RETURN(std::vector<std::string> matches,
+                                 CellsBeginning(db, study_id, id, 6));
+          if (matches.empty()) return absl::NotFoundError("no cell " + id + " in study " + study);
+          if (matches.size() > 1) {
+            return absl::InvalidArgumentError(
+                "cell " + id + " is ambiguous in study " + study + ": it begins " +
+                absl::StrJoin(matches.begin(),
+                              matches.begin() + std::min<size_t>(5, matches.size()), ", ") +
+                (matches.size() > 5 ? ", ..." : "") + "; give more digits");
+          }
+          resolved.push_back(matches.front());
+        }
+        return resolved;
+      });
+}
 
 absl::StatusOr<StudySnapshot> SqliteStore::SnapshotStudy(const std::string& name) {
   return Read<StudySnapshot>([&](db::Connection& db) -> absl::StatusOr<StudySnapshot> {

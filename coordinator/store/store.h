@@ -296,6 +296,12 @@ class Store {
   // unknown study.
   virtual absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,
                                                           const CellFilter& filter) = 0;
+  // `ids` with each one shorter than a full id (base::kCellIdHexChars) replaced by the id of the
+  // one cell of `study` it begins; full ids are kept as they are. NotFound for an unknown study or
+  // a prefix no cell begins; InvalidArgument for a prefix of fewer than 4 lowercase hex digits, or
+  // one that several cells begin (the message lists some of them).
+  virtual absl::StatusOr<std::vector<std::string>> ResolveCellIds(
+      const std::string& study, const std::vector<std::string>& ids) = 0;
 
   // Registers a worker; returns its new id. InvalidArgument for bad device names
   // (CheckDeviceNames) or a bad Slurm job id (CheckSlurmJob).

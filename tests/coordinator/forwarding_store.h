@@ -27,6 +27,10 @@ class ForwardingStore : public Store {
                                                   const CellFilter& filter) override {
     return inner_->FindCells(study, filter);
   }
+  absl::StatusOr<std::vector<std::string>> ResolveCellIds(
+      const std::string& study, const std::vector<std::string>& ids) override {
+    return inner_->ResolveCellIds(study, ids);
+  }
   absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override {
     return inner_->RegisterWorker(worker);
   }

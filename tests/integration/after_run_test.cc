@@ -212,6 +212,7 @@ TEST_F(AfterRunTest, ReadCommandsPrintWhatTheyPrintedWhileACoordinatorServedTheD
       {"export", "tiny", "--format", "jsonl", "--metrics", "train/loss"},
       {"plot", "tiny", "--metric", "train/loss", "--out", "-"},
       {"heads", "tiny", cells[0], "--json"},
+      {"heads", "tiny", cells[0].substr(0, 6), "--json"},  // a unique prefix names it too
       {"logs", cells[0]},
       {"logs", "tiny", cells[1].substr(0, 8), "--tail", "3"},
       {"workers", "--json"},
@@ -249,6 +250,10 @@ TEST_F(AfterRunTest, ReadCommandsPrintWhatTheyPrintedWhileACoordinatorServedTheD
     EXPECT_EQ(after[i].err.find(kReadingNote, note + 1), std::string::npos) << after[i].err;
     EXPECT_LT(took, std::chrono::seconds(10)) << commands[i][0];  // no waiting on the stale port
   }
+
+  // A prefix of the cell's id gives what its id gives.
+  EXPECT_EQ(Comparable(after[11].out), Comparable(after[10].out));
+  EXPECT_EQ(Comparable(live[11].out), Comparable(live[10].out));
 
   // And the values are the database's.
   EXPECT_THAT(after[1].out, HasSubstr("tiny: 2 cells: 2 succeeded"));
@@ -308,8 +313,8 @@ TEST_F(AfterRunTest, ReadCommandsPrintWhatTheyPrintedWhileACoordinatorServedTheD
                       "LIMIT 1",
                       {cells[0]}, [&](sqlite3_stmt* row) { last_line = testing::Text(row, 0); });
   ASSERT_FALSE(last_line.empty());
-  EXPECT_THAT(after[11].out, HasSubstr(last_line));
-  EXPECT_THAT(after[14].out, HasSubstr("2 succeeded"));
+  EXPECT_THAT(after[12].out, HasSubstr(last_line));
+  EXPECT_THAT(after[15].out, HasSubstr("2 succeeded"));
 
   // Without the address file at all (the run ended cleanly): the same.
   fs::remove(data_ / "coordinator.addr");

@@ -383,6 +383,39 @@ TEST_F(ServerTest, CancelAndRerunOverTheWire) {
   EXPECT_EQ(study.study().cells_by_state().at("queued"), 6);
 }
 
+// Cancel and rerun name a cell by a unique prefix of its id as well; a prefix that names none
+// or several is refused, and nothing changes.
+TEST_F(ServerTest, CancelAndRerunTakeAUniquePrefixOfACellsId) {
+  grpc::Status status;
+  Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::GetStudyRequest get;
+  get.set_name("small");
+  v1::GetStudyResponse study;
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &study).ok());
+  const std::string id = study.cells(0).id();
+
+  v1::CancelCellsRequest cancel;
+  cancel.set_study("small");
+  cancel.add_cell_ids("fffffff");  // 7 digits: no id of this study begins so (checked below)
+  for (const v1::Cell& c : study.cells()) ASSERT_NE(c.id().rfind("fffffff", 0), 0u);
+  v1::CancelCellsResponse cancelled;
+  EXPECT_EQ(studies_->CancelCells(Ctx().get(), cancel, &cancelled).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  cancel.set_cell_ids(0, id.substr(0, 6));
+  ASSERT_TRUE(studies_->CancelCells(Ctx().get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.cancelled(), 1);
+
+  v1::RerunCellsRequest rerun;
+  rerun.set_study("small");
+  rerun.add_cell_ids(id.substr(0, 5));
+  v1::RerunCellsResponse queued;
+  ASSERT_TRUE(studies_->RerunCells(Ctx().get(), rerun, &queued).ok());
+  EXPECT_EQ(queued.queued(), 1);
+  ASSERT_TRUE(studies_->GetStudy(Ctx().get(), get, &study).ok());
+  EXPECT_EQ(study.study().cells_by_state().at("queued"), 6);
+}
+
 TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   grpc::Status status;
   Submit("name: a\ntrain:\n  lr: fast\n", &status);

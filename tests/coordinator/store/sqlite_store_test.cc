@@ -189,6 +189,49 @@ TEST_F(SqliteStoreTest, ACellStoredBeforeItsCostWasIsSizedFromItsConfig) {
   }
 }
 
+TEST_F(SqliteStoreTest, ACellIsNamedByAUniquePrefixOfItsId) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  const std::vector<CellInfo> cells = store_->GetStudy("small")->cells;
+  ASSERT_GE(cells.size(), 3u);
+  // Two cells made to share a prefix, as ids sometimes do.
+  {
+    absl::StatusOr<std::unique_ptr<db::Connection>> raw =
+        db::Connection::Open(dir_.File("onset.db"));
+    ASSERT_TRUE(raw.ok()) << raw.status();
+    ASSERT_TRUE(
+        (*raw)
+            ->Exec("UPDATE cells SET hash = 'abcd100000000000' WHERE hash = '" + cells[1].id + "'")
+            .ok());
+    ASSERT_TRUE(
+        (*raw)
+            ->Exec("UPDATE cells SET hash = 'abcd200000000000' WHERE hash = '" + cells[2].id + "'")
+            .ok());
+  }
+  const std::string full = cells[0].id;
+  absl::StatusOr<std::vector<std::string>> resolved =
+      store_->ResolveCellIds("small", {full.substr(0, 6), full, "abcd1", "abcd200000000000"});
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(*resolved,
+            (std::vector<std::string>{full, full, "abcd100000000000", "abcd200000000000"}));
+
+  absl::StatusOr<std::vector<std::string>> ambiguous = store_->ResolveCellIds("small", {"abcd"});
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ambiguous.status().message(),
+              HasSubstr("abcd100000000000, abcd200000000000; give more digits"));
+  EXPECT_EQ(store_->ResolveCellIds("small", {"ffff0"}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ResolveCellIds("small", {"ab"}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // too short to be meant
+  EXPECT_EQ(store_->ResolveCellIds("small", {"ABCD"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ResolveCellIds("small", {"ab%_"}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // data, never a pattern
+  EXPECT_EQ(store_->ResolveCellIds("nope", {"abcd"}).status().code(), absl::StatusCode::kNotFound);
+  // Full ids are passed as they are, without a read.
+  EXPECT_EQ(*store_->ResolveCellIds("nope", {"0123456789abcdef"}),
+            std::vector<std::string>{"0123456789abcdef"});
+}
+
 TEST_F(SqliteStoreTest, PagesHoldEveryCellOnceInQueueOrderWithItsResults) {
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());  // 6 cells
   const std::string other = R"yaml(name: other
