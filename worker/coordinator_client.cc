@@ -170,6 +170,16 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     return Convert("AppendLogs", stub_->AppendLogs(&context, request, &response));
   }
 
+  absl::Status Deregister(const std::string& worker_id,
+                          std::chrono::milliseconds timeout) override {
+    v1::DeregisterWorkerRequest request;
+    request.set_worker_id(worker_id);
+    v1::DeregisterWorkerResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context, timeout);
+    return Convert("DeregisterWorker", stub_->DeregisterWorker(&context, request, &response));
+  }
+
  private:
   void SetDeadline(grpc::ClientContext* context,
                    std::chrono::milliseconds bound = std::chrono::milliseconds(0)) const {

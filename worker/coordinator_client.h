@@ -121,6 +121,10 @@ class CoordinatorClient {
   virtual absl::Status AppendLogs(
       const std::string& worker_id, const std::string& lease_id, const std::vector<LogLine>& lines,
       std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) = 0;
+  // The worker exits cleanly: it leaves the coordinator's list of live workers.
+  virtual absl::Status Deregister(
+      const std::string& worker_id,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) = 0;
 };
 
 // Creates a client of the coordinator at `address` ("host:port"): every call carries the token

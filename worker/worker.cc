@@ -17,6 +17,8 @@ namespace {
 
 constexpr char kVersion[] = "0.1.0";
 constexpr std::chrono::milliseconds kInitialBackoff{500};
+// How long a worker that exits waits for the coordinator to take note (DeregisterWorker).
+constexpr std::chrono::milliseconds kDeregisterTimeout{3000};
 
 // The coordinator refuses the token: no retry can succeed.
 bool IsRefused(const absl::Status& status) {
@@ -272,6 +274,13 @@ absl::Status Worker::Run() {
     all.swap(slots_);
   }
   for (Slot& slot : all) slot.thread.join();
+  // A clean exit leaves the coordinator's list of live workers; one that was refused or gave up
+  // on an unreachable coordinator does not wait for another call.
+  if (refused_.ok() && !worker_id_.empty()) {
+    if (absl::Status s = client_->Deregister(worker_id_, kDeregisterTimeout); !s.ok()) {
+      spdlog::warn("could not say this worker exits: {}", s.ToString());
+    }
+  }
   spdlog::info("worker stopped");
   return refused_;
 }

@@ -118,11 +118,13 @@ absl::StatusOr<v1::ListStudiesResponse> StudyClient::List() {
   return response;
 }
 
-absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers() {
+absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers(bool all) {
+  v1::ListWorkersRequest request;
+  request.set_all(all);
   v1::ListWorkersResponse response;
   grpc::ClientContext context;
   SetDeadline(&context);
-  if (auto s = Convert("ListWorkers", stub_->ListWorkers(&context, {}, &response)); !s.ok()) {
+  if (auto s = Convert("ListWorkers", stub_->ListWorkers(&context, request, &response)); !s.ok()) {
     return s;
   }
   return response;

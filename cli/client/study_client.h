@@ -48,7 +48,8 @@ class StudyClient {
                                                  const std::string& base_dir = "",
                                                  bool dry_run = false);
   absl::StatusOr<v1::ListStudiesResponse> List();
-  absl::StatusOr<v1::ListWorkersResponse> Workers();
+  // The live workers; with `all`, every worker the coordinator keeps (exited ones too).
+  absl::StatusOr<v1::ListWorkersResponse> Workers(bool all = false);
   // The study with every cell, read page by page (one deadline per page); the counts are those
   // of the last page.
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);

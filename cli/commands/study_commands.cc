@@ -82,8 +82,8 @@ int StatusCommand(StudyClient& client, const std::string& study, bool json, std:
   return 0;
 }
 
-int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<v1::ListWorkersResponse> workers = client.Workers();
+int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err, bool all) {
+  absl::StatusOr<v1::ListWorkersResponse> workers = client.Workers(all);
   if (!workers.ok()) return ReportError(workers.status(), err);
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -187,12 +187,20 @@ void AddStudyCommands(CLI::App& app, CommandTable& table) {
 }
 
 void AddWorkersAndResultsCommands(CLI::App& app, CommandTable& table) {
-  auto json = std::make_shared<bool>(false);
-  CLI::App* workers = app.add_subcommand(
-      "workers", "registered workers: host, devices, running jobs, time since last heard from");
-  workers->add_flag("--json", *json, "print JSON");
-  table.push_back({workers, Needs::kReader, "", "", [json](const CommandContext& c) {
-                     return WorkersCommand(*c.client, *json, *c.out, *c.err);
+  struct WorkersFlags {
+    bool json = false;
+    bool all = false;
+  };
+  auto workers = std::make_shared<WorkersFlags>();
+  CLI::App* workers_app = app.add_subcommand(
+      "workers",
+      "live workers: host, devices, running jobs, time since last heard from (--all: exited and "
+      "silent ones too)");
+  workers_app->add_flag("--json", workers->json, "print JSON");
+  workers_app->add_flag("--all", workers->all,
+                        "also the workers that exited, or were not heard from for 10 minutes");
+  table.push_back({workers_app, Needs::kReader, "", "", [workers](const CommandContext& c) {
+                     return WorkersCommand(*c.client, workers->json, *c.out, *c.err, workers->all);
                    }});
 
   struct Flags {

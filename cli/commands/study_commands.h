@@ -26,8 +26,10 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                   std::ostream& err, const std::string& states = "", const std::string& where = "",
                   const Style& style = Style());
-// `onset workers`: registered workers, their jobs and heartbeat age.
-int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err);
+// `onset workers [--all]`: the live workers (every one the coordinator keeps with `all`), their
+// jobs and heartbeat age.
+int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err,
+                   bool all = false);
 // `onset results STUDY [--json]`.
 int ResultsCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                    std::ostream& err);

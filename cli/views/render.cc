@@ -109,7 +109,14 @@ std::string StudySummary(const v1::Study& study, const Style& style) {
 }
 
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms) {
-  if (workers.workers().empty()) return "no workers\n";
+  const std::string not_live =
+      workers.not_live() > 0
+          ? absl::StrCat("(", workers.not_live(),
+                         workers.not_live() == 1 ? " worker that exited or went silent is"
+                                                 : " workers that exited or went silent are",
+                         " not shown: onset workers --all)\n")
+          : "";
+  if (workers.workers().empty()) return "no live workers\n" + not_live;
   Table table({"WORKER", "HOST", "SLURM JOB", "DEVICES", "JOBS", "LAST SEEN", "VERSION"});
   table.AlignRight(5);
   for (const v1::Worker& w : workers.workers()) {
@@ -123,16 +130,18 @@ std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_un
     // A worker that names no devices runs `slots` jobs at once.
     const std::string devices =
         w.devices().empty() ? absl::StrCat(w.slots(), " slots") : FormatDevices(w.devices());
+    // A worker that exited says when it did.
+    const std::string seen =
+        FormatDuration(age) + " ago" + (w.exited_unix_ms() > 0 ? ", exited" : "");
     table.AddRow({w.id(), w.host(), w.slurm_job().empty() ? "-" : w.slurm_job(), devices,
-                  jobs.empty() ? "-" : absl::StrJoin(jobs, "; "), FormatDuration(age) + " ago",
-                  w.version()});
+                  jobs.empty() ? "-" : absl::StrJoin(jobs, "; "), seen, w.version()});
   }
   std::string text = table.Render();
   if (workers.omitted() > 0) {
     absl::StrAppend(&text, "(", workers.omitted(),
                     " workers seen longer ago are not shown: the list is bounded)\n");
   }
-  return text;
+  return text + not_live;
 }
 
 std::string RenderStudyList(const v1::ListStudiesResponse& studies) {

@@ -20,7 +20,8 @@ std::vector<std::string> ExtraAxes(const google::protobuf::RepeatedPtrField<v1::
 std::string RenderStudyList(const v1::ListStudiesResponse& studies);
 // One row per worker: id, host, the Slurm job it runs in ("-" when none), devices, its jobs
 // (study/cell#attempt and their devices), and how long ago it was last heard from at
-// `now_unix_ms`.
+// `now_unix_ms` (", exited" for one that said it exits); then how many workers the list leaves
+// out for room, and how many because they are not live (ListWorkersResponse::not_live).
 std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_unix_ms);
 // `onset status STUDY`: a summary line, then one row per cell.
 std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style = Style());

@@ -69,15 +69,22 @@ grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
 }
 
 grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
-                                           const onset::v1::ListWorkersRequest*,
+                                           const onset::v1::ListWorkersRequest* request,
                                            onset::v1::ListWorkersResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
   if (!workers.ok()) return common::ToGrpcStatus(workers.status());
+  const int64_t live_since =
+      clock_.WallUnixMs() -
+      std::chrono::duration_cast<std::chrono::milliseconds>(kWorkerLiveWindow).count();
   // Worker rows stay (their attempts name them), and one may hold a thousand devices: the reply
   // is bounded so that it always fits in a message. The store lists live workers first.
   size_t bytes = 0;
   for (const WorkerInfo& w : *workers) {
+    if (!request->all() && (w.exited_unix_ms > 0 || w.last_seen_unix_ms < live_since)) {
+      response->set_not_live(response->not_live() + 1);
+      continue;
+    }
     if (bytes > kMaxWorkersReplyBytes) {
       response->set_omitted(response->omitted() + 1);
       continue;
@@ -91,6 +98,7 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
     out->set_last_seen_unix_ms(w.last_seen_unix_ms);
     for (const std::string& device : w.devices) out->add_devices(device);
     out->set_slurm_job(w.slurm_job);
+    out->set_exited_unix_ms(w.exited_unix_ms);
     for (const RunningAttempt& a : w.running) {
       onset::v1::Worker::Job* job = out->add_jobs();
       job->set_study(a.study);

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
+#include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "coordinator/rpc/proto_convert.h"
 #include "coordinator/store/store.h"
@@ -18,16 +20,22 @@ inline constexpr int kMaxCellIdsPerRequest = kMaxGridPoints;
 // A ListWorkers reply stops adding workers past this many bytes (the rest are counted as
 // omitted), well within gRPC's default 4 MiB message.
 inline constexpr size_t kMaxWorkersReplyBytes = 3 * 1024 * 1024;
+// ListWorkers without `all` lists the workers that have not exited (DeregisterWorker) and were
+// heard from within this long: a worker polls every few seconds while it runs, so one silent for
+// longer died without saying so.
+inline constexpr std::chrono::minutes kWorkerLiveWindow{10};
 
 // Thread-safe (stateless besides the store). `store` and `auth` must outlive the service; every
 // call is refused with UNAUTHENTICATED unless `auth` accepts it.
 class StudyServiceImpl final : public onset::v1::StudyService::Service {
  public:
   // `shared_checkpoints`: the coordinator keeps checkpoints under a root every worker sees
-  // (--checkpoint-root), which WSD branches need to find their trunk's (trunk_plan.h).
+  // (--checkpoint-root), which WSD branches need to find their trunk's (trunk_plan.h). `clock`
+  // tells which workers are live (kWorkerLiveWindow); it must outlive the service.
   StudyServiceImpl(Store* store, const common::BearerTokenChecker* auth,
-                   bool shared_checkpoints = false)
-      : store_(store), auth_(auth), shared_checkpoints_(shared_checkpoints) {}
+                   bool shared_checkpoints = false,
+                   const common::Clock& clock = common::SystemClock())
+      : store_(store), auth_(auth), shared_checkpoints_(shared_checkpoints), clock_(clock) {}
 
   grpc::Status SubmitStudy(grpc::ServerContext* context,
                            const onset::v1::SubmitStudyRequest* request,
@@ -63,6 +71,7 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   Store* const store_;
   const common::BearerTokenChecker* const auth_;
   const bool shared_checkpoints_;
+  const common::Clock& clock_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -225,4 +225,15 @@ grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status WorkerServiceImpl::DeregisterWorker(grpc::ServerContext* context,
+                                                 const onset::v1::DeregisterWorkerRequest* request,
+                                                 onset::v1::DeregisterWorkerResponse*) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->worker_id().empty() || request->worker_id().size() > 256) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "worker_id: required, at most 256 bytes");
+  }
+  return common::ToGrpcStatus(store_->DeregisterWorker(request->worker_id()));
+}
+
 }  // namespace onset::coordinator

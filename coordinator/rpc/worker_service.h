@@ -50,6 +50,9 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
                          onset::v1::FinishJobResponse* response) override;
   grpc::Status AppendLogs(grpc::ServerContext* context, const onset::v1::AppendLogsRequest* request,
                           onset::v1::AppendLogsResponse* response) override;
+  grpc::Status DeregisterWorker(grpc::ServerContext* context,
+                                const onset::v1::DeregisterWorkerRequest* request,
+                                onset::v1::DeregisterWorkerResponse* response) override;
 
  private:
   Store* const store_;

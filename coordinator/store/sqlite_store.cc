@@ -255,7 +255,8 @@ absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
         ONSET_ASSIGN_OR_RETURN(
             db::Statement stmt,
             db.Prepare("SELECT id, host, slots, version, registered_at, last_seen_at, devices, "
-                       "slurm_job FROM workers ORDER BY last_seen_at DESC, id"));
+                       "slurm_job, COALESCE(exited_at, 0) FROM workers "
+                       "ORDER BY last_seen_at DESC, id"));
         std::vector<WorkerInfo> workers;
         std::unordered_map<std::string, size_t> index;
         while (true) {
@@ -271,6 +272,7 @@ absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
           w.last_seen_unix_ms = stmt.Int(5);
           w.devices = rows::SplitDevices(stmt.Text(6));
           w.slurm_job = stmt.Text(7);
+          w.exited_unix_ms = stmt.Int(8);
         }
         ONSET_ASSIGN_OR_RETURN(
             db::Statement running,
@@ -290,6 +292,20 @@ absl::StatusOr<std::vector<WorkerInfo>> SqliteStore::ListWorkers() {
         }
         return workers;
       });
+}
+
+absl::Status SqliteStore::DeregisterWorker(const std::string& worker_id) {
+  if (!writer_) return ReadOnlyError();
+  return writer_->Run([&](db::Connection& db) -> absl::Status {
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement exit,
+        db.Prepare("UPDATE workers SET exited_at = COALESCE(exited_at, ?1), last_seen_at = ?1 "
+                   "WHERE id = ?2 RETURNING id"));
+    exit.BindAll(clock_.WallUnixMs(), worker_id);
+    ONSET_ASSIGN_OR_RETURN(bool found, exit.Step());
+    if (!found) return absl::NotFoundError("worker '" + worker_id + "' is not registered");
+    return exit.Run();
+  });
 }
 
 absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(

@@ -90,6 +90,7 @@ class SqliteStore final : public Store {
       const std::string& study, const std::vector<std::string>& ids) override;
   absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
+  absl::Status DeregisterWorker(const std::string& worker_id) override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) override;
   absl::StatusOr<int> CountWaitingCells(const std::string& worker_id) override;

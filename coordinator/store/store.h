@@ -251,6 +251,7 @@ struct WorkerInfo {
   std::string slurm_job;             // as registered; empty: none
   int64_t registered_unix_ms = 0;
   int64_t last_seen_unix_ms = 0;  // its latest lease request or heartbeat
+  int64_t exited_unix_ms = 0;     // when it said it exits (DeregisterWorker); 0: it has not
   std::vector<RunningAttempt> running;
 };
 
@@ -308,6 +309,9 @@ class Store {
   virtual absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) = 0;
   // Every registered worker, the most recently seen first, with its running attempts.
   virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
+  // The worker exits cleanly: records the time (WorkerInfo::exited_unix_ms), once. NotFound for
+  // an unknown worker.
+  virtual absl::Status DeregisterWorker(const std::string& worker_id) = 0;
 
   // Atomically moves the cell the claim rule names (coordinator/cells/claim_rule.h, with
   // free_devices.size() devices free; a branch is ready once its trunk has reported the

@@ -35,6 +35,9 @@ class ForwardingStore : public Store {
     return inner_->RegisterWorker(worker);
   }
   absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override { return inner_->ListWorkers(); }
+  absl::Status DeregisterWorker(const std::string& worker_id) override {
+    return inner_->DeregisterWorker(worker_id);
+  }
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) override {
     return inner_->ClaimNextCell(worker_id, free_devices);

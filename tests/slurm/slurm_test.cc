@@ -256,6 +256,15 @@ TEST_F(SlurmTest, AnArrayOfWorkersRunsAStudyToTheEndAndExitsWhenIdle) {
   // With nothing left to do, each worker exits after 3 s and its job ends.
   ASSERT_TRUE(JobLeftTheQueue(job));
   const std::vector<testing::EndedJob> ended = cluster_->Ended();
+  // They said they exit: none is live, both are kept.
+  absl::StatusOr<v1::ListWorkersResponse> live = client_->Workers();
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(live->workers_size(), 0);
+  EXPECT_EQ(live->not_live(), 2);
+  absl::StatusOr<v1::ListWorkersResponse> all = client_->Workers(/*all=*/true);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->workers_size(), 2);
+  for (const v1::Worker& w : all->workers()) EXPECT_GT(w.exited_unix_ms(), 0) << w.id();
   ASSERT_EQ(ended.size(), 2u);
   for (const testing::EndedJob& e : ended) {
     EXPECT_EQ(e.state, "COMPLETED") << e.id;

@@ -122,6 +122,12 @@ class FakeCoordinatorClient : public CoordinatorClient {
     return absl::OkStatus();
   }
 
+  absl::Status Deregister(const std::string& worker_id, std::chrono::milliseconds) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    deregistered.push_back(worker_id);
+    return absl::OkStatus();
+  }
+
   // Waits until `pred` (called under the lock) holds; false after `timeout`.
   bool WaitUntil(const std::function<bool()>& pred,
                  std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
@@ -163,8 +169,9 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::vector<std::chrono::milliseconds> report_timeouts;  // as each ReportMetrics was bounded
   std::vector<std::chrono::milliseconds> log_timeouts;     // as each AppendLogs was bounded
   std::vector<Finished> finished;
-  std::vector<LogLine> log_lines;      // every line accepted, in the order sent
-  std::vector<size_t> log_call_bytes;  // the text each accepted AppendLogs call carried
+  std::vector<LogLine> log_lines;         // every line accepted, in the order sent
+  std::vector<size_t> log_call_bytes;     // the text each accepted AppendLogs call carried
+  std::vector<std::string> deregistered;  // the worker ids of each Deregister call
   // "heartbeat", "report", "report failed", "report refused", "finish", in order.
   std::vector<std::string> calls;
 

@@ -82,6 +82,8 @@ TEST_F(WorkerTest, RunsLeasedJobsAfterRetryingRegistration) {
   int succeeded = 0;
   for (const auto& f : client_.finished) succeeded += f.result.succeeded() ? 1 : 0;
   EXPECT_EQ(succeeded, 2);
+  // A clean stop leaves the coordinator's list of live workers, once.
+  EXPECT_EQ(client_.deregistered, std::vector<std::string>{"w1"});
 }
 
 TEST_F(WorkerTest, KeepsAtMostOneJobPerDeviceRunning) {
@@ -160,6 +162,7 @@ TEST_F(WorkerTest, ARefusedTokenAtRegistrationEndsTheRunAtOnce) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(std::string(s.message()), HasSubstr("missing token"));
   EXPECT_EQ(client_.register_calls, 1);
+  EXPECT_TRUE(client_.deregistered.empty());  // never registered, nothing to leave
 }
 
 TEST_F(WorkerTest, ARefusedTokenWhileLeasingStopsTheRunningJobs) {
@@ -371,6 +374,8 @@ TEST_F(IdleExitTest, AnUnreachableCoordinatorEndsTheWorkerAfterTheIdleTimeWithAn
   EXPECT_EQ(result_.code(), absl::StatusCode::kUnavailable) << result_;
   EXPECT_THAT(std::string(result_.message()), HasSubstr("could not reach the coordinator"));
   EXPECT_THAT(std::string(result_.message()), HasSubstr("connection refused"));
+  // An unreachable coordinator is not asked again on the way out.
+  EXPECT_TRUE(client_.deregistered.empty());
 }
 
 TEST_F(IdleExitTest, AnUnreachableCoordinatorIsWaitedForWhileAJobRuns) {

@@ -290,7 +290,17 @@ TEST(RenderTest, WorkersShowJobsAndHeartbeatAge) {
       "   4s ago  0.1\n"
       "w-2     cpu-01  -          2 slots       -                                               "
       "1m04s ago  0.1\n");
-  EXPECT_EQ(RenderWorkers(v1::ListWorkersResponse(), 0), "no workers\n");
+  EXPECT_EQ(RenderWorkers(v1::ListWorkersResponse(), 0), "no live workers\n");
+  v1::ListWorkersResponse gone;
+  gone.set_not_live(2);
+  EXPECT_EQ(RenderWorkers(gone, 0),
+            "no live workers\n(2 workers that exited or went silent are not shown: onset workers "
+            "--all)\n");
+  v1::Worker* exited = gone.add_workers();
+  exited->set_id("w-1");
+  exited->set_last_seen_unix_ms(1000);
+  exited->set_exited_unix_ms(1000);
+  EXPECT_THAT(RenderWorkers(gone, 61'000), HasSubstr("1m00s ago, exited"));
   list.set_omitted(12);
   EXPECT_THAT(
       RenderWorkers(list, 1'004'000),

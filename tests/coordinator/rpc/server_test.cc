@@ -416,6 +416,39 @@ TEST_F(ServerTest, CancelAndRerunTakeAUniquePrefixOfACellsId) {
   EXPECT_EQ(study.study().cells_by_state().at("queued"), 6);
 }
 
+// onset workers lists live workers: one that said it exits is counted, not listed, unless all are
+// asked for.
+TEST_F(ServerTest, AWorkerThatDeregistersLeavesTheLiveList) {
+  const std::string leaving = Register();
+  const std::string staying = Register();
+  v1::DeregisterWorkerRequest bye;
+  bye.set_worker_id(leaving);
+  v1::DeregisterWorkerResponse done;
+  ASSERT_TRUE(workers_->DeregisterWorker(Ctx().get(), bye, &done).ok());
+  ASSERT_TRUE(workers_->DeregisterWorker(Ctx().get(), bye, &done).ok());  // idempotent
+  bye.set_worker_id("w-nobody");
+  EXPECT_EQ(workers_->DeregisterWorker(Ctx().get(), bye, &done).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  bye.set_worker_id("");
+  EXPECT_EQ(workers_->DeregisterWorker(Ctx().get(), bye, &done).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::ListWorkersResponse live;
+  ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &live).ok());
+  ASSERT_EQ(live.workers_size(), 1);
+  EXPECT_EQ(live.workers(0).id(), staying);
+  EXPECT_EQ(live.not_live(), 1);
+  v1::ListWorkersRequest all;
+  all.set_all(true);
+  v1::ListWorkersResponse every;
+  ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), all, &every).ok());
+  ASSERT_EQ(every.workers_size(), 2);
+  EXPECT_EQ(every.not_live(), 0);
+  for (const v1::Worker& w : every.workers()) {
+    EXPECT_EQ(w.exited_unix_ms() > 0, w.id() == leaving) << w.id();
+  }
+}
+
 TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   grpc::Status status;
   Submit("name: a\ntrain:\n  lr: fast\n", &status);
@@ -493,7 +526,7 @@ TEST_F(ServerTest, DryRunSaysWhatASubmissionWouldDoAndWritesNothing) {
 
 TEST_F(ServerTest, EveryMethodOfEveryServiceNeedsTheToken) {
   const std::vector<std::string> methods = EveryMethod();
-  ASSERT_EQ(methods.size(), 16u);  // a new method fails here until it is listed below
+  ASSERT_EQ(methods.size(), 17u);  // a new method fails here until it is listed below
   const std::string& address = server_->address();
   for (const auto& [what, channel] :
        {std::pair{"no token", Channel(address, "")},

@@ -768,5 +768,21 @@ TEST(SqliteStoreWorkersTest, AFullTableForgetsOnlyStaleWorkersThatRanNothing) {
   EXPECT_EQ(store.ListWorkers()->size(), 2u);  // `ran`, and the new one
 }
 
+TEST_F(SqliteStoreTest, AWorkerThatExitsSaysWhenOnce) {
+  absl::StatusOr<std::vector<WorkerInfo>> before = store_->ListWorkers();
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ(before->front().exited_unix_ms, 0);
+  clock_.Advance(std::chrono::seconds(5));
+  const int64_t exit_time = clock_.WallUnixMs();
+  ASSERT_TRUE(store_->DeregisterWorker(worker_).ok());
+  clock_.Advance(std::chrono::seconds(5));
+  ASSERT_TRUE(store_->DeregisterWorker(worker_).ok());  // idempotent: the first time stays
+  const std::vector<WorkerInfo> after = *store_->ListWorkers();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after.front().exited_unix_ms, exit_time);
+  EXPECT_EQ(store_->DeregisterWorker("w-nobody").code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace onset::coordinator
