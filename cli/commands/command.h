@@ -49,6 +49,7 @@ enum class Needs {
 struct CommandContext {
   StudyClient* client = nullptr;  // set unless the command needs nothing
   const GlobalFlags* flags = nullptr;
+  std::string data_dir;  // DataDir(*flags, $ONSET_DATA_DIR)
   // Where the token came from (--token-file, the environment, the data directory).
   common::TokenSources token_sources;
   // Set from the signal watcher once SIGINT or SIGTERM arrives (commands that need nothing).

@@ -42,6 +42,7 @@ int Dispatch(const Command& command, const GlobalFlags& flags, const std::string
              std::ostream& out, std::ostream& err) {
   CommandContext context;
   context.flags = &flags;
+  context.data_dir = DataDir(flags, std::getenv("ONSET_DATA_DIR"));
   context.program = program;
   context.out = &out;
   context.err = &err;
@@ -57,16 +58,15 @@ int Dispatch(const Command& command, const GlobalFlags& flags, const std::string
   }
 
   const char* env_coordinator = std::getenv("ONSET_COORDINATOR");
-  const std::string data_dir = DataDir(flags, std::getenv("ONSET_DATA_DIR"));
   context.token_sources =
-      ClientTokenSources(flags.token_file, flags.coordinator, env_coordinator, data_dir);
+      ClientTokenSources(flags.token_file, flags.coordinator, env_coordinator, context.data_dir);
   absl::StatusOr<common::ClientSecurity> security =
       common::LoadClientSecurity(context.token_sources, flags.tls_ca, /*require_token=*/false);
   if (!security.ok()) return ReportError(security.status(), err);
   ConnectOptions connect;
   connect.coordinator = flags.coordinator;
   connect.env = env_coordinator;
-  connect.data_dir = data_dir;
+  connect.data_dir = context.data_dir;
   connect.security = *security;
   if (command.needs == Needs::kCoordinator) {
     connect.writer = command.name;

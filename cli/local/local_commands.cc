@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -30,7 +29,7 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
       "log the coordinator and workers");
   table.push_back({run_app, Needs::kNothing, "", "", [run](const CommandContext& c) {
                      RunOptions options = *run;
-                     options.data_dir = DataDir(*c.flags, std::getenv("ONSET_DATA_DIR"));
+                     options.data_dir = c.data_dir;
                      options.progress_bars = isatty(2) == 1;
                      return RunCommand(options, *c.interrupted, *c.out, *c.err);
                    }});
@@ -49,7 +48,7 @@ void AddDashboardCommand(CLI::App& app, CommandTable& table) {
                        return kExitBadInput;
                      }
                      DashboardOptions options = *dashboard;
-                     options.data_dir = DataDir(*c.flags, std::getenv("ONSET_DATA_DIR"));
+                     options.data_dir = c.data_dir;
                      return DashboardCommand(options, *c.interrupted, *c.out, *c.err);
                    }});
 }

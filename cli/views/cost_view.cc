@@ -25,12 +25,8 @@ std::string GroupLabel(const v1::Cell& cell) {
     named.insert(axis);
     auto it = cell.axes().find(axis);
     if (it == cell.axes().end()) continue;
-    std::string value = it->second;
-    if (std::string(axis) == "tokens") {
-      char* end = nullptr;
-      const long long n = std::strtoll(value.c_str(), &end, 10);
-      if (end != nullptr && *end == '\0') value = FormatTokens(n);
-    }
+    const std::string value =
+        std::string(axis) == "tokens" ? FormatTokensText(it->second) : it->second;
     parts.push_back(absl::StrCat(axis, "=", value));
   }
   // A proto map's order is not defined: sort the others by name.

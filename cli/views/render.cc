@@ -29,10 +29,7 @@ constexpr const char* kNamedAxes[] = {"arch", "window", "pos", "tokens", "seed"}
 
 std::string TokensAxis(const v1::Cell& cell) {
   auto it = cell.axes().find("tokens");
-  if (it == cell.axes().end()) return "-";
-  char* end = nullptr;
-  long long n = std::strtoll(it->second.c_str(), &end, 10);
-  return end != nullptr && *end == '\0' ? FormatTokens(n) : it->second;
+  return it == cell.axes().end() ? "-" : FormatTokensText(it->second);
 }
 
 // The axis columns of a cell table: the named axes, then `extra`.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/views/style.h"
 
@@ -64,6 +65,12 @@ std::string FormatTokens(int64_t tokens) {
     }
   }
   return std::to_string(tokens);
+}
+
+std::string FormatTokensText(const std::string& text) {
+  char* end = nullptr;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  return end != nullptr && *end == '\0' ? FormatTokens(n) : text;
 }
 
 std::string FormatValue(double value) {

@@ -27,6 +27,9 @@ class Table {
 
 // "950", "20K", "1.5M", "2B": decimal suffixes, at most one decimal.
 std::string FormatTokens(int64_t tokens);
+// A token count as a study writes it ("3000000") in FormatTokens' form ("3M"); any other text
+// as it is.
+std::string FormatTokensText(const std::string& text);
 // Four significant digits: "3.142", "0.0123", "1.235e+05".
 std::string FormatValue(double value);
 // FLOPs in three significant digits with a power of ten: "2.35e15", "1e18"; "950" below 1e4.

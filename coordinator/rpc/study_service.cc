@@ -286,6 +286,12 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
     points = 0;
   };
   const std::vector<std::string> metrics(request->metrics().begin(), request->metrics().end());
+  if (request->cell_ids_size() > kMaxCellIdsPerRequest) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
+                            std::to_string(kMaxCellIdsPerRequest) +
+                            " a call (every cell of the study when none is named)");
+  }
   absl::StatusOr<std::vector<std::string>> cells = store_->ResolveCellIds(
       request->study(), {request->cell_ids().begin(), request->cell_ids().end()});
   if (!cells.ok()) return common::ToGrpcStatus(cells.status());

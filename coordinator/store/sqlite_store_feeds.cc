@@ -41,17 +41,21 @@ struct CellMatch {
   std::string hash;
 };
 
-// The cells whose id starts with `prefix`, in `study` or (empty) every study.
-absl::StatusOr<std::vector<CellMatch>> MatchCells(db::Connection& db, const std::string& study,
-                                                  const std::string& prefix) {
+// InvalidArgument unless `prefix` can name a cell: kMinCellPrefix or more lowercase hex digits.
+absl::Status CheckCellPrefix(const std::string& prefix) {
   const bool hex = !prefix.empty() && std::all_of(prefix.begin(), prefix.end(), [](char c) {
     return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(c);
   });
-  if (!hex || prefix.size() < kMinCellPrefix) {
-    return absl::InvalidArgumentError("cell '" + prefix + "': a cell is named by its id, " +
-                                      std::to_string(kMinCellPrefix) +
-                                      " or more lowercase hex digits (see onset status)");
-  }
+  if (hex && prefix.size() >= kMinCellPrefix) return absl::OkStatus();
+  return absl::InvalidArgumentError("cell '" + prefix + "': a cell is named by its id, " +
+                                    std::to_string(kMinCellPrefix) +
+                                    " or more lowercase hex digits (see onset status)");
+}
+
+// The cells whose id starts with `prefix`, in `study` or (empty) every study.
+absl::StatusOr<std::vector<CellMatch>> MatchCells(db::Connection& db, const std::string& study,
+                                                  const std::string& prefix) {
+  ONSET_RETURN_IF_ERROR(CheckCellPrefix(prefix));
   // substr rather than LIKE: the prefix is data, never a pattern.
   ONSET_ASSIGN_OR_RETURN(
       db::Statement stmt,
@@ -102,14 +106,7 @@ absl::StatusOr<std::vector<std::string>> SqliteStore::ResolveCellIds(
             resolved.push_back(id);
             continue;
           }
-          const bool hex = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
-            return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(c);
-          });
-          if (!hex || id.size() < kMinCellPrefix) {
-            return absl::InvalidArgumentError("cell '" + id + "': a cell is named by its id, " +
-                                              std::to_string(kMinCellPrefix) +
-                                              " or more lowercase hex digits (see onset status)");
-          }
+          ONSET_RETURN_IF_ERROR(CheckCellPrefix(id));
           ONSET_ASSIGN_OR_RETURN(std::vector<std::string> matches,
                                  CellsBeginning(db, study_id, id, 6));
           if (matches.empty()) return absl::NotFoundError("no cell " + id + " in study " + study);

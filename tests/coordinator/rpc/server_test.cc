@@ -331,6 +331,16 @@ TEST_F(ServerTest, CancelAndRerunRefuseMoreIdsThanAStudyHasCells) {
   v1::RerunCellsResponse queued;
   refused = studies_->RerunCells(Ctx().get(), rerun, &queued);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Nor may a metrics stream name more (each may be a prefix to resolve).
+  v1::StreamMetricsRequest stream;
+  stream.set_study("small");
+  for (int i = 0; i <= kMaxCellIdsPerRequest; ++i) stream.add_cell_ids("abcd");
+  auto ctx = Ctx();
+  std::unique_ptr<grpc::ClientReader<v1::MetricsChunk>> reader =
+      studies_->StreamMetrics(ctx.get(), stream);
+  v1::MetricsChunk chunk;
+  EXPECT_FALSE(reader->Read(&chunk));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // Cancel reaches a running job through its heartbeat; rerun queues the cancelled cells again.
