@@ -21,10 +21,16 @@ if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST} AND NOT TORCH_CUDA_ARCH_LIST)
   list(JOIN _torch_archs ";" TORCH_CUDA_ARCH_LIST)
 endif()
 
-# Newer torch configs ask for this target by name; CUDA 13 only has the header-only nvtx3.
-find_package(CUDAToolkit QUIET)
-if(CUDAToolkit_FOUND AND NOT TARGET CUDA::nvToolsExt AND TARGET CUDA::nvtx3)
+# torch's config asks for CUDA::nvToolsExt by name, and CUDA 13 has no libnvToolsExt, only the
+# header-only nvtx3. Debian 12's CMake 3.25 FindCUDAToolkit then sets a property on that target
+# whether or not it made it, and configuring stops ("set_property could not find TARGET
+# CUDA::nvToolsExt"). So the target is declared before the toolkit is looked up and points at
+# nvtx3 once it is found.
+if(NOT TARGET CUDA::nvToolsExt)
   add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+endif()
+find_package(CUDAToolkit QUIET)
+if(TARGET CUDA::nvtx3)
   target_link_libraries(CUDA::nvToolsExt INTERFACE CUDA::nvtx3)
 endif()
 
