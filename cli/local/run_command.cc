@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -15,10 +16,12 @@
 #include "cli/commands/study_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/views/progress_bars.h"
+#include "cli/views/progress_log.h"
 #include "cli/views/render.h"
 #include "cli/views/trunk_view.h"
 #include "common/auth_token.h"
 #include "common/client_security.h"
+#include "common/clock.h"
 #include "common/study_text.h"
 #include "coordinator/server/coordinator_server.h"
 #include "proto/cell_names.h"
@@ -171,7 +174,8 @@ absl::Status FollowProgress(StudyClient& client, const std::string& study,
                             const std::atomic<bool>& interrupted, std::ostream& err) {
   const int width = TerminalWidth(2);
   LiveBlock block;
-  std::string last_line;
+  ProgressLog log;
+  std::string last_bars;
   while (!interrupted) {
     absl::StatusOr<v1::GetStudyResponse> got = client.Get(study);
     if (!got.ok()) return got.status();
@@ -179,14 +183,14 @@ absl::Status FollowProgress(StudyClient& client, const std::string& study,
     if (options.progress_bars) {
       // On a terminal: a bar per running cell, redrawn in place.
       const std::string bars = ProgressBars(*got, width);
-      if (bars != last_line) err << block.Redraw(bars) << std::flush;
-      last_line = bars;
+      if (bars != last_bars) err << block.Redraw(bars) << std::flush;
+      last_bars = bars;
     } else {
-      std::string line = ProgressLine(*got);
-      if (line != last_line) {
-        err << line << "\n";
-        last_line = line;
-      }
+      // Off a terminal: a line when a cell changes state, else at most every 10 s.
+      const auto now = common::SystemClock().MonotonicNow().time_since_epoch();
+      err << log.Take(ProgressLine(*got),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now).count())
+          << std::flush;
     }
     if (Finished(*got)) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_ms));
