@@ -1,6 +1,7 @@
 #include "base/checkpoint_name.h"
 
 #include <cstdio>
+#include <string>
 
 namespace onset::base {
 
@@ -9,5 +10,7 @@ std::string CheckpointFileName(int64_t tokens) {
   std::snprintf(name, sizeof name, "ckpt-%012lld.pt", static_cast<long long>(tokens));
   return name;
 }
+
+std::string AttemptDirName(int attempt) { return "attempt-" + std::to_string(attempt); }
 
 }  // namespace onset::base

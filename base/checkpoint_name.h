@@ -1,5 +1,6 @@
-// The name of onset-train's checkpoint files, shared by the trainer (which writes and lists them)
-// and the coordinator (which names the trunk checkpoint a WSD branch starts from).
+// The names of onset-train's checkpoint files and of the directories attempts write them into,
+// shared by the trainer (which writes and lists them), the worker (which makes the directories)
+// and the coordinator (which names the checkpoints an attempt may start from).
 #pragma once
 
 #include <cstdint>
@@ -9,5 +10,10 @@ namespace onset::base {
 
 // "ckpt-000000524288.pt": the tokens trained on, zero-padded so that names sort by tokens.
 std::string CheckpointFileName(int64_t tokens);
+
+// "attempt-3": the directory of attempt 3 of a cell, under the cell's directory (the
+// coordinator's ROOT/STUDY/CELL, or a worker's WORK/CELL). An attempt writes its checkpoints into
+// its own directory and no other attempt ever writes there.
+std::string AttemptDirName(int attempt);
 
 }  // namespace onset::base

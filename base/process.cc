@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -73,6 +74,25 @@ pid_t Spawn(const SpawnSpec& spec, int* error) {
   if (!spec.working_dir.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, spec.working_dir.c_str());
   }
+  // dup2 onto the same number would keep the close-on-exec flag, and onto another pair's source
+  // would clobber it: such sources go through a copy first.
+  std::vector<int> copies;
+  for (const auto& [here, there] : spec.pass_fds) {
+    int from = here;
+    const bool clash = std::any_of(spec.pass_fds.begin(), spec.pass_fds.end(),
+                                   [&](const std::pair<int, int>& p) { return p.second == here; });
+    if (clash) {
+      from = fcntl(here, F_DUPFD_CLOEXEC, 64);
+      if (from < 0) {
+        *error = errno;
+        for (int c : copies) close(c);
+        posix_spawn_file_actions_destroy(&actions);
+        return -1;
+      }
+      copies.push_back(from);
+    }
+    posix_spawn_file_actions_adddup2(&actions, from, there);
+  }
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -94,6 +114,7 @@ pid_t Spawn(const SpawnSpec& spec, int* error) {
                      : posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
+  for (int c : copies) close(c);
   if (rc != 0) {
     *error = rc;
     return -1;

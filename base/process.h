@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace onset::process {
@@ -42,6 +43,10 @@ struct SpawnSpec {
   // The child leads a new process group, so that signalling the group (kill(-pid, ...)) reaches
   // whatever it starts in turn.
   bool own_process_group = true;
+  // Descriptors of this process the child gets, each at the number given (3 or more): {fd here,
+  // fd there}. Only this child inherits them, whatever their close-on-exec flag here (so a
+  // descriptor opened with O_CLOEXEC reaches no other child started meanwhile).
+  std::vector<std::pair<int, int>> pass_fds;
 };
 
 // Starts the child with an empty signal mask and default dispositions for the signals a

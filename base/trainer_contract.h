@@ -26,5 +26,24 @@ inline constexpr const char* kFlagAttentionBackend = "--attention-backend";
 // A WSD branch (model/config/wsd_trunk.h): the trunk checkpoint file the cell starts from when
 // it has no checkpoint of its own to resume.
 inline constexpr const char* kFlagBranchFrom = "--branch-from";
+// A checkpoint file the run may resume from; given several times, the first that is intact and
+// of this run is taken, in the order given (the worker names the newest first). It reports where
+// it resumed with a "resume" event, at 0 tokens when it could use none of them and starts over.
+inline constexpr const char* kFlagResumeFrom = "--resume-from";
+// A descriptor whose other end the supervising worker holds: when it reports hang-up (the worker
+// died, whatever killed it) the trainer kills its process group at once. What it would write
+// since is not recorded by anyone.
+inline constexpr const char* kFlagSupervisorFd = "--supervisor-fd";
+// What the worker writes on that descriptor, one line each: "recorded TOKENS" once the
+// coordinator has recorded the checkpoint at TOKENS. A trainer so supervised deletes (prunes) no
+// checkpoint at or past the newest recorded one (none at all before the first): that is the one
+// the next attempt of the cell resumes, whatever this one does after it lost its lease.
+inline constexpr const char* kSupervisorRecorded = "recorded";
+
+// The descriptors the worker hands the trainer (its own copies are closed): the attempt's
+// trainer lock (worker/trainer_lock.h), which the trainer and its ranks hold by inheriting it,
+// and the trainer's end of the supervisor socket (kFlagSupervisorFd).
+inline constexpr int kTrainerLockFd = 3;
+inline constexpr int kSupervisorFd = 4;
 
 }  // namespace onset::trainer

@@ -37,16 +37,22 @@ std::string DatabaseLock::LockFileFor(const std::string& db_path) {
   return base::LockFileFor(db_path);
 }
 
-absl::StatusOr<std::unique_ptr<DatabaseLock>> DatabaseLock::Acquire(const std::string& db_path) {
-  const std::string lock_path = LockFileFor(db_path);
-  std::filesystem::path dir = std::filesystem::path(db_path).parent_path();
+absl::StatusOr<std::unique_ptr<DatabaseLock>> DatabaseLock::Acquire(const std::string& given) {
+  std::filesystem::path dir = std::filesystem::path(given).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return absl::FailedPreconditionError("cannot create directory " + dir.string() +
-                                         " for database " + db_path + ": " + ec.message());
+                                         " for database " + given + ": " + ec.message());
   }
+  // The file itself, not the name it was given: two names (a symbolic link, or a directory
+  // reached two ways) must not let two coordinators each lock a file of their own.
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(given, ec);
+  const std::string db_path = ec || resolved.empty() ? given : resolved.string();
+  dir = std::filesystem::path(db_path).parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string lock_path = LockFileFor(db_path);
   const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     const int error = errno;

@@ -4,6 +4,10 @@
 // on PATH.lock beside the database, which records the holder's pid and host for the message of
 // the one refused.
 //
+// The lock file lies beside the database file itself, links resolved: a database reached through
+// a symbolic link (or a linked directory) is locked where it really is. (Two hard links to one
+// file are two names the lock cannot tell apart: do not make them.)
+//
 // The kernel drops a flock when its process dies, however it dies (SIGKILL included), so a lock
 // file left behind never blocks a restart: its presence means nothing, only the lock counts. The
 // file is never removed (removing it would let two processes lock two different files).
@@ -22,7 +26,7 @@ namespace onset::db {
 
 class DatabaseLock {
  public:
-  // PATH.lock for the database at `db_path`.
+  // PATH.lock for the database at `db_path` (as given; Acquire resolves links first).
   static std::string LockFileFor(const std::string& db_path);
 
   // Creates the database's directory (with parents) and its lock file if missing, and locks it

@@ -1,10 +1,16 @@
-// The directory an attempt runs in, and the cell's checkpoints beside it:
-//   <work_dir>/<cell_id>/attempt-<n>/config.json   the cell's config, as the coordinator sent it
-//   <work_dir>/<cell_id>/checkpoints/              unless the job names another directory
+// The directory an attempt runs in, and where its checkpoints go:
+//   <work_dir>/<cell_id>/attempt-<n>/config.json    the cell's config, as the coordinator sent it
+//   <work_dir>/<cell_id>/attempt-<n>/trainer.lock   held by the trainer while it runs
+//   <work_dir>/<cell_id>/attempt-<n>/checkpoints/   its checkpoints, unless the job names a
+//                                                   directory under the shared root
+// Every attempt writes into a directory of its own, never another's, and resumes only the
+// checkpoints the coordinator names (those its cell's lineage recorded), so that a trainer that
+// outlived its lease cannot change what the next attempt reads.
 #pragma once
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "worker/coordinator_client.h"
@@ -14,8 +20,12 @@ namespace onset::worker {
 struct AttemptDir {
   std::filesystem::path dir;             // absolute: the trainer runs in it
   std::filesystem::path config_path;     // dir/config.json
-  std::filesystem::path checkpoint_dir;  // the cell's, shared by its attempts
-  bool discarded_checkpoints = false;    // a fresh job's old checkpoints were deleted
+  std::filesystem::path lock_path;       // dir/trainer.lock (trainer_lock.h)
+  std::filesystem::path checkpoint_dir;  // this attempt's own, empty when it starts
+  // The checkpoints it may resume, the newest first (the job's resume_from, as paths on this
+  // machine); the trainer takes the first it can use.
+  std::vector<std::filesystem::path> resume_files;
+  bool cleared_checkpoint_dir = false;  // the directory held files of an unknown earlier run
 };
 
 // Where a worker may create and delete files for its jobs: under `work_dir`, and under
@@ -26,16 +36,20 @@ struct WorkerRoots {
   std::string checkpoint_root;
 };
 
-// Creates the attempt's directory under `roots.work_dir`, writes the job's config into it and,
-// for a fresh job (`onset rerun --fresh`), deletes the cell's checkpoints. Checkpoints belong to
-// the cell, not the attempt: a later attempt of the same cell on this machine (a requeue after a
-// lost lease, or `onset run` resumed after an interrupt) continues from the newest valid one
-// instead of starting over.
+// The attempt's directory under `work_dir`: <work_dir>/<cell_id>/attempt-<attempt>.
+std::filesystem::path AttemptDirPath(const std::string& work_dir, const std::string& cell_id,
+                                     int attempt);
+
+// Creates the attempt's directory under `roots.work_dir`, writes the job's config into it, and
+// makes sure its checkpoint directory is empty: no other attempt ever writes there, so files
+// found in it are left from another database's run (a number reused), and are deleted. A
+// checkpoint the job names without a path (the coordinator has no shared root) is looked for in
+// the work directory, in the directory of the attempt that wrote it.
 //
-// The coordinator is not trusted with this machine's files: a checkpoint directory or trunk
-// checkpoint that the job names must lie under one of `roots` (common::PathIsUnder, links
-// resolved), or the job is refused before anything is created or deleted. Errors say what and
-// where; their message is the job's failure reason.
+// The coordinator is not trusted with this machine's files: a checkpoint directory, resume file
+// or trunk checkpoint that the job names must lie under one of `roots` (common::PathIsUnder,
+// links resolved), or the job is refused before anything is created or deleted. Errors say what
+// and where; their message is the job's failure reason.
 absl::StatusOr<AttemptDir> PrepareAttemptDir(const WorkerRoots& roots, const JobSpec& job);
 
 }  // namespace onset::worker

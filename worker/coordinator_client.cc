@@ -5,9 +5,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/grpc_auth.h"
 #include "common/grpc_status.h"
+#include "common/mutex.h"
 #include "common/utf8.h"
 #include "onset/v1/onset.grpc.pb.h"
 #include "worker/coordinator_client.h"
@@ -60,6 +62,11 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     }
     Registration r;
     r.worker_id = response.worker_id();
+    r.secret = response.worker_secret();
+    {
+      common::MutexLock lock(&mu_);
+      secrets_[r.worker_id] = r.secret;
+    }
     if (response.lease_ttl_ms() > 0)
       r.lease_ttl = std::chrono::milliseconds(response.lease_ttl_ms());
     if (response.heartbeat_interval_ms() > 0) {
@@ -69,13 +76,15 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
   absl::StatusOr<LeaseReply> Lease(const std::string& worker_id,
-                                   const std::vector<std::string>& free_devices) override {
+                                   const std::vector<std::string>& free_devices,
+                                   std::chrono::milliseconds timeout) override {
     v1::LeaseJobRequest request;
     request.set_worker_id(worker_id);
+    request.set_worker_secret(SecretOf(worker_id));
     for (const std::string& device : free_devices) request.add_free_devices(device);
     v1::LeaseJobResponse response;
     grpc::ClientContext context;
-    SetDeadline(&context);
+    SetDeadline(&context, timeout);
     if (auto s = Convert("LeaseJob", stub_->LeaseJob(&context, request, &response)); !s.ok()) {
       return s;
     }
@@ -94,6 +103,10 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     spec.tokens_budget = job.tokens_budget();
     spec.fresh = job.fresh();
     spec.checkpoint_dir = job.checkpoint_dir();
+    for (const v1::ResumeCheckpoint& from : job.resume_from()) {
+      spec.resume_from.push_back(
+          ResumeFrom{from.attempt(), from.tokens(), from.path(), from.own_dir()});
+    }
     spec.devices.assign(job.devices().begin(), job.devices().end());
     spec.trunk_checkpoint = job.trunk_checkpoint();
     reply.job = std::move(spec);
@@ -105,6 +118,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                                            std::chrono::milliseconds timeout) override {
     v1::HeartbeatRequest request;
     request.set_worker_id(worker_id);
+    request.set_worker_secret(SecretOf(worker_id));
     request.set_lease_id(lease_id);
     request.set_tokens_done(progress.tokens_done);
     request.set_tokens_per_second(progress.tokens_per_second);
@@ -123,6 +137,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                              std::chrono::milliseconds timeout) override {
     v1::ReportMetricsRequest request;
     request.set_worker_id(worker_id);
+    request.set_worker_secret(SecretOf(worker_id));
     request.set_lease_id(lease_id);
     for (const MetricPoint& p : points) {
       v1::MetricPoint* out = request.add_points();
@@ -140,6 +155,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                       const JobResult& result) override {
     v1::FinishJobRequest request;
     request.set_worker_id(worker_id);
+    request.set_worker_secret(SecretOf(worker_id));
     request.set_lease_id(lease_id);
     request.set_outcome(ToProto(result.outcome));
     request.set_exit_code(result.exit_code);
@@ -157,6 +173,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                           std::chrono::milliseconds timeout) override {
     v1::AppendLogsRequest request;
     request.set_worker_id(worker_id);
+    request.set_worker_secret(SecretOf(worker_id));
     request.set_lease_id(lease_id);
     for (const LogLine& l : lines) {
       v1::LogLine* out = request.add_lines();
@@ -174,6 +191,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
                           std::chrono::milliseconds timeout) override {
     v1::DeregisterWorkerRequest request;
     request.set_worker_id(worker_id);
+    request.set_worker_secret(SecretOf(worker_id));
     v1::DeregisterWorkerResponse response;
     grpc::ClientContext context;
     SetDeadline(&context, timeout);
@@ -181,6 +199,14 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
  private:
+  // The secret Register() got for `worker_id`; empty for a worker this client did not register
+  // (the coordinator then refuses the call).
+  std::string SecretOf(const std::string& worker_id) const {
+    common::MutexLock lock(&mu_);
+    auto it = secrets_.find(worker_id);
+    return it == secrets_.end() ? std::string() : it->second;
+  }
+
   void SetDeadline(grpc::ClientContext* context,
                    std::chrono::milliseconds bound = std::chrono::milliseconds(0)) const {
     const std::chrono::milliseconds timeout =
@@ -195,6 +221,8 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   const std::string address_;
   const std::chrono::milliseconds rpc_timeout_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
+  mutable common::Mutex mu_;
+  std::map<std::string, std::string> secrets_ ABSL_GUARDED_BY(mu_);  // worker id -> secret
 };
 
 }  // namespace

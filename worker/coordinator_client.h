@@ -19,8 +19,19 @@ namespace onset::worker {
 
 struct Registration {
   std::string worker_id;
+  // What proves the worker is worker_id; the client keeps it and sends it with every later call
+  // for that worker.
+  std::string secret;
   std::chrono::milliseconds lease_ttl{30'000};
   std::chrono::milliseconds heartbeat_interval{5'000};
+};
+
+// A checkpoint the attempt may resume from (the coordinator names them, the newest first).
+struct ResumeFrom {
+  int attempt = 0;      // the attempt of the cell that wrote it
+  int64_t tokens = 0;   // tokens trained when it was written
+  std::string path;     // its file when the coordinator has a shared root; empty: the work dir's
+  bool own_dir = true;  // written into that attempt's own directory (else the cell's)
 };
 
 // One leased attempt at one cell.
@@ -31,14 +42,22 @@ struct JobSpec {
   int attempt = 1;          // 1 for the first attempt of the cell
   std::string config_json;  // handed to the trainer verbatim
   int64_t tokens_budget = 0;
-  bool fresh = false;          // discard the cell's checkpoints before starting (a `rerun --fresh`)
-  std::string checkpoint_dir;  // shared by all workers; empty = under the work directory
+  // The attempt starts a new lineage (a `rerun --fresh`): resume_from is empty.
+  bool fresh = false;
+  // Where this attempt writes its checkpoints, a directory of its own under the coordinator's
+  // shared root; empty = under the work directory (attempt_dir.h).
+  std::string checkpoint_dir;
+  // What it may resume, the newest first; empty: from scratch (a branch: from its trunk's file).
+  std::vector<ResumeFrom> resume_from;
   // The worker's devices this attempt runs on, one per data-parallel rank (devices.h); empty =
   // unspecified: the trainer picks its device itself.
   std::vector<std::string> devices;
   // A WSD branch's trunk checkpoint file, started from when the cell has no checkpoint of its own
   // (onset-train --branch-from); empty for other cells.
   std::string trunk_checkpoint;
+  // When the worker asked for the lease (its monotonic clock): the coordinator's deadline runs
+  // from the claim, which came after, so the worker's view of the lease starts here.
+  std::chrono::steady_clock::time_point asked_at{};
 };
 
 // The coordinator's answer to a lease request.
@@ -85,11 +104,13 @@ struct JobResult {
   std::string stderr_tail;  // the trainer's last stderr lines
 };
 
-// Thread-safe: job runners call it concurrently.
-// Errors: FailedPrecondition means the lease (or the worker id) is unknown or expired - the job
-// must stop; Unavailable / DeadlineExceeded mean the coordinator could not be reached and the
-// call may be retried; Unauthenticated means the coordinator refuses the token. Messages name
-// the RPC and the coordinator's address.
+// Thread-safe: job runners call it concurrently. Once Register() returned, every call for that
+// worker id carries the secret the coordinator gave it.
+// Errors: FailedPrecondition means the lease (or the worker id) is unknown or expired, or its
+// attempt is no longer its cell's current one - the job must stop; Unavailable /
+// DeadlineExceeded mean the coordinator could not be reached and the call may be retried;
+// Unauthenticated means the coordinator refuses the token, PermissionDenied the worker's secret.
+// Messages name the RPC and the coordinator's address.
 class CoordinatorClient {
  public:
   virtual ~CoordinatorClient() = default;
@@ -101,9 +122,12 @@ class CoordinatorClient {
                                                 const std::string& version,
                                                 const std::string& slurm_job) = 0;
   // A job that fits in `free_devices` (the worker's devices no job of its own uses) and runs on
-  // the first ones it needs; without one, how many queued cells wait for this worker.
-  virtual absl::StatusOr<LeaseReply> Lease(const std::string& worker_id,
-                                           const std::vector<std::string>& free_devices) = 0;
+  // the first ones it needs; without one, how many queued cells wait for this worker. `timeout`
+  // (> 0) bounds the call below the client's own deadline: a reply later than the lease lasts
+  // is of no use.
+  virtual absl::StatusOr<LeaseReply> Lease(
+      const std::string& worker_id, const std::vector<std::string>& free_devices,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) = 0;
   // For the calls of a lease, `timeout` (> 0) bounds the call below the client's own deadline:
   // a call made when little of the lease is left must not outlast it (a partition that drops
   // packets would otherwise hold the job's thread, and so its trainer, for the whole deadline).

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/metric_names.h"
 
 namespace onset::worker {
 namespace {
@@ -30,7 +31,8 @@ bool IsPermanent(const absl::Status& status) {
 
 JobReporter::JobReporter(JobReporterOptions options, std::string context, std::string worker_id,
                          std::string lease_id, CoordinatorClient* client,
-                         const common::Clock& clock)
+                         const common::Clock& clock,
+                         std::optional<common::Clock::MonotonicTime> lease_start)
     : options_(options),
       context_(std::move(context)),
       worker_id_(std::move(worker_id)),
@@ -39,7 +41,7 @@ JobReporter::JobReporter(JobReporterOptions options, std::string context, std::s
       clock_(clock),
       logs_(std::make_shared<LogBuffer>(options.log_buffer_lines, options.log_buffer_bytes)),
       parser_(context_),
-      renewed_(clock.MonotonicNow()) {}
+      renewed_(lease_start.value_or(clock.MonotonicNow())) {}
 
 bool JobReporter::LeaseLost(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kFailedPrecondition) return false;
@@ -83,6 +85,10 @@ void JobReporter::FlushMetrics() {
       spdlog::error("{}: the coordinator refused {} metric points: {}", context_, n, s.ToString());
       if (refused_points_ == 0) refused_reason_ = std::string(s.message());
       refused_points_ += static_cast<int64_t>(n);
+    } else if (on_recorded_) {
+      for (const MetricPoint& p : batch) {
+        if (p.name == metric::kCheckpointBytes) on_recorded_(p.tokens);
+      }
     }
     pending_.erase(pending_.begin(), pending_.begin() + n);
   }

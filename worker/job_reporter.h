@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,9 +36,12 @@ struct JobReporterOptions {
 // are not owned and must outlive the reporter.
 class JobReporter {
  public:
-  // `context` ("cell <id> attempt <n>") starts every log line about the job.
+  // `context` ("cell <id> attempt <n>") starts every log line about the job. `lease_start` is
+  // when the worker asked for the lease (its clock; default: now): the coordinator's deadline
+  // runs from the claim, which came later, so counting from the request is on the safe side.
   JobReporter(JobReporterOptions options, std::string context, std::string worker_id,
-              std::string lease_id, CoordinatorClient* client, const common::Clock& clock);
+              std::string lease_id, CoordinatorClient* client, const common::Clock& clock,
+              std::optional<common::Clock::MonotonicTime> lease_start = std::nullopt);
 
   // Parses the trainer's stdout lines (and clears them), sending a batch whenever flush_points
   // are pending.
@@ -62,6 +67,12 @@ class JobReporter {
   // Whether the lease is lost, counting one that no heartbeat renewed in time (lease_ttl): the
   // job must then stop its trainer and report nothing more. Call it as often as the job wakes.
   bool CheckLease();
+
+  // `recorded` is called (on the job's thread) with the tokens of each checkpoint the
+  // coordinator took (a delivered checkpoint/bytes point), in order.
+  void OnCheckpointRecorded(std::function<void(int64_t tokens)> recorded) {
+    on_recorded_ = std::move(recorded);
+  }
 
   // Adds a line of the worker's own to the cell's log, for whoever reads it with onset logs,
   // and says it in the worker's log too.
@@ -94,6 +105,7 @@ class JobReporter {
   const common::Clock& clock_;
   const std::shared_ptr<LogBuffer> logs_;
 
+  std::function<void(int64_t)> on_recorded_;
   MetricsParser parser_;
   std::vector<MetricPoint> pending_;  // parsed, not yet delivered
   bool lease_lost_ = false;

@@ -1,18 +1,26 @@
 #include "worker/job_runner.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/trainer_contract.h"
 #include "common/mutex.h"
 #include "worker/attempt_dir.h"
 #include "worker/retry.h"
 #include "worker/trainer_command.h"
 #include "worker/trainer_exit.h"
+#include "worker/trainer_lock.h"
 
 namespace onset::worker {
 namespace {
@@ -85,30 +93,65 @@ void JobRunner::Stop() {
 }
 
 JobRunOutcome JobRunner::Run() {
+  // The coordinator's deadline runs from the claim, which came after the worker asked: so does
+  // the worker's view of the lease. A reply that came too late to start safely is left to expire
+  // (the coordinator requeues an attempt it never heard from without counting a failure).
+  const common::Clock::MonotonicTime lease_start =
+      job_.asked_at == common::Clock::MonotonicTime{} ? clock_.MonotonicNow() : job_.asked_at;
+  JobReporter reporter({config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes,
+                        config_.lease_ttl, config_.heartbeat_interval},
+                       Context(), worker_id_, job_.lease_id, client_, clock_, lease_start);
+  if (reporter.CheckLease()) {
+    return LeaveToExpire(JobResult{}, "the lease reply came too late to start the trainer");
+  }
   const absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch(job_.devices);
   if (!launch.ok()) return FailToStart(std::string(launch.status().message()));
   const absl::StatusOr<AttemptDir> attempt =
       PrepareAttemptDir({config_.work_dir, config_.checkpoint_root}, job_);
   if (!attempt.ok()) return FailToStart(std::string(attempt.status().message()));
-  if (attempt->discarded_checkpoints) {
-    spdlog::info("{}: starting fresh: discarded {}", Context(), attempt->checkpoint_dir.string());
+  if (attempt->cleared_checkpoint_dir) {
+    spdlog::warn("{}: {} held files of an earlier run of another database; deleted them", Context(),
+                 attempt->checkpoint_dir.string());
   }
+  if (job_.fresh) spdlog::info("{}: a new lineage: starting from scratch", Context());
 
-  JobReporter reporter({config_.flush_points, config_.log_buffer_lines, config_.log_buffer_bytes,
-                        config_.lease_ttl, config_.heartbeat_interval},
-                       Context(), worker_id_, job_.lease_id, client_, clock_);
+  // Held by the trainer and whatever it starts, however this worker ends (trainer_lock.h).
+  absl::StatusOr<TrainerLock> lock = TrainerLock::Take(attempt->lock_path);
+  if (!lock.ok()) return FailToStart(std::string(lock.status().message()));
+  // The trainer watches one end: when this process dies, its end closes with it. A socket
+  // rather than a pipe, so that a line sent after the trainer exited costs no SIGPIPE.
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+    return FailToStart(absl::StrCat("cannot make the supervisor socket: ", std::strerror(errno)));
+  }
+  supervisor_.reset(ends[1]);
+  base::UniqueFd watched(ends[0]);
+  ::shutdown(watched.get(), SHUT_WR);  // the trainer only listens
+  // What is sent must never block this thread: a trainer that does not read (not onset-train)
+  // only misses the acknowledgements.
+  reporter.OnCheckpointRecorded([this](int64_t tokens) {
+    const std::string line =
+        std::string(trainer::kSupervisorRecorded) + " " + std::to_string(tokens) + "\n";
+    (void)!::send(supervisor_.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  });
   absl::StatusOr<std::unique_ptr<Process>> trainer =
       StartTrainer(TrainerCommand(config_.trainer_path, config_.threads, *attempt,
-                                  job_.trunk_checkpoint, *launch),
+                                  job_.trunk_checkpoint, *launch, {lock->fd(), watched.get()}),
                    reporter.logs());
+  watched.reset();
   if (!trainer.ok()) {
     return FailToStart(absl::StrCat("cannot start the trainer: ", trainer.status().message()));
   }
+  if (absl::Status s = lock->WritePid((*trainer)->pid()); !s.ok()) {
+    spdlog::warn("{}: {}", Context(), std::string(s.message()));
+  }
+  lock->Release();
   spdlog::info("{}: trainer started (pid {}){} in {}", Context(), (*trainer)->pid(),
                DescribeLaunch(job_.devices, *launch), attempt->dir.string());
 
   const PumpEnd pumped = PumpEvents(reporter);
   const ExitStatus status = EndTrainer(**trainer, pumped);
+  supervisor_.reset();
   JobResult result;
   result.exit_code = status.exit_code;
   result.signal = status.signal;

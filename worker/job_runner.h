@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "common/clock.h"
 #include "worker/coordinator_client.h"
 #include "worker/job_reporter.h"
@@ -144,6 +145,8 @@ class JobRunner {
   std::shared_ptr<Events> events_;
   // When the lease is next renewed, while the trainer runs and while its last points wait.
   common::Clock::MonotonicTime next_heartbeat_{};
+  // This worker's end of the socket the trainer watches (--supervisor-fd), open while it runs.
+  base::UniqueFd supervisor_;
 };
 
 }  // namespace onset::worker

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
+#include <mutex>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -30,6 +32,18 @@ namespace {
 constexpr std::chrono::milliseconds kDrainTimeout{2000};
 // How often blocked readers look at the stop flag.
 constexpr int kReaderPollMs = 100;
+
+// The children started and not yet reaped, for KillAllChildren. A child leaves the set before it
+// is reaped (under the same mutex), so its pid, and with it its process group id, cannot have been
+// reused when it is signalled from here.
+struct LiveChildren {
+  std::mutex mu;
+  std::set<pid_t> pids;
+};
+LiveChildren& Live() {
+  static auto* live = new LiveChildren();
+  return *live;
+}
 
 // Keeps the last lines of a stream within a line and a byte budget.
 class TailRing {
@@ -75,6 +89,10 @@ class PosixProcess : public Process {
         stderr_fd_(stderr_fd),
         options_(std::move(options)),
         tail_(options_.stderr_tail_lines, options_.stderr_tail_bytes) {
+    {
+      std::lock_guard<std::mutex> lock(Live().mu);
+      Live().pids.insert(pid_);
+    }
     stdout_reader_ = std::thread([this] {
       ReadLines(stdout_fd_, options_.stdout_max_line_bytes, [this](std::string line, size_t) {
         if (options_.on_stdout_line) options_.on_stdout_line(std::move(line));
@@ -207,6 +225,10 @@ class PosixProcess : public Process {
     while (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
     {
+      std::lock_guard<std::mutex> lock(Live().mu);
+      Live().pids.erase(pid_);
+    }
+    {
       common::MutexLock lock(&mu_);
       // After a Terminate, whatever the child left running in its group goes too.
       if (terminate_requested_) kill(-pid_, SIGKILL);
@@ -273,6 +295,7 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Spawn(SpawnOption
   spec.working_dir = options.working_dir;
   spec.stdout_fd = out[1];
   spec.stderr_fd = err[1];
+  spec.pass_fds = options.pass_fds;
   // Its own process group, so that Terminate reaches whatever it forks; default signal
   // dispositions whatever this process blocks (the worker sigwaits for SIGINT/SIGTERM).
   spec.own_process_group = true;
@@ -289,6 +312,12 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Spawn(SpawnOption
     return absl::InternalError(message);
   }
   return std::unique_ptr<Process>(new PosixProcess(pid, out[0], err[0], std::move(options)));
+}
+
+int KillAllChildren() {
+  std::lock_guard<std::mutex> lock(Live().mu);
+  for (pid_t pid : Live().pids) kill(-pid, SIGKILL);
+  return static_cast<int>(Live().pids.size());
 }
 
 }  // namespace onset::worker

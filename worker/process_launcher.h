@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,8 +26,11 @@ struct SpawnOptions {
   std::map<std::string, std::string> env;  // set on top of this process's environment
   std::vector<std::string> unset_env;      // names left out of this process's environment
   std::string working_dir;                 // empty: inherit this process's directory
-  size_t stderr_tail_lines = 50;           // the stderr tail keeps at most this many lines
-  size_t stderr_tail_bytes = 8192;         // and at most this many bytes
+  // Descriptors of this process the child (and no other) gets, at the numbers given: {fd here,
+  // fd there} (base/process.h). The caller closes its own copies when it no longer needs them.
+  std::vector<std::pair<int, int>> pass_fds;
+  size_t stderr_tail_lines = 50;    // the stderr tail keeps at most this many lines
+  size_t stderr_tail_bytes = 8192;  // and at most this many bytes
   // stderr is text (a log): each line reaches on_stderr_line and the tail as valid UTF-8
   // (invalid bytes become U+FFFD) of at most this many bytes, a longer one cut on a character
   // boundary with a marker that gives its length (common/log_line.h). The rest of a long line
@@ -87,5 +91,11 @@ class PosixProcessLauncher : public ProcessLauncher {
  public:
   absl::StatusOr<std::unique_ptr<Process>> Spawn(SpawnOptions options) override;
 };
+
+// Sends SIGKILL to the process group of every child that a PosixProcessLauncher of this process
+// started and that has not been reaped: what a supervisor does before it exits at once (a second
+// Ctrl-C), so that no trainer outlives it. Returns how many groups were signalled. Thread-safe;
+// not for a signal handler (it takes a mutex).
+int KillAllChildren();
 
 }  // namespace onset::worker

@@ -19,14 +19,23 @@ absl::StatusOr<std::optional<DeviceLaunch>> TrainerLaunch(const std::vector<std:
 
 SpawnOptions TrainerCommand(const std::string& trainer_path, int threads, const AttemptDir& attempt,
                             const std::string& trunk_checkpoint,
-                            const std::optional<DeviceLaunch>& launch) {
+                            const std::optional<DeviceLaunch>& launch, const TrainerFds& fds) {
   SpawnOptions options;
   options.program = trainer_path;
-  // The flag names are onset-train's contract (base/trainer_contract.h).
+  // The flag names are onset-train's contract (base/trainer_contract.h). It resumes only what
+  // the coordinator named, never whatever else its directory may hold.
   options.args = {trainer::kFlagConfig,        attempt.config_path.string(),
                   trainer::kFlagThreads,       std::to_string(threads),
-                  trainer::kFlagCheckpointDir, attempt.checkpoint_dir.string(),
-                  trainer::kFlagResume};
+                  trainer::kFlagCheckpointDir, attempt.checkpoint_dir.string()};
+  for (const std::filesystem::path& file : attempt.resume_files) {
+    options.args.insert(options.args.end(), {trainer::kFlagResumeFrom, file.string()});
+  }
+  if (fds.lock >= 0) options.pass_fds.emplace_back(fds.lock, trainer::kTrainerLockFd);
+  if (fds.supervisor >= 0) {
+    options.pass_fds.emplace_back(fds.supervisor, trainer::kSupervisorFd);
+    options.args.insert(options.args.end(),
+                        {trainer::kFlagSupervisorFd, std::to_string(trainer::kSupervisorFd)});
+  }
   if (!trunk_checkpoint.empty()) {
     options.args.insert(options.args.end(), {trainer::kFlagBranchFrom, trunk_checkpoint});
   }

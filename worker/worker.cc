@@ -225,11 +225,16 @@ absl::Status Worker::Run() {
       common::MutexLock lock(&mu_);
       if (stop_) break;
     }
-    absl::StatusOr<LeaseReply> lease = client_->Lease(worker_id_, free);
+    // The lease's clock starts now on this side (the coordinator's starts at the claim, later),
+    // and a reply that comes after half the TTL is not waited for: too little of it would be
+    // left to start the trainer.
+    const common::Clock::MonotonicTime asked_at = clock_.MonotonicNow();
+    absl::StatusOr<LeaseReply> lease = client_->Lease(worker_id_, free, lease_ttl_ / 2);
     if (lease.ok()) {
       backoff = kInitialBackoff;
       if (lease->job) {
         if (idle) idle->Reset();
+        lease->job->asked_at = asked_at;
         StartJob(std::move(*lease->job), free);
         continue;  // fill the other free devices at once
       }

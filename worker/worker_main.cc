@@ -1,5 +1,6 @@
 // onset-worker: leases jobs from the coordinator and runs onset-train for each.
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -121,33 +122,37 @@ absl::StatusOr<onset::worker::WorkerConfig> ConfigFrom(Flags& f) {
   return config;
 }
 
-// Blocks SIGINT and SIGTERM in this thread, before any other starts (gRPC's included), so that
-// every thread inherits the mask and only StopOnSignals' sigwait receives them.
+// Blocks the signals that stop a worker (SIGINT, SIGTERM, SIGHUP: its terminal went away,
+// SIGQUIT) in this thread, before any other starts (gRPC's included), so that every thread
+// inherits the mask and only StopOnSignals' sigwait receives them.
 sigset_t BlockStopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
 
 // Takes the blocked `signals` on a thread of their own. The first stops cleanly: trainers
-// checkpoint and the cells are handed back. A later SIGINT (Ctrl-C again) exits at once; a later
-// SIGTERM does not, because batch systems deliver it more than once (Slurm signals every process
-// of a job, and a job script forwards it too) and escalate with SIGKILL themselves.
+// checkpoint and the cells are handed back. A later SIGINT (Ctrl-C again) or SIGQUIT kills the
+// trainers and exits at once; a later SIGTERM or SIGHUP does not, because batch systems deliver
+// SIGTERM more than once (Slurm signals every process of a job, and a job script forwards it
+// too) and escalate with SIGKILL themselves. Whatever ends this process, SIGKILL included, its
+// trainers die with it (they watch a socket it holds: base/trainer_contract.h kFlagSupervisorFd).
 void StopOnSignals(onset::worker::Worker& worker, const sigset_t& signals) {
   std::thread([&worker, signals] {
     int sig = 0;
     sigwait(&signals, &sig);
-    spdlog::info("signal {}: stopping (terminating running trainers)", sig);
+    spdlog::info("signal {} ({}): stopping (terminating running trainers)", sig, sigabbrev_np(sig));
     worker.Stop();
     while (true) {
       sigwait(&signals, &sig);
-      if (sig == SIGINT) break;
-      spdlog::info("SIGTERM again: still stopping (SIGINT exits at once)");
+      if (sig == SIGINT || sig == SIGQUIT) break;
+      spdlog::info("SIG{} again: still stopping (SIGINT exits at once)", sigabbrev_np(sig));
     }
-    spdlog::warn("SIGINT while stopping: exiting at once");
+    const int killed = onset::worker::KillAllChildren();
+    spdlog::warn("SIG{} while stopping: killed {} trainers, exiting at once", sigabbrev_np(sig),
+                 killed);
     _exit(130);
   }).detach();
 }

@@ -12,25 +12,30 @@
 #include "cli/exit_codes.h"
 #include "cli/local/connect.h"
 #include "common/client_security.h"
+#include "worker/process_launcher.h"
 
 namespace onset::cli {
 namespace {
 
-// Set once SIGINT or SIGTERM arrives; a second one exits at once.
+// Set once SIGINT, SIGTERM, SIGHUP (the terminal went away) or SIGQUIT arrives: the command
+// stops cleanly. A second one kills every trainer this process started and exits at once. Were
+// this process killed outright, its trainers would still die with it (they watch a socket it
+// holds: base/trainer_contract.h kFlagSupervisorFd).
 const std::atomic<bool>& TakeSignals() {
   static std::atomic<bool> interrupted{false};
   // Signals are taken by one thread; every thread started later inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::thread([signals] {
     int sig = 0;
     sigwait(&signals, &sig);
+    // After a hang-up there may be no terminal to write to; a failed write is harmless.
     std::cerr << "stopping (again to exit at once)\n";
     interrupted = true;
     sigwait(&signals, &sig);
+    worker::KillAllChildren();
     _exit(kExitInterrupted);
   }).detach();
   return interrupted;

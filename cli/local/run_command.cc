@@ -25,8 +25,10 @@
 #include "common/study_text.h"
 #include "coordinator/server/coordinator_server.h"
 #include "proto/cell_names.h"
+#include "worker/attempt_dir.h"
 #include "worker/coordinator_client.h"
 #include "worker/process_launcher.h"
+#include "worker/trainer_lock.h"
 #include "worker/worker.h"
 
 namespace onset::cli {
@@ -80,6 +82,15 @@ class EmbeddedCoordinator {
     config.lease_ttl = std::chrono::seconds(30);
     config.heartbeat_interval = std::chrono::seconds(1);
     config.requeue_running_on_start = true;
+    // ... once the trainer the previous process left is gone: it watched that process and dies
+    // with it, and this waits for its lock (worker/trainer_lock.h), killing it if need be.
+    const std::string work_dir = (fs::path(data_dir) / "work").string();
+    config.trainer_gone = [work_dir](const coordinator::RunningAttempt& attempt) {
+      return worker::WaitForTrainerGone(
+          worker::AttemptDirPath(work_dir, attempt.cell_id, attempt.attempt) /
+              worker::kTrainerLockFile,
+          std::chrono::seconds(10));
+    };
     // One machine: every worker sees the data directory, so a WSD branch finds its trunk's
     // checkpoint there (docs/wsd-trunks.md).
     config.checkpoint_root = (fs::path(data_dir) / "checkpoints").string();
@@ -139,7 +150,7 @@ class EmbeddedWorker {
     worker::WorkerConfig config;
     config.coordinator = coordinator.address();
     config.trainer_path = trainer;
-    config.work_dir = (fs::path(data_dir) / "work").string();
+    config.work_dir = (fs::path(data_dir) / "work").string();  // as the coordinator's above
     config.checkpoint_root = coordinator.checkpoint_root();
     config.devices.clear();
     for (int i = 0; i < slots; ++i) config.devices.push_back(absl::StrCat("cpu:", i));

@@ -39,8 +39,18 @@ const char* FailureClassName(FailureClass c) {
       return "oom";
     case FailureClass::kConfig:
       return "config";
+    case FailureClass::kUnconfirmed:
+      return "unconfirmed";
   }
   return "";
+}
+
+FailureClass FailureClassFromName(const std::string& name) {
+  for (FailureClass c : {FailureClass::kCrash, FailureClass::kLost, FailureClass::kOom,
+                         FailureClass::kConfig, FailureClass::kUnconfirmed}) {
+    if (name == FailureClassName(c)) return c;
+  }
+  return FailureClass::kNone;
 }
 
 FailureClass ClassifyFailure(std::optional<int> exit_code, int signal,
@@ -53,6 +63,7 @@ FailureClass ClassifyFailure(std::optional<int> exit_code, int signal,
 }
 
 bool RetryPolicy::Retries(FailureClass c, int failures) const {
+  if (c == FailureClass::kUnconfirmed) return true;
   if (c != FailureClass::kCrash && c != FailureClass::kLost) return false;
   return failures < max_failures;
 }

@@ -9,6 +9,8 @@
 //                        (base * 2^(n-1), capped) until max_failures counted failures.
 //   lost                 the worker stopped heartbeating (lease expired) or vanished in a
 //                        coordinator restart: retried like a crash.
+//   unconfirmed          the lease expired before its worker ever called for it (the reply to
+//                        its claim never reached it): retried, never counted.
 //   failed, class oom    the trainer's stderr says it ran out of memory (a bare SIGKILL, which the
 //                        OOM killer sends, is a crash): failed at once, with "out of memory" in
 //                        the reason; the same config would run out again.
@@ -26,9 +28,12 @@
 
 namespace onset::coordinator {
 
-enum class FailureClass { kNone, kCrash, kLost, kOom, kConfig };
-// "", "crash", "lost", "oom", "config": the names stored in attempts.failure_class.
+enum class FailureClass { kNone, kCrash, kLost, kOom, kConfig, kUnconfirmed };
+// "", "crash", "lost", "oom", "config", "unconfirmed": the names stored in
+// attempts.failure_class.
 const char* FailureClassName(FailureClass c);
+// The class a stored name names; kNone for "" and for a name this coordinator does not know.
+FailureClass FailureClassFromName(const std::string& name);
 
 // The class of a failed attempt from what the worker saw: exit code (or the signal that killed
 // the trainer) and the tail of its stderr.
@@ -41,7 +46,7 @@ struct RetryPolicy {
   std::chrono::milliseconds max_backoff{30 * 60'000};
 
   // Whether a failure of class `c` is retried when the cell has `failures` counted failures,
-  // this one included.
+  // this one included. kUnconfirmed always is (it is never counted).
   bool Retries(FailureClass c, int failures) const;
   // The wait before retry number `failures` (>= 1): base * 2^(failures - 1), at most max.
   std::chrono::milliseconds Backoff(int failures) const;

@@ -10,10 +10,10 @@ absl::StatusOr<std::vector<CellState>> RerunStates(
     const std::vector<std::optional<CellState>>& named) {
   std::vector<CellState> states;
   for (const std::optional<CellState>& state : named) {
-    if (!state || *state == CellState::kRunning || *state == CellState::kQueued) {
+    if (!state || *state == CellState::kQueued) {
       return absl::InvalidArgumentError(
-          "states: only ended or waiting cells can be rerun (failed, diverged, cancelled, "
-          "succeeded, backoff)");
+          "states: queued cells run already; a rerun takes failed, diverged, cancelled, "
+          "succeeded, backoff or running cells");
     }
     states.push_back(*state);
   }

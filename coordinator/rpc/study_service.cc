@@ -1,7 +1,9 @@
 #include "coordinator/rpc/study_service.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 
@@ -72,22 +74,43 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
                                            const onset::v1::ListWorkersRequest* request,
                                            onset::v1::ListWorkersResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
-  if (!workers.ok()) return common::ToGrpcStatus(workers.status());
-  const int64_t live_since =
-      clock_.WallUnixMs() -
-      std::chrono::duration_cast<std::chrono::milliseconds>(kWorkerLiveWindow).count();
-  // Worker rows stay (their attempts name them), and one may hold a thousand devices: the reply
-  // is bounded so that it always fits in a message. The store lists live workers first.
-  size_t bytes = 0;
-  for (const WorkerInfo& w : *workers) {
-    if (!request->all() && (w.exited_unix_ms > 0 || w.last_seen_unix_ms < live_since)) {
-      response->set_not_live(response->not_live() + 1);
-      continue;
+  WorkerQuery query;
+  if (request->page_size() < 0 || request->page_size() > kMaxWorkersPerPage) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "page_size: 0 (the default, " + std::to_string(kWorkersPerPage) + ") to " +
+                            std::to_string(kMaxWorkersPerPage));
+  }
+  query.limit = request->page_size() > 0 ? request->page_size() : kWorkersPerPage;
+  if (!request->page_token().empty()) {
+    // "LAST_SEEN_UNIX_MS:WORKER_ID", as a reply's next_page_token.
+    const std::string& token = request->page_token();
+    const size_t colon = token.find(':');
+    int64_t seen = 0;
+    if (colon == std::string::npos || token.size() > 512 ||
+        !absl::SimpleAtoi(token.substr(0, colon), &seen)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "page_token: not one this coordinator gave");
     }
+    query.after = std::make_pair(seen, token.substr(colon + 1));
+  }
+  if (!request->all()) {
+    query.live_since_unix_ms =
+        clock_.WallUnixMs() -
+        std::chrono::duration_cast<std::chrono::milliseconds>(kWorkerLiveWindow).count();
+  }
+  absl::StatusOr<WorkerPage> page = store_->ListWorkers(query);
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  response->set_not_live(static_cast<int32_t>(page->not_live));
+  // One worker may name a thousand devices: the reply is bounded so that it always fits in a
+  // message, and continues where it stopped.
+  size_t bytes = 0;
+  std::optional<std::pair<int64_t, std::string>> next = page->next;
+  int listed = 0;
+  for (const WorkerInfo& w : page->workers) {
     if (bytes > kMaxWorkersReplyBytes) {
-      response->set_omitted(response->omitted() + 1);
-      continue;
+      next = std::make_pair(response->workers().rbegin()->last_seen_unix_ms(),
+                            response->workers().rbegin()->id());
+      break;
     }
     onset::v1::Worker* out = response->add_workers();
     out->set_id(w.id);
@@ -107,7 +130,11 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
       for (const std::string& device : a.devices) job->add_devices(device);
     }
     bytes += out->ByteSizeLong();
+    ++listed;
   }
+  // Those of the query this reply leaves to later pages.
+  response->set_omitted(static_cast<int32_t>(std::max<int64_t>(0, page->matching - listed)));
+  if (next) response->set_next_page_token(std::to_string(next->first) + ":" + next->second);
   return grpc::Status::OK;
 }
 

@@ -20,6 +20,8 @@ inline constexpr int kMaxCellIdsPerRequest = kMaxGridPoints;
 // A ListWorkers reply stops adding workers past this many bytes (the rest are counted as
 // omitted), well within gRPC's default 4 MiB message.
 inline constexpr size_t kMaxWorkersReplyBytes = 3 * 1024 * 1024;
+// Workers per ListWorkers page unless the request asks for another number.
+inline constexpr int kWorkersPerPage = 200;
 // ListWorkers without `all` lists the workers that have not exited (DeregisterWorker) and were
 // heard from within this long: a worker polls every few seconds while it runs, so one silent for
 // longer died without saying so.

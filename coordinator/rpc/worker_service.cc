@@ -6,7 +6,6 @@
 #include <limits>
 #include <optional>
 
-#include "base/checkpoint_name.h"
 #include "common/grpc_status.h"
 #include "common/metric_limits.h"
 #include "coordinator/cells/checkpoint_layout.h"
@@ -39,26 +38,56 @@ void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset
   out->set_tokens_budget(job.tokens_budget);
   out->set_fresh(job.fresh);
   for (const std::string& device : job.devices) out->add_devices(device);
-  absl::StatusOr<std::string> dir = CellCheckpointDir(checkpoint_root, job.study, job.cell_id);
-  if (dir.ok()) {
-    out->set_checkpoint_dir(*dir);
-  } else {
+  absl::StatusOr<std::string> dir =
+      AttemptCheckpointDir(checkpoint_root, job.study, job.cell_id, job.attempt);
+  if (!dir.ok()) {
     spdlog::warn("cell {}: checkpoints stay on the worker: {}", job.cell_id,
                  std::string(dir.status().message()));
   }
+  const std::string root = dir.ok() ? checkpoint_root : "";
+  if (dir.ok()) out->set_checkpoint_dir(*dir);
+  for (const ResumePoint& point : job.resume_from) {
+    onset::v1::ResumeCheckpoint* from = out->add_resume_from();
+    from->set_attempt(point.attempt);
+    from->set_tokens(point.tokens);
+    from->set_own_dir(point.own_dir);
+    // Its path when every worker sees the root; else the worker looks in its own work directory.
+    absl::StatusOr<std::string> path =
+        CheckpointPath(root, job.study, job.cell_id, point.attempt, point.own_dir, point.tokens);
+    if (path.ok()) from->set_path(*path);
+  }
   if (job.role != CellRole::kBranch) return;
-  absl::StatusOr<std::string> trunk_dir =
-      CellCheckpointDir(checkpoint_root, job.study, job.trunk_id);
-  if (trunk_dir.ok() && !trunk_dir->empty()) {
-    out->set_trunk_checkpoint(*trunk_dir + "/" + base::CheckpointFileName(job.branch_tokens));
+  absl::StatusOr<std::string> trunk_file =
+      job.trunk_attempt > 0 ? CheckpointPath(root, job.study, job.trunk_id, job.trunk_attempt,
+                                             job.trunk_own_dir, job.branch_tokens)
+                            : absl::StatusOr<std::string>(std::string());
+  if (trunk_file.ok() && !trunk_file->empty()) {
+    out->set_trunk_checkpoint(*trunk_file);
   } else {
     spdlog::warn(
         "cell {}: a branch of trunk {}, but no worker can reach that trunk's checkpoints ({}): "
         "it trains its whole run itself",
         job.cell_id, job.trunk_id,
-        trunk_dir.ok() ? "onsetd has no --checkpoint-root"
-                       : std::string(trunk_dir.status().message()));
+        !trunk_file.ok() ? std::string(trunk_file.status().message())
+        : root.empty()   ? std::string("onsetd has no --checkpoint-root")
+                         : std::string("the trunk recorded no checkpoint there"));
   }
+}
+
+grpc::Status WorkerServiceImpl::Authenticate(grpc::ServerContext& context,
+                                             const std::string& worker_id,
+                                             const std::string& secret) const {
+  if (grpc::Status s = auth_->Check(context); !s.ok()) return s;
+  if (worker_id.empty() || worker_id.size() > kMaxWorkerIdBytes) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        "worker_id: required, at most " + std::to_string(kMaxWorkerIdBytes) + " bytes");
+  }
+  if (secret.size() > kMaxWorkerIdBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "worker_secret: at most " + std::to_string(kMaxWorkerIdBytes) + " bytes");
+  }
+  return common::ToGrpcStatus(store_->AuthenticateWorker(worker_id, secret));
 }
 
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
@@ -84,9 +113,10 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                             request->version(),
                             {request->devices().begin(), request->devices().end()},
                             request->slurm_job()};
-  absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
-  if (!id.ok()) return common::ToGrpcStatus(id.status());
-  response->set_worker_id(*id);
+  absl::StatusOr<RegisteredWorker> registered = store_->RegisterWorker(worker);
+  if (!registered.ok()) return common::ToGrpcStatus(registered.status());
+  response->set_worker_id(registered->id);
+  response->set_worker_secret(registered->secret);
   response->set_lease_ttl_ms(leases_->ttl().count());
   response->set_heartbeat_interval_ms(heartbeat_interval_.count());
   return grpc::Status::OK;
@@ -95,7 +125,10 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
                                          const onset::v1::LeaseJobRequest* request,
                                          onset::v1::LeaseJobResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::optional<ClaimedJob>> job = leases_->LeaseJob(
       request->worker_id(), {request->free_devices().begin(), request->free_devices().end()});
   if (!job.ok()) return common::ToGrpcStatus(job.status());
@@ -113,7 +146,10 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const onset::v1::HeartbeatRequest* request,
                                           onset::v1::HeartbeatResponse* response) {
-  if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
+  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+      !s.ok()) {
+    return s;
+  }
   // Absurd progress is not recorded, but the lease is renewed all the same: refusing the
   // heartbeat would let the lease expire and cost the attempt.
   std::optional<int64_t> tokens_done = request->tokens_done();
@@ -135,7 +171,10 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
                                               const onset::v1::ReportMetricsRequest* request,
                                               onset::v1::ReportMetricsResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+      !s.ok()) {
+    return s;
+  }
   // Each point is checked alone (common/metric_limits.h): a bad one is refused, counted in
   // `accepted` falling short and logged, and the others are stored.
   std::vector<MetricPoint> points;
@@ -165,7 +204,10 @@ grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext* context,
                                           const onset::v1::FinishJobRequest* request,
                                           onset::v1::FinishJobResponse*) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+      !s.ok()) {
+    return s;
+  }
   AttemptEnd end;
   switch (request->outcome()) {
     case onset::v1::JOB_OUTCOME_SUCCEEDED:
@@ -199,7 +241,10 @@ grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
                                            const onset::v1::AppendLogsRequest* request,
                                            onset::v1::AppendLogsResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+      !s.ok()) {
+    return s;
+  }
   constexpr int kMaxLinesPerCall = 10'000;
   if (request->lines_size() > kMaxLinesPerCall) {
     return grpc::Status(
@@ -228,10 +273,14 @@ grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::DeregisterWorker(grpc::ServerContext* context,
                                                  const onset::v1::DeregisterWorkerRequest* request,
                                                  onset::v1::DeregisterWorkerResponse*) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  if (request->worker_id().empty() || request->worker_id().size() > 256) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "worker_id: required, at most 256 bytes");
+  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+      !s.ok()) {
+    // Saying it exits twice is no error.
+    if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+        s.error_message().find("said it exits") != std::string::npos) {
+      return grpc::Status::OK;
+    }
+    return s;
   }
   return common::ToGrpcStatus(store_->DeregisterWorker(request->worker_id()));
 }

@@ -12,16 +12,19 @@
 
 namespace onset::coordinator {
 
-// The Job a worker is handed for `job`. Its checkpoint directory lies under `checkpoint_root`
-// (checkpoint_layout.h; none when the root is empty). A branch starts from its trunk's
-// checkpoint file at its branch_tokens, in the trunk's directory under the same root; without a
-// root no worker could be sure to see that file, so none is named (logged: the branch then
-// trains its whole run itself, the same cell, only slower).
+// The Job a worker is handed for `job`. The attempt's checkpoint directory, and the checkpoints
+// it may resume, lie under `checkpoint_root` (checkpoint_layout.h; no paths when the root is
+// empty: the worker looks in its own work directory). A branch starts from its trunk's
+// checkpoint file at its branch_tokens, in the directory of the trunk attempt that recorded it;
+// without a root no worker could be sure to see that file, so none is named (logged: the branch
+// then trains its whole run itself, the same cell, only slower).
 void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset::v1::Job* out);
 
 // Thread-safe. `store`, `leases` and `auth` must outlive the service; every call is refused with
-// UNAUTHENTICATED unless `auth` accepts it. Calls about a job are accepted only from the worker
-// holding its current lease (LeaseManager checks the pair of worker id and lease id).
+// UNAUTHENTICATED unless `auth` accepts it. Every call but RegisterWorker must carry the worker's
+// id and its secret (Store::AuthenticateWorker). Calls about a job are accepted only from the
+// worker holding its lease (LeaseManager checks the pair of worker id and lease id) while its
+// attempt is its cell's current one (the store fences the rest).
 class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
  public:
   // `checkpoint_root`: a directory every worker sees (a shared file system) under which each
@@ -55,6 +58,12 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
                                 onset::v1::DeregisterWorkerResponse* response) override;
 
  private:
+  // The bearer token, then the worker's id and secret.
+  grpc::Status Authenticate(grpc::ServerContext& context, const std::string& worker_id,
+                            const std::string& secret) const;
+
+  static constexpr size_t kMaxWorkerIdBytes = 256;
+
   Store* const store_;
   LeaseManager* const leases_;
   const std::chrono::milliseconds heartbeat_interval_;

@@ -13,26 +13,37 @@ std::string Describe(const std::string& lease_id, const std::string& cell_id, in
 
 }  // namespace
 
-LeaseManager::LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl)
-    : store_(store), clock_(clock), ttl_(ttl), expire_failures_(*clock, std::chrono::minutes(1)) {}
+LeaseManager::LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl,
+                           std::chrono::milliseconds stop_margin)
+    : store_(store),
+      clock_(clock),
+      ttl_(ttl),
+      stop_margin_(stop_margin),
+      expire_failures_(*clock, std::chrono::minutes(1)) {}
 
-absl::Status LeaseManager::Recover(bool requeue_running) {
+absl::Status LeaseManager::Recover(bool requeue_running, const TrainerGone& trainer_gone) {
   ONSET_ASSIGN_OR_RETURN(std::vector<RunningAttempt> running, store_->RunningAttempts());
-  const auto deadline = clock_->MonotonicNow() + ttl_;
   for (const RunningAttempt& a : running) {
+    const std::string what = Describe(a.lease_id, a.cell_id, a.attempt);
     if (requeue_running) {
       // Only the embedded mode asks for this: its workers stopped with the previous process,
-      // which is a hand-back, not a failure of the cell.
-      AttemptEnd end;
-      end.outcome = AttemptOutcome::kHandedBack;
-      end.reason = "coordinator restarted while the attempt was running";
-      ONSET_RETURN_IF_ERROR(store_->FinishAttempt(a.lease_id, end));
-      spdlog::info("requeued cell {} of study {}: {} was running at restart", a.cell_id, a.study,
-                   Describe(a.lease_id, a.cell_id, a.attempt));
-    } else {
-      common::MutexLock lock(&mu_);
-      leases_[a.lease_id] = Lease{a.worker_id, a.study, a.cell_id, a.attempt, deadline};
+      // which is a hand-back, not a failure of the cell, once the trainer is gone too.
+      absl::Status gone = trainer_gone ? trainer_gone(a) : absl::OkStatus();
+      if (gone.ok()) {
+        ONSET_RETURN_IF_ERROR(store_->HandBackAttempt(
+            a.lease_id, "the coordinator restarted while the attempt ran; its trainer is gone"));
+        spdlog::info("requeued cell {} of study {}: {} was running at restart", a.cell_id, a.study,
+                     what);
+        continue;
+      }
+      spdlog::warn(
+          "{} of study {} was running at restart and its trainer may still run ({}): "
+          "left to expire",
+          what, a.study, std::string(gone.message()));
     }
+    common::MutexLock lock(&mu_);
+    leases_[a.lease_id] =
+        Lease{a.worker_id, a.study, a.cell_id, a.attempt, clock_->MonotonicNow() + ttl_};
   }
   return absl::OkStatus();
 }
@@ -131,7 +142,32 @@ absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
 
 absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::string& lease_id,
                                      const AttemptEnd& end) {
-  ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
+  bool known = false;
+  {
+    common::MutexLock lock(&mu_);
+    known = leases_.count(lease_id) > 0;
+  }
+  if (known) {
+    // An expired lease is expired here first; its success is still heard below.
+    absl::Status checked = Check(worker_id, lease_id);
+    if (!checked.ok() && !absl::IsFailedPrecondition(checked)) return checked;
+    common::MutexLock lock(&mu_);
+    if (auto it = leases_.find(lease_id);
+        it != leases_.end() && it->second.worker_id != worker_id) {
+      return absl::FailedPreconditionError(
+          Describe(lease_id, it->second.cell_id, it->second.attempt) +
+          " is held by another worker; stop the job");
+    }
+  } else {
+    // Expired (or adopted by no one after a restart): the store knows whose it was.
+    ONSET_ASSIGN_OR_RETURN(std::string holder, store_->LeaseHolder(lease_id));
+    if (holder != worker_id) {
+      spdlog::warn("lease {} is held by worker {}; refused a report from worker {}", lease_id,
+                   holder, worker_id);
+      return absl::FailedPreconditionError("lease " + lease_id +
+                                           " is held by another worker; stop the job");
+    }
+  }
   // Without mu_, as Heartbeat. The lease stays in the map meanwhile: a store that fails now
   // (not FailedPrecondition) leaves it to a retry of this call or to expiry, never orphaned.
   absl::Status s = store_->FinishAttempt(lease_id, end);
@@ -143,11 +179,12 @@ absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::st
 absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& lease) {
   const std::string what = Describe(lease_id, lease.cell_id, lease.attempt);
   // The reason is shown to every client, so it names no worker (the log below does).
-  absl::Status s = store_->RequeueAttempt(
-      lease_id, "lease expired: no heartbeat for " + std::to_string(ttl_.count()) + " ms");
+  absl::Status s = store_->ExpireAttempt(
+      lease_id, "lease expired: no heartbeat for " + std::to_string(ttl_.count()) + " ms",
+      stop_margin_.count());
   if (s.ok()) {
-    spdlog::warn("{} of study {} expired (worker {}); cell requeued", what, lease.study,
-                 lease.worker_id);
+    spdlog::warn("{} of study {} expired (worker {}); the cell runs again after {} ms", what,
+                 lease.study, lease.worker_id, stop_margin_.count());
     return absl::OkStatus();
   }
   if (absl::IsFailedPrecondition(s)) return absl::OkStatus();  // it had ended meanwhile

@@ -1,11 +1,14 @@
 // Leases: which worker runs which attempt, and until when. A lease lives for `ttl` after it was
-// granted or last renewed by a heartbeat; past that it expires, its attempt ends as "lost" and
-// the cell is queued again. Deadlines are monotonic times from the injected Clock and live only
-// in memory; the Store holds the attempts themselves.
+// granted or last renewed by a heartbeat; past that it expires: its attempt ends as "lost" and
+// the cell may be claimed again once `stop_margin` has passed too (the worker stops its trainer
+// before its own view of the lease runs out, cell_lifecycle.h). Deadlines are monotonic times
+// from the injected Clock and live only in memory; the Store holds the attempts themselves and
+// fences every call (only the cell's current open attempt is heard).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,13 +33,21 @@ namespace onset::coordinator {
 // while its attempt is requeued.
 class LeaseManager {
  public:
-  // `store` and `clock` must outlive the manager. `ttl` > 0.
-  LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl);
+  // `store` and `clock` must outlive the manager. `ttl` > 0, `stop_margin` >= 0.
+  LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl,
+               std::chrono::milliseconds stop_margin = std::chrono::milliseconds(0));
+
+  // Says whether the trainer of an attempt found open at a restart is gone, waiting for it as
+  // long as it takes to know (killing it if need be); an error when it cannot be known.
+  using TrainerGone = std::function<absl::Status(const RunningAttempt&)>;
 
   // Adopts the attempts the store says are running (after a restart): each gets a fresh
-  // deadline of now + ttl, so a worker that is still running it can resume heartbeating; with
-  // `requeue_running` they are instead ended as lost and their cells requeued at once.
-  absl::Status Recover(bool requeue_running);
+  // deadline of now + ttl, so a worker that is still running it can resume heartbeating. With
+  // `requeue_running` (the embedded single-machine mode, whose workers died with the previous
+  // process) they are handed back instead, each once `trainer_gone` says its trainer is gone:
+  // never while it may still write. An attempt whose trainer's end cannot be established is
+  // adopted like the others and left to expire.
+  absl::Status Recover(bool requeue_running, const TrainerGone& trainer_gone = nullptr);
 
   // Claims the next queued cell that fits in `free_devices` for `worker_id` (Store::
   // ClaimNextCell). nullopt when none is queued. FailedPrecondition for an unregistered worker,
@@ -62,7 +73,8 @@ class LeaseManager {
   // Stores trainer log lines (idempotent per line number); returns how many were accepted.
   absl::StatusOr<int> AppendLogs(const std::string& worker_id, const std::string& lease_id,
                                  const std::vector<LogLine>& lines);
-  // Ends the attempt and releases the lease.
+  // Ends the attempt and releases the lease. Unlike the calls above it is heard after the lease
+  // expired too (a success then stands while the cell was not claimed again); the store decides.
   absl::Status FinishJob(const std::string& worker_id, const std::string& lease_id,
                          const AttemptEnd& end);
 
@@ -72,6 +84,7 @@ class LeaseManager {
   int ExpireLeases();
 
   std::chrono::milliseconds ttl() const { return ttl_; }
+  std::chrono::milliseconds stop_margin() const { return stop_margin_; }
   size_t ActiveLeases() const;
 
  private:
@@ -101,6 +114,7 @@ class LeaseManager {
   Store* const store_;
   const common::Clock* const clock_;
   const std::chrono::milliseconds ttl_;
+  const std::chrono::milliseconds stop_margin_;
 
   mutable common::Mutex mu_;
   std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease id

@@ -42,7 +42,8 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       : config_(config),
         lock_(std::move(lock)),
         store_(std::move(store)),
-        leases_(store_.get(), &common::SystemClock(), config.lease_ttl),
+        leases_(store_.get(), &common::SystemClock(), config.lease_ttl,
+                config.stop_margin.value_or(config.heartbeat_interval)),
         auth_(config.token),
         study_service_(store_.get(), &auth_, !config.checkpoint_root.empty()),
         worker_service_(store_.get(), &leases_, config.heartbeat_interval, &auth_,
@@ -52,7 +53,10 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   ~CoordinatorServerImpl() override { Shutdown(); }
 
   absl::Status Init(const std::optional<common::TlsKeyPair>& tls) {
-    if (absl::Status s = leases_.Recover(config_.requeue_running_on_start); !s.ok()) return s;
+    if (absl::Status s = leases_.Recover(config_.requeue_running_on_start, config_.trainer_gone);
+        !s.ok()) {
+      return s;
+    }
     absl::StatusOr<GrpcListener> grpc =
         StartGrpcListener(config_.listen, tls, {&study_service_, &worker_service_});
     if (!grpc.ok()) return grpc.status();
@@ -201,6 +205,9 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(
         "lease_ttl: must exceed heartbeat_interval (" + std::to_string(lease_ttl.count()) +
         " ms <= " + std::to_string(heartbeat_interval.count()) + " ms)");
+  }
+  if (stop_margin && stop_margin->count() < 0) {
+    return absl::InvalidArgumentError("stop_margin: must not be negative");
   }
   return absl::OkStatus();
 }

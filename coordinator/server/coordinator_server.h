@@ -5,12 +5,15 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/cells/failure_policy.h"
+#include "coordinator/store/store.h"
 
 namespace onset::coordinator {
 
@@ -30,9 +33,15 @@ struct ServerConfig {
   bool allow_insecure_remote = false;
   std::chrono::milliseconds lease_ttl{30'000};          // a lease not renewed for this long expires
   std::chrono::milliseconds heartbeat_interval{5'000};  // advertised to workers
+  // After a lease expires, how long its cell waits before anyone may claim it: the time its
+  // worker may still take to stop the trainer (it stops it before its own view of the lease runs
+  // out). Unset: one heartbeat interval.
+  std::optional<std::chrono::milliseconds> stop_margin;
   // Embedded single-machine mode: no worker outlives the coordinator, so cells left `running`
-  // by a previous process are requeued at once instead of waiting for their leases to expire.
+  // by a previous process are requeued at start instead of waiting for their leases to expire,
+  // each once `trainer_gone` says its trainer is gone (LeaseManager::Recover).
   bool requeue_running_on_start = false;
+  std::function<absl::Status(const RunningAttempt&)> trainer_gone;
   RetryPolicy retry;  // per-cause failure policy (failure_policy.h)
   // Shared directory for every cell's checkpoints (ROOT/STUDY/CELL), so a cell requeued after a
   // lost worker resumes on another; empty = in each worker's work directory.

@@ -108,8 +108,14 @@ absl::StatusOr<LogChunk> ReadLogsWaiting(Store& store, const LogQuery& query, in
                                          const FeedOptions& options) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   int64_t version = store.ChangeVersion();
+  LogQuery next = query;
   while (true) {
-    ONSET_ASSIGN_OR_RETURN(LogChunk chunk, store.ReadLogs(query));
+    const auto read_at = std::chrono::steady_clock::now();
+    ONSET_ASSIGN_OR_RETURN(LogChunk chunk, store.ReadLogs(next));
+    // Later looks name the cell by its full id in its study (one indexed lookup) and its
+    // attempt, as found now.
+    next.study = chunk.study;
+    next.cell = chunk.cell_id;
     // An ended attempt writes no more lines; but while it is the cell's latest and the cell
     // may run again, the caller waits for the next attempt (latest_attempt then grows).
     const bool cell_may_run = chunk.cell_state == CellState::kQueued ||
@@ -120,6 +126,11 @@ absl::StatusOr<LogChunk> ReadLogsWaiting(Store& store, const LogQuery& query, in
         deadline - std::chrono::steady_clock::now());
     if (!chunk.lines.empty() || !may_grow || left.count() <= 0 || stopped()) return chunk;
     version = store.WaitForChange(version, std::min<int64_t>(left.count(), options.poll_ms));
+    // Every commit wakes a waiter (heartbeats commit several times a second): a waiting reader
+    // looks at most every min_interval_ms, whatever the write rate.
+    const auto next_read = read_at + std::chrono::milliseconds(options.min_interval_ms);
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_read) std::this_thread::sleep_for(std::min(next_read, deadline) - now);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "coordinator/cells/cell_lifecycle.h"
 #include "coordinator/store/store.h"
 #include "db/read_pool.h"
 #include "db/sqlite.h"
@@ -17,6 +18,10 @@
 
 namespace onset::coordinator {
 
+// Split by area: sqlite_store.cc (opening, studies, listings, results), sqlite_leases.cc (workers,
+// claims, the calls of a lease), sqlite_cell_requests.cc (cancel, rerun), sqlite_store_feeds.cc
+// (events, logs, metric streams); every change of a cell goes through sqlite_lifecycle.h.
+//
 // One writer and a pool of readers (db/write_queue.h, db/read_pool.h): every write runs on the
 // writer's thread, batched with the writes that queued up meanwhile into one transaction; reads
 // run on their own connections and see the last commit without blocking the writer. (An
@@ -88,8 +93,11 @@ class SqliteStore final : public Store {
                                                   const CellFilter& filter) override;
   absl::StatusOr<std::vector<std::string>> ResolveCellIds(
       const std::string& study, const std::vector<std::string>& ids) override;
-  absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override;
-  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override;
+  absl::StatusOr<RegisteredWorker> RegisterWorker(const WorkerRegistration& worker) override;
+  absl::Status AuthenticateWorker(const std::string& worker_id, const std::string& secret) override;
+  using Store::ListWorkers;
+  absl::StatusOr<WorkerPage> ListWorkers(const WorkerQuery& query) override;
+
   absl::Status DeregisterWorker(const std::string& worker_id) override;
   absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) override;
@@ -100,7 +108,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<int> AddMetrics(const std::string& lease_id,
                                  const std::vector<MetricPoint>& points) override;
   absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) override;
-  absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override;
+  absl::Status ExpireAttempt(const std::string& lease_id, const std::string& reason,
+                             int64_t stop_margin_ms) override;
+  absl::Status HandBackAttempt(const std::string& lease_id, const std::string& reason) override;
+  absl::StatusOr<std::string> LeaseHolder(const std::string& lease_id) override;
   absl::StatusOr<int> CancelCells(const std::string& study,
                                   const std::vector<std::string>& cell_ids) override;
   absl::StatusOr<int> RerunCells(const RerunRequest& request) override;
@@ -149,9 +160,8 @@ class SqliteStore final : public Store {
   // Before a registration: when max_workers_ rows exist, forgets the stalest workers that ran
   // nothing (Options::max_workers); ResourceExhausted when none may be forgotten. On the writer.
   absl::Status MakeRoomForAWorker(db::Connection& db, int64_t now);
-  // Ends the attempt with `end` and applies the failure policy to its cell. Runs on the writer.
-  absl::Status EndAttempt(db::Connection& db, const std::string& lease_id, const AttemptEnd& end,
-                          bool lost);
+  // The lifecycle's context now: the retry policy, the wall time and `stop_margin_ms`.
+  life::Context LifeContext(int64_t stop_margin_ms) const;
 
   // Runs `op` on a reader (or, for an in-memory database, on the writer, changing nothing).
   template <typename T>

@@ -14,6 +14,7 @@
 #include "common/log_line.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
+#include "coordinator/store/sqlite_lifecycle.h"
 #include "coordinator/store/sqlite_rows.h"
 #include "coordinator/store/sqlite_store.h"
 
@@ -56,13 +57,21 @@ absl::Status CheckCellPrefix(const std::string& prefix) {
 absl::StatusOr<std::vector<CellMatch>> MatchCells(db::Connection& db, const std::string& study,
                                                   const std::string& prefix) {
   ONSET_RETURN_IF_ERROR(CheckCellPrefix(prefix));
-  // substr rather than LIKE: the prefix is data, never a pattern.
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db.Prepare("SELECT c.id, s.name, c.hash FROM cells c JOIN studies s ON s.id = c.study_id "
-                 "WHERE substr(c.hash, 1, ?1) = ?2 AND (?3 = '' OR s.name = ?3) "
-                 "ORDER BY s.id, c.id LIMIT 20"));
-  stmt.BindAll(static_cast<int64_t>(prefix.size()), prefix, study);
+  // A range of an index, whatever the number of cells: hex digits all sort below 'g' (never a
+  // LIKE pattern: the prefix is data). Within a study, (study_id, hash); across studies,
+  // cells_by_hash.
+  const char* kInStudy =
+      "SELECT c.id, s.name, c.hash FROM studies s JOIN cells c ON c.study_id = s.id "
+      "WHERE s.name = ?3 AND c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
+  const char* kAnyStudy =
+      "SELECT c.id, s.name, c.hash FROM cells c INDEXED BY cells_by_hash JOIN studies s "
+      "ON s.id = c.study_id WHERE c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(study.empty() ? kAnyStudy : kInStudy));
+  if (study.empty()) {
+    stmt.BindAll(prefix, prefix + "g");
+  } else {
+    stmt.BindAll(prefix, prefix + "g", study);
+  }
   std::vector<CellMatch> matches;
   while (true) {
     ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -199,14 +208,22 @@ absl::StatusOr<int> SqliteStore::AppendLogs(const std::string& lease_id,
   return Write<int>([&](db::Connection& db) -> absl::StatusOr<int> {
     ONSET_ASSIGN_OR_RETURN(
         db::Statement find,
-        db.Prepare("SELECT id FROM attempts WHERE lease_id = ? AND ended_at IS NULL"));
+        db.Prepare("SELECT id, cell_id, attempt FROM attempts WHERE lease_id = ?"));
     find.BindAll(lease_id);
     ONSET_ASSIGN_OR_RETURN(bool found, find.Step());
     if (!found) {
-      return absl::FailedPreconditionError("lease " + lease_id +
-                                           " is unknown or its attempt has ended");
+      return absl::FailedPreconditionError("lease " + lease_id + " is unknown; stop the job");
     }
     const int64_t attempt_id = find.Int(0);
+    // Fenced like every call of a lease: only the cell's current open attempt writes.
+    ONSET_ASSIGN_OR_RETURN(lifecycle::LoadedCell cell, lifecycle::LoadCell(db, find.Int(1)));
+    ONSET_ASSIGN_OR_RETURN(
+        life::Step step,
+        lifecycle::Apply(db, cell, life::Contact{static_cast<int>(find.Int(2))}, LifeContext(0)));
+    if (step.verdict == life::Verdict::kFenced) {
+      return absl::FailedPreconditionError("lease " + lease_id + " (cell " + cell.hash +
+                                           "): " + step.message);
+    }
     ONSET_ASSIGN_OR_RETURN(
         db::Statement upsert,
         db.Prepare("INSERT INTO log_lines (attempt_id, line, at, text) VALUES (?, ?, ?, ?) "

@@ -4,6 +4,7 @@
 
 #include "common/status_macros.h"
 #include "coordinator/planning/trunk_plan.h"
+#include "coordinator/store/sqlite_lifecycle.h"
 #include "coordinator/store/sqlite_trunks.h"
 #include "coordinator/study/append_only.h"
 #include "proto/cell_names.h"
@@ -106,14 +107,11 @@ absl::StatusOr<std::vector<const CellSpec*>> WriteCells(db::Connection& db, int6
       db::Statement relabel_cell,
       db.Prepare("UPDATE cells SET axes_json = ? WHERE study_id = ? AND hash = ?"));
   // A stored trunk given a larger budget is extended: it trains on from its last checkpoint, so
-  // a succeeded one is queued again (docs/wsd-trunks.md).
+  // a succeeded one is queued again (docs/wsd-trunks.md; the lifecycle's Extend).
   ONSET_ASSIGN_OR_RETURN(
       db::Statement extend_trunk,
-      db.Prepare("UPDATE cells SET config_json = ?1, tokens_budget = ?2, updated_at = ?3, "
-                 "failures = CASE WHEN state = 'succeeded' THEN 0 ELSE failures END, "
-                 "note = CASE WHEN state = 'succeeded' THEN '' ELSE note END, "
-                 "state = CASE WHEN state = 'succeeded' THEN 'queued' ELSE state END "
-                 "WHERE study_id = ?4 AND hash = ?5 AND role = 'trunk'"));
+      db.Prepare("UPDATE cells SET config_json = ?1, tokens_budget = ?2, updated_at = ?3 "
+                 "WHERE study_id = ?4 AND hash = ?5 AND role = 'trunk' RETURNING id"));
   std::vector<const CellSpec*> new_branches;
   for (const CellSpec& cell : study.cells) {
     if (auto it = stored->axes_json.find(cell.id); it != stored->axes_json.end()) {
@@ -122,7 +120,15 @@ absl::StatusOr<std::vector<const CellSpec*>> WriteCells(db::Connection& db, int6
                                                             cell.tokens_budget > trunk->second) {
         extend_trunk.Reset();
         extend_trunk.BindAll(cell.config_json, cell.tokens_budget, now, study_id, cell.id);
-        ONSET_RETURN_IF_ERROR(extend_trunk.Run());
+        ONSET_ASSIGN_OR_RETURN(bool extended, extend_trunk.Step());
+        if (extended) {
+          const int64_t row = extend_trunk.Int(0);
+          ONSET_RETURN_IF_ERROR(extend_trunk.Run());
+          ONSET_ASSIGN_OR_RETURN(lifecycle::LoadedCell trunk, lifecycle::LoadCell(db, row));
+          life::Context context;
+          context.now_unix_ms = now;
+          ONSET_RETURN_IF_ERROR(lifecycle::Apply(db, trunk, life::Extend{}, context).status());
+        }
         trunk->second = cell.tokens_budget;
       }
       const std::string axes_json = rows::AxesJson(

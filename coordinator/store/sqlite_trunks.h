@@ -1,6 +1,6 @@
-// WSD trunks and branches in the coordinator's rows (docs/schema.md): when a branch may run,
-// and what happens to the branches still waiting when their trunk ends for good. Each function
-// runs inside the caller's write transaction.
+// WSD trunks and branches in the coordinator's rows (docs/schema.md): when a branch may run.
+// (What becomes of the branches still waiting when their trunk ends for good is the lifecycle's
+// TrunkEnded, sqlite_lifecycle.h.) Each function runs inside the caller's write transaction.
 #pragma once
 
 #include <cstdint>
@@ -39,21 +39,9 @@ std::string BranchReadySql(const std::string& alias);
 // Whether cell row `cell_row` reported kCheckpointMetric at `tokens`.
 absl::StatusOr<bool> HasCheckpointPoint(db::Connection& db, int64_t cell_row, int64_t tokens);
 
-// "trunk ended without its checkpoint at N tokens": why a trunk attempt that reported success
-// without the checkpoint at its budget counts as failed.
-std::string MissingCheckpointReason(int64_t tokens);
-
 // "trunk ID STATE: REASON" (": REASON" left out when empty): the note of a branch that ended
 // because its trunk did.
 std::string TrunkEndedNote(const std::string& trunk_id, CellState trunk_state,
                            const std::string& reason);
-
-// The trunk `trunk_row` (id `trunk_id`) ended for good in `trunk_state` (failed, diverged or
-// cancelled) for `reason`: its branches that are queued or backing off and still wait for their
-// checkpoint end too, diverged when the trunk diverged and failed otherwise, with the note
-// TrunkEndedNote. Branches whose checkpoint exists run on. Returns how many ended.
-absl::StatusOr<int> EndWaitingBranches(db::Connection& db, int64_t trunk_row,
-                                       const std::string& trunk_id, CellState trunk_state,
-                                       const std::string& reason, int64_t now_unix_ms);
 
 }  // namespace onset::coordinator::trunks

@@ -167,6 +167,19 @@ struct StudySnapshot {
   int64_t last_seq = 0;
 };
 
+// A checkpoint an attempt may resume from: one its cell's lineage recorded (the trainer reported
+// its checkpoint/bytes point), named by the attempt that wrote it and its tokens.
+struct ResumePoint {
+  int attempt = 0;     // the attempt that wrote it
+  int64_t tokens = 0;  // tokens trained when it was written
+  // Whether that attempt wrote into a directory of its own (CELLDIR/attempt-N, every attempt
+  // since schema version 10) rather than into the cell's directory (CELLDIR).
+  bool own_dir = true;
+};
+
+// At most this many ResumePoints go with a job, the newest first.
+inline constexpr int kMaxResumePoints = 8;
+
 // A cell handed to a worker under a lease.
 struct ClaimedJob {
   std::string lease_id;
@@ -176,11 +189,18 @@ struct ClaimedJob {
   int attempt = 0;  // 1 for the first attempt
   std::string config_json;
   int64_t tokens_budget = 0;
-  bool fresh = false;                // start without the cell's checkpoints (a `rerun --fresh`)
+  // Where it may resume, the newest first: the checkpoints its lineage recorded (at most
+  // kMaxResumePoints). Empty: it starts from scratch (or, a branch, from its trunk's checkpoint).
+  std::vector<ResumePoint> resume_from;
+  bool fresh = false;                // it starts a new lineage (a `rerun --fresh`) from scratch
   std::vector<std::string> devices;  // the devices it runs on, one per data-parallel rank
   CellRole role = CellRole::kCell;
   std::string trunk_id;       // kBranch: the trunk whose checkpoint it starts from
   int64_t branch_tokens = 0;  // kBranch: that checkpoint's tokens
+  // kBranch, ready: the trunk attempt that recorded that checkpoint (0: unknown), and whether it
+  // wrote into a directory of its own.
+  int trunk_attempt = 0;
+  bool trunk_own_dir = true;
 };
 
 // What trunk planning (trunk_plan.h) needs to know of a stored cell.
@@ -193,6 +213,13 @@ struct StoredPlanCell {
   int64_t tokens_done = 0;
   int64_t tokens_budget = 0;
   std::string config_json;  // kTrunk only: its trunk spec
+};
+
+// A registered worker: its id, public (listings, logs and watch streams show it), and the secret
+// only it knows, which every later call for it must carry (Store::AuthenticateWorker).
+struct RegisteredWorker {
+  std::string id;
+  std::string secret;
 };
 
 struct WorkerRegistration {
@@ -229,16 +256,19 @@ struct RunningAttempt {
 
 // The answer to a heartbeat.
 struct LeaseStatus {
-  bool cancelled = false;  // the cell was cancelled: stop the trainer, report kCancelled
+  // A cancel or rerun of the cell waits for this attempt: stop the trainer, report kCancelled.
+  bool cancelled = false;
 };
 
 // Which cells `onset rerun` queues again.
 struct RerunRequest {
   std::string study;
-  std::vector<CellState> states;             // cells in one of these states (not running)
+  // Cells in one of these states (a running cell whose cancel is pending counts as cancelled);
+  // none named: every cell that ended or waits out a backoff.
+  std::vector<CellState> states;
   std::map<std::string, std::string> where;  // and whose display axes have these values
   std::vector<std::string> cell_ids;         // and, when given, only these cells
-  bool fresh = false;  // discard checkpoints and metrics: the next attempt starts from scratch
+  bool fresh = false;  // a new lineage: discard points and checkpoints, start from scratch
 };
 
 // A registered worker and the attempts it is running.
@@ -253,6 +283,27 @@ struct WorkerInfo {
   int64_t last_seen_unix_ms = 0;  // its latest lease request or heartbeat
   int64_t exited_unix_ms = 0;     // when it said it exits (DeregisterWorker); 0: it has not
   std::vector<RunningAttempt> running;
+};
+
+// A worker listing returns at most this many workers.
+inline constexpr int kMaxWorkersPerPage = 1000;
+
+// Which registered workers a listing returns: the most recently seen first, a page at a time.
+struct WorkerQuery {
+  // > 0: only live workers, those that have not exited and were seen at or after this time.
+  int64_t live_since_unix_ms = 0;
+  int limit = 200;  // workers at most (a worker may name up to kMaxWorkerDevices devices)
+  // The page after this worker: its last_seen_unix_ms and id (a page's `next`); none: from the
+  // most recently seen.
+  std::optional<std::pair<int64_t, std::string>> after;
+};
+
+struct WorkerPage {
+  std::vector<WorkerInfo> workers;  // each with its running attempts
+  int64_t matching = 0;             // workers the query selects from its cursor on (this
+                                    // page's and later ones)
+  int64_t not_live = 0;             // with live_since: the registered workers left out
+  std::optional<std::pair<int64_t, std::string>> next;  // the next page's `after`; none: last
 };
 
 struct CellResult {
@@ -304,23 +355,48 @@ class Store {
   virtual absl::StatusOr<std::vector<std::string>> ResolveCellIds(
       const std::string& study, const std::vector<std::string>& ids) = 0;
 
-  // Registers a worker; returns its new id. InvalidArgument for bad device names
-  // (CheckDeviceNames) or a bad Slurm job id (CheckSlurmJob).
-  virtual absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) = 0;
-  // Every registered worker, the most recently seen first, with its running attempts.
-  virtual absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() = 0;
-  // The worker exits cleanly: records the time (WorkerInfo::exited_unix_ms), once. NotFound for
-  // an unknown worker.
+  // Registers a worker: its new id and secret (only a hash of the secret is kept).
+  // InvalidArgument for bad device names (CheckDeviceNames) or a bad Slurm job id
+  // (CheckSlurmJob).
+  virtual absl::StatusOr<RegisteredWorker> RegisterWorker(const WorkerRegistration& worker) = 0;
+  // OK when `secret` is the one `worker_id` was given at registration and it has not
+  // deregistered; every call a worker makes for itself is checked so (worker ids are public).
+  // FailedPrecondition, saying to register again, for an unknown worker, one that deregistered
+  // or one registered before workers had secrets; PermissionDenied for a wrong secret. Reads
+  // only.
+  virtual absl::Status AuthenticateWorker(const std::string& worker_id,
+                                          const std::string& secret) = 0;
+  // The registered workers `query` selects, the most recently seen first, with their running
+  // attempts: one page, read by index, whatever the number of workers.
+  virtual absl::StatusOr<WorkerPage> ListWorkers(const WorkerQuery& query) = 0;
+  // Every registered worker (in pages of `query.limit`), for tests and small tools.
+  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() {
+    std::vector<WorkerInfo> all;
+    WorkerQuery query;
+    while (true) {
+      absl::StatusOr<WorkerPage> page = ListWorkers(query);
+      if (!page.ok()) return page.status();
+      for (WorkerInfo& w : page->workers) all.push_back(std::move(w));
+      if (!page->next) return all;
+      query.after = page->next;
+    }
+  }
+  // The worker exits cleanly: records the time (WorkerInfo::exited_unix_ms), once, and hands
+  // back any attempt of it still open (its trainers have stopped: the cells are queued again,
+  // no failure counted). NotFound for an unknown worker.
   virtual absl::Status DeregisterWorker(const std::string& worker_id) = 0;
 
-  // Atomically moves the cell the claim rule names (coordinator/cells/claim_rule.h, with
+  // Claims the cell the claim rule names (coordinator/cells/claim_rule.h, with
   // free_devices.size() devices free; a branch is ready once its trunk has reported the
-  // "checkpoint/bytes" point at its branch_tokens) to running and opens an attempt under a
-  // fresh random lease id, on the first devices of `free_devices` it needs (recorded with the
-  // attempt and returned). A cell needing more devices than are free is passed over, not
-  // waited for. nullopt when no queued cell fits. FailedPrecondition for a worker id that is not
-  // registered; InvalidArgument when `free_devices` is empty, repeats a device, or names one the
-  // worker did not register (a worker that registered no devices may name any).
+  // "checkpoint/bytes" point at its branch_tokens) for `worker_id`: the lifecycle
+  // (cell_lifecycle.h) opens its next attempt under a fresh random lease id, on the first
+  // devices of `free_devices` it needs (recorded with the attempt and returned). The job names
+  // the checkpoints its lineage recorded, newest first, and the cell's points past the newest
+  // are discarded: the attempt continues from there. A cell needing more devices than are free
+  // is passed over, not waited for. nullopt when no queued cell fits. FailedPrecondition for a
+  // worker id that is not registered; InvalidArgument when `free_devices` is empty, repeats a
+  // device, or names one the worker did not register (a worker that registered no devices may
+  // name any).
   virtual absl::StatusOr<std::optional<ClaimedJob>> ClaimNextCell(
       const std::string& worker_id, const std::vector<std::string>& free_devices) = 0;
   // The queued cells, waiting out a backoff or not, that need at most as many devices as the
@@ -330,36 +406,53 @@ class Store {
   // unknown worker. Writes nothing.
   virtual absl::StatusOr<int> CountWaitingCells(const std::string& worker_id) = 0;
 
-  // The following take the lease of a running attempt; FailedPrecondition when the lease is
-  // unknown or its attempt has ended.
-  // `tokens_done` nullopt: the cell's progress stays as it was (the figure sent was absurd).
+  // The following take the lease of an attempt and are fenced (cell_lifecycle.h): they write
+  // nothing and fail with FailedPrecondition (whose message says to stop the job) when the
+  // lease is unknown or its attempt is not its cell's current open one.
+  //
+  // Renews nothing (the lease manager keeps deadlines) but records progress: `tokens_done`
+  // nullopt or past the attempt's bound keeps the cell's as it was. The answer says whether a
+  // cancel or rerun waits for the attempt.
   virtual absl::StatusOr<LeaseStatus> RecordProgress(const std::string& lease_id,
                                                      std::optional<int64_t> tokens_done,
                                                      double tokens_per_second) = 0;
-  // Upserts all points in one transaction: a point re-sent for the same (cell, name, tokens)
-  // replaces the stored one. Returns the number of points written.
+  // Upserts the points in one transaction: a point re-sent for the same (cell, name, tokens)
+  // replaces the stored one. A point past the attempt's bound (its cell's budget plus one
+  // step and one evaluation interval) is refused, alone. A train/resumed_at_tokens point at T
+  // says where the trainer started: the cell's points past T that other attempts wrote go.
+  // Returns the number of points written.
   virtual absl::StatusOr<int> AddMetrics(const std::string& lease_id,
                                          const std::vector<MetricPoint>& points) = 0;
-  // Ends the attempt; the cell's next state follows the failure policy (failure_policy.h).
-  // A trunk that succeeds without having reported its checkpoint at its tokens_budget is queued
-  // again when it was extended meanwhile (tokens_done < tokens_budget), and otherwise fails
-  // ("trunk ended without its checkpoint at N tokens"). A trunk that ends for good (failed,
-  // diverged, cancelled; here, in RequeueAttempt or in CancelCells) ends its queued or backoff
-  // branches still waiting for their checkpoint: diverged when it diverged, failed otherwise,
-  // with the last error "trunk ID STATE: REASON". RerunCells queues them again.
+  // Ends the attempt as its worker reports (a Report of cell_lifecycle.h: the failure policy,
+  // the trunk rule, a pending cancel or rerun). A success of an attempt that ended lost is still
+  // taken while the cell has not been claimed again; every other report of an ended attempt is
+  // fenced. A trunk that ends for good (failed, diverged, cancelled; here, in ExpireAttempt or
+  // in CancelCells) ends its queued or backoff branches still waiting for their checkpoint:
+  // diverged when it diverged, failed otherwise, with the last error "trunk ID STATE: REASON".
+  // RerunCells queues them again.
   virtual absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) = 0;
-  // Ends the attempt as "lost" with `reason` (its worker stopped heartbeating or is gone); the
-  // cell is retried under the policy, like a crash.
-  virtual absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) = 0;
+  // The attempt's lease expired: it ends "lost" with `reason`, counted as a failure only when
+  // its worker ever called for it, and its cell may not be claimed for `stop_margin_ms` (while
+  // its worker may still be stopping the trainer). FailedPrecondition when it is not open.
+  virtual absl::Status ExpireAttempt(const std::string& lease_id, const std::string& reason,
+                                     int64_t stop_margin_ms) = 0;
+  // The attempt is known to have stopped without a report (the embedded coordinator restarted
+  // after its trainer was gone): it ends "handed_back", the cell is queued again at once, no
+  // failure counted. FailedPrecondition when it is not open.
+  virtual absl::Status HandBackAttempt(const std::string& lease_id, const std::string& reason) = 0;
+  // The worker the lease was given to. FailedPrecondition for an unknown lease.
+  virtual absl::StatusOr<std::string> LeaseHolder(const std::string& lease_id) = 0;
 
   // Cancels the given cells of `study` (all of them when `cell_ids` is empty) that have not
-  // ended: queued and backoff cells at once, running ones when their worker hears it at its
-  // next heartbeat. Returns the number of cells cancelled. NotFound for an unknown study or
-  // cell.
+  // ended: queued and backoff cells at once; a running one stays running until its attempt has
+  // ended (its worker hears of the cancel at its next call). Returns the number of cells
+  // cancelled. NotFound for an unknown study or cell.
   virtual absl::StatusOr<int> CancelCells(const std::string& study,
                                           const std::vector<std::string>& cell_ids) = 0;
-  // Queues again the cells the request selects and resets their failure count. Returns their
-  // number. NotFound for an unknown study or cell.
+  // Queues again the cells the request selects (a running cell whose cancel is pending counts
+  // as cancelled) and resets their failure count; a running one is queued once its attempt has
+  // ended. Named cells cost a lookup each, a filter a pass over the study. Returns their number.
+  // NotFound for an unknown study or cell.
   virtual absl::StatusOr<int> RerunCells(const RerunRequest& request) = 0;
 
   // Attempts without an end, oldest first.

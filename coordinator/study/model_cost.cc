@@ -42,4 +42,17 @@ ModelCost ModelCostOf(const std::string& config_json) {
   return cost;
 }
 
+int64_t MaxPointTokens(const std::string& config_json, int64_t budget) {
+  const nlohmann::json j = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  // A trunk's spec holds the config of the cell it serves.
+  const nlohmann::json& cell =
+      j.is_object() && j.contains("trunk") && j.contains("cell") ? j["cell"] : j;
+  model::CellConfig config;
+  if (cell.is_discarded() || !cell.is_object() || model::ParseCellConfig(cell, &config)) {
+    return budget + std::max<int64_t>(budget / 10, int64_t{1} << 20);
+  }
+  return budget + std::max<int64_t>(config.train.batch_tokens, 0) +
+         config.eval.resolved_every_tokens(config.train.tokens);
+}
+
 }  // namespace onset::coordinator

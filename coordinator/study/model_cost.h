@@ -18,4 +18,11 @@ struct ModelCost {
 // config never changes: listing a study again costs a lookup per cell. Thread-safe.
 ModelCost ModelCostOf(const std::string& config_json);
 
+// The most tokens a metric point of an attempt at `config_json` (a cell's config, or a WSD trunk's
+// spec) may claim: `budget` (the cell's tokens_budget, where its trainer stops) plus one optimizer
+// step and one evaluation interval of its config, so that the last step's overshoot and the
+// final evaluation fit; `budget` plus a tenth (at least 1M tokens) when the config does not
+// parse. A point past it cannot be the attempt's and is refused.
+int64_t MaxPointTokens(const std::string& config_json, int64_t budget);
+
 }  // namespace onset::coordinator

@@ -23,18 +23,22 @@ std::optional<std::string> ResolveCheckpoint(const std::string& file_or_dir, std
     *path = file_or_dir;
     return std::nullopt;
   }
-  std::vector<CheckpointFile> files = ListCheckpoints(file_or_dir);
+  // A cell's directory holds a directory per attempt: the newest valid checkpoint of the latest
+  // attempt that wrote one is the cell's.
   std::string skipped;
-  for (auto it = files.rbegin(); it != files.rend(); ++it) {
-    // Only the integrity checks: a model-free read of the footer and checksum.
-    torch::nn::Module probe;
-    std::string config_text;
-    auto error = LoadCheckpointWeights(it->path, at::kCPU, &probe, &config_text);
-    if (!error) {
-      *path = it->path;
-      return std::nullopt;
+  for (const std::string& dir : CheckpointDirsOfCell(file_or_dir)) {
+    std::vector<CheckpointFile> files = ListCheckpoints(dir);
+    for (auto it = files.rbegin(); it != files.rend(); ++it) {
+      // Only the integrity checks: a model-free read of the footer and checksum.
+      torch::nn::Module probe;
+      std::string config_text;
+      auto error = LoadCheckpointWeights(it->path, at::kCPU, &probe, &config_text);
+      if (!error) {
+        *path = it->path;
+        return std::nullopt;
+      }
+      skipped += "; " + error->message;
     }
-    skipped += "; " + error->message;
   }
   return file_or_dir + ": no valid checkpoint (ckpt-*.pt)" + skipped;
 }

@@ -18,8 +18,10 @@ namespace onset::model {
 // Bumped whenever a tensor name, shape or meaning changes; stored as __metadata__.format_version.
 inline constexpr int kExportFormatVersion = 1;
 
-// A checkpoint file, or a directory: its newest checkpoint that passes the integrity checks.
-// Returns an error when the path is missing or a directory holds no valid checkpoint.
+// A checkpoint file, or a directory: its newest checkpoint that passes the integrity checks; a
+// cell's directory (ROOT/STUDY/CELL, or WORK/CELL) is searched attempt by attempt, the latest
+// first (CheckpointDirsOfCell). Returns an error when the path is missing or a directory holds no
+// valid checkpoint.
 std::optional<std::string> ResolveCheckpoint(const std::string& file_or_dir, std::string* path);
 
 // Builds the model of `config` on the CPU and restores its weights from `checkpoint` (a file

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -139,6 +141,34 @@ std::vector<CheckpointFile> ListCheckpoints(const std::string& dir) {
     return a.tokens != b.tokens ? a.tokens < b.tokens : a.path < b.path;
   });
   return files;
+}
+
+std::vector<std::string> CheckpointDirsOfCell(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> attempts;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    const std::string prefix = "attempt-";
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      const std::string digits = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : "";
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos ||
+          name != base::AttemptDirName(std::stoi(digits))) {
+        continue;
+      }
+      attempts.emplace_back(std::stoll(digits), dir + "/" + name);
+    }
+    ::closedir(d);
+  }
+  std::sort(attempts.rbegin(), attempts.rend());
+  std::vector<std::string> dirs;
+  struct stat st;
+  for (const auto& [n, path] : attempts) {
+    dirs.push_back(path);
+    const std::string nested = path + "/checkpoints";
+    if (::stat(nested.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) dirs.push_back(nested);
+  }
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) dirs.push_back(dir);
+  return dirs;
 }
 
 int64_t SaveCheckpoint(const std::string& dir, const CellConfig& config,
@@ -272,8 +302,26 @@ std::optional<int64_t> CheckpointFileBytes(const std::string& dir, int64_t token
   return static_cast<int64_t>(st.st_size);
 }
 
+bool LinkCheckpoint(const std::string& from_dir, const std::string& to_dir, int64_t tokens) {
+  const std::string from = from_dir + "/" + CheckpointFileName(tokens);
+  const std::string to = to_dir + "/" + CheckpointFileName(tokens);
+  if (::link(from.c_str(), to.c_str()) == 0 || errno == EEXIST) return true;
+  std::error_code ec;
+  const std::string temp = to + ".link-tmp";
+  std::filesystem::copy_file(from, temp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(temp, to, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(temp, ec);
+    std::fprintf(stderr, "onset-train: cannot take %s into %s: %s\n", from.c_str(), to_dir.c_str(),
+                 why.c_str());
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
-                                          const std::set<int64_t>& keep_tokens) {
+                                          const std::set<int64_t>& keep_tokens, int64_t keep_from) {
   std::vector<CheckpointFile> files = ListCheckpoints(dir);
   std::vector<std::string> removed;
   if (DIR* d = ::opendir(dir.c_str())) {
@@ -293,7 +341,7 @@ std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
   }
   const int64_t n = static_cast<int64_t>(files.size());
   for (int64_t i = 0; i + keep_last < n; ++i) {
-    if (keep_tokens.count(files[i].tokens)) continue;
+    if (keep_tokens.count(files[i].tokens) || files[i].tokens >= keep_from) continue;
     if (::unlink(files[i].path.c_str()) == 0) removed.push_back(files[i].path);
   }
   return removed;

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -62,6 +63,13 @@ struct CheckpointFile {
 // The checkpoint files in `dir` by name (temporary files excluded), oldest first. A missing
 // directory has none.
 std::vector<CheckpointFile> ListCheckpoints(const std::string& dir);
+
+// Where the checkpoints of a cell lie under its directory `dir` (the coordinator's
+// ROOT/STUDY/CELL or a worker's WORK/CELL), the latest attempt's first: each attempt-N
+// (base::AttemptDirName) and its checkpoints/ subdirectory by N descending, then `dir` itself
+// (where attempts wrote before each had a directory of its own). Directories that do not exist
+// are left out.
+std::vector<std::string> CheckpointDirsOfCell(const std::string& dir);
 
 // Writes `dir`/CheckpointFileName(progress.tokens) atomically, creating `dir` if needed, and
 // returns the file's size in bytes. Throws std::runtime_error naming the file on I/O errors.
@@ -107,6 +115,11 @@ std::optional<CheckpointError> LoadCheckpoint(const std::string& path, const Cel
 // (its contents are not checked).
 std::optional<int64_t> CheckpointFileBytes(const std::string& dir, int64_t tokens);
 
+// Makes `from_dir`'s checkpoint at `tokens` one of `to_dir` too: a hard link (the file is never
+// written again; no copy), or where links fail (another file system) a copy written to a
+// temporary file and renamed. False, with a message on stderr, when neither works.
+bool LinkCheckpoint(const std::string& from_dir, const std::string& to_dir, int64_t tokens);
+
 // Restores only the model's parameters and buffers (no optimizer, RNG or progress), for export
 // and inspection, and sets *config_text to the canonical config text the file was written with.
 // The caller decides whether that config matches its model. Errors are kCorrupt; the model is
@@ -116,13 +129,13 @@ std::optional<CheckpointError> LoadCheckpointWeights(const std::string& path,
                                                      torch::nn::Module* model,
                                                      std::string* config_text);
 
-// Deletes every checkpoint in `dir` except the newest `keep_last` and those whose tokens are in
-// `keep_tokens`, and the temporary files of writes that never finished: those not modified for
-// kStaleCheckpointTempAge, so that a file another trainer is writing right now (a second
-// trainer of the cell after a lost lease) is never pulled from under it. Returns the paths it
-// deleted.
+// Deletes every checkpoint in `dir` except the newest `keep_last`, those whose tokens are in
+// `keep_tokens` and those at `keep_from` tokens or more, and the temporary files of writes that
+// never finished: those not modified for kStaleCheckpointTempAge, so that a file another trainer
+// is writing right now is never pulled from under it. Returns the paths it deleted.
 inline constexpr int64_t kStaleCheckpointTempAgeSeconds = 3600;
 std::vector<std::string> PruneCheckpoints(const std::string& dir, int keep_last,
-                                          const std::set<int64_t>& keep_tokens);
+                                          const std::set<int64_t>& keep_tokens,
+                                          int64_t keep_from = std::numeric_limits<int64_t>::max());
 
 }  // namespace onset::model

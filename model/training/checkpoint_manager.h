@@ -25,11 +25,14 @@
 
 namespace onset::model {
 
-// Where a run starts: `own`, the newest valid checkpoint in its directory, if any; else, when
-// `branch_from` names a WSD trunk's checkpoint file (trunk_progress.h), that file.
+// Where a run starts: the first of `files` it can use (the checkpoints its worker names, the
+// newest first), when any are named; else with `own` the newest valid checkpoint in its
+// directory, if any; else, when `branch_from` names a WSD trunk's checkpoint file
+// (trunk_progress.h), that file; else from scratch.
 struct StartFrom {
   bool own = true;
   std::string branch_from;
+  std::vector<std::string> files;
 };
 
 class CheckpointManager {
@@ -69,8 +72,9 @@ class CheckpointManager {
   std::optional<Saved> Save(const TrainProgress& progress, const torch::nn::Module& model,
                             const torch::optim::Optimizer& optimizer);
 
-  // Restores `model` and `optimizer` from the newest valid checkpoint of the run's own: damaged
-  // ones (and a trunk's that it cannot resume) are skipped with a message on stderr. With none
+  // Restores `model` and `optimizer` from the first of from.files that is intact and of this
+  // run, or (none named) the newest valid checkpoint of the run's own: damaged or missing ones
+  // (and a trunk's that it cannot resume) are skipped with a message on stderr. With none
   // left, a branch starts from its trunk's file, which must be intact, of the same stable phase and
   // a valid start (AdoptTrunkProgress); anything else is an error naming it. Without a file either,
   // the run starts fresh (said on stderr too). With several ranks, rank 0 chooses the checkpoint
@@ -78,6 +82,7 @@ class CheckpointManager {
   // any rank fails, every rank gets an error.
   struct Resumed {
     std::optional<TrainProgress> progress;  // what was restored; none = a fresh start
+    std::string file;                       // the file it was restored from
     // Why the run cannot go on: the newest intact checkpoint was written for another config, the
     // trunk's file cannot be branched from, or another rank failed.
     std::optional<std::string> error;
@@ -88,6 +93,9 @@ class CheckpointManager {
  private:
   // `say_fresh`: no checkpoint means a fresh start (not a branch), which stderr says.
   Resumed LoadNewest(torch::nn::Module* model, torch::optim::Optimizer* optimizer, bool say_fresh);
+  // The first of `files` that loads; *index says which (-1: none).
+  Resumed LoadFirstOf(const std::vector<std::string>& files, torch::nn::Module* model,
+                      torch::optim::Optimizer* optimizer, bool say_fresh, int* index);
   ProgressCheck OwnCheck(const std::string& path) const;  // a trunk's TrunkResumeRefusal
   Resumed LoadFrom(const std::string& path, torch::nn::Module* model,
                    torch::optim::Optimizer* optimizer);

@@ -61,6 +61,17 @@ int TrainMain(int argc, char** argv) {
     std::fprintf(stderr, "onset-train: %s\n", error->c_str());
     return trainer::kExitUsage;
   }
+  // Before anything else starts, so that the ranks a launcher starts are watched too. Only the
+  // process that writes the checkpoints (rank 0, not a launcher) reads what the worker says.
+  if (flags.supervisor_fd >= 0) {
+    if (::fcntl(flags.supervisor_fd, F_GETFD) == -1) {
+      std::fprintf(stderr, "onset-train: %s %d: not an open file descriptor\n",
+                   trainer::kFlagSupervisorFd, flags.supervisor_fd);
+      return trainer::kExitUsage;
+    }
+    DieWithSupervisor(flags.supervisor_fd,
+                      /*read_acknowledgements=*/flags.nproc <= 1 && env.rank == 0);
+  }
   if (flags.nproc > 1 && env.distributed()) {
     std::fprintf(stderr,
                  "onset-train: --nproc %d: this process is already rank %d of %d "
@@ -159,10 +170,12 @@ int TrainMain(int argc, char** argv) {
     }
 #endif
     std::optional<std::string> start_error;
-    if (!flags.branch_from.empty()) {
-      start_error = trainer.StartBranch(flags.branch_from, flags.resume);
-    } else if (flags.resume) {
-      start_error = trainer.Resume();
+    if (flags.resume || !flags.resume_from.empty() || !flags.branch_from.empty()) {
+      StartFrom from;
+      from.own = flags.resume;
+      from.files = flags.resume_from;
+      from.branch_from = flags.branch_from;
+      start_error = trainer.Start(from);
     }
     if (start_error) {
       std::fprintf(stderr, "%s: %s\n", me.c_str(), start_error->c_str());

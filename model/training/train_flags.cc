@@ -34,6 +34,11 @@ std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, Tr
       ->check(OneOf({"auto", "custom", "flash", "sdpa-band", "blocked", "math"}));
   app.add_option(trainer::kFlagBranchFrom, flags.branch_from)
       ->check(NotEmpty("must name a checkpoint file"));
+  app.add_option(trainer::kFlagResumeFrom, flags.resume_from)
+      ->check(NotEmpty("must name a checkpoint file"))
+      ->excludes(app.get_option(trainer::kFlagResume));
+  app.add_option(trainer::kFlagSupervisorFd, flags.supervisor_fd)
+      ->transform(WholeNumber(0, 1 << 20, "a file descriptor number"));
   if (auto error = ParseFlags(app, argc, argv, &flags.help)) return error;
   if (app.count(trainer::kFlagThreads) > 0) flags.threads = threads;
   *out = std::move(flags);

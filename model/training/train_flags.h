@@ -3,12 +3,17 @@
 // GPU node with nothing but LibTorch).
 //
 //   onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] [--threads N]
-//               [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS]
-//               [--attention-backend NAME] [--branch-from FILE]
+//               [--checkpoint-dir DIR] [--resume | --resume-from FILE ...] [--nproc N]
+//               [--dist-timeout SECONDS] [--attention-backend NAME] [--branch-from FILE]
+//               [--supervisor-fd N]
 //
 // The --config file holds a cell's config, or a WSD trunk's spec (model/config/wsd_trunk.h):
-// onset-train then trains the trunk. --branch-from FILE starts a WSD cell from its trunk's
-// checkpoint FILE unless --resume finds a checkpoint of its own (Trainer::StartBranch).
+// onset-train then trains the trunk. --resume continues from the newest valid checkpoint in
+// --checkpoint-dir; --resume-from (given once or more, as the worker does) from the first of
+// those files it can use, writing new checkpoints into --checkpoint-dir. --branch-from FILE
+// starts a WSD cell from its trunk's checkpoint FILE when it resumes nothing of its own
+// (Trainer::Start). --supervisor-fd N: the process group is killed when N reports hang-up (the
+// worker that started it died).
 //
 // --nproc N trains data-parallel on N ranks of this machine (N CUDA devices, or N CPU processes
 // sharing --threads); onset-train then supervises N copies of itself (dist_launch.h). The ranks
@@ -32,6 +37,8 @@ struct TrainFlags {
   std::optional<int> threads;                  // overrides train.threads when given
   std::string checkpoint_dir = "checkpoints";  // relative to the working directory
   bool resume = false;                         // continue from the newest valid checkpoint, if any
+  std::vector<std::string> resume_from;        // or from the first usable of these files
+  int supervisor_fd = -1;                      // killed with its group when this hangs up
   int nproc = 1;                               // ranks to start on this machine
   int dist_timeout_s = 3600;  // rendezvous and collective timeout of a data-parallel run
   std::string attention_backend = "auto";  // attention_backend.h: auto, custom, flash, ...
@@ -41,8 +48,9 @@ struct TrainFlags {
 
 inline constexpr const char* kTrainUsage =
     "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
-    "[--threads N] [--checkpoint-dir DIR] [--resume] [--nproc N] [--dist-timeout SECONDS] "
-    "[--attention-backend auto|custom|flash|sdpa-band|blocked|math] [--branch-from FILE]";
+    "[--threads N] [--checkpoint-dir DIR] [--resume | --resume-from FILE ...] [--nproc N] "
+    "[--dist-timeout SECONDS] [--attention-backend auto|custom|flash|sdpa-band|blocked|math] "
+    "[--branch-from FILE] [--supervisor-fd N]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.
 std::optional<std::string> ParseTrainFlags(int argc, const char* const* argv, TrainFlags* out);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
@@ -195,13 +196,21 @@ void Trainer::Restore(const TrainProgress& p) {
 std::optional<std::string> Trainer::Resume() { return Start({}); }
 
 std::optional<std::string> Trainer::StartBranch(const std::string& trunk_file, bool resume) {
-  return Start({resume, trunk_file});
+  StartFrom from;
+  from.own = resume;
+  from.branch_from = trunk_file;
+  return Start(from);
 }
 
 std::optional<std::string> Trainer::Start(const StartFrom& from) {
   CheckpointManager::Resumed resumed =
       checkpoints_.Resume(parallel_, model_.ptr().get(), optimizer_.get(), from);
   if (resumed.progress) Restore(*resumed.progress);
+  report_start_ = !from.files.empty();
+  if (!resumed.file.empty()) {
+    const std::string dir = std::filesystem::path(resumed.file).parent_path().string();
+    if (dir != checkpoints_.dir()) resumed_dir_ = dir;
+  }
   return resumed.error;
 }
 
@@ -212,8 +221,9 @@ void Trainer::EmitStart() {
                std::nullopt,
                {{metric::kModelParams, static_cast<double>(params.total)},
                 {metric::kModelNonEmbeddingParams, static_cast<double>(params.non_embedding)}}});
-  if (resumed_) {
-    // Recorded as a metric too, so the database shows where each resumption started.
+  if (resumed_ || report_start_) {
+    // Recorded as a metric too, so the database shows where each resumption started (and the
+    // coordinator keeps only what this run's lineage reported up to there).
     sink_->Emit({trainer::kEventResume,
                  tokens_,
                  std::nullopt,
@@ -247,10 +257,15 @@ void Trainer::EmitStart() {
 }
 
 void Trainer::AnnounceBranchPoints() {
-  // Its branches wait for these events; an attempt that died may have taken one with it.
+  // Its branches wait for these events; an attempt that died may have taken one with it. A
+  // branch point in the directory of the checkpoint this run resumed (another attempt's) is
+  // linked into its own, so that what it announces is in its own directory.
   if (!lead() || checkpoints_.dir().empty()) return;
   for (int64_t at : trunk_->branch_points) {
     if (at > tokens_) break;
+    if (!resumed_dir_.empty() && !CheckpointFileBytes(checkpoints_.dir(), at)) {
+      LinkCheckpoint(resumed_dir_, checkpoints_.dir(), at);
+    }
     if (std::optional<int64_t> bytes = CheckpointFileBytes(checkpoints_.dir(), at)) {
       sink_->Emit({trainer::kEventCheckpoint,
                    at,

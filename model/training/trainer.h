@@ -110,6 +110,13 @@ class Trainer {
   // several ranks, as Resume().
   std::optional<std::string> StartBranch(const std::string& trunk_file, bool resume);
 
+  // Starts where `from` says (CheckpointManager::Resume): the first usable of from.files (the
+  // checkpoints the worker names, the newest first), else with from.own the newest valid one in
+  // the checkpoint directory, else from a WSD trunk's file, else from scratch. When files were
+  // named, the run reports where it started with a resume event even when that is 0 tokens (it
+  // could use none of them). An error message, and nothing restored, as Resume().
+  std::optional<std::string> Start(const StartFrom& from);
+
   // Trains from the current position to train.tokens (or until the loss is not finite) and
   // returns the outcome. Throws std::runtime_error when a checkpoint cannot be written.
   TrainResult Run();
@@ -128,7 +135,6 @@ class Trainer {
   at::Tensor NextBatch(int64_t seqs, at::Tensor* weights);
   TrainProgress Progress() const;  // what a checkpoint holds besides the model and optimizer
   void Restore(const TrainProgress& p);
-  std::optional<std::string> Start(const StartFrom& from);
   void EmitStart();
   void AnnounceBranchPoints();  // a trunk's branch-point checkpoints up to tokens_
   void EmitTrain(double lr);
@@ -163,7 +169,9 @@ class Trainer {
   int64_t steps_ = 0;
   int64_t next_sequence_ = 0;  // index of the next step's first sequence in train_stream_
   bool resumed_ = false;
-  std::string reported_;  // TrainProgress::reported: train and eval events so far, JSON lines
+  bool report_start_ = false;  // checkpoints were named: say where the run started, even at 0
+  std::string resumed_dir_;    // the directory of the checkpoint it resumed, when not its own
+  std::string reported_;       // TrainProgress::reported: train and eval events so far, JSON lines
 };
 
 }  // namespace onset::model

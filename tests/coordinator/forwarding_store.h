@@ -31,10 +31,17 @@ class ForwardingStore : public Store {
       const std::string& study, const std::vector<std::string>& ids) override {
     return inner_->ResolveCellIds(study, ids);
   }
-  absl::StatusOr<std::string> RegisterWorker(const WorkerRegistration& worker) override {
+  absl::StatusOr<RegisteredWorker> RegisterWorker(const WorkerRegistration& worker) override {
     return inner_->RegisterWorker(worker);
   }
-  absl::StatusOr<std::vector<WorkerInfo>> ListWorkers() override { return inner_->ListWorkers(); }
+  absl::Status AuthenticateWorker(const std::string& worker_id,
+                                  const std::string& secret) override {
+    return inner_->AuthenticateWorker(worker_id, secret);
+  }
+  using Store::ListWorkers;
+  absl::StatusOr<WorkerPage> ListWorkers(const WorkerQuery& query) override {
+    return inner_->ListWorkers(query);
+  }
   absl::Status DeregisterWorker(const std::string& worker_id) override {
     return inner_->DeregisterWorker(worker_id);
   }
@@ -57,8 +64,15 @@ class ForwardingStore : public Store {
   absl::Status FinishAttempt(const std::string& lease_id, const AttemptEnd& end) override {
     return inner_->FinishAttempt(lease_id, end);
   }
-  absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override {
-    return inner_->RequeueAttempt(lease_id, reason);
+  absl::Status ExpireAttempt(const std::string& lease_id, const std::string& reason,
+                             int64_t stop_margin_ms) override {
+    return inner_->ExpireAttempt(lease_id, reason, stop_margin_ms);
+  }
+  absl::Status HandBackAttempt(const std::string& lease_id, const std::string& reason) override {
+    return inner_->HandBackAttempt(lease_id, reason);
+  }
+  absl::StatusOr<std::string> LeaseHolder(const std::string& lease_id) override {
+    return inner_->LeaseHolder(lease_id);
   }
   absl::StatusOr<int> CancelCells(const std::string& study,
                                   const std::vector<std::string>& cell_ids) override {

@@ -14,6 +14,12 @@
 
 namespace onset::coordinator::testing {
 
+// The id of a registered worker (RegisterWorker's result without its secret).
+inline absl::StatusOr<std::string> WorkerId(const absl::StatusOr<RegisteredWorker>& registered) {
+  if (!registered.ok()) return registered.status();
+  return registered->id;
+}
+
 // The cell `id` of `study` as the store reports it; a test failure if there is none.
 inline CellInfo FindCell(Store& store, const std::string& study, const std::string& id) {
   absl::StatusOr<StudyDetail> detail = store.GetStudy(study);
@@ -40,7 +46,7 @@ inline std::unique_ptr<SqliteStore> OpenSmallStudyStore(const std::string& path,
   absl::Status added =
       (*store)->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).status();
   EXPECT_TRUE(added.ok()) << added;
-  absl::StatusOr<std::string> id = (*store)->RegisterWorker({"h", 1, "v"});
+  absl::StatusOr<std::string> id = WorkerId((*store)->RegisterWorker({"h", 1, "v"}));
   EXPECT_TRUE(id.ok()) << id.status();
   if (!added.ok() || !id.ok()) return nullptr;
   *worker = *id;

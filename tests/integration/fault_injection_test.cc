@@ -197,6 +197,21 @@ class FaultInjectionTest : public ::testing::Test {
     return std::nullopt;
   }
 
+  // A running cell past `tokens` that has a checkpoint the coordinator recorded (only those are
+  // resumed: one whose report was still on its way when the fault struck is not).
+  std::optional<v1::Cell> RunningCellWithCheckpointPast(int64_t tokens) {
+    std::optional<v1::Cell> cell = RunningCellPast(tokens);
+    if (!cell) return std::nullopt;
+    int recorded = 0;
+    testing::ForEachRow(Db(),
+                        "SELECT COUNT(*) FROM metrics m JOIN cells c ON c.id = m.cell_id "
+                        "WHERE c.hash = ? AND m.name = 'checkpoint/bytes'",
+                        {cell->id()},
+                        [&](sqlite3_stmt* row) { recorded = sqlite3_column_int(row, 0); });
+    if (recorded == 0) return std::nullopt;
+    return cell;
+  }
+
   bool AllSucceeded(const std::string& study) {
     absl::StatusOr<v1::GetStudyResponse> s = client_->Get(study);
     return s.ok() && s->study().cells_by_state().count("succeeded") &&
@@ -279,7 +294,8 @@ TEST_F(FaultInjectionTest, APartitionedWorkerStopsItsTrainerBeforeItsCellRunsEls
     }
   });
   std::optional<v1::Cell> victim;
-  ASSERT_TRUE(WaitUntil([&] { return (victim = RunningCellPast(20'000)).has_value(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return (victim = RunningCellWithCheckpointPast(20'000)).has_value(); }));
   StartWorker("direct");  // the other side of the partition, ready to take the cell
   proxy.Cut();
   const auto cut_at = std::chrono::steady_clock::now();
@@ -314,7 +330,8 @@ TEST_F(FaultInjectionTest, APartitionedWorkerStopsItsTrainerBeforeItsCellRunsEls
   ASSERT_FALSE(resumed.empty());
   EXPECT_GE(resumed[0], 16'384);
   EXPECT_LT(resumed[0], kLongSteps * kTokensPerStep);  // stopped mid-run, not after the end
-  for (const auto& entry : fs::directory_iterator(dir_ / "checkpoints" / "faults" / victim->id())) {
+  for (const auto& entry :
+       fs::recursive_directory_iterator(dir_ / "checkpoints" / "faults" / victim->id())) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
   }
 

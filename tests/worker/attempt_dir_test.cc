@@ -41,47 +41,68 @@ class AttemptDirTest : public ::testing::Test {
   fs::path root_ = fs::path(tmp_.path()) / "shared";    // the worker's --checkpoint-root
 };
 
-TEST_F(AttemptDirTest, CreatesTheAttemptWithItsConfigBesideTheCellsCheckpoints) {
+TEST_F(AttemptDirTest, CreatesTheAttemptWithItsConfigAndItsOwnCheckpointDirectory) {
   absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), Job());
   ASSERT_TRUE(attempt.ok()) << attempt.status();
   EXPECT_TRUE(attempt->dir.is_absolute());
   EXPECT_EQ(attempt->dir, work_dir_ / "00c0ffee" / "attempt-3");
   EXPECT_EQ(attempt->config_path, attempt->dir / "config.json");
+  EXPECT_EQ(attempt->lock_path, attempt->dir / "trainer.lock");
   EXPECT_EQ(Read(attempt->config_path), "{\"model\":{}}");
-  EXPECT_EQ(attempt->checkpoint_dir, work_dir_ / "00c0ffee" / "checkpoints");
-  EXPECT_FALSE(attempt->discarded_checkpoints);
+  EXPECT_EQ(attempt->checkpoint_dir, attempt->dir / "checkpoints");
+  EXPECT_TRUE(fs::is_directory(attempt->checkpoint_dir));
+  EXPECT_TRUE(attempt->resume_files.empty());
+  EXPECT_FALSE(attempt->cleared_checkpoint_dir);
 }
 
-TEST_F(AttemptDirTest, KeepsTheCheckpointsUnlessFresh) {
-  const fs::path checkpoints = work_dir_ / "00c0ffee" / "checkpoints";
-  fs::create_directories(checkpoints);
-  std::ofstream(checkpoints / "ckpt-000000001000.pt") << "old";
-  ASSERT_TRUE(PrepareAttemptDir(Roots(), Job()).ok());
-  EXPECT_TRUE(fs::exists(checkpoints / "ckpt-000000001000.pt"));
-
-  JobSpec fresh = Job();
-  fresh.fresh = true;
-  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), fresh);
+// Another attempt's checkpoints are never touched; the attempt resumes only what is named.
+TEST_F(AttemptDirTest, ResumesOnlyTheNamedCheckpointsAndTouchesNoOtherAttempts) {
+  const fs::path earlier = work_dir_ / "00c0ffee" / "attempt-2" / "checkpoints";
+  fs::create_directories(earlier);
+  std::ofstream(earlier / "ckpt-000000001000.pt") << "old";
+  std::ofstream(earlier / "ckpt-000000002000.pt") << "newer, never recorded";
+  JobSpec job = Job();
+  job.resume_from = {{2, 1000, "", true}, {1, 500, "", false}};
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
   ASSERT_TRUE(attempt.ok()) << attempt.status();
-  EXPECT_TRUE(attempt->discarded_checkpoints);
-  EXPECT_FALSE(fs::exists(checkpoints));
+  EXPECT_THAT(attempt->resume_files, ::testing::ElementsAre(earlier / "ckpt-000000001000.pt",
+                                                            work_dir_ / "00c0ffee" / "checkpoints" /
+                                                                "ckpt-000000000500.pt"));
+  EXPECT_EQ(Read(earlier / "ckpt-000000001000.pt"), "old");
+  EXPECT_TRUE(fs::exists(earlier / "ckpt-000000002000.pt"));
+}
+
+TEST_F(AttemptDirTest, FilesLeftInTheAttemptsOwnDirectoryAreClearedAsAnotherRuns) {
+  const fs::path own = work_dir_ / "00c0ffee" / "attempt-3" / "checkpoints";
+  fs::create_directories(own);
+  std::ofstream(own / "ckpt-000000001000.pt") << "of another database's attempt 3";
+  absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), Job());
+  ASSERT_TRUE(attempt.ok()) << attempt.status();
+  EXPECT_TRUE(attempt->cleared_checkpoint_dir);
+  EXPECT_TRUE(fs::is_empty(own));
 }
 
 TEST_F(AttemptDirTest, UsesTheCheckpointDirectoryTheCoordinatorNames) {
   JobSpec job = Job();
-  job.checkpoint_dir = (work_dir_ / "shared" / "00c0ffee").string();
+  job.checkpoint_dir = (work_dir_ / "shared" / "00c0ffee" / "attempt-3").string();
   absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
   ASSERT_TRUE(attempt.ok()) << attempt.status();
-  EXPECT_EQ(attempt->checkpoint_dir, work_dir_ / "shared" / "00c0ffee");
+  EXPECT_EQ(attempt->checkpoint_dir, work_dir_ / "shared" / "00c0ffee" / "attempt-3");
 }
 
 TEST_F(AttemptDirTest, TheCheckpointRootHoldsTheCoordinatorsCheckpointDirectories) {
   JobSpec job = Job();
-  job.checkpoint_dir = (root_ / "study" / "00c0ffee").string();
-  job.trunk_checkpoint = (root_ / "study" / "trunk" / "ckpt-000000001000.pt").string();
+  job.checkpoint_dir = (root_ / "study" / "00c0ffee" / "attempt-3").string();
+  job.trunk_checkpoint =
+      (root_ / "study" / "trunk" / "attempt-1" / "ckpt-000000001000.pt").string();
+  job.resume_from = {
+      {2, 800, (root_ / "study" / "00c0ffee" / "attempt-2" / "ckpt-000000000800.pt").string(),
+       true}};
   absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
   ASSERT_TRUE(attempt.ok()) << attempt.status();
-  EXPECT_EQ(attempt->checkpoint_dir, root_ / "study" / "00c0ffee");
+  EXPECT_EQ(attempt->checkpoint_dir, root_ / "study" / "00c0ffee" / "attempt-3");
+  EXPECT_THAT(attempt->resume_files, ::testing::ElementsAre(root_ / "study" / "00c0ffee" /
+                                                            "attempt-2" / "ckpt-000000000800.pt"));
 }
 
 // A coordinator (or anything that answers as one) naming a directory elsewhere gets nothing
@@ -97,7 +118,6 @@ TEST_F(AttemptDirTest, APathOutsideTheWorkersRootsIsRefusedBeforeAnythingIsTouch
                               root_ / "link" / "00c0ffee", fs::path("/tmp/00c0ffee")}) {
     SCOPED_TRACE(dir.string());
     JobSpec job = Job();
-    job.fresh = true;
     job.checkpoint_dir = dir.string();
     absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
     EXPECT_EQ(attempt.status().code(), absl::StatusCode::kInvalidArgument);
@@ -109,6 +129,9 @@ TEST_F(AttemptDirTest, APathOutsideTheWorkersRootsIsRefusedBeforeAnythingIsTouch
   JobSpec branch = Job();
   branch.trunk_checkpoint = (victim / "precious.txt").string();
   EXPECT_EQ(PrepareAttemptDir(Roots(), branch).status().code(), absl::StatusCode::kInvalidArgument);
+  JobSpec resume = Job();
+  resume.resume_from = {{1, 10, (victim / "precious.txt").string(), true}};
+  EXPECT_EQ(PrepareAttemptDir(Roots(), resume).status().code(), absl::StatusCode::kInvalidArgument);
   // Without --checkpoint-root only the work directory counts, and the error says what to set.
   JobSpec shared = Job();
   shared.checkpoint_dir = (root_ / "study" / "00c0ffee").string();
@@ -119,15 +142,15 @@ TEST_F(AttemptDirTest, APathOutsideTheWorkersRootsIsRefusedBeforeAnythingIsTouch
   EXPECT_FALSE(fs::exists(work_dir_));
 }
 
-TEST_F(AttemptDirTest, AFreshJobDiscardsOnlyWhatIsRecognisablyACellsCheckpoints) {
+TEST_F(AttemptDirTest, OnlyWhatIsRecognisablyTheAttemptsDirectoryIsWritten) {
   JobSpec job = Job();
-  job.fresh = true;
   job.checkpoint_dir = (work_dir_ / "data").string();
   fs::create_directories(job.checkpoint_dir);
+  std::ofstream(fs::path(job.checkpoint_dir) / "keep.txt") << "keep";
   absl::StatusOr<AttemptDir> attempt = PrepareAttemptDir(Roots(), job);
-  EXPECT_EQ(attempt.status().message(), "refusing to discard " + job.checkpoint_dir +
-                                            ": not a checkpoint directory of cell 00c0ffee");
-  EXPECT_TRUE(fs::exists(job.checkpoint_dir));
+  EXPECT_EQ(attempt.status().message(), "refusing to write into " + job.checkpoint_dir +
+                                            ": not a checkpoint directory of attempt 3");
+  EXPECT_TRUE(fs::exists(fs::path(job.checkpoint_dir) / "keep.txt"));
 }
 
 TEST_F(AttemptDirTest, ACellIdThatIsNotOnePathComponentIsRefusedBeforeAnythingIsTouched) {

@@ -45,11 +45,12 @@ class FakeCoordinatorClient : public CoordinatorClient {
   // devices as its `devices` lists and runs on the first of `free_devices` (the names it lists
   // are placeholders). Unless `keep_devices`, which hands the names out as they are. Without a
   // job the answer carries `queued_waiting`.
-  absl::StatusOr<LeaseReply> Lease(const std::string&,
-                                   const std::vector<std::string>& free_devices) override {
+  absl::StatusOr<LeaseReply> Lease(const std::string&, const std::vector<std::string>& free_devices,
+                                   std::chrono::milliseconds timeout) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++lease_calls;
     lease_free_devices.push_back(free_devices);
+    lease_timeouts.push_back(timeout);
     cv_.notify_all();
     if (!lease_status.ok()) return lease_status;
     LeaseReply none;
@@ -163,6 +164,7 @@ class FakeCoordinatorClient : public CoordinatorClient {
   std::string registered_slurm_job;             // of the latest registration
   int lease_calls = 0;
   std::vector<std::vector<std::string>> lease_free_devices;  // per lease call
+  std::vector<std::chrono::milliseconds> lease_timeouts;     // per lease call
   std::vector<Progress> heartbeats;
   std::vector<std::chrono::milliseconds> heartbeat_timeouts;  // as each call was bounded
   std::vector<std::vector<MetricPoint>> batches;

@@ -16,6 +16,7 @@
 #include "common/utf8.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/worker/fake_coordinator_client.h"
+#include "worker/trainer_lock.h"
 
 namespace onset::worker {
 namespace {
@@ -92,11 +93,12 @@ TEST_F(JobRunnerTest, SuccessRelaysMetricsAndReportsSucceeded) {
   EXPECT_EQ(text.str(), "success {\"model\":{}}");
   EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("threads=2"));
   EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("cwd=" + fs::canonical(attempt).string()));
-  // Checkpoints are per cell, shared by its attempts, and the trainer is asked to resume.
-  EXPECT_THAT(
-      outcome.result.stderr_tail,
-      HasSubstr("checkpoint_dir=" +
-                (fs::canonical(work_dir_ / "00c0ffee") / "checkpoints").string() + " resume=1"));
+  // Each attempt writes its checkpoints into a directory of its own, resumes nothing it was not
+  // named, and is handed the supervisor pipe.
+  EXPECT_THAT(outcome.result.stderr_tail,
+              HasSubstr("checkpoint_dir=" + (fs::canonical(attempt) / "checkpoints").string() +
+                        " resume=0"));
+  EXPECT_THAT(outcome.result.stderr_tail, HasSubstr("resume_from=[] supervisor_fd=4"));
 }
 
 // The fake trainer echoes its --device, --nproc and CUDA_VISIBLE_DEVICES ("unset" without it).
@@ -528,16 +530,37 @@ TEST_F(JobRunnerTest, ACancelledCellStopsTheTrainerAndSaysSo) {
   EXPECT_EQ(client_.finished[0].result.signal, SIGTERM);
 }
 
-TEST_F(JobRunnerTest, AFreshJobDiscardsTheCellsCheckpoints) {
+// The trainer resumes the checkpoints the coordinator named, the newest first, and no other: an
+// earlier attempt's newer file, which its lineage never recorded, is not read and not touched.
+TEST_F(JobRunnerTest, TheTrainerResumesOnlyTheNamedCheckpoints) {
   JobSpec job = Job("success");
-  const std::filesystem::path checkpoints =
-      std::filesystem::path(Config().work_dir) / job.cell_id / "checkpoints";
-  std::filesystem::create_directories(checkpoints);
-  std::ofstream(checkpoints / "ckpt-000000001000.pt") << "old";
-  job.fresh = true;
+  const fs::path earlier = work_dir_ / job.cell_id / "attempt-1" / "checkpoints";
+  fs::create_directories(earlier);
+  std::ofstream(earlier / "ckpt-000000001000.pt") << "recorded";
+  std::ofstream(earlier / "ckpt-000000002000.pt") << "written after its report was lost";
+  job.resume_from = {{1, 1000, "", true}};
   JobRunner runner(Config(), "w1", job, &client_, &launcher_);
-  EXPECT_EQ(runner.Run().end, JobEnd::kSucceeded);
-  EXPECT_FALSE(std::filesystem::exists(checkpoints / "ckpt-000000001000.pt"));
+  JobRunOutcome outcome = runner.Run();
+  EXPECT_EQ(outcome.end, JobEnd::kSucceeded);
+  EXPECT_THAT(
+      outcome.result.stderr_tail,
+      HasSubstr("resume_from=[" + (fs::absolute(earlier) / "ckpt-000000001000.pt").string() + "]"));
+  EXPECT_TRUE(fs::exists(earlier / "ckpt-000000002000.pt"));
+}
+
+// While the trainer runs it holds its attempt's lock (and nobody can take it); once it is gone
+// the lock is free, whoever stopped it.
+TEST_F(JobRunnerTest, TheTrainerHoldsItsAttemptsLockWhileItRuns) {
+  JobSpec job = Job("hang");
+  JobRunner runner(Config(), "w1", job, &client_, &launcher_);
+  std::thread run([&] { runner.Run(); });
+  const fs::path lock = work_dir_ / job.cell_id / "attempt-2" / "trainer.lock";
+  ASSERT_TRUE(client_.WaitUntil([&] { return !client_.heartbeats.empty(); }));
+  EXPECT_EQ(TrainerLock::Take(lock).status().code(), absl::StatusCode::kFailedPrecondition);
+  runner.Stop();
+  run.join();
+  EXPECT_TRUE(TrainerLock::Take(lock).ok());
+  EXPECT_TRUE(WaitForTrainerGone(lock, std::chrono::milliseconds(10)).ok());
 }
 
 TEST_F(JobRunnerTest, HeartbeatsFollowTheInjectedClock) {

@@ -17,7 +17,7 @@ AttemptDir Attempt() {
   AttemptDir attempt;
   attempt.dir = "/var/lib/onset/00c0ffee/attempt-2";
   attempt.config_path = "/var/lib/onset/00c0ffee/attempt-2/config.json";
-  attempt.checkpoint_dir = "/var/lib/onset/00c0ffee/checkpoints";
+  attempt.checkpoint_dir = "/var/lib/onset/00c0ffee/attempt-2/checkpoints";
   return attempt;
 }
 
@@ -30,7 +30,7 @@ TEST(TrainerCommandTest, WithoutDevicesTheTrainerChooses) {
   EXPECT_EQ(command.program, "/bin/onset-train");
   EXPECT_THAT(command.args, ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json",
                                         "--threads", "4", "--checkpoint-dir",
-                                        "/var/lib/onset/00c0ffee/checkpoints", "--resume"));
+                                        "/var/lib/onset/00c0ffee/attempt-2/checkpoints"));
   EXPECT_EQ(command.env, (std::map<std::string, std::string>{{"OMP_NUM_THREADS", "4"},
                                                              {"MKL_NUM_THREADS", "4"}}));
   EXPECT_EQ(command.working_dir, "/var/lib/onset/00c0ffee/attempt-2");
@@ -46,8 +46,8 @@ TEST(TrainerCommandTest, OnGpusOneRankPerDeviceSeeingOnlyThem) {
   const SpawnOptions command = TrainerCommand("/bin/onset-train", 2, Attempt(), "", *launch);
   EXPECT_THAT(command.args,
               ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
-                          "2", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
-                          "--resume", "--device", "cuda", "--nproc", "2"));
+                          "2", "--checkpoint-dir", "/var/lib/onset/00c0ffee/attempt-2/checkpoints",
+                          "--device", "cuda", "--nproc", "2"));
   EXPECT_EQ(command.env.at("CUDA_VISIBLE_DEVICES"), "3,1");
   EXPECT_EQ(DescribeLaunch(devices, *launch), " on cuda:3,cuda:1 (--device cuda --nproc 2)");
 }
@@ -58,8 +58,8 @@ TEST(TrainerCommandTest, OnOneDeviceNoNprocFlag) {
   const SpawnOptions command = TrainerCommand("/bin/onset-train", 1, Attempt(), "", *launch);
   EXPECT_THAT(command.args,
               ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
-                          "1", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
-                          "--resume", "--device", "cuda"));
+                          "1", "--checkpoint-dir", "/var/lib/onset/00c0ffee/attempt-2/checkpoints",
+                          "--device", "cuda"));
   EXPECT_EQ(command.env.at("CUDA_VISIBLE_DEVICES"), "2");
 }
 
@@ -71,17 +71,27 @@ TEST(TrainerCommandTest, OnCpuSlotsNoGpuIsVisible) {
   EXPECT_EQ(command.args[command.args.size() - 3], "cpu");
 }
 
-// A WSD branch resumes its own checkpoint when it has one, else starts from its trunk's.
-TEST(TrainerCommandTest, ABranchStartsFromItsTrunkCheckpointAfterResume) {
+// A WSD branch resumes a checkpoint of its own when it has one, else starts from its trunk's; it
+// resumes nothing but what the coordinator named, the newest first. The trainer lock and the
+// supervisor pipe reach the trainer at the contract's descriptor numbers.
+TEST(TrainerCommandTest, ABranchStartsFromItsTrunkCheckpointAfterTheNamedOnes) {
   absl::StatusOr<std::optional<DeviceLaunch>> launch = TrainerLaunch({"cuda:2"});
   ASSERT_TRUE(launch.ok()) << launch.status();
-  const SpawnOptions command = TrainerCommand(
-      "/bin/onset-train", 1, Attempt(), "/shared/ckpt/7e57ab1e/ckpt-000000524288.pt", *launch);
-  EXPECT_THAT(command.args,
-              ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads",
-                          "1", "--checkpoint-dir", "/var/lib/onset/00c0ffee/checkpoints",
-                          "--resume", "--branch-from", "/shared/ckpt/7e57ab1e/ckpt-000000524288.pt",
-                          "--device", "cuda"));
+  AttemptDir attempt = Attempt();
+  attempt.resume_files = {"/var/lib/onset/00c0ffee/attempt-1/checkpoints/ckpt-000000600000.pt"};
+  const SpawnOptions command =
+      TrainerCommand("/bin/onset-train", 1, attempt,
+                     "/shared/ckpt/7e57ab1e/attempt-1/ckpt-000000524288.pt", *launch, {17, 18});
+  EXPECT_THAT(
+      command.args,
+      ElementsAre("--config", "/var/lib/onset/00c0ffee/attempt-2/config.json", "--threads", "1",
+                  "--checkpoint-dir", "/var/lib/onset/00c0ffee/attempt-2/checkpoints",
+                  "--resume-from",
+                  "/var/lib/onset/00c0ffee/attempt-1/checkpoints/ckpt-000000600000.pt",
+                  "--supervisor-fd", "4", "--branch-from",
+                  "/shared/ckpt/7e57ab1e/attempt-1/ckpt-000000524288.pt", "--device", "cuda"));
+  EXPECT_THAT(command.pass_fds,
+              ElementsAre(std::pair<int, int>(17, 3), std::pair<int, int>(18, 4)));
 }
 
 TEST(TrainerCommandTest, DevicesItCannotRunOnAreTheJobsFailureReason) {

@@ -24,15 +24,20 @@ TEST(RerunSelectionTest, NamedStatesReplaceTheDefaults) {
   EXPECT_THAT(*states, ElementsAre(CellState::kSucceeded, CellState::kBackoff));
 }
 
-TEST(RerunSelectionTest, RunningQueuedAndUnknownStatesAreRefused) {
+TEST(RerunSelectionTest, RunningCellsAreRerunOnlyWhenNamed) {
+  absl::StatusOr<std::vector<CellState>> states = RerunStates({CellState::kRunning});
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_THAT(*states, ElementsAre(CellState::kRunning));
+}
+
+TEST(RerunSelectionTest, QueuedAndUnknownStatesAreRefused) {
   for (std::optional<CellState> bad :
-       {std::optional<CellState>(CellState::kRunning), std::optional<CellState>(CellState::kQueued),
-        std::optional<CellState>()}) {
+       {std::optional<CellState>(CellState::kQueued), std::optional<CellState>()}) {
     absl::StatusOr<std::vector<CellState>> states = RerunStates({CellState::kFailed, bad});
     ASSERT_FALSE(states.ok());
     EXPECT_EQ(states.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(states.status().message()),
-                HasSubstr("states: only ended or waiting cells can be rerun"));
+                HasSubstr("states: queued cells run already"));
   }
 }
 

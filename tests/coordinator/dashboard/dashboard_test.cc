@@ -177,7 +177,7 @@ TEST_F(DashboardTest, TrunksAreListedButNeitherCurvesNorComparedCells) {
   branch.trunk_id = trunk.id;
   branch.branch_tokens = 2000;
   ASSERT_TRUE(store_->AddStudy({"wsd", "", "wsd.yaml", "name: wsd", {trunk, branch}}).ok());
-  absl::StatusOr<std::string> worker = store_->RegisterWorker({"h", 1, "v"});
+  absl::StatusOr<std::string> worker = testing::WorkerId(store_->RegisterWorker({"h", 1, "v"}));
   ASSERT_TRUE(worker.ok());
   while (true) {
     absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(*worker, {"cpu:0"});
@@ -224,7 +224,7 @@ exclude:
   ASSERT_EQ(spec->cells.size(), 4u);  // full rope, full nope (= nope-full), swa rope, nope-full
   ASSERT_TRUE(
       (*store)->AddStudy({spec->name, "", "pos.yaml", spec->source_yaml, spec->cells}).ok());
-  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
+  absl::StatusOr<std::string> worker = testing::WorkerId((*store)->RegisterWorker({"h", 1, "v"}));
   ASSERT_TRUE(worker.ok());
   for (int i = 0; i < 4; ++i) {
     absl::StatusOr<std::optional<ClaimedJob>> job = (*store)->ClaimNextCell(*worker, {"cpu:0"});

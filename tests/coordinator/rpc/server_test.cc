@@ -17,6 +17,7 @@
 #include "db/sqlite.h"
 #include "onset/v1/onset.grpc.pb.h"
 #include "tests/common/self_signed.h"
+#include "tests/coordinator/rpc/worker_secrets.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -135,6 +136,7 @@ class ServerTest : public ::testing::Test {
     req.set_version("test");
     v1::RegisterWorkerResponse resp;
     grpc::Status s = workers_->RegisterWorker(Ctx().get(), req, &resp);
+    testing::Remember(resp);
     EXPECT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(resp.lease_ttl_ms(), 60'000);
     EXPECT_EQ(resp.heartbeat_interval_ms(), 1'000);
@@ -182,10 +184,12 @@ TEST(ServerCheckpointRootTest, CheckpointDirectoriesStayUnderTheRoot) {
   reg.add_devices("cpu:1");
   v1::RegisterWorkerResponse registered;
   ASSERT_TRUE(workers->RegisterWorker(ctx().get(), reg, &registered).ok());
+  testing::Remember(registered);
   std::map<std::string, std::string> dirs;  // study -> checkpoint dir
   for (const char* device : {"cpu:0", "cpu:1"}) {
     v1::LeaseJobRequest req;
     req.set_worker_id(registered.worker_id());
+    req.set_worker_secret(testing::SecretOf(registered.worker_id()));
     req.add_free_devices(device);
     v1::LeaseJobResponse lease;
     grpc::Status s = workers->LeaseJob(ctx().get(), req, &lease);
@@ -213,6 +217,7 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.set_worker_secret(testing::SecretOf(worker));
   lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
@@ -226,6 +231,7 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
 
   v1::HeartbeatRequest hb;
   hb.set_worker_id(worker);
+  hb.set_worker_secret(testing::SecretOf(worker));
   hb.set_lease_id(job.lease_id());
   hb.set_tokens_done(32'000);
   hb.set_tokens_per_second(900);
@@ -235,6 +241,7 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
 
   v1::ReportMetricsRequest report;
   report.set_worker_id(worker);
+  report.set_worker_secret(testing::SecretOf(worker));
   report.set_lease_id(job.lease_id());
   for (auto [name, tokens, value] :
        {std::tuple{"train/loss", 32'000, 3.0}, std::tuple{"train/loss", 64'000, 2.0},
@@ -263,6 +270,7 @@ TEST_F(ServerTest, SubmitLeaseReportFinishResults) {
 
   v1::FinishJobRequest finish;
   finish.set_worker_id(worker);
+  finish.set_worker_secret(testing::SecretOf(worker));
   finish.set_lease_id(job.lease_id());
   finish.set_outcome(v1::JOB_OUTCOME_SUCCEEDED);
   v1::FinishJobResponse finish_resp;
@@ -302,6 +310,7 @@ TEST_F(ServerTest, AListOfManyLargeWorkersFitsInOneMessage) {
     }
     v1::RegisterWorkerResponse registered;
     ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), big, &registered).ok());
+    testing::Remember(registered);
   }
   v1::ListWorkersResponse listed;
   ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &listed).ok());
@@ -351,6 +360,7 @@ TEST_F(ServerTest, CancelAndRerunOverTheWire) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.set_worker_secret(testing::SecretOf(worker));
   lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
@@ -365,12 +375,14 @@ TEST_F(ServerTest, CancelAndRerunOverTheWire) {
 
   v1::HeartbeatRequest hb;
   hb.set_worker_id(worker);
+  hb.set_worker_secret(testing::SecretOf(worker));
   hb.set_lease_id(lease.job().lease_id());
   v1::HeartbeatResponse hb_resp;
   ASSERT_TRUE(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).ok());
   EXPECT_TRUE(hb_resp.cancel());
   v1::FinishJobRequest finish;
   finish.set_worker_id(worker);
+  finish.set_worker_secret(testing::SecretOf(worker));
   finish.set_lease_id(lease.job().lease_id());
   finish.set_outcome(v1::JOB_OUTCOME_CANCELLED);
   finish.set_signal(15);
@@ -379,10 +391,14 @@ TEST_F(ServerTest, CancelAndRerunOverTheWire) {
 
   v1::RerunCellsRequest rerun;
   rerun.set_study("small");
-  rerun.add_states(v1::CELL_STATE_RUNNING);
+  rerun.add_states(v1::CELL_STATE_QUEUED);
   v1::RerunCellsResponse queued;
   EXPECT_EQ(studies_->RerunCells(Ctx().get(), rerun, &queued).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  rerun.clear_states();
+  rerun.add_states(v1::CELL_STATE_RUNNING);  // none runs now
+  ASSERT_TRUE(studies_->RerunCells(Ctx().get(), rerun, &queued).ok());
+  EXPECT_EQ(queued.queued(), 0);
   rerun.clear_states();  // the default: failed, diverged, cancelled
   ASSERT_TRUE(studies_->RerunCells(Ctx().get(), rerun, &queued).ok());
   EXPECT_EQ(queued.queued(), 1);
@@ -433,13 +449,21 @@ TEST_F(ServerTest, AWorkerThatDeregistersLeavesTheLiveList) {
   const std::string staying = Register();
   v1::DeregisterWorkerRequest bye;
   bye.set_worker_id(leaving);
+  bye.set_worker_secret(testing::SecretOf(leaving));
   v1::DeregisterWorkerResponse done;
   ASSERT_TRUE(workers_->DeregisterWorker(Ctx().get(), bye, &done).ok());
   ASSERT_TRUE(workers_->DeregisterWorker(Ctx().get(), bye, &done).ok());  // idempotent
-  bye.set_worker_id("w-nobody");
+  // Nobody says another worker exits: a worker id is public, its secret is not.
+  bye.set_worker_id(staying);
+  bye.set_worker_secret(testing::SecretOf(leaving));
   EXPECT_EQ(workers_->DeregisterWorker(Ctx().get(), bye, &done).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+            grpc::StatusCode::PERMISSION_DENIED);
+  bye.set_worker_id("w-nobody");
+  bye.set_worker_secret(testing::SecretOf("w-nobody"));
+  EXPECT_EQ(workers_->DeregisterWorker(Ctx().get(), bye, &done).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
   bye.set_worker_id("");
+  bye.set_worker_secret(testing::SecretOf(""));
   EXPECT_EQ(workers_->DeregisterWorker(Ctx().get(), bye, &done).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
 
@@ -479,16 +503,19 @@ TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.set_worker_secret(testing::SecretOf(worker));
   lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
   EXPECT_FALSE(lease.has_job());  // nothing queued
   lease_req.set_worker_id("w-unknown");
+  lease_req.set_worker_secret(testing::SecretOf("w-unknown"));
   EXPECT_EQ(workers_->LeaseJob(Ctx().get(), lease_req, &lease).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 
   v1::HeartbeatRequest hb;
   hb.set_worker_id(worker);
+  hb.set_worker_secret(testing::SecretOf(worker));
   hb.set_lease_id("no-such-lease");
   v1::HeartbeatResponse hb_resp;
   EXPECT_EQ(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).error_code(),
@@ -496,6 +523,7 @@ TEST_F(ServerTest, ErrorsMapToGrpcCodes) {
 
   v1::FinishJobRequest finish;
   finish.set_worker_id(worker);
+  finish.set_worker_secret(testing::SecretOf(worker));
   finish.set_lease_id("no-such-lease");
   v1::FinishJobResponse finish_resp;
   EXPECT_EQ(workers_->FinishJob(Ctx().get(), finish, &finish_resp).error_code(),
@@ -581,6 +609,7 @@ TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
   const std::string other = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(holder);
+  lease_req.set_worker_secret(testing::SecretOf(holder));
   lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
@@ -589,6 +618,7 @@ TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
 
   v1::HeartbeatRequest hb;
   hb.set_worker_id(other);
+  hb.set_worker_secret(testing::SecretOf(other));
   hb.set_lease_id(lease_id);
   hb.set_tokens_done(9'000);
   v1::HeartbeatResponse hb_resp;
@@ -597,6 +627,7 @@ TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
   EXPECT_THAT(refused.error_message(), ::testing::Not(HasSubstr(holder)));
   v1::ReportMetricsRequest report;
   report.set_worker_id(other);
+  report.set_worker_secret(testing::SecretOf(other));
   report.set_lease_id(lease_id);
   v1::MetricPoint* point = report.add_points();
   point->set_name("train/loss");
@@ -607,6 +638,7 @@ TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
             grpc::StatusCode::FAILED_PRECONDITION);
   v1::FinishJobRequest finish;
   finish.set_worker_id(other);
+  finish.set_worker_secret(testing::SecretOf(other));
   finish.set_lease_id(lease_id);
   finish.set_outcome(v1::JOB_OUTCOME_SUCCEEDED);
   v1::FinishJobResponse finish_resp;
@@ -623,6 +655,7 @@ TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {
 
   // The holder still can.
   finish.set_worker_id(holder);
+  finish.set_worker_secret(testing::SecretOf(holder));
   EXPECT_TRUE(workers_->FinishJob(Ctx().get(), finish, &finish_resp).ok());
 }
 
@@ -633,6 +666,7 @@ TEST_F(ServerTest, RestartKeepsStateAndCanRequeueRunningCells) {
   const std::string worker = Register();
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(worker);
+  lease_req.set_worker_secret(testing::SecretOf(worker));
   lease_req.add_free_devices("cpu:0");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
@@ -669,10 +703,12 @@ TEST_F(ServerTest, JobsRunOnTheDevicesTheirCellsNeed) {
   for (const char* device : {"cuda:0", "cuda:1", "cuda:2"}) reg.add_devices(device);
   v1::RegisterWorkerResponse registered;
   ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), reg, &registered).ok());
+  testing::Remember(registered);
 
   // One free device is not enough for a cell that needs two.
   v1::LeaseJobRequest lease_req;
   lease_req.set_worker_id(registered.worker_id());
+  lease_req.set_worker_secret(testing::SecretOf(registered.worker_id()));
   lease_req.add_free_devices("cuda:2");
   v1::LeaseJobResponse lease;
   ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
@@ -695,6 +731,7 @@ TEST_F(ServerTest, JobsRunOnTheDevicesTheirCellsNeed) {
   // A device the worker does not have is refused.
   v1::LeaseJobRequest foreign;
   foreign.set_worker_id(registered.worker_id());
+  foreign.set_worker_secret(testing::SecretOf(registered.worker_id()));
   foreign.add_free_devices("cuda:9");
   EXPECT_EQ(workers_->LeaseJob(Ctx().get(), foreign, &lease).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);

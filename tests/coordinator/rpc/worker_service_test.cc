@@ -18,6 +18,7 @@
 #include "common/metric_limits.h"
 #include "coordinator/server/coordinator_server.h"
 #include "onset/v1/onset.grpc.pb.h"
+#include "tests/coordinator/rpc/worker_secrets.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -57,9 +58,11 @@ class WorkerServiceTest : public ::testing::Test {
     reg.set_slots(1);
     v1::RegisterWorkerResponse registered;
     ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), reg, &registered).ok());
+    testing::Remember(registered);
     worker_ = registered.worker_id();
     v1::LeaseJobRequest lease;
     lease.set_worker_id(worker_);
+    lease.set_worker_secret(testing::SecretOf(worker_));
     lease.add_free_devices("cpu:0");
     v1::LeaseJobResponse leased;
     ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease, &leased).ok());
@@ -79,6 +82,7 @@ class WorkerServiceTest : public ::testing::Test {
   grpc::Status Heartbeat(int64_t tokens, double tokens_per_second) {
     v1::HeartbeatRequest hb;
     hb.set_worker_id(worker_);
+    hb.set_worker_secret(testing::SecretOf(worker_));
     hb.set_lease_id(job_.lease_id());
     hb.set_tokens_done(tokens);
     hb.set_tokens_per_second(tokens_per_second);
@@ -133,6 +137,7 @@ TEST_F(WorkerServiceTest, ARegistrationWithOversizedFieldsIsRefusedAndSaysWhich)
   auto refused = [&](const v1::RegisterWorkerRequest& req) {
     v1::RegisterWorkerResponse resp;
     grpc::Status s = workers_->RegisterWorker(Ctx().get(), req, &resp);
+    testing::Remember(resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     return s.error_message();
   };
@@ -153,6 +158,7 @@ TEST_F(WorkerServiceTest, ARegistrationWithOversizedFieldsIsRefusedAndSaysWhich)
 TEST_F(WorkerServiceTest, BadMetricPointsAreRefusedOneByOneAndTheRestStored) {
   v1::ReportMetricsRequest report;
   report.set_worker_id(worker_);
+  report.set_worker_secret(testing::SecretOf(worker_));
   report.set_lease_id(job_.lease_id());
   auto add = [&](const std::string& name, int64_t tokens, double value) {
     v1::MetricPoint* p = report.add_points();
@@ -200,6 +206,7 @@ TEST_F(WorkerServiceTest, AbsurdProgressRenewsTheLeaseButIsNotStored) {
 TEST_F(WorkerServiceTest, LogLinesWithBadNumbersAreRefusedOneByOne) {
   v1::AppendLogsRequest append;
   append.set_worker_id(worker_);
+  append.set_worker_secret(testing::SecretOf(worker_));
   append.set_lease_id(job_.lease_id());
   for (int64_t n : {int64_t{1}, int64_t{0}, int64_t{-5}, int64_t{2}}) {
     v1::LogLine* line = append.add_lines();
@@ -217,6 +224,7 @@ TEST_F(WorkerServiceTest, LogLinesWithBadNumbersAreRefusedOneByOne) {
 TEST_F(WorkerServiceTest, AnAttemptsEndIsRecordedWithItsTextsBounded) {
   v1::FinishJobRequest finish;
   finish.set_worker_id(worker_);
+  finish.set_worker_secret(testing::SecretOf(worker_));
   finish.set_lease_id(job_.lease_id());
   finish.set_outcome(v1::JOB_OUTCOME_FAILED);
   finish.set_exit_code(1);
@@ -238,6 +246,7 @@ TEST_F(WorkerServiceTest, AnAttemptsEndIsRecordedWithItsTextsBounded) {
 TEST_F(WorkerServiceTest, AnEmptyLeaseSaysHowManyQueuedCellsWaitForThisWorker) {
   v1::FinishJobRequest finish;
   finish.set_worker_id(worker_);
+  finish.set_worker_secret(testing::SecretOf(worker_));
   finish.set_lease_id(job_.lease_id());
   finish.set_outcome(v1::JOB_OUTCOME_FAILED);
   finish.set_exit_code(1);
@@ -245,6 +254,7 @@ TEST_F(WorkerServiceTest, AnEmptyLeaseSaysHowManyQueuedCellsWaitForThisWorker) {
   ASSERT_TRUE(workers_->FinishJob(Ctx().get(), finish, &finished).ok());
   v1::LeaseJobRequest lease;
   lease.set_worker_id(worker_);
+  lease.set_worker_secret(testing::SecretOf(worker_));
   lease.add_free_devices("cpu:0");
   v1::LeaseJobResponse leased;
   for (int i = 0; i < 100; ++i) {
@@ -275,6 +285,7 @@ TEST_F(WorkerServiceTest, AWorkersSlurmJobIsListedAndABadOneRefused) {
   reg.set_slurm_job("1234_5");
   v1::RegisterWorkerResponse registered;
   ASSERT_TRUE(workers_->RegisterWorker(Ctx().get(), reg, &registered).ok());
+  testing::Remember(registered);
   v1::ListWorkersResponse list;
   ASSERT_TRUE(studies_->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &list).ok());
   std::map<std::string, std::string> jobs;
@@ -284,6 +295,7 @@ TEST_F(WorkerServiceTest, AWorkersSlurmJobIsListedAndABadOneRefused) {
 
   reg.set_slurm_job("1234\x1b[2J");
   grpc::Status s = workers_->RegisterWorker(Ctx().get(), reg, &registered);
+  testing::Remember(registered);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), ::testing::HasSubstr("slurm_job: byte 5 (0x1b)"));
 }
@@ -306,6 +318,7 @@ ClaimedJob BranchJob() {
   job.role = CellRole::kBranch;
   job.trunk_id = "t1";
   job.branch_tokens = 100;
+  job.trunk_attempt = 2;  // the trunk attempt that recorded the checkpoint at 100 tokens
   return job;
 }
 
@@ -314,8 +327,38 @@ TEST(JobToProtoTest, ABranchStartsFromItsTrunksCheckpointFileUnderTheRoot) {
   JobToProto(BranchJob(), "/shared/ckpt", &out);
   EXPECT_EQ(out.cell_id(), "b1");
   EXPECT_EQ(out.tokens_budget(), 125);
-  EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1");
+  EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1/attempt-1");
+  EXPECT_EQ(out.trunk_checkpoint(), "/shared/ckpt/wsd/t1/attempt-2/ckpt-000000000100.pt");
+  // A trunk checkpoint recorded before attempts had directories of their own is the trunk's.
+  ClaimedJob legacy = BranchJob();
+  legacy.trunk_own_dir = false;
+  out.Clear();
+  JobToProto(legacy, "/shared/ckpt", &out);
   EXPECT_EQ(out.trunk_checkpoint(), "/shared/ckpt/wsd/t1/ckpt-000000000100.pt");
+}
+
+// Every attempt writes into a directory of its own and resumes only what its lineage recorded,
+// the newest first, each named by the attempt that wrote it.
+TEST(JobToProtoTest, AnAttemptWritesItsOwnDirectoryAndResumesTheNamedCheckpoints) {
+  ClaimedJob job = BranchJob();
+  job.role = CellRole::kCell;
+  job.attempt = 4;
+  job.resume_from = {{3, 2000, true}, {1, 1000, false}};
+  v1::Job out;
+  JobToProto(job, "/shared/ckpt", &out);
+  EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1/attempt-4");
+  ASSERT_EQ(out.resume_from_size(), 2);
+  EXPECT_EQ(out.resume_from(0).path(), "/shared/ckpt/wsd/b1/attempt-3/ckpt-000000002000.pt");
+  EXPECT_EQ(out.resume_from(0).attempt(), 3);
+  EXPECT_EQ(out.resume_from(0).tokens(), 2000);
+  EXPECT_EQ(out.resume_from(1).path(), "/shared/ckpt/wsd/b1/ckpt-000000001000.pt");
+  EXPECT_FALSE(out.resume_from(1).own_dir());
+  // Without a root the worker finds them in its work directory: no paths.
+  out.Clear();
+  JobToProto(job, "", &out);
+  EXPECT_EQ(out.checkpoint_dir(), "");
+  EXPECT_EQ(out.resume_from(0).path(), "");
+  EXPECT_EQ(out.resume_from(0).attempt(), 3);
 }
 
 TEST(JobToProtoTest, WithoutACheckpointRootABranchNamesNoTrunkCheckpoint) {
@@ -331,7 +374,7 @@ TEST(JobToProtoTest, OtherCellsNameNoTrunkCheckpoint) {
     job.role = role;
     v1::Job out;
     JobToProto(job, "/shared/ckpt", &out);
-    EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1");
+    EXPECT_EQ(out.checkpoint_dir(), "/shared/ckpt/wsd/b1/attempt-1");
     EXPECT_EQ(out.trunk_checkpoint(), "") << wire::RoleName(role);
   }
 }

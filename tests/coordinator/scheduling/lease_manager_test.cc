@@ -29,7 +29,7 @@ class LeaseManagerTest : public ::testing::Test {
     absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", testing::kSmallStudy);
     ASSERT_TRUE(spec.ok());
     ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", "", spec->cells}).ok());
-    worker_ = *store_->RegisterWorker({"h", 1, "v"});
+    worker_ = store_->RegisterWorker({"h", 1, "v"})->id;
     leases_ = std::make_unique<LeaseManager>(store_.get(), &clock_, kTtl);
   }
 
@@ -96,7 +96,7 @@ TEST_F(LeaseManagerTest, UnknownLeaseAndForeignWorkerAreRefused) {
   ClaimedJob job = Lease();
   EXPECT_EQ(leases_->Heartbeat(worker_, "nope", 0, 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  std::string other = *store_->RegisterWorker({"h2", 1, "v"});
+  std::string other = store_->RegisterWorker({"h2", 1, "v"})->id;
   EXPECT_EQ(leases_->Heartbeat(other, job.lease_id, 0, 0).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 0, 0).ok());
@@ -104,7 +104,7 @@ TEST_F(LeaseManagerTest, UnknownLeaseAndForeignWorkerAreRefused) {
 
 TEST_F(LeaseManagerTest, AnotherWorkerCannotActOnALeaseAndWritesNothing) {
   ClaimedJob job = Lease();
-  const std::string other = *store_->RegisterWorker({"h2", 1, "v"});
+  const std::string other = store_->RegisterWorker({"h2", 1, "v"})->id;
   const AttemptEnd done{AttemptOutcome::kSucceeded, 0, 0, "", ""};
 
   absl::Status hb = leases_->Heartbeat(other, job.lease_id, 32'000, 9.0).status();
@@ -215,9 +215,10 @@ class GatedStore : public testing::ForwardingStore {
     Wait(Gate::kFinish);
     return inner_->FinishAttempt(lease_id, end);
   }
-  absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override {
+  absl::Status ExpireAttempt(const std::string& lease_id, const std::string& reason,
+                             int64_t stop_margin_ms) override {
     Wait(Gate::kRequeue);
-    return inner_->RequeueAttempt(lease_id, reason);
+    return inner_->ExpireAttempt(lease_id, reason, stop_margin_ms);
   }
 
  private:
@@ -249,8 +250,8 @@ TEST_F(LeaseManagerTest, AHeldUpStoreWriteDoesNotStallOtherWorkersHeartbeats) {
     ASSERT_TRUE(real->AddStudy({spec->name, "", "s.yaml", "", spec->cells}).ok());
     GatedStore store(real.get());
     LeaseManager leases(&store, &clock, kTtl);
-    const std::string a = *store.RegisterWorker({"a", 1, "v"});
-    const std::string b = *store.RegisterWorker({"b", 1, "v"});
+    const std::string a = store.RegisterWorker({"a", 1, "v"})->id;
+    const std::string b = store.RegisterWorker({"b", 1, "v"})->id;
     absl::StatusOr<std::optional<ClaimedJob>> held = leases.LeaseJob(a, {"cpu:0"});
     ASSERT_TRUE(held.ok() && held->has_value());
     absl::StatusOr<std::optional<ClaimedJob>> other = leases.LeaseJob(b, {"cpu:0"});
@@ -289,12 +290,13 @@ TEST_F(LeaseManagerTest, AnExpiryTheStoreRefusedIsRetriedByTheNextSweep) {
   class FailingOnce : public testing::ForwardingStore {
    public:
     using ForwardingStore::ForwardingStore;
-    absl::Status RequeueAttempt(const std::string& lease_id, const std::string& reason) override {
+    absl::Status ExpireAttempt(const std::string& lease_id, const std::string& reason,
+                               int64_t stop_margin_ms) override {
       if (fail_) {
         fail_ = false;
         return absl::UnavailableError("disk full");
       }
-      return inner_->RequeueAttempt(lease_id, reason);
+      return inner_->ExpireAttempt(lease_id, reason, stop_margin_ms);
     }
     bool fail_ = true;
   } store(store_.get());

@@ -43,7 +43,8 @@ TEST(ClaimRuleAgreementTest, TheStoreHandsOutTheCellTheRuleNames) {
     ASSERT_TRUE((*store)->AddStudy(Study(name, devices, seeds)).ok()) << name;
   }
   const std::vector<std::string> devices = {"cuda:0", "cuda:1", "cuda:2", "cuda:3"};
-  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"gpu-1", 4, "v", devices});
+  absl::StatusOr<std::string> worker =
+      testing::WorkerId((*store)->RegisterWorker({"gpu-1", 4, "v", devices}));
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<std::unique_ptr<db::Connection>> raw = db::Connection::Open(dir.File("onset.db"));
   ASSERT_TRUE(raw.ok()) << raw.status();
@@ -56,6 +57,12 @@ TEST(ClaimRuleAgreementTest, TheStoreHandsOutTheCellTheRuleNames) {
   for (int trial = 0; trial < 300; ++trial) {
     // A random queue: most cells waiting, some not; backoffs due or not; some not ready.
     ASSERT_TRUE((*raw)->Exec("BEGIN").ok());
+    // The states are set by hand: the attempts the earlier trials opened end, so that every
+    // cell the rule may name is one the lifecycle lets be claimed (no open attempt).
+    ASSERT_TRUE((*raw)
+                    ->Exec("UPDATE attempts SET ended_at = 0, outcome = 'handed_back' "
+                           "WHERE ended_at IS NULL")
+                    .ok());
     absl::StatusOr<db::Statement> ids = (*raw)->Prepare("SELECT id FROM cells ORDER BY id");
     ASSERT_TRUE(ids.ok());
     std::vector<int64_t> rows;

@@ -49,7 +49,7 @@ class SqliteStoreDevicesTest : public ::testing::Test {
       EXPECT_EQ(added->cells[0].devices, devices);
     }
     absl::StatusOr<std::string> worker =
-        store_->RegisterWorker({"gpu-1", 2, "v", {"cuda:0", "cuda:1"}});
+        testing::WorkerId(store_->RegisterWorker({"gpu-1", 2, "v", {"cuda:0", "cuda:1"}}));
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = *worker;
   }
@@ -125,8 +125,8 @@ TEST_F(SqliteStoreDevicesTest, OnlyAWorkerBigEnoughClaimsABigCell) {
   EXPECT_EQ(Waiting("big"), "2 queued cells need 4 devices; the largest registered worker has 2");
   EXPECT_EQ(Waiting("pair"), "");
 
-  absl::StatusOr<std::string> large =
-      store_->RegisterWorker({"gpu-2", 4, "v", {"cuda:0", "cuda:1", "cuda:2", "cuda:3"}});
+  absl::StatusOr<std::string> large = testing::WorkerId(
+      store_->RegisterWorker({"gpu-2", 4, "v", {"cuda:0", "cuda:1", "cuda:2", "cuda:3"}}));
   ASSERT_TRUE(large.ok()) << large.status();
   EXPECT_EQ(Waiting("big"), "");
   std::optional<ClaimedJob> big = Claim(*large, {"cuda:3", "cuda:2", "cuda:1", "cuda:0"});
@@ -172,7 +172,8 @@ TEST_F(SqliteStoreDevicesTest, BadDeviceListsAreRefusedAndClaimNothing) {
     }
   }
 
-  absl::StatusOr<std::string> bad = store_->RegisterWorker({"h", 2, "v", {"cuda:0", ""}});
+  absl::StatusOr<std::string> bad =
+      testing::WorkerId(store_->RegisterWorker({"h", 2, "v", {"cuda:0", ""}}));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("devices: '' is not a device name"));
 }
@@ -186,7 +187,8 @@ TEST_F(SqliteStoreDevicesTest, WaitingCellsAreTheQueuedOnesThatFitTheWorker) {
     return n.value_or(-1);
   };
   EXPECT_EQ(waiting(worker_), 4);  // the pair's and the single's, not the big ones
-  absl::StatusOr<std::string> small = store_->RegisterWorker({"cpu-1", 1, "v", {"cpu:0"}});
+  absl::StatusOr<std::string> small =
+      testing::WorkerId(store_->RegisterWorker({"cpu-1", 1, "v", {"cpu:0"}}));
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_EQ(waiting(*small), 2);
   EXPECT_EQ(waiting("w-unknown"), 0);
@@ -211,7 +213,7 @@ TEST_F(SqliteStoreDevicesTest, WaitingCellsAreCountedUpToTheBound) {
                                std::to_string(kMaxCountedWaitingCells + 5) + "}\n"));
   ASSERT_TRUE(added.ok()) << added.status();
   ASSERT_EQ(added->cells_added, kMaxCountedWaitingCells + 5);
-  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
+  absl::StatusOr<std::string> worker = testing::WorkerId((*store)->RegisterWorker({"h", 1, "v"}));
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<int> n = (*store)->CountWaitingCells(*worker);
   ASSERT_TRUE(n.ok()) << n.status();
@@ -221,7 +223,7 @@ TEST_F(SqliteStoreDevicesTest, WaitingCellsAreCountedUpToTheBound) {
 TEST_F(SqliteStoreDevicesTest, AWorkersSlurmJobIsStoredAndListed) {
   WorkerRegistration in_slurm{"node-3", 2, "v", {"cuda:0", "cuda:1"}};
   in_slurm.slurm_job = "1234_5";
-  absl::StatusOr<std::string> id = store_->RegisterWorker(in_slurm);
+  absl::StatusOr<std::string> id = testing::WorkerId(store_->RegisterWorker(in_slurm));
   ASSERT_TRUE(id.ok()) << id.status();
   absl::StatusOr<std::vector<WorkerInfo>> workers = store_->ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
@@ -234,7 +236,7 @@ TEST_F(SqliteStoreDevicesTest, ABadSlurmJobIsRefusedAndSaysWhy) {
   auto refused = [&](const std::string& slurm_job) {
     WorkerRegistration worker{"h", 1, "v"};
     worker.slurm_job = slurm_job;
-    absl::StatusOr<std::string> id = store_->RegisterWorker(worker);
+    absl::StatusOr<std::string> id = testing::WorkerId(store_->RegisterWorker(worker));
     EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument) << slurm_job;
     return std::string(id.status().message());
   };

@@ -326,7 +326,8 @@ TEST_F(FeedsTest, MetricPointsAreReadInPagesAndNoReaderIsHeldWhileACallerWaits) 
   ClaimedJob job = Claim();
   constexpr int kPoints = 25'000;  // more than two pages
   std::vector<MetricPoint> points;
-  for (int i = 1; i <= kPoints; ++i) points.push_back({"train/loss", 10 * i, 1.0 / i});
+  // Within the cell's budget (64,000 tokens): points past it are refused.
+  for (int i = 1; i <= kPoints; ++i) points.push_back({"train/loss", 2 * i, 1.0 / i});
   for (size_t from = 0; from < points.size(); from += 1000) {
     std::vector<MetricPoint> batch(points.begin() + from,
                                    points.begin() + std::min(points.size(), from + 1000));
@@ -347,9 +348,9 @@ TEST_F(FeedsTest, MetricPointsAreReadInPagesAndNoReaderIsHeldWhileACallerWaits) 
                               other_reads_answered && (*one_reader)->ListStudies().ok();
                           // A point added behind the stream's position comes never; one ahead
                           // of it, added before the last page is read, comes once.
-                          std::vector<MetricPoint> added = {{"train/loss", tokens - 5, 0.0}};
+                          std::vector<MetricPoint> added = {{"train/loss", tokens - 1, 0.0}};
                           if (seen < 20'000)
-                            added.push_back({"train/loss", 10 * kPoints + seen, 0.0});
+                            added.push_back({"train/loss", 2 * kPoints + seen, 0.0});
                           EXPECT_TRUE(store_->AddMetrics(job.lease_id, added).ok());
                         }
                         return true;

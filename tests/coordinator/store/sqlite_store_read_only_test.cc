@@ -132,7 +132,7 @@ TEST_F(ReadOnlyStoreTest, EveryWriteIsRefusedAndTheFileStaysAsItWas) {
       reader->RecordProgress("lease", 1, 1).status(),
       reader->AddMetrics("lease", {{"x", 1, 1}}).status(),
       reader->FinishAttempt("lease", AttemptEnd{}),
-      reader->RequeueAttempt("lease", "lost"),
+      reader->ExpireAttempt("lease", "lost", 0),
       reader->CancelCells("small", {}).status(),
       reader->RerunCells(RerunRequest{"small", {CellState::kSucceeded}, {}, {}, true}).status(),
       reader->AppendLogs("lease", {{1, 1, "x"}}).status(),

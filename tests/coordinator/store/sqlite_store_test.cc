@@ -35,7 +35,8 @@ class SqliteStoreTest : public ::testing::Test {
         SqliteStore::Open(dir_.File("onset.db"), clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    absl::StatusOr<std::string> worker = store_->RegisterWorker({"host-a", 2, "0.1"});
+    absl::StatusOr<std::string> worker =
+        testing::WorkerId(store_->RegisterWorker({"host-a", 2, "0.1"}));
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = *worker;
   }
@@ -63,7 +64,7 @@ TEST(SqliteStoreInMemoryTest, ReadsSeeEveryWrite) {
   absl::StatusOr<StudyDetail> detail = (*store)->GetStudy("small");
   ASSERT_TRUE(detail.ok()) << detail.status();
   EXPECT_EQ(detail->cells.size(), 6u);
-  absl::StatusOr<std::string> worker = (*store)->RegisterWorker({"h", 1, "v"});
+  absl::StatusOr<std::string> worker = testing::WorkerId((*store)->RegisterWorker({"h", 1, "v"}));
   ASSERT_TRUE(worker.ok());
   absl::StatusOr<std::optional<ClaimedJob>> job = (*store)->ClaimNextCell(*worker, {"cpu:0"});
   ASSERT_TRUE(job.ok() && job->has_value());
@@ -386,7 +387,7 @@ TEST_F(SqliteStoreTest, FinishSucceededAndFailed) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->AddMetrics(bad.lease_id, {{"train/loss", 1, 1.0}}).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store_->RequeueAttempt("no-such-lease", "x").code(),
+  EXPECT_EQ(store_->ExpireAttempt("no-such-lease", "x", 0).code(),
             absl::StatusCode::kFailedPrecondition);
   absl::StatusOr<std::vector<RunningAttempt>> running = store_->RunningAttempts();
   ASSERT_TRUE(running.ok());
@@ -396,7 +397,8 @@ TEST_F(SqliteStoreTest, FinishSucceededAndFailed) {
 TEST_F(SqliteStoreTest, RequeueMakesTheCellClaimableAsTheNextAttempt) {
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
   ClaimedJob first = Claim();
-  ASSERT_TRUE(store_->RequeueAttempt(first.lease_id, "lease expired").ok());
+  ASSERT_TRUE(store_->RecordProgress(first.lease_id, 100, 1).ok());  // its worker had it
+  ASSERT_TRUE(store_->ExpireAttempt(first.lease_id, "lease expired", 0).ok());
   CellInfo cell = Cell(first.cell_id);
   EXPECT_EQ(cell.state, CellState::kBackoff);  // a lost worker counts like a crash
   EXPECT_EQ(cell.failures, 1);
@@ -407,6 +409,76 @@ TEST_F(SqliteStoreTest, RequeueMakesTheCellClaimableAsTheNextAttempt) {
   EXPECT_EQ(second.attempt, 2);
   EXPECT_NE(second.lease_id, first.lease_id);
   EXPECT_EQ(Cell(first.cell_id).attempts, 2);
+}
+
+// An attempt resumes from the newest checkpoint its cell's lineage recorded, named by the attempt
+// that wrote it; what the cell reported past it is trained again and goes.
+TEST_F(SqliteStoreTest, AClaimNamesTheRecordedCheckpointsAndDropsThePointsPastTheNewest) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob first = Claim();
+  EXPECT_TRUE(first.resume_from.empty());
+  ASSERT_TRUE(store_
+                  ->AddMetrics(first.lease_id, {{"checkpoint/bytes", 1000, 10},
+                                                {"checkpoint/bytes", 2000, 10},
+                                                {"train/loss", 2000, 3.0},
+                                                {"train/loss", 2500, 2.5}})
+                  .ok());
+  ASSERT_TRUE(
+      store_->FinishAttempt(first.lease_id, {AttemptOutcome::kHandedBack, 4, 0, "", ""}).ok());
+  ClaimedJob second = Claim();
+  ASSERT_EQ(second.cell_id, first.cell_id);
+  ASSERT_EQ(second.resume_from.size(), 2u);
+  EXPECT_EQ(second.resume_from[0].attempt, 1);
+  EXPECT_EQ(second.resume_from[0].tokens, 2000);
+  EXPECT_TRUE(second.resume_from[0].own_dir);
+  EXPECT_EQ(second.resume_from[1].tokens, 1000);
+  EXPECT_FALSE(second.fresh);
+  std::vector<int64_t> loss;
+  ASSERT_TRUE(
+      store_
+          ->ForEachMetricPoint("small", {"train/loss"}, {first.cell_id},
+                               [&](const std::string&, const std::string&, int64_t tokens, double) {
+                                 loss.push_back(tokens);
+                                 return true;
+                               })
+          .ok());
+  EXPECT_EQ(loss, (std::vector<int64_t>{2000}));
+  // The trainer says it could only use the older one: what the other attempt reported past it
+  // goes too, this attempt's own points stay.
+  ASSERT_TRUE(store_
+                  ->AddMetrics(second.lease_id,
+                               {{"train/resumed_at_tokens", 1000, 1000}, {"train/loss", 1500, 2.9}})
+                  .ok());
+  loss.clear();
+  ASSERT_TRUE(
+      store_
+          ->ForEachMetricPoint("small", {"train/loss", "checkpoint/bytes"}, {first.cell_id},
+                               [&](const std::string&, const std::string&, int64_t tokens, double) {
+                                 loss.push_back(tokens);
+                                 return true;
+                               })
+          .ok());
+  EXPECT_EQ(loss, (std::vector<int64_t>{1000, 1500}));
+}
+
+// Row 5 of the fenced lifecycle's issue: a claim whose reply never reached its worker (no call
+// ever named the lease) costs the cell nothing, however often it happens, and the cell waits out
+// the stop margin before anyone claims it again.
+TEST_F(SqliteStoreTest, AClaimItsWorkerNeverConfirmedIsRequeuedWithoutAFailure) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  std::string cell_id;
+  for (int i = 1; i <= 5; ++i) {
+    ClaimedJob job = Claim();
+    if (i == 1) cell_id = job.cell_id;
+    ASSERT_EQ(job.cell_id, cell_id);
+    ASSERT_TRUE(store_->ExpireAttempt(job.lease_id, "lease expired", 2'000).ok());
+    CellInfo cell = Cell(cell_id);
+    EXPECT_EQ(cell.state, CellState::kBackoff);
+    EXPECT_EQ(cell.failures, 0);
+    EXPECT_EQ(cell.retry_at_unix_ms, clock_.WallUnixMs() + 2'000);
+    EXPECT_THAT(cell.last_error, ::testing::HasSubstr("never confirmed the claim"));
+    clock_.Advance(std::chrono::milliseconds(2'000));
+  }
 }
 
 TEST_F(SqliteStoreTest, ProgressAndMetricsUpsertIdempotently) {
@@ -492,7 +564,7 @@ TEST(SqliteStoreConcurrencyTest, ConcurrentClaimsNeverReturnTheSameCell) {
   absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
   ASSERT_TRUE(spec.ok());
   ASSERT_TRUE((*a)->AddStudy({spec->name, "", "s.yaml", yaml, spec->cells}).ok());
-  absl::StatusOr<std::string> worker = (*a)->RegisterWorker({"h", 1, "v"});
+  absl::StatusOr<std::string> worker = testing::WorkerId((*a)->RegisterWorker({"h", 1, "v"}));
   ASSERT_TRUE(worker.ok());
 
   std::mutex mu;
@@ -612,7 +684,8 @@ TEST_F(FailurePolicyStoreTest, RepeatedAlikeFailuresRaiseAnAlert) {
 TEST_F(FailurePolicyStoreTest, CancelStopsQueuedCellsAtOnceAndRunningOnesAtTheHeartbeat) {
   ClaimedJob running = Claim();
   ASSERT_EQ(*store_->CancelCells("small", {}), 6);
-  EXPECT_EQ(Cell(running.cell_id).state, CellState::kCancelled);
+  // It runs until its attempt has ended: never claimed meanwhile.
+  EXPECT_EQ(Cell(running.cell_id).state, CellState::kRunning);
   absl::StatusOr<LeaseStatus> hb = store_->RecordProgress(running.lease_id, 10, 1);
   ASSERT_TRUE(hb.ok());
   EXPECT_TRUE(hb->cancelled);
@@ -647,7 +720,8 @@ TEST_F(FailurePolicyStoreTest, ACellNamedManyTimesIsCancelledOnceAndOnlyItIs) {
   ClaimedJob running = Claim();
   std::vector<std::string> ids(50'000, running.cell_id);
   EXPECT_EQ(*store_->CancelCells("small", ids), 1);
-  EXPECT_EQ(Cell(running.cell_id).state, CellState::kCancelled);
+  EXPECT_EQ(Cell(running.cell_id).state, CellState::kRunning);  // until its attempt ends
+  EXPECT_TRUE(store_->RecordProgress(running.lease_id, 1, 1)->cancelled);
   int queued = 0;
   for (const CellInfo& cell : store_->GetStudy("small")->cells) {
     queued += cell.state == CellState::kQueued;
@@ -696,7 +770,8 @@ namespace {
 TEST_F(SqliteStoreTest, ListWorkersShowsTheirRunningJobsMostRecentFirst) {
   ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
   clock_.Advance(std::chrono::seconds(5));
-  absl::StatusOr<std::string> idle = store_->RegisterWorker({"host-b", 1, "0.2"});
+  absl::StatusOr<std::string> idle =
+      testing::WorkerId(store_->RegisterWorker({"host-b", 1, "0.2"}));
   ASSERT_TRUE(idle.ok());
   clock_.Advance(std::chrono::seconds(5));
   ClaimedJob job = Claim();  // worker_ is seen now
@@ -734,9 +809,9 @@ TEST(SqliteStoreWorkersTest, AFullTableForgetsOnlyStaleWorkersThatRanNothing) {
           .AddStudy(Study("name: one\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: "
                           "16}\ntrain: {tokens: 4K, batch_tokens: 512}\neval: {niah_samples: 0}\n"))
           .ok());
-  const std::string ran = *store.RegisterWorker({"ran", 1, "v"});
-  const std::string stale = *store.RegisterWorker({"stale", 1, "v"});
-  const std::string polling = *store.RegisterWorker({"polling", 1, "v"});
+  const std::string ran = store.RegisterWorker({"ran", 1, "v"})->id;
+  const std::string stale = store.RegisterWorker({"stale", 1, "v"})->id;
+  const std::string polling = store.RegisterWorker({"polling", 1, "v"})->id;
   absl::StatusOr<std::optional<ClaimedJob>> job = store.ClaimNextCell(ran, {"cpu:0"});
   ASSERT_TRUE(job.ok() && job->has_value()) << job.status();
   ASSERT_TRUE(
@@ -747,7 +822,7 @@ TEST(SqliteStoreWorkersTest, AFullTableForgetsOnlyStaleWorkersThatRanNothing) {
   ASSERT_TRUE(poll.ok()) << poll.status();
   EXPECT_FALSE(poll->has_value());  // nothing to run, but `polling` is seen now
 
-  absl::StatusOr<std::string> fourth = store.RegisterWorker({"fourth", 1, "v"});
+  absl::StatusOr<std::string> fourth = testing::WorkerId(store.RegisterWorker({"fourth", 1, "v"}));
   ASSERT_TRUE(fourth.ok()) << fourth.status();
   absl::StatusOr<std::vector<WorkerInfo>> workers = store.ListWorkers();
   ASSERT_TRUE(workers.ok()) << workers.status();
@@ -758,7 +833,7 @@ TEST(SqliteStoreWorkersTest, AFullTableForgetsOnlyStaleWorkersThatRanNothing) {
   absl::StatusOr<std::optional<ClaimedJob>> forgotten = store.ClaimNextCell(stale, {"cpu:0"});
   EXPECT_EQ(forgotten.status().code(), absl::StatusCode::kFailedPrecondition) << forgotten.status();
 
-  absl::StatusOr<std::string> fifth = store.RegisterWorker({"fifth", 1, "v"});
+  absl::StatusOr<std::string> fifth = testing::WorkerId(store.RegisterWorker({"fifth", 1, "v"}));
   EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted) << fifth.status();
   EXPECT_THAT(fifth.status().message(), HasSubstr("at most 3 workers"));
   EXPECT_EQ(store.ListWorkers()->size(), 3u);

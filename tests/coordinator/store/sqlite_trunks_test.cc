@@ -73,7 +73,7 @@ class SqliteTrunksTest : public ::testing::Test {
         SqliteStore::Open(dir_.File("onset.db"), clock_, policy);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    absl::StatusOr<std::string> worker = store_->RegisterWorker({"h", 4, "v"});
+    absl::StatusOr<std::string> worker = testing::WorkerId(store_->RegisterWorker({"h", 4, "v"}));
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = *worker;
   }
@@ -140,7 +140,7 @@ TEST(TrunkTextsTest, NotesAndReasonsSayWhatEnded) {
   EXPECT_EQ(trunks::TrunkEndedNote("abc", CellState::kFailed, "exit code 1"),
             "trunk abc failed: exit code 1");
   EXPECT_EQ(trunks::TrunkEndedNote("abc", CellState::kCancelled, ""), "trunk abc cancelled");
-  EXPECT_EQ(trunks::MissingCheckpointReason(200),
+  EXPECT_EQ(life::TrunkMissingCheckpointReason(200),
             "trunk ended without its checkpoint at 200 tokens");
 }
 
@@ -398,7 +398,8 @@ TEST_F(SqliteTrunksTest, ALostTrunkOutOfRetriesEndsItsWaitingBranches) {
   Open(once);
   Add();
   ClaimedJob trunk = ClaimTrunk();
-  ASSERT_TRUE(store_->RequeueAttempt(trunk.lease_id, "lease expired").ok());
+  ASSERT_TRUE(store_->RecordProgress(trunk.lease_id, 10, 1).ok());  // its worker had it
+  ASSERT_TRUE(store_->ExpireAttempt(trunk.lease_id, "lease expired", 0).ok());
   EXPECT_EQ(Cell(kTrunk).state, CellState::kFailed);
   EXPECT_EQ(Cell(kBranch1).state, CellState::kFailed);
   EXPECT_EQ(Cell(kBranch1).last_error, "trunk " + std::string(kTrunk) + " failed: lease expired");

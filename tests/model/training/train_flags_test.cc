@@ -45,6 +45,25 @@ TEST(TrainFlagsTest, ParsesBothForms) {
             "--branch-from: must name a checkpoint file");
 }
 
+// The checkpoints a worker names, each once, in the order given; and the supervisor's descriptor.
+TEST(TrainFlagsTest, ResumeFromKeepsTheNamedFilesInOrder) {
+  TrainFlags f;
+  ASSERT_FALSE(Parse({"--config=c.json", "--resume-from", "/a/ckpt-2.pt",
+                      "--resume-from=/b/ckpt-1.pt", "--supervisor-fd", "4"},
+                     &f));
+  EXPECT_EQ(f.resume_from, (std::vector<std::string>{"/a/ckpt-2.pt", "/b/ckpt-1.pt"}));
+  EXPECT_EQ(f.supervisor_fd, 4);
+  EXPECT_FALSE(f.resume);
+  EXPECT_TRUE(
+      Parse({"--config=c.json", "--resume", "--resume-from", "/a/ckpt-2.pt"}, &f).has_value());
+  EXPECT_EQ(Parse({"--config=c.json", "--resume-from", ""}, &f),
+            "--resume-from: must name a checkpoint file");
+  TrainFlags none;
+  ASSERT_FALSE(Parse({"--config=c.json"}, &none));
+  EXPECT_TRUE(none.resume_from.empty());
+  EXPECT_EQ(none.supervisor_fd, -1);
+}
+
 TEST(TrainFlagsTest, RejectsBadInput) {
   TrainFlags f;
   EXPECT_EQ(Parse({}, &f), "--config is required");

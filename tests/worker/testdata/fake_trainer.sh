@@ -4,6 +4,8 @@
 config=""
 checkpoint_dir=""
 resume=0
+resume_from=""
+supervisor_fd=""
 device=""
 nproc=""
 while [ $# -gt 0 ]; do
@@ -11,6 +13,8 @@ while [ $# -gt 0 ]; do
     --config) config="$2"; shift 2 ;;
     --checkpoint-dir) checkpoint_dir="$2"; shift 2 ;;
     --resume) resume=1; shift ;;
+    --resume-from) resume_from="$resume_from $2"; shift 2 ;;
+    --supervisor-fd) supervisor_fd="$2"; shift 2 ;;
     --device) device="$2"; shift 2 ;;
     --nproc) nproc="$2"; shift 2 ;;
     *) shift ;;
@@ -19,6 +23,7 @@ done
 mode=$(head -c 64 "$config" | cut -d' ' -f1)
 echo "fake trainer: mode=$mode threads=$OMP_NUM_THREADS cwd=$(pwd)" >&2
 echo "fake trainer: checkpoint_dir=$checkpoint_dir resume=$resume" \
+  "resume_from=[${resume_from# }] supervisor_fd=$supervisor_fd" \
   "device=$device nproc=$nproc cuda_visible_devices=${CUDA_VISIBLE_DEVICES-unset}." >&2
 
 case "$mode" in
