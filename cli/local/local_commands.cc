@@ -20,6 +20,9 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
   run_app->add_option("--workers", run->workers,
                       "CPU slots: trainers run at once, fewer when cells need several (default: "
                       "cores/2, min 2)");
+  run_app->add_option("--trainer", run->trainer_path,
+                      "the trainer to run (default: onset-train next to onset); any program that "
+                      "keeps onset-train's contract (docs/trainer.md)");
   run_app->add_flag("--json", run->json, "print the results as JSON");
   run_app->add_flag(
       "--no-results", [run](int64_t) { run->print_results = false; },

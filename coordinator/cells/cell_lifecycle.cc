@@ -59,6 +59,12 @@ bool CarryOutIntent(CellLife* cell, int64_t fence_until) {
         cell->retry_at_unix_ms = 0;
       }
       return false;
+    case Intent::kCancelFresh:
+      // A fresh rerun was asked for before the cancel: the run goes, finished or not.
+      cell->state = CellState::kCancelled;
+      cell->retry_at_unix_ms = 0;
+      ++cell->lineage;
+      return true;
     case Intent::kRerun:
     case Intent::kRerunFresh:
       cell->failures = 0;
@@ -215,9 +221,11 @@ Step ApplyReport(const CellLife& cell, const Report& e, const Context& ctx) {
   } else {
     RetryOrFail(&next, close, ctx, 0);
   }
-  // A cancelled cell reports its attempt as cancelled, whatever stopped it, but a failure stands.
-  if (cell.intent == Intent::kCancel && close.outcome != kOutcomeFailed &&
-      !(close.outcome == kOutcomeSucceeded && !extended)) {
+  // A cancelled cell reports its attempt as cancelled, whatever stopped it, but a failure stands
+  // (and a success, unless a fresh rerun discards it).
+  const bool cancels = cell.intent == Intent::kCancel || cell.intent == Intent::kCancelFresh;
+  if (cancels && close.outcome != kOutcomeFailed &&
+      (cell.intent == Intent::kCancelFresh || !(close.outcome == kOutcomeSucceeded && !extended))) {
     close.outcome = kOutcomeCancelled;
   }
   CloseAttempt(&next, close);
@@ -274,9 +282,12 @@ Step ApplyHandBack(const CellLife& cell, const HandBack& e) {
 Step ApplyCancel(const CellLife& cell) {
   Step step = Unchanged(cell);
   if (cell.attempt_open) {
-    if (cell.intent == Intent::kCancel) return step;
+    // A fresh rerun asked for before stays: the cell ends cancelled without the old run's points.
+    const bool fresh = cell.intent == Intent::kRerunFresh || cell.intent == Intent::kCancelFresh;
+    const Intent next = fresh ? Intent::kCancelFresh : Intent::kCancel;
+    if (cell.intent == next) return step;
     step.verdict = Verdict::kApplied;
-    step.next.intent = Intent::kCancel;
+    step.next.intent = next;
     return step;
   }
   if (cell.state != CellState::kQueued && cell.state != CellState::kBackoff) return step;
@@ -291,8 +302,9 @@ Step ApplyRerun(const CellLife& cell, const Rerun& e) {
   Step step = Unchanged(cell);
   step.verdict = Verdict::kApplied;
   if (cell.attempt_open) {
-    step.next.intent =
-        e.fresh || cell.intent == Intent::kRerunFresh ? Intent::kRerunFresh : Intent::kRerun;
+    const bool fresh =
+        e.fresh || cell.intent == Intent::kRerunFresh || cell.intent == Intent::kCancelFresh;
+    step.next.intent = fresh ? Intent::kRerunFresh : Intent::kRerun;
     return step;
   }
   CellLife& next = step.next;
@@ -342,12 +354,15 @@ const char* IntentName(Intent intent) {
       return "rerun";
     case Intent::kRerunFresh:
       return "rerun_fresh";
+    case Intent::kCancelFresh:
+      return "cancel_fresh";
   }
   return "";
 }
 
 std::optional<Intent> IntentFromName(const std::string& name) {
-  for (Intent i : {Intent::kNone, Intent::kCancel, Intent::kRerun, Intent::kRerunFresh}) {
+  for (Intent i : {Intent::kNone, Intent::kCancel, Intent::kRerun, Intent::kRerunFresh,
+                   Intent::kCancelFresh}) {
     if (name == IntentName(i)) return i;
   }
   return std::nullopt;
@@ -360,7 +375,10 @@ bool Claimable(const CellLife& cell, int64_t now_unix_ms) {
 }
 
 CellState SelectedAs(CellState state, Intent intent) {
-  if (state == CellState::kRunning && intent == Intent::kCancel) return CellState::kCancelled;
+  if (state == CellState::kRunning &&
+      (intent == Intent::kCancel || intent == Intent::kCancelFresh)) {
+    return CellState::kCancelled;
+  }
   return state;
 }
 

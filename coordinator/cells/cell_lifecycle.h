@@ -17,8 +17,9 @@
 //   Cancel and rerun of a running cell record an intent; the open attempt is told to stop at its
 //   next call, and the intent is carried out when it ends: by its report, by its lease's expiry
 //   (the cell then waits out stop_margin, the time in which its worker must have stopped the
-//   trainer, before anyone may claim it), or when it is handed back. Of several intents the last
-//   wins, but a fresh rerun stays fresh until carried out.
+//   trainer, before anyone may claim it), or when it is handed back. Of a cancel and a rerun the
+//   last wins, but a fresh rerun stays until carried out: after "rerun --fresh, then cancel" the
+//   cell ends cancelled without the old run's points, whatever the attempt did.
 //
 //   Lineage. The points and checkpoints a cell keeps are those of one run, its lineage. A fresh
 //   rerun starts a new lineage (Step::new_lineage: the store discards the cell's points and
@@ -44,9 +45,10 @@
 
 namespace onset::coordinator::life {
 
-// What a cell's open attempt is to be followed by, once it ends.
-enum class Intent { kNone, kCancel, kRerun, kRerunFresh };
-// "", "cancel", "rerun", "rerun_fresh": as stored in cells.intent.
+// What a cell's open attempt is to be followed by, once it ends: a cancel or a rerun, each with
+// or without a fresh rerun pending (a new lineage).
+enum class Intent { kNone, kCancel, kRerun, kRerunFresh, kCancelFresh };
+// "", "cancel", "rerun", "rerun_fresh", "cancel_fresh": as stored in cells.intent.
 const char* IntentName(Intent intent);
 std::optional<Intent> IntentFromName(const std::string& name);
 

@@ -1,11 +1,13 @@
 // onsetd: the coordinator daemon. Parses flags, loads (or on first start creates) the token
-// every client must present, starts a CoordinatorServer, waits for SIGINT or SIGTERM, shuts down
-// cleanly.
+// every client must present, starts a CoordinatorServer, waits for SIGINT, SIGTERM, SIGHUP or
+// SIGQUIT, shuts down cleanly.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include <pthread.h>
+#include <string.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +29,7 @@ struct Flags {
   onset::coordinator::ServerConfig config;
   int64_t lease_ttl_ms = config.lease_ttl.count();
   int64_t heartbeat_ms = config.heartbeat_interval.count();
+  std::optional<int64_t> stop_margin_ms;
   int64_t retry_backoff_ms = config.retry.base_backoff.count();
   std::string address_file;
   std::string http_address_file;
@@ -61,6 +64,11 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--heartbeat-interval-ms", f.heartbeat_ms, "heartbeat interval told to workers")
       ->capture_default_str();
+  app.add_option("--stop-margin-ms", f.stop_margin_ms,
+                 "after a lease expires, how long its cell waits before another worker may take "
+                 "it: the time its worker may still need to stop the trainer (default: the "
+                 "heartbeat interval)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600} * 1000));
   app.add_flag("--requeue-running", config.requeue_running_on_start,
                "requeue cells left running by a previous process instead of waiting for their "
                "leases");
@@ -112,16 +120,17 @@ int main(int argc, char** argv) {
   onset::coordinator::ServerConfig config = flags.config;
   config.lease_ttl = std::chrono::milliseconds(flags.lease_ttl_ms);
   config.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
+  if (flags.stop_margin_ms) config.stop_margin = std::chrono::milliseconds(*flags.stop_margin_ms);
   config.retry.base_backoff = std::chrono::milliseconds(flags.retry_backoff_ms);
   const std::string token_file =
       flags.token_file.empty() ? DefaultTokenFile(config.db_path) : flags.token_file;
 
   // Block the shutdown signals before any thread starts, so every thread inherits the mask and
   // only sigwait below receives them.
+  // SIGHUP (the terminal went away) and SIGQUIT stop it as cleanly as SIGTERM.
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::StatusOr<std::string> token = LoadToken(token_file);
@@ -147,7 +156,7 @@ int main(int argc, char** argv) {
 
   int received = 0;
   sigwait(&signals, &received);
-  spdlog::info("received {}, shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
+  spdlog::info("received SIG{}, shutting down", sigabbrev_np(received));
   (*server)->Shutdown();
   spdlog::info("onsetd stopped");
   return 0;

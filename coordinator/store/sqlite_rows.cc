@@ -326,4 +326,13 @@ absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_
   return rows;
 }
 
+const char* CellsByPrefixSql(bool any_study) {
+  if (any_study) {
+    return "SELECT c.id, s.name, c.hash FROM cells c INDEXED BY cells_by_hash JOIN studies s "
+           "ON s.id = c.study_id WHERE c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
+  }
+  return "SELECT c.id, s.name, c.hash FROM studies s JOIN cells c ON c.study_id = s.id "
+         "WHERE s.name = ?3 AND c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
+}
+
 }  // namespace onset::coordinator::rows

@@ -46,6 +46,13 @@ std::string WaitingForDevices(db::Connection& db, int64_t study_id);
 
 // Device lists as stored (workers.devices, attempts.devices): comma-separated, "" for none.
 std::string JoinDevices(const std::vector<std::string>& devices);
+
+// The query that finds the cells whose id begins with a prefix (the id range ?1 <= hash < ?2,
+// the prefix and the prefix followed by 'g', which sorts after every hex digit): in the study
+// named ?3, or with `any_study` in every study. Columns: the cell's row, its study's name, its
+// id; at most 20 rows. Each walks a range of an index (cells' (study_id, hash), or
+// cells_by_hash), whatever the number of cells (`onset logs CELL`).
+const char* CellsByPrefixSql(bool any_study);
 std::vector<std::string> SplitDevices(const std::string& stored);
 
 // axes_json as written by AddStudy; anything but an object of strings reads as no axes (a

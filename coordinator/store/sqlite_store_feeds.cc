@@ -58,15 +58,9 @@ absl::StatusOr<std::vector<CellMatch>> MatchCells(db::Connection& db, const std:
                                                   const std::string& prefix) {
   ONSET_RETURN_IF_ERROR(CheckCellPrefix(prefix));
   // A range of an index, whatever the number of cells: hex digits all sort below 'g' (never a
-  // LIKE pattern: the prefix is data). Within a study, (study_id, hash); across studies,
-  // cells_by_hash.
-  const char* kInStudy =
-      "SELECT c.id, s.name, c.hash FROM studies s JOIN cells c ON c.study_id = s.id "
-      "WHERE s.name = ?3 AND c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
-  const char* kAnyStudy =
-      "SELECT c.id, s.name, c.hash FROM cells c INDEXED BY cells_by_hash JOIN studies s "
-      "ON s.id = c.study_id WHERE c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(study.empty() ? kAnyStudy : kInStudy));
+  // LIKE pattern: the prefix is data).
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                         db.Prepare(rows::CellsByPrefixSql(/*any_study=*/study.empty())));
   if (study.empty()) {
     stmt.BindAll(prefix, prefix + "g");
   } else {

@@ -2,9 +2,10 @@
 -- docs/operating-onsetd.md).
 --
 -- A cell's pending intent: cancel and rerun of a running cell are carried out when its open
--- attempt ends, so that the cell never runs twice at once. '' when none.
+-- attempt ends, so that the cell never runs twice at once; '_fresh' when a fresh rerun (a new
+-- lineage) is pending too. '' when none.
 ALTER TABLE cells ADD COLUMN intent TEXT NOT NULL DEFAULT ''
-  CHECK (intent IN ('', 'cancel', 'rerun', 'rerun_fresh'));
+  CHECK (intent IN ('', 'cancel', 'rerun', 'rerun_fresh', 'cancel_fresh'));
 -- The run the cell's points and checkpoints belong to; `onset rerun --fresh` starts a new one.
 ALTER TABLE cells ADD COLUMN lineage INTEGER NOT NULL DEFAULT 1 CHECK (lineage >= 1);
 -- The lineage an attempt ran in.

@@ -1,8 +1,9 @@
 // A TCP proxy on loopback that a test can cut: what a network partition between two processes
 // looks like to them. Every byte is passed on unchanged both ways until Cut(), which closes every
 // open connection and then accepts and at once closes new ones (connection refused, as far as a
-// client can tell) until Heal(). Plain POSIX sockets and threads, no GoogleTest (like
-// temp_dir.h). Only loopback addresses are ever used.
+// client can tell) until Heal(). DelayReplies(ms) holds what the upstream side sends for that
+// long before passing it on (slow replies: the requests have arrived). Plain POSIX sockets and
+// threads, no GoogleTest (like temp_dir.h). Only loopback addresses are ever used.
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -59,6 +61,8 @@ class TcpProxy {
     ++generation_;
   }
   void Heal() { cut_ = false; }
+  // Every chunk the upstream side sends waits `ms` before it is passed on (0: none).
+  void DelayReplies(int ms) { reply_delay_ms_ = ms; }
 
  private:
   static sockaddr_in Loopback(int port) {
@@ -109,6 +113,12 @@ class TcpProxy {
           open = false;
           break;
         }
+        // A reply held back: the connection is still cut through if the proxy is meanwhile.
+        for (int waited = 0;
+             i == 1 && waited < reply_delay_ms_ && !stopping_ && generation_ == generation;
+             waited += 10) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
         for (ssize_t done = 0; done < n;) {
           const ssize_t w = ::send(to, buffer + done, static_cast<size_t>(n - done), MSG_NOSIGNAL);
           if (w <= 0) {
@@ -131,6 +141,7 @@ class TcpProxy {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
   std::atomic<int> generation_{0};
+  std::atomic<int> reply_delay_ms_{0};
   std::thread acceptor_;
   std::mutex mu_;
   std::list<std::thread> pumps_;  // guarded by mu_

@@ -199,10 +199,27 @@ class Sequence {
         Claimable(step.next, context_.now_unix_ms + kMargin - 1)) {
       return fail("claimable before the stop margin after an expiry");
     }
-    // A cancel that waited is carried out when the attempt ends.
-    if (before.intent == Intent::kCancel && step.close && !step.next.attempt_open &&
-        step.next.state != CellState::kCancelled && step.next.state != CellState::kSucceeded) {
-      return fail("a pending cancel was not carried out");
+    // A cancel that waited is carried out when the attempt ends (a success stands unless a
+    // fresh rerun was asked for too).
+    if (step.close && !step.next.attempt_open && !step.late_success) {
+      if (before.intent == Intent::kCancel && step.next.state != CellState::kCancelled &&
+          step.next.state != CellState::kSucceeded) {
+        return fail("a pending cancel was not carried out");
+      }
+      if (before.intent == Intent::kCancelFresh && step.next.state != CellState::kCancelled) {
+        return fail("a pending cancel after a fresh rerun was not carried out");
+      }
+    }
+    // A fresh rerun asked for is carried out, whatever came after it: the cell never ends an
+    // attempt (nor goes on) in the lineage it was asked to leave.
+    if ((before.intent == Intent::kRerunFresh || before.intent == Intent::kCancelFresh) &&
+        step.close && !step.late_success && !step.new_lineage) {
+      return fail("a pending fresh rerun was dropped");
+    }
+    if (before.attempt_open &&
+        (before.intent == Intent::kRerunFresh || before.intent == Intent::kCancelFresh) &&
+        std::holds_alternative<Cancel>(event) && step.next.intent != Intent::kCancelFresh) {
+      return fail("a cancel dropped a pending fresh rerun");
     }
     if (step.ended_for_good && step.next.state != CellState::kFailed &&
         step.next.state != CellState::kDiverged && step.next.state != CellState::kCancelled) {

@@ -291,7 +291,8 @@ TEST(ClaimTest, OpensTheNextAttemptOfAQueuedCell) {
 }
 
 TEST(ClaimTest, ARunningCellIsNeverClaimedAgain) {
-  for (Intent intent : {Intent::kNone, Intent::kCancel, Intent::kRerun, Intent::kRerunFresh}) {
+  for (Intent intent : {Intent::kNone, Intent::kCancel, Intent::kRerun, Intent::kRerunFresh,
+                        Intent::kCancelFresh}) {
     const Step step = Apply(Running(0, intent), Claim{}, At(kNow));
     EXPECT_EQ(step.verdict, Verdict::kNotClaimable) << IntentName(intent);
     EXPECT_EQ(step.next.attempt, 1);
@@ -395,6 +396,24 @@ TEST(IntentTest, AFreshRerunStaysFreshUntilCarriedOut) {
   EXPECT_TRUE(end.new_lineage);
   EXPECT_EQ(end.next.lineage, 2);
   EXPECT_EQ(end.next.state, CellState::kQueued);
+}
+
+// "rerun --fresh, then cancel" of a running cell: cancelled, and the old run is gone with its
+// points even when the attempt went on to succeed; a rerun after it starts from scratch.
+TEST(IntentTest, ACancelAfterAFreshRerunKeepsTheFreshRerun) {
+  CellLife cell = Apply(Running(), Rerun{true}, At(kNow)).next;
+  cell = Apply(cell, Cancel{}, At(kNow)).next;
+  EXPECT_EQ(cell.intent, Intent::kCancelFresh);
+  EXPECT_EQ(SelectedAs(cell.state, cell.intent), CellState::kCancelled);
+  const Step end = ReportOf(cell, Reported(AttemptOutcome::kSucceeded));
+  EXPECT_EQ(end.next.state, CellState::kCancelled);
+  EXPECT_EQ(end.close->outcome, "cancelled");
+  EXPECT_TRUE(end.new_lineage);
+  EXPECT_EQ(end.next.lineage, 2);
+  // Rerun after the cancel: still fresh.
+  cell = Apply(Apply(Running(), Rerun{true}, At(kNow)).next, Cancel{}, At(kNow)).next;
+  cell = Apply(cell, Rerun{false}, At(kNow)).next;
+  EXPECT_EQ(cell.intent, Intent::kRerunFresh);
 }
 
 TEST(IntentTest, AFreshRerunOfAnEndedCellBeginsANewLineageAtOnce) {
@@ -541,7 +560,8 @@ TEST(TrunkTest, AnExtendedTrunkThatSucceededRunsAgain) {
 }
 
 TEST(IntentNameTest, RoundTrips) {
-  for (Intent i : {Intent::kNone, Intent::kCancel, Intent::kRerun, Intent::kRerunFresh}) {
+  for (Intent i : {Intent::kNone, Intent::kCancel, Intent::kRerun, Intent::kRerunFresh,
+                   Intent::kCancelFresh}) {
     EXPECT_EQ(IntentFromName(IntentName(i)), i);
   }
   EXPECT_FALSE(IntentFromName("later").has_value());

@@ -1,0 +1,67 @@
+// onset-lifecycle-sim: runs the lifecycle simulator (tests/sim/simulation.h) over a range of
+// seeds and says how many broke no promise. A bench, not a test: each seed runs the real onsetd
+// and workers for about a minute. A failing seed prints its schedule and keeps its files; run it
+// again with --seed N --keep.
+//
+//   build/bin/onset-lifecycle-sim --seeds 1-200 [--workers 3] [--cells 8] [--faults-s 20]
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tests/sim/simulation.h"
+
+int main(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  CLI::App app{"onset-lifecycle-sim: the lifecycle simulator over many seeds"};
+  std::string seeds = "1-20";
+  int workers = 3, cells = 8, faults_s = 20;
+  bool keep = false, no_full_disk = false;
+  std::string bin_dir, dir = (fs::temp_directory_path() / "onset-sim").string();
+  {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) bin_dir = self.parent_path().string();
+  }
+  app.add_option("--seeds", seeds, "a seed (7) or a range (1-200)")->capture_default_str();
+  app.add_option("--seed", seeds, "the same as --seeds");
+  app.add_option("--workers", workers, "onset-workers")->capture_default_str();
+  app.add_option("--cells", cells, "cells of the study")->capture_default_str();
+  app.add_option("--faults-s", faults_s, "seconds of faults per seed")->capture_default_str();
+  app.add_option("--bin-dir", bin_dir, "where onsetd, onset-worker and onset-sim-trainer are")
+      ->capture_default_str();
+  app.add_option("--dir", dir, "scratch directory (a subdirectory per seed)")
+      ->capture_default_str();
+  app.add_flag("--keep", keep, "keep every seed's files, not only a failing one's");
+  app.add_flag("--no-full-disk", no_full_disk, "no full-disk faults");
+  CLI11_PARSE(app, argc, argv);
+  uint32_t first = 0, last = 0;
+  const size_t dash = seeds.find('-');
+  first = static_cast<uint32_t>(std::stoul(seeds.substr(0, dash)));
+  last =
+      dash == std::string::npos ? first : static_cast<uint32_t>(std::stoul(seeds.substr(dash + 1)));
+  int ok = 0, failed = 0;
+  double seconds = 0;
+  for (uint32_t seed = first; seed <= last; ++seed) {
+    onset::sim::SimOptions options;
+    options.seed = seed;
+    options.bin_dir = bin_dir;
+    options.dir = dir + "/seed-" + std::to_string(seed);
+    options.keep_dir = keep;
+    options.workers = workers;
+    options.cells = cells;
+    options.faults = std::chrono::seconds(faults_s);
+    options.full_disk = !no_full_disk;
+    fs::remove_all(options.dir);
+    const onset::sim::SimReport report = onset::sim::RunSimulation(options);
+    std::fputs(report.Describe().c_str(), stdout);
+    std::fflush(stdout);
+    (report.ok() ? ok : failed) += 1;
+    seconds += report.seconds;
+  }
+  std::printf("%d of %d seeds broke no promise (%.0f s in all)\n", ok, ok + failed, seconds);
+  return failed == 0 ? 0 : 1;
+}

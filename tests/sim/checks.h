@@ -1,0 +1,45 @@
+// What the lifecycle simulator holds the system to once its faults have stopped and every cell
+// has had its time to end, read from the trainers' journal (journal.h) and the coordinator's
+// database:
+//
+//   1. never two trainers of one cell at once (the trainers' cell locks, VIOLATION lines);
+//   2. every checkpoint an attempt was told to resume was there and whole (VIOLATION lines);
+//   3. every stored point of a cell comes from one run (one lineage of attempts): one value of
+//      sim/run, and after a fresh rerun a run that started after it was asked for;
+//   4. a succeeded cell has its whole curve, a point at every step, and none past its budget;
+//   5. failures are counted only for real ones: a counted crash is one the trainer made, a
+//      counted loss is of an attempt whose trainer ran;
+//   6. every cell ended (succeeded, failed, diverged or cancelled) in the time it was given.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace onset::sim {
+
+struct CheckInput {
+  std::string db;           // the coordinator's database, no longer served
+  std::string journal_dir;  // the trainers' journal
+  int64_t step_tokens = 0;  // tokens per step of every cell
+  // Cell id -> when the latest `rerun --fresh` of it that the coordinator accepted was sent
+  // (unix ms).
+  std::map<std::string, int64_t> fresh_reruns;
+};
+
+// What the cells came to, for the report.
+struct CellCounts {
+  int succeeded = 0;
+  int failed = 0;
+  int cancelled = 0;
+  int diverged = 0;
+  int unfinished = 0;
+  int attempts = 0;
+  int trainers = 0;  // START lines
+};
+
+// Every broken promise, one line each; empty when all hold. `counts` is filled in.
+std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* counts);
+
+}  // namespace onset::sim

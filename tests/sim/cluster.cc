@@ -1,0 +1,209 @@
+#include "tests/sim/cluster.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "common/auth_token.h"
+#include "tests/sim/journal.h"
+
+namespace onset::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A process's stderr, appended to a file line by line.
+std::function<void(const std::string&)> ToFile(const std::string& path) {
+  auto out = std::make_shared<std::ofstream>(path, std::ios::app);
+  auto mu = std::make_shared<std::mutex>();
+  return [out, mu](const std::string& line) {
+    std::lock_guard<std::mutex> lock(*mu);
+    *out << line << "\n";
+    out->flush();
+  };
+}
+
+bool Alive(const std::unique_ptr<worker::Process>& p) {
+  return p != nullptr && !p->WaitFor(std::chrono::milliseconds(0));
+}
+
+}  // namespace
+
+Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
+  fs::create_directories(config_.dir);
+  fs::create_directories(JournalDir());
+  port_ = FreePort();
+  address_ = "127.0.0.1:" + std::to_string(port_);
+  workers_.resize(config_.workers);
+  for (int i = 0; i < config_.workers; ++i) {
+    proxies_.push_back(std::make_unique<testutil::TcpProxy>(port_));
+  }
+}
+
+Cluster::~Cluster() { Stop(); }
+
+std::string Cluster::Db() const { return config_.dir + "/onset.db"; }
+std::string Cluster::JournalDir() const { return config_.dir + "/journal"; }
+std::string Cluster::Log(const std::string& name) const {
+  return config_.dir + "/" + name + ".log";
+}
+
+bool Cluster::Start(std::string* why) {
+  // Made before onsetd's first start, which then finds and keeps it.
+  absl::StatusOr<std::string> token =
+      common::LoadOrCreateTokenFile(config_.dir + "/" + common::kTokenFileName);
+  if (!token.ok()) {
+    *why = std::string(token.status().message());
+    return false;
+  }
+  token_ = *token;
+  if (!StartDaemon(why)) return false;
+  for (int i = 0; i < workers(); ++i) StartWorker(i);
+  return true;
+}
+
+bool Cluster::StartDaemon(std::string* why) {
+  if (Alive(daemon_)) return true;
+  worker::SpawnOptions options;
+  options.program = config_.bin_dir + "/onsetd";
+  options.args = {"--db",
+                  Db(),
+                  "--listen",
+                  address_,
+                  "--token-file",
+                  config_.dir + "/" + common::kTokenFileName,
+                  "--lease-ttl-ms",
+                  std::to_string(config_.lease_ttl_ms),
+                  "--heartbeat-interval-ms",
+                  std::to_string(config_.heartbeat_ms),
+                  "--retry-backoff-ms",
+                  std::to_string(config_.retry_backoff_ms),
+                  "--max-failures",
+                  std::to_string(config_.max_failures),
+                  "--checkpoint-root",
+                  config_.dir + "/checkpoints"};
+  options.env["LD_PRELOAD"] = config_.bin_dir + "/libonset-sim-full-disk.so";
+  options.env["ONSET_SIM_FULL_DISK"] = config_.dir + "/disk-full";
+  options.on_stderr_line = ToFile(Log("onsetd"));
+  absl::StatusOr<std::unique_ptr<worker::Process>> p = launcher_.Spawn(std::move(options));
+  if (!p.ok()) {
+    *why = std::string(p.status().message());
+    return false;
+  }
+  daemon_ = std::move(*p);
+  // Up once its port takes a connection.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!Alive(daemon_)) {
+      *why = "onsetd exited: " + daemon_->StderrTail();
+      return false;
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (up) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  *why = "onsetd did not listen on " + address_ + " within 30 s";
+  return false;
+}
+
+void Cluster::SignalDaemon(int sig) {
+  if (!daemon_) return;
+  ::kill(daemon_->pid(), sig);
+  if (!daemon_->WaitFor(std::chrono::seconds(20))) daemon_->Terminate(std::chrono::seconds(1));
+  daemon_->Wait();
+}
+
+bool Cluster::DaemonRuns() const { return Alive(daemon_); }
+
+void Cluster::StartWorker(int i) {
+  if (Alive(workers_[i])) return;
+  const std::string name = "w" + std::to_string(i);
+  worker::SpawnOptions options;
+  options.program = config_.bin_dir + "/onset-worker";
+  options.args = {"--coordinator",     proxies_[i]->address(),
+                  "--trainer",         config_.bin_dir + "/onset-sim-trainer",
+                  "--work-dir",        config_.dir + "/" + name,
+                  "--checkpoint-root", config_.dir + "/checkpoints",
+                  "--slots",           "1",
+                  "--stop-grace",      "2",
+                  "--token-file",      config_.dir + "/" + common::kTokenFileName};
+  options.env["ONSET_SIM_JOURNAL"] = JournalDir();
+  options.env["ONSET_SIM_STEP_MS"] = std::to_string(config_.step_ms);
+  options.env["ONSET_SIM_CRASH_PERMILLE"] = std::to_string(config_.crash_permille);
+  options.on_stderr_line = ToFile(Log(name));
+  absl::StatusOr<std::unique_ptr<worker::Process>> p = launcher_.Spawn(std::move(options));
+  if (p.ok()) workers_[i] = std::move(*p);
+}
+
+void Cluster::SignalWorker(int i, int sig) {
+  if (Alive(workers_[i])) ::kill(workers_[i]->pid(), sig);
+}
+
+bool Cluster::WaitWorker(int i, std::chrono::milliseconds wait) {
+  if (!workers_[i]) return true;
+  return workers_[i]->WaitFor(wait);
+}
+
+bool Cluster::WorkerRuns(int i) const { return Alive(workers_[i]); }
+
+void Cluster::Cut(int i) { proxies_[i]->Cut(); }
+void Cluster::Heal(int i) {
+  proxies_[i]->Heal();
+  proxies_[i]->DelayReplies(0);
+}
+void Cluster::DelayReplies(int i, int ms) { proxies_[i]->DelayReplies(ms); }
+
+void Cluster::SetDiskFull(bool full) {
+  const std::string flag = config_.dir + "/disk-full";
+  if (full) {
+    std::ofstream(flag) << "full\n";
+  } else {
+    std::error_code ec;
+    fs::remove(flag, ec);
+  }
+}
+
+void Cluster::Restore() {
+  SetDiskFull(false);
+  for (int i = 0; i < workers(); ++i) Heal(i);
+  std::string why;
+  if (!DaemonRuns()) StartDaemon(&why);
+  for (int i = 0; i < workers(); ++i) {
+    if (!WorkerRuns(i)) StartWorker(i);
+  }
+}
+
+void Cluster::Stop() {
+  SetDiskFull(false);
+  for (int i = 0; i < workers(); ++i) Heal(i);
+  for (auto& w : workers_) {
+    if (Alive(w)) w->Terminate(std::chrono::seconds(10));
+  }
+  if (Alive(daemon_)) daemon_->Terminate(std::chrono::seconds(10));
+}
+
+}  // namespace onset::sim

@@ -1,0 +1,48 @@
+#include "tests/sim/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace onset::sim {
+namespace {
+
+// A failing seed replays: the same seed draws the same schedule.
+TEST(ScheduleTest, ASeedDrawsTheSameScheduleEveryTime) {
+  ScheduleOptions options;
+  const std::vector<Action> a = DrawSchedule(7, options);
+  const std::vector<Action> b = DrawSchedule(7, options);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].Describe(), b[i].Describe());
+  const std::vector<Action> c = DrawSchedule(8, options);
+  bool differs = a.size() != c.size();
+  for (size_t i = 0; !differs && i < a.size(); ++i) differs = a[i].Describe() != c[i].Describe();
+  EXPECT_TRUE(differs);
+}
+
+TEST(ScheduleTest, ActionsStayInTheirWindowAndEveryKindIsDrawn) {
+  ScheduleOptions options;
+  options.faults_ms = 20'000;
+  options.cells = 4;
+  options.workers = 2;
+  std::set<ActionKind> kinds;
+  for (uint32_t seed = 1; seed <= 50; ++seed) {
+    int64_t last = 0;
+    for (const Action& a : DrawSchedule(seed, options)) {
+      EXPECT_GT(a.at_ms, last);
+      EXPECT_LT(a.at_ms, options.faults_ms);
+      EXPECT_LT(a.cell, options.cells);
+      EXPECT_LT(a.worker, options.workers);
+      last = a.at_ms;
+      kinds.insert(a.kind);
+    }
+  }
+  EXPECT_EQ(kinds.size(), 10u);
+  options.full_disk = false;
+  for (uint32_t seed = 1; seed <= 50; ++seed) {
+    for (const Action& a : DrawSchedule(seed, options)) EXPECT_NE(a.kind, ActionKind::kDiskFull);
+  }
+}
+
+}  // namespace
+}  // namespace onset::sim

@@ -1,0 +1,56 @@
+// The lifecycle simulator: the real onsetd and onset-workers (with a scripted trainer, not
+// onset-train) on loopback, a study of small cells, and a seeded random schedule of what users
+// and machines do to them (schedule.h): cancel, rerun, rerun --fresh, cancel then rerun of
+// running cells, SIGKILL, SIGTERM and SIGHUP of workers and of onsetd (started again), partitions
+// and slow replies through proxies, a full disk. Once the faults stop, every cell is given a
+// bounded time to end, everything is stopped, and the invariants of checks.h are checked on the
+// trainers' journal and the database. A failing seed prints its schedule, to be replayed with
+// the same seed.
+//
+// tests/sim/simulation_test.cc runs a few seeds in CI; bench/lifecycle_sim.cc runs as many as
+// asked (docs/operating-onsetd.md gives how many ran clean).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/sim/checks.h"
+#include "tests/sim/schedule.h"
+
+namespace onset::sim {
+
+struct SimOptions {
+  uint32_t seed = 1;
+  std::string bin_dir;  // onsetd, onset-worker, onset-sim-trainer, libonset-sim-full-disk.so
+  std::string dir;      // scratch; removed afterwards unless keep_dir (or a failure)
+  bool keep_dir = false;
+  // A cell takes some 5 s to train, and the study about as long as the faults go on (with three
+  // workers), so that the faults strike cells at every stage.
+  int workers = 3;
+  int cells = 8;
+  int steps = 50;  // per cell
+  int step_ms = 100;
+  int crash_permille = 2;  // chance per step that a trainer fails on purpose
+  std::chrono::milliseconds faults{20'000};
+  std::chrono::milliseconds settle{120'000};  // the time every cell then has to end
+  bool full_disk = true;
+};
+
+struct SimReport {
+  uint32_t seed = 0;
+  std::vector<std::string> schedule;    // what was done, with what it answered
+  std::vector<std::string> violations;  // broken promises (checks.h)
+  CellCounts counts;
+  double seconds = 0;
+  std::string dir;  // kept when something failed
+
+  bool ok() const { return violations.empty(); }
+  // The seed, the counts, and on failure the schedule and every violation.
+  std::string Describe() const;
+};
+
+SimReport RunSimulation(const SimOptions& options);
+
+}  // namespace onset::sim
