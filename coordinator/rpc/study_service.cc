@@ -25,6 +25,13 @@ grpc::Status StudyServiceImpl::SubmitStudy(
     grpc::ServerContext* context, const onset::v1::SubmitStudyRequest* request,
     grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  // Parsing, planning and the answer hold every cell of the study: so many at once, no more.
+  std::optional<common::Admission::Ticket> admitted = submissions_.Enter(kSubmissionWait);
+  if (!admitted) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the coordinator is busy with " + std::to_string(submissions_.places()) +
+                            " other submissions; submit again later");
+  }
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
   if (!spec.ok()) return common::ToGrpcStatus(spec.status());

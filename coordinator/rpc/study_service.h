@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "common/admission.h"
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "coordinator/rpc/proto_convert.h"
@@ -27,8 +28,14 @@ inline constexpr int kWorkersPerPage = 200;
 // longer died without saying so.
 inline constexpr std::chrono::minutes kWorkerLiveWindow{10};
 
-// Thread-safe (stateless besides the store). `store` and `auth` must outlive the service; every
-// call is refused with UNAUTHENTICATED unless `auth` accepts it.
+// SubmitStudy calls (submissions and dry runs) at once: each holds every cell of its study (a
+// hundred thousand, a few hundred MB); the others wait up to kSubmissionWait for a place, then get
+// RESOURCE_EXHAUSTED (try again).
+inline constexpr int kConcurrentSubmissions = 2;
+inline constexpr std::chrono::seconds kSubmissionWait{60};
+
+// Thread-safe (stateless besides the store and the submissions' admission). `store` and `auth` must
+// outlive the service; every call is refused with UNAUTHENTICATED unless `auth` accepts it.
 class StudyServiceImpl final : public onset::v1::StudyService::Service {
  public:
   // `shared_checkpoints`: the coordinator keeps checkpoints under a root every worker sees
@@ -75,6 +82,7 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   const bool shared_checkpoints_;
   const common::Clock& clock_;
   std::atomic<bool> stopping_{false};
+  common::Admission submissions_{kConcurrentSubmissions};
 };
 
 }  // namespace onset::coordinator

@@ -82,30 +82,73 @@ absl::Status SqliteStore::ReadOnlyError() const {
 
 // ----- studies ---------------------------------------------------------------------------------
 
-absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
-  return AddOrPreviewStudy(study, /*write=*/true);
-}
-
 absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) {
-  return AddOrPreviewStudy(study, /*write=*/false);
+  ONSET_RETURN_IF_ERROR(studies::CheckRoles(study.cells));
+  // On a reader: a dry run, however large, never holds up a write.
+  return Read<AddStudyResult>([&](db::Connection& db) -> absl::StatusOr<AddStudyResult> {
+    ONSET_ASSIGN_OR_RETURN(studies::SubmissionWrites writes, studies::PlanWrites(db, study));
+    return studies::PreviewResult(db, study, writes, clock_.WallUnixMs());
+  });
 }
 
-absl::StatusOr<AddStudyResult> SqliteStore::AddOrPreviewStudy(const NewStudy& study, bool write) {
+absl::StatusOr<AddStudyResult> SqliteStore::AddStudy(const NewStudy& study) {
   ONSET_RETURN_IF_ERROR(studies::CheckRoles(study.cells));
-  auto op = [&](db::Connection& db) -> absl::StatusOr<AddStudyResult> {
-    const int64_t now = clock_.WallUnixMs();
-    ONSET_RETURN_IF_ERROR(studies::CheckPlanHolds(db, study));
-    studies::StoredCells stored;
-    ONSET_ASSIGN_OR_RETURN(const int64_t study_id, studies::UpsertStudy(db, study, now, &stored));
-    AddStudyResult result;
-    ONSET_ASSIGN_OR_RETURN(std::vector<const CellSpec*> new_branches,
-                           studies::WriteCells(db, study_id, study, now, &stored, &result));
-    ONSET_RETURN_IF_ERROR(studies::LinkBranches(db, study_id, study.name, new_branches));
-    ONSET_RETURN_IF_ERROR(studies::LoadSubmitted(db, study_id, study, &result));
-    return result;
-  };
   if (!writer_) return ReadOnlyError();
-  return writer_->Run<AddStudyResult>(op, /*roll_back=*/!write);
+  // One submission is written at a time, so that what one planned stays true across its
+  // transactions (another would be planned again: ApplyStudy's check).
+  common::MutexLock one_at_a_time(&submissions_mu_);
+  ONSET_ASSIGN_OR_RETURN(studies::SubmissionWrites writes,
+                         Read<studies::SubmissionWrites>(
+                             [&](db::Connection& db) { return studies::PlanWrites(db, study); }));
+  const int64_t now = clock_.WallUnixMs();
+  ONSET_ASSIGN_OR_RETURN(const int64_t study_id, writer_->Run<int64_t>([&](db::Connection& db) {
+    return studies::ApplyStudy(db, study, writes, now);
+  }));
+  // The rest in transactions of kSubmissionRowsPerWrite rows: the lease traffic passes between
+  // them. A failure leaves the rows written so far (submitting the file again adds the rest:
+  // cells are content-addressed), and says so.
+  size_t written = 0;
+  auto failed = [&](const absl::Status& s) {
+    return absl::Status(s.code(), "study " + study.name + ": stored " + std::to_string(written) +
+                                      " of its " + std::to_string(writes.new_cells.size()) +
+                                      " new cells, then: " + std::string(s.message()) +
+                                      " (submitting the file again adds the rest)");
+  };
+  for (size_t from = 0; from < writes.relabels.size(); from += kSubmissionRowsPerWrite) {
+    const size_t to = std::min(writes.relabels.size(), from + kSubmissionRowsPerWrite);
+    const std::vector<std::pair<const CellSpec*, std::string>> chunk(writes.relabels.begin() + from,
+                                                                     writes.relabels.begin() + to);
+    absl::Status s = writer_->Run(
+        [&](db::Connection& db) { return studies::ApplyRelabels(db, study_id, chunk); });
+    if (!s.ok()) return failed(s);
+  }
+  std::vector<const CellSpec*> unlinked;  // branches written before their trunk
+  for (size_t from = 0; from < writes.new_cells.size(); from += kSubmissionRowsPerWrite) {
+    const size_t to = std::min(writes.new_cells.size(), from + kSubmissionRowsPerWrite);
+    const std::vector<const CellSpec*> chunk(writes.new_cells.begin() + from,
+                                             writes.new_cells.begin() + to);
+    absl::StatusOr<std::vector<const CellSpec*>> waiting =
+        writer_->Run<std::vector<const CellSpec*>>([&](db::Connection& db) {
+          return studies::ApplyCells(db, study_id, study, chunk, now);
+        });
+    if (!waiting.ok()) return failed(waiting.status());
+    unlinked.insert(unlinked.end(), waiting->begin(), waiting->end());
+    written = to;
+  }
+  for (size_t from = 0; from < unlinked.size(); from += kSubmissionRowsPerWrite) {
+    const size_t to = std::min(unlinked.size(), from + kSubmissionRowsPerWrite);
+    const std::vector<const CellSpec*> chunk(unlinked.begin() + from, unlinked.begin() + to);
+    absl::Status s = writer_->Run(
+        [&](db::Connection& db) { return studies::LinkBranches(db, study_id, study.name, chunk); });
+    if (!s.ok()) return failed(s);
+  }
+  return Read<AddStudyResult>([&](db::Connection& db) -> absl::StatusOr<AddStudyResult> {
+    AddStudyResult result;
+    ONSET_RETURN_IF_ERROR(studies::LoadSubmitted(db, study_id, study, &result));
+    result.new_cell_ids = studies::NewCellIds(study, writes);
+    result.cells_added = static_cast<int>(result.new_cell_ids.size());
+    return result;
+  });
 }
 
 absl::StatusOr<std::vector<StoredPlanCell>> SqliteStore::PlanCells(const std::string& study) {

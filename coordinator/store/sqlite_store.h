@@ -83,6 +83,10 @@ class SqliteStore final : public Store {
     return OpenReadOnly(path, clock, Options());
   }
 
+  // A submission writes its rows in transactions of at most this many, so that lease traffic
+  // never waits behind a large one for long.
+  static constexpr size_t kSubmissionRowsPerWrite = 1000;
+
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
   absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) override;
@@ -155,8 +159,6 @@ class SqliteStore final : public Store {
   // What every write returns on a read-only store (FailedPrecondition naming the file).
   absl::Status ReadOnlyError() const;
 
-  // AddStudy, or with `write` false PreviewStudy.
-  absl::StatusOr<AddStudyResult> AddOrPreviewStudy(const NewStudy& study, bool write);
   // Before a registration: when max_workers_ rows exist, forgets the stalest workers that ran
   // nothing (Options::max_workers); ResourceExhausted when none may be forgotten. On the writer.
   absl::Status MakeRoomForAWorker(db::Connection& db, int64_t now);
@@ -178,6 +180,8 @@ class SqliteStore final : public Store {
   std::unique_ptr<db::WriteQueue> writer_;  // null when read-only
   std::unique_ptr<db::ReadPool> readers_;   // null for an in-memory database
   // Read-only only: the connection whose PRAGMA data_version is the change counter.
+  // Held while a submission is written (its transactions follow its plan).
+  common::Mutex submissions_mu_;
   mutable common::Mutex versions_mu_;
   std::unique_ptr<db::Connection> versions_ ABSL_GUARDED_BY(versions_mu_);
   const int change_poll_ms_ = 100;

@@ -321,8 +321,12 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Inserts the study (or finds it by name) and the cells it does not have yet, atomically.
-  // The same file twice adds nothing; a changed file under the same name adds only its new
+  // Inserts the study (or finds it by name) and the cells it does not have yet. Every check
+  // runs before anything is written; the rows are then written in bounded transactions (so that
+  // no other write waits long behind a large submission): a write that fails midway leaves the
+  // cells written so far, and its error says how many (submitting the file again adds the rest).
+  // A new branch is never claimable before it is linked to its trunk. The same file twice adds
+  // nothing; a changed file under the same name adds only its new
   // cells (existing cells, also those no longer in the file, stay), records the latest source
   // and shows the existing cells it names with its display axes. Studies are append-only
   // (append_only.h): FailedPrecondition, and nothing written, when a new cell would redefine
@@ -334,8 +338,8 @@ class Store {
   // trunk of the study, stored before or in this submission: InvalidArgument, and nothing
   // written, otherwise.
   virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
-  // What AddStudy would return, errors included, without writing anything. Cells not stored
-  // yet appear queued.
+  // What AddStudy would return, errors included, without writing anything; it reads only (on a
+  // reader: it never holds up a write). Cells not stored yet appear queued.
   virtual absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) = 0;
   // Every stored cell of the study with its role, trunks included; empty for an unknown study.
   virtual absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) = 0;

@@ -98,11 +98,19 @@ TEST_F(ReadOnlyServerTest, ServesStudiesInProcessAndRefusesWrites) {
   grpc::ClientContext submit_context;
   v1::SubmitStudyRequest submit;
   submit.set_yaml(testing::kSmallStudy);
-  submit.set_dry_run(true);
   v1::SubmitStudyResponse submitted;
   auto reader = stub->SubmitStudy(&submit_context, submit);
   EXPECT_FALSE(reader->Read(&submitted));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  // A dry run writes nothing, so a read-only coordinator answers it.
+  grpc::ClientContext dry_context;
+  submit.set_dry_run(true);
+  auto dry = stub->SubmitStudy(&dry_context, submit);
+  v1::SubmitStudyResponse previewed;
+  while (dry->Read(&previewed)) {
+  }
+  EXPECT_TRUE(dry->Finish().ok());
 
   // Still all queued: nothing was written.
   grpc::ClientContext again_context;
