@@ -58,7 +58,7 @@ std::optional<std::vector<v1::CellState>> ParseStates(const std::string& text, s
   return ParseStateList(
       text,
       {v1::CELL_STATE_FAILED, v1::CELL_STATE_DIVERGED, v1::CELL_STATE_CANCELLED,
-       v1::CELL_STATE_SUCCEEDED, v1::CELL_STATE_BACKOFF},
+       v1::CELL_STATE_SUCCEEDED, v1::CELL_STATE_BACKOFF, v1::CELL_STATE_RUNNING},
       [](const std::string& name) {
         return "'" + name + "' is not a state a cell can be rerun from";
       },
@@ -97,7 +97,8 @@ int CancelCommand(StudyClient& client, const std::string& study,
   } else {
     out << study << ": " << response->cancelled() << " cell"
         << (response->cancelled() == 1 ? "" : "s")
-        << " cancelled (running ones stop at their next heartbeat)\n";
+        << " cancelled (running ones stop at their next heartbeat, and show as running until "
+           "their trainer has stopped)\n";
   }
   return 0;
 }
@@ -158,7 +159,8 @@ void AddCellCommands(CLI::App& app, CommandTable& table) {
   rerun_app->add_option("CELL", rerun->cells, "only these cells (ids, or unique prefixes of them)");
   rerun_app->add_option("--state", rerun->states,
                         "comma-separated states to rerun (default failed,diverged,cancelled; also "
-                        "succeeded, backoff)");
+                        "succeeded, backoff, running: a running cell runs again once its attempt "
+                        "has stopped)");
   rerun_app->add_option("--where", rerun->where,
                         "only cells whose axes match, e.g. arch=swa,window=16");
   rerun_app->add_flag("--fresh", rerun->fresh,

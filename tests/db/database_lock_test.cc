@@ -50,6 +50,26 @@ TEST(DatabaseLockTest, ASecondHolderIsRefusedWithTheFirstsPid) {
   EXPECT_TRUE(DatabaseLock::Acquire(db).ok());
 }
 
+// One database reached by two names (a link to the file,
+// a link to its directory) is one lock, so two coordinators cannot both serve it.
+TEST(DatabaseLockTest, ADatabaseReachedThroughALinkIsLockedWhereItIs) {
+  testutil::TempDir dir;
+  std::filesystem::create_directories(dir.File("x"));
+  std::filesystem::create_directories(dir.File("y"));
+  std::ofstream(dir.File("x/onset.db")).close();
+  std::filesystem::create_symlink(dir.File("x/onset.db"), dir.File("y/onset.db"));
+  std::filesystem::create_directory_symlink(dir.File("x"), dir.File("z"));
+  absl::StatusOr<std::unique_ptr<DatabaseLock>> first =
+      DatabaseLock::Acquire(dir.File("x/onset.db"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (const std::string& other : {dir.File("y/onset.db"), dir.File("z/onset.db")}) {
+    absl::StatusOr<std::unique_ptr<DatabaseLock>> second = DatabaseLock::Acquire(other);
+    ASSERT_FALSE(second.ok()) << other;
+    EXPECT_THAT(std::string(second.status().message()), HasSubstr("is in use"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("y/onset.db.lock")));
+}
+
 TEST(DatabaseLockTest, ALockFileLeftBehindDoesNotBlock) {
   testutil::TempDir dir;
   const std::string db = dir.File("onset.db");

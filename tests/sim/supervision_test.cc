@@ -156,7 +156,7 @@ int FreePort() {
   return probe.port();
 }
 
-// Row 3 of the fenced lifecycle's issue: `onset run` hung up on (SIGHUP), killed outright
+// `onset run` hung up on (SIGHUP), killed outright
 // (SIGKILL) or interrupted twice (Ctrl-C, Ctrl-C) leaves no trainer running, and the next `onset
 // run` finishes the cell with one trainer at a time.
 TEST_F(SupervisionTest, OnsetRunEndedAnyWayLeavesNoTrainerAndTheNextRunFinishes) {
@@ -235,7 +235,7 @@ TEST_F(SupervisionTest, AWorkerEndedAnyWayTakesItsTrainerWithIt) {
   EXPECT_THAT(Violations(), IsEmpty());
 }
 
-// Row 4: the worker counts its lease from when it asked. A reply held back past the lease
+// The worker counts its lease from when it asked. A reply held back past the lease
 // (slow network) starts no trainer; the claim, never confirmed, costs the cell no failure, and
 // the cell runs once the network is well again.
 TEST_F(SupervisionTest, ALeaseReplyThatComesTooLateStartsNoTrainerAndCostsNothing) {

@@ -26,10 +26,12 @@ TEST(CellCommandsTest, ParsesRerunnableStates) {
   EXPECT_EQ(*states, (std::vector<v1::CellState>{v1::CELL_STATE_FAILED, v1::CELL_STATE_DIVERGED,
                                                  v1::CELL_STATE_SUCCEEDED}));
   EXPECT_TRUE(ParseStates("", &error)->empty());
-  EXPECT_FALSE(ParseStates("failed,running", &error));
+  // A running cell can be rerun: its attempt is fenced off and a new one starts.
+  ASSERT_TRUE(ParseStates("running", &error)) << error;
+  EXPECT_FALSE(ParseStates("failed,queued", &error));
   EXPECT_EQ(error,
-            "--state: 'running' is not a state a cell can be rerun from (failed, diverged, "
-            "cancelled, succeeded, backoff)");
+            "--state: 'queued' is not a state a cell can be rerun from (failed, diverged, "
+            "cancelled, succeeded, backoff, running)");
 }
 
 }  // namespace

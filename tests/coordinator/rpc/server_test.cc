@@ -442,6 +442,55 @@ TEST_F(ServerTest, CancelAndRerunTakeAUniquePrefixOfACellsId) {
   EXPECT_EQ(study.study().cells_by_state().at("queued"), 6);
 }
 
+// A worker id is public (listings, logs, watch streams),
+// so it lets nobody act for the worker: every call for it must carry the secret it was given at
+// registration. One that deregistered and calls again is told so.
+TEST_F(ServerTest, AWorkerIdAloneLetsNobodyActForIt) {
+  grpc::Status status;
+  Submit(testing::kSmallStudy, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const std::string victim = Register();
+  v1::LeaseJobRequest lease_req;
+  lease_req.set_worker_id(victim);
+  lease_req.add_free_devices("cpu:0");
+  v1::LeaseJobResponse lease;
+  for (const std::string& secret : {std::string(), std::string("guess")}) {
+    lease_req.set_worker_secret(secret);
+    EXPECT_EQ(workers_->LeaseJob(Ctx().get(), lease_req, &lease).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  lease_req.set_worker_secret(testing::SecretOf(victim));
+  ASSERT_TRUE(workers_->LeaseJob(Ctx().get(), lease_req, &lease).ok());
+  ASSERT_TRUE(lease.has_job());
+  // Its lease id does not make another client the worker either.
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(victim);
+  hb.set_lease_id(lease.job().lease_id());
+  v1::HeartbeatResponse hb_resp;
+  EXPECT_EQ(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::FinishJobRequest finish;
+  finish.set_worker_id(victim);
+  finish.set_lease_id(lease.job().lease_id());
+  finish.set_outcome(v1::JOB_OUTCOME_FAILED);
+  v1::FinishJobResponse finished;
+  EXPECT_EQ(workers_->FinishJob(Ctx().get(), finish, &finished).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::DeregisterWorkerRequest bye;
+  bye.set_worker_id(victim);
+  v1::DeregisterWorkerResponse done;
+  EXPECT_EQ(workers_->DeregisterWorker(Ctx().get(), bye, &done).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // The worker itself goes on; once it says it exits, a call for it is told so.
+  hb.set_worker_secret(testing::SecretOf(victim));
+  ASSERT_TRUE(workers_->Heartbeat(Ctx().get(), hb, &hb_resp).ok());
+  bye.set_worker_secret(testing::SecretOf(victim));
+  ASSERT_TRUE(workers_->DeregisterWorker(Ctx().get(), bye, &done).ok());
+  grpc::Status told = workers_->LeaseJob(Ctx().get(), lease_req, &lease);
+  EXPECT_EQ(told.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(told.error_message(), HasSubstr("register again"));
+}
+
 // onset workers lists live workers: one that said it exits is counted, not listed, unless all are
 // asked for.
 TEST_F(ServerTest, AWorkerThatDeregistersLeavesTheLiveList) {

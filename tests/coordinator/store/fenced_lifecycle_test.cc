@@ -1,6 +1,6 @@
-// The fenced cell lifecycle on the real store, one test per hole the lifecycle's issue found at
-// 5ce5514 (the row it names): a cell runs once at a time, what it records is one run's, and every
-// call's cost is bounded by its own size.
+// The fenced cell lifecycle on the real store, one test per hole that earlier versions had (up to
+// 5ce5514): a cell runs once at a time, what it records is one run's, and every call's cost is
+// bounded by its own size.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -75,7 +75,7 @@ class FencedLifecycleTest : public ::testing::Test {
   std::string worker_;
 };
 
-// Row 1: cancel, then rerun, of a running cell runs it once more, after its attempt ended: never
+// Cancel, then rerun, of a running cell runs it once more, after its attempt ended: never
 // two attempts at once, and the old attempt is told to stop and heard no more.
 TEST_F(FencedLifecycleTest, CancelThenRerunOfARunningCellRunsItOnceAtATime) {
   ClaimedJob first = Claim();
@@ -117,7 +117,7 @@ TEST_F(FencedLifecycleTest, CancelThenRerunOfARunningCellRunsItOnceAtATime) {
   EXPECT_EQ(Cell(first.cell_id).state, CellState::kSucceeded);
 }
 
-// Row 2: `rerun --fresh` is not lost with a claim whose reply never reached its worker: the next
+// `rerun --fresh` is not lost with a claim whose reply never reached its worker: the next
 // attempt still starts from scratch, and no point of the discarded run comes back.
 TEST_F(FencedLifecycleTest, AFreshRerunSurvivesAClaimWhoseReplyWasLost) {
   ClaimedJob first = Claim();
@@ -144,7 +144,7 @@ TEST_F(FencedLifecycleTest, AFreshRerunSurvivesAClaimWhoseReplyWasLost) {
   EXPECT_EQ(Cell(first.cell_id).failures, 0);
 }
 
-// Row 10: a success that reaches the coordinator after the lease expired (a full disk around the
+// A success that reaches the coordinator after the lease expired (a full disk around the
 // attempt's end) stands while no other attempt has run, and its loss no longer counts.
 TEST_F(FencedLifecycleTest, ASuccessReportedAfterTheLeaseExpiredStands) {
   ClaimedJob job = Claim();
@@ -167,7 +167,7 @@ TEST_F(FencedLifecycleTest, ASuccessReportedAfterTheLeaseExpiredStands) {
   EXPECT_EQ(again.attempt, 2);
 }
 
-// Row 12: a point past the attempt's bound (its budget, one step and one evaluation interval) is
+// A point past the attempt's bound (its budget, one step and one evaluation interval) is
 // refused alone, and never becomes a succeeded cell's progress.
 TEST_F(FencedLifecycleTest, APointPastTheBudgetIsRefusedAndNeverShownAsProgress) {
   ClaimedJob job = Claim();
@@ -183,7 +183,7 @@ TEST_F(FencedLifecycleTest, APointPastTheBudgetIsRefusedAndNeverShownAsProgress)
   EXPECT_EQ(Cell(job.cell_id).tokens_done, budget);
 }
 
-// Row 8: a listing of workers comes in pages, each read by index; together the pages hold every
+// A listing of workers comes in pages, each read by index; together the pages hold every
 // worker once, the most recently seen first.
 TEST_F(FencedLifecycleTest, WorkersAreListedInBoundedPages) {
   for (int i = 0; i < 250; ++i) {
@@ -220,7 +220,7 @@ TEST_F(FencedLifecycleTest, WorkersAreListedInBoundedPages) {
   EXPECT_EQ(live->not_live, 241);
 }
 
-// Row 7: finding a cell by a prefix of its id walks an index, in one study or in all, whatever
+// Finding a cell by a prefix of its id walks an index, in one study or in all, whatever
 // the number of cells (it scanned every cell before, and again after every commit a waiting
 // `onset logs -f` saw).
 TEST_F(FencedLifecycleTest, ACellIsFoundByAPrefixOfItsIdThroughAnIndex) {

@@ -461,7 +461,7 @@ TEST_F(SqliteStoreTest, AClaimNamesTheRecordedCheckpointsAndDropsThePointsPastTh
   EXPECT_EQ(loss, (std::vector<int64_t>{1000, 1500}));
 }
 
-// Row 5 of the fenced lifecycle's issue: a claim whose reply never reached its worker (no call
+// A claim whose reply never reached its worker (no call
 // ever named the lease) costs the cell nothing, however often it happens, and the cell waits out
 // the stop margin before anyone claims it again.
 TEST_F(SqliteStoreTest, AClaimItsWorkerNeverConfirmedIsRequeuedWithoutAFailure) {
