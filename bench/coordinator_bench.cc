@@ -7,6 +7,7 @@
 //   onset-coordinator-bench --scale [--cells 100000] [--workers 1000] [--rounds 2]
 //                                   [--interval-ms 1000]
 //   onset-coordinator-bench --idle [--workers 500] [--busy 64] [--cells 100000] [--seconds 60]
+//   onset-coordinator-bench --costs [--cells 100000] [--dry-runs 6] [--workers 3000]
 //
 // --readers N adds N clients that read the whole study (GetStudy) back to back, and
 // --watchers N that many `onset watch` streams, to show what reads cost the write path.
@@ -23,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/coordinator_costs.h"
 #include "bench/coordinator_idle.h"
 #include "bench/coordinator_scale.h"
 #include "bench/latencies.h"
@@ -42,9 +44,10 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 int main(int argc, char** argv) {
   int workers = 16, cells = 256, batches = 20, points = 50, readers = 0, watchers = 0;
   std::string dir;
-  bool scale = false, idle = false;
+  bool scale = false, idle = false, costs = false;
   onset::bench::ScaleOptions scale_options;
   onset::bench::IdleOptions idle_options;
+  onset::bench::CostsOptions costs_options;
   CLI::App app{"onset-coordinator-bench: metric ingest and RPC latency of onsetd on loopback"};
   app.add_flag("--scale", scale,
                "the scale run instead: a --cells study (default 100000) paged through, then "
@@ -55,6 +58,15 @@ int main(int argc, char** argv) {
       "waiting for --busy trunks, each leased by a busy worker, while --workers idle workers "
       "(default 500) poll LeaseJob");
   idle_flag->excludes(app.get_option("--scale"));
+  app.add_flag("--costs", costs,
+               "what single calls cost a real onsetd (a child process) at the limits instead: a "
+               "--cells submission (default 100000), --dry-runs dry runs at once, logs by prefix, "
+               "a rerun by id, --workers workers (default 3000) of 1,024 devices listed; with "
+               "the heartbeats of four busy workers meanwhile")
+      ->excludes(app.get_option("--scale"))
+      ->excludes(idle_flag);
+  app.add_option("--dry-runs", costs_options.dry_runs, "--costs: dry runs sent at once")
+      ->check(CLI::Range(1, 64));
   app.add_option("--busy", idle_options.busy_workers, "--idle: busy workers, one trunk each")
       ->check(CLI::Range(1, 1000));
   app.add_option("--seconds", idle_options.seconds, "--idle: how long the workers run")
@@ -68,7 +80,7 @@ int main(int argc, char** argv) {
                  "--scale: each worker makes one call this often (0: back to back)")
       ->check(CLI::Range(0, 60000));
   auto* workers_option =
-      app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 1024));
+      app.add_option("--workers", workers, "simulated workers")->check(CLI::Range(1, 10000));
   auto* cells_option =
       app.add_option("--cells", cells, "cells in the study")->check(CLI::Range(1, 100000));
   app.add_option("--batches", batches, "metric batches per cell")->check(CLI::Range(1, 100000));
@@ -93,6 +105,13 @@ int main(int argc, char** argv) {
     if (app.count("--points") > 0) idle_options.points = points;
     idle_options.dir = dir;
     return onset::bench::RunIdleBench(idle_options);
+  }
+  if (costs) {
+    if (workers_option->count() > 0) costs_options.big_workers = workers;
+    if (cells_option->count() > 0) costs_options.cells = cells;
+    costs_options.bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+    costs_options.dir = dir;
+    return onset::bench::RunCostsBench(costs_options);
   }
   if (dir.empty()) {
     std::string tmpl = std::filesystem::temp_directory_path() / "onset-bench-XXXXXX";

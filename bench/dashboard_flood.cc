@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "bench/latencies.h"
+#include "bench/onsetd_process.h"
 #include "cli/client/study_client.h"
 #include "common/auth_token.h"
 #include "worker/coordinator_client.h"
@@ -108,29 +109,12 @@ int Exchange(int port, const std::string& request) {
   return std::atoi(response.c_str() + 9);
 }
 
-std::string ReadLine(const fs::path& path, std::chrono::seconds within) {
-  for (auto deadline = Clock::now() + within; Clock::now() < deadline;) {
-    std::ifstream in(path);
-    std::string line;
-    if (in && std::getline(in, line) && !line.empty()) return line;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return "";
-}
-
 // onsetd's threads, open descriptors and resident memory, from /proc.
 void Sample(pid_t pid, PhaseStats& stats) {
-  const fs::path proc = "/proc/" + std::to_string(pid);
-  std::error_code ec;
-  int64_t fds = 0;
-  for (fs::directory_iterator it(proc / "fd", ec), end; !ec && it != end; it.increment(ec)) ++fds;
-  RaiseToMax(stats.peak_fds, fds);
-  std::ifstream status(proc / "status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) RaiseToMax(stats.peak_threads, std::stoll(line.substr(8)));
-    if (line.rfind("VmRSS:", 0) == 0) RaiseToMax(stats.peak_rss_kb, std::stoll(line.substr(6)));
-  }
+  const onset::bench::ProcessSample now = onset::bench::SampleProcess(pid);
+  RaiseToMax(stats.peak_fds, now.fds);
+  RaiseToMax(stats.peak_threads, now.threads);
+  RaiseToMax(stats.peak_rss_kb, now.rss_kb);
 }
 
 int64_t FileSize(const fs::path& path) {
@@ -153,8 +137,6 @@ int64_t CountMetricPoints(const fs::path& db) {
   sqlite3_close(conn);
   return count;
 }
-
-bool Alive(pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) == 0; }
 
 }  // namespace
 
@@ -219,23 +201,18 @@ int main(int argc, char** argv) {
   fs::create_directories(root, made);
   const fs::path log = root / "onsetd.log";
 
-  ::signal(SIGPIPE, SIG_IGN);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (onsetd_nofile > 0) {
-      rlimit child{static_cast<rlim_t>(onsetd_nofile), limit.rlim_max};
-      ::setrlimit(RLIMIT_NOFILE, &child);
-    }
-    std::FILE* out = std::freopen(log.c_str(), "w", stderr);
-    if (out != nullptr) ::dup2(::fileno(stderr), STDOUT_FILENO);
-    const std::string db = (root / "onset.db").string(), addr = (root / "addr").string(),
-                      http = (root / "http").string();
-    ::execl(onsetd.c_str(), onsetd.c_str(), "--db", db.c_str(), "--listen", "127.0.0.1:0",
-            "--address-file", addr.c_str(), "--http", "127.0.0.1:0", "--http-address-file",
-            http.c_str(), static_cast<char*>(nullptr));
-    std::fprintf(stderr, "cannot run %s: %s\n", onsetd.c_str(), std::strerror(errno));
-    ::_exit(127);
+  onset::bench::OnsetdOptions onsetd_options;
+  onsetd_options.binary = onsetd;
+  onsetd_options.dir = dir;
+  onsetd_options.http = true;
+  onsetd_options.nofile = onsetd_nofile;
+  auto started = onset::bench::OnsetdProcess::Start(onsetd_options);
+  if (!started.ok()) {
+    std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
+    return 1;
   }
+  onset::bench::OnsetdProcess& daemon = **started;
+  const pid_t pid = daemon.pid();
   // Whatever happens, nothing outlives --duration by more than a minute.
   std::thread([pid, duration_s] {
     std::this_thread::sleep_for(std::chrono::seconds(duration_s + 60));
@@ -243,18 +220,9 @@ int main(int argc, char** argv) {
     ::kill(pid, SIGKILL);
     ::_exit(2);
   }).detach();
-
-  const std::string address = ReadLine(root / "addr", std::chrono::seconds(30));
-  const std::string http = ReadLine(root / "http", std::chrono::seconds(30));
-  absl::StatusOr<std::string> token =
-      onset::common::ReadTokenFile((root / onset::common::kTokenFileName).string());
-  if (address.empty() || http.empty() || !token.ok()) {
-    std::fprintf(stderr, "onsetd did not start; see %s\n", log.c_str());
-    ::kill(pid, SIGKILL);
-    return 1;
-  }
-  const int http_port = std::stoi(http.substr(http.rfind(':') + 1));
-  const onset::common::ClientSecurity security{*token, ""};
+  const std::string address = daemon.address();
+  const int http_port = daemon.http_port();
+  const onset::common::ClientSecurity security = daemon.security();
 
   std::string yaml =
       "name: flood\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: 16}\n"
@@ -263,7 +231,6 @@ int main(int argc, char** argv) {
   yaml += "]\n";
   if (auto s = onset::cli::StudyClient(address, security).Submit("flood.yaml", yaml); !s.ok()) {
     std::fprintf(stderr, "submit: %s\n", s.status().ToString().c_str());
-    ::kill(pid, SIGKILL);
     return 1;
   }
 
@@ -333,7 +300,7 @@ int main(int argc, char** argv) {
   const std::string viewer_request =
       "GET /api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\n"
       "Authorization: Bearer " +
-      *token + "\r\nConnection: close\r\n\r\n";
+      security.token + "\r\nConnection: close\r\n\r\n";
   threads.emplace_back([&] {
     while (!stop) {
       PhaseStats& p = phases[phase];
@@ -435,26 +402,12 @@ int main(int argc, char** argv) {
   holder.join();
   for (std::thread& t : senders) t.join();
   phases[kFlood].log_bytes = FileSize(log) - log_at_flood;
-  const bool alive = Alive(pid);
+  const bool alive = daemon.Alive();
   stop = true;
   for (std::thread& t : threads) t.join();
 
   // Stop onsetd; it must exit cleanly within 30 s.
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  bool exited = false;
-  for (auto deadline = Clock::now() + std::chrono::seconds(30); Clock::now() < deadline;) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
-  const bool clean = exited && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  const bool clean = daemon.Stop(std::chrono::seconds(30));
   const int64_t in_db = CountMetricPoints(root / "onset.db");
 
   std::printf(

@@ -118,9 +118,13 @@ absl::StatusOr<v1::ListStudiesResponse> StudyClient::List() {
   return response;
 }
 
-absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers(bool all) {
+absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers(bool all,
+                                                             const std::string& page_token,
+                                                             int page_size) {
   v1::ListWorkersRequest request;
   request.set_all(all);
+  request.set_page_token(page_token);
+  request.set_page_size(page_size);
   v1::ListWorkersResponse response;
   grpc::ClientContext context;
   SetDeadline(&context);

@@ -48,8 +48,12 @@ class StudyClient {
                                                  const std::string& base_dir = "",
                                                  bool dry_run = false);
   absl::StatusOr<v1::ListStudiesResponse> List();
-  // The live workers; with `all`, every worker the coordinator keeps (exited ones too).
-  absl::StatusOr<v1::ListWorkersResponse> Workers(bool all = false);
+  // The live workers; with `all`, every worker the coordinator keeps (exited ones too). One page
+  // (the most recently seen first; `page_size` 0: the coordinator's default); the next one is
+  // read with the response's next_page_token.
+  absl::StatusOr<v1::ListWorkersResponse> Workers(bool all = false,
+                                                  const std::string& page_token = "",
+                                                  int page_size = 0);
   // The study with every cell, read page by page (one deadline per page); the counts are those
   // of the last page.
   absl::StatusOr<v1::GetStudyResponse> Get(const std::string& name);

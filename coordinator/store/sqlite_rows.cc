@@ -312,8 +312,7 @@ absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_
 absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_id,
                                               const std::vector<std::string>& cell_ids) {
   std::vector<int64_t> rows;
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db.Prepare("SELECT id FROM cells WHERE study_id = ? AND hash = ?"));
+  ONSET_ASSIGN_OR_RETURN(db::Statement stmt, db.Prepare(CellByIdSql()));
   for (const std::string& id : cell_ids) {
     stmt.Reset();
     stmt.BindAll(study_id, id);
@@ -325,6 +324,8 @@ absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   return rows;
 }
+
+const char* CellByIdSql() { return "SELECT id FROM cells WHERE study_id = ?1 AND hash = ?2"; }
 
 const char* CellsByPrefixSql(bool any_study) {
   if (any_study) {

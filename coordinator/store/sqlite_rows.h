@@ -53,6 +53,9 @@ std::string JoinDevices(const std::vector<std::string>& devices);
 // id; at most 20 rows. Each walks a range of an index (cells' (study_id, hash), or
 // cells_by_hash), whatever the number of cells (`onset logs CELL`).
 const char* CellsByPrefixSql(bool any_study);
+// The query CellRows runs once per named cell: the row of the cell ?2 of the study ?1, by the
+// index on cells' (study_id, hash), so a request's cost grows with its ids, not its study.
+const char* CellByIdSql();
 std::vector<std::string> SplitDevices(const std::string& stored);
 
 // axes_json as written by AddStudy; anything but an object of strings reads as no axes (a

@@ -220,28 +220,68 @@ TEST_F(FencedLifecycleTest, WorkersAreListedInBoundedPages) {
   EXPECT_EQ(live->not_live, 241);
 }
 
+// The plan SQLite makes for `sql` on the database `path`, one line per step.
+std::string QueryPlan(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string plan;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) return "cannot open " + path;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &stmt, nullptr) !=
+      SQLITE_OK) {
+    plan = std::string("cannot prepare: ") + sqlite3_errmsg(db);
+  }
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    plan += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+    plan += "\n";
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return plan;
+}
+
 // Finding a cell by a prefix of its id walks an index, in one study or in all, whatever
 // the number of cells (it scanned every cell before, and again after every commit a waiting
 // `onset logs -f` saw).
 TEST_F(FencedLifecycleTest, ACellIsFoundByAPrefixOfItsIdThroughAnIndex) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(dir_.File("onset.db").c_str(), &db), SQLITE_OK);
   for (bool any_study : {false, true}) {
-    const std::string sql = std::string("EXPLAIN QUERY PLAN ") + rows::CellsByPrefixSql(any_study);
-    sqlite3_stmt* stmt = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    std::string plan;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      plan += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
-      plan += "\n";
-    }
-    sqlite3_finalize(stmt);
+    const std::string plan = QueryPlan(dir_.File("onset.db"), rows::CellsByPrefixSql(any_study));
     SCOPED_TRACE(plan);
     EXPECT_THAT(plan, HasSubstr("SEARCH c USING"));
     EXPECT_THAT(plan, ::testing::Not(HasSubstr("SCAN c")));
   }
-  sqlite3_close(db);
+}
+
+// Cancel and rerun of named cells cost one indexed lookup per id (a rerun of one cell read the
+// whole study before), and carry out the lifecycle on those cells alone.
+TEST_F(FencedLifecycleTest, NamedCellsAreCancelledAndRerunByTheirIdsAlone) {
+  const std::string plan = QueryPlan(dir_.File("onset.db"), rows::CellByIdSql());
+  SCOPED_TRACE(plan);
+  EXPECT_THAT(plan, HasSubstr("SEARCH cells USING"));
+  EXPECT_THAT(plan, ::testing::Not(HasSubstr("SCAN")));
+  absl::StatusOr<StudyDetail> study = store_->GetStudy("small");
+  ASSERT_TRUE(study.ok()) << study.status();
+  ASSERT_EQ(study->cells.size(), 6u);
+  const std::string named = study->cells[2].id;
+  auto states = [&] {
+    std::vector<CellState> out;
+    for (const CellInfo& c : store_->GetStudy("small")->cells) out.push_back(c.state);
+    return out;
+  };
+  std::vector<CellState> expected(6, CellState::kQueued);
+  ASSERT_EQ(*store_->CancelCells("small", {named, named}), 1);  // named twice: once
+  expected[2] = CellState::kCancelled;
+  EXPECT_EQ(states(), expected);
+  RerunRequest rerun;
+  rerun.study = "small";
+  rerun.cell_ids = {named};
+  ASSERT_EQ(*store_->RerunCells(rerun), 1);
+  expected[2] = CellState::kQueued;
+  EXPECT_EQ(states(), expected);
+  // An unknown id among them is named, and nothing of the request is carried out.
+  absl::StatusOr<int> unknown = store_->CancelCells("small", {named, "0123456789abcdef"});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("0123456789abcdef"));
+  EXPECT_EQ(states(), expected);
 }
 
 }  // namespace
