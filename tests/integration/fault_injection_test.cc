@@ -39,6 +39,7 @@ using testing::HaveBinaries;
 using testing::ResumedAt;
 using testing::Start;
 using testing::TrainersMatching;
+using testing::TrainersOfCell;
 using testing::WaitForFile;
 using worker::PosixProcessLauncher;
 
@@ -353,7 +354,7 @@ TEST_F(FaultInjectionTest, AKilledTrainerIsRetriedAndResumesFromItsCheckpoint) {
   Submit();
   std::optional<v1::Cell> victim;
   ASSERT_TRUE(WaitUntil([&] { return (victim = RunningCellPast(40'000)).has_value(); }));
-  std::vector<pid_t> pids = TrainersMatching(dir_.string(), victim->id());
+  std::vector<pid_t> pids = TrainersOfCell(dir_.string(), victim->id());
   ASSERT_EQ(pids.size(), 1u);
   ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
   ExpectCompleteAndContinuous();

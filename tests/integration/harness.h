@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/auth_token.h"
@@ -173,10 +174,11 @@ inline std::string Text(sqlite3_stmt* stmt, int col) {
   return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
 }
 
-// The pids of onset-train processes whose command line mentions both `dir` (tests running in
-// parallel train the same cells) and `needle`.
-inline std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& needle) {
-  std::vector<pid_t> pids;
+// The arguments of each onset-train process whose command line mentions `dir` (tests running
+// in parallel train the same cells), by pid.
+inline std::vector<std::pair<pid_t, std::vector<std::string>>> TrainersUnder(
+    const std::string& dir) {
+  std::vector<std::pair<pid_t, std::vector<std::string>>> trainers;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -184,9 +186,42 @@ inline std::vector<pid_t> TrainersMatching(const std::string& dir, const std::st
     std::stringstream cmdline;
     cmdline << in.rdbuf();
     const std::string text = cmdline.str();
-    if (text.find("onset-train") != std::string::npos && text.find(dir) != std::string::npos &&
-        text.find(needle) != std::string::npos) {
-      pids.push_back(static_cast<pid_t>(std::stoi(name)));
+    if (text.find("onset-train") == std::string::npos || text.find(dir) == std::string::npos) {
+      continue;
+    }
+    std::vector<std::string> args;
+    std::stringstream split(text);
+    for (std::string arg; std::getline(split, arg, '\0');) args.push_back(arg);
+    trainers.emplace_back(static_cast<pid_t>(std::stoi(name)), std::move(args));
+  }
+  return trainers;
+}
+
+// The pids of onset-train processes whose command line mentions both `dir` and `needle`.
+inline std::vector<pid_t> TrainersMatching(const std::string& dir, const std::string& needle) {
+  std::vector<pid_t> pids;
+  for (const auto& [pid, args] : TrainersUnder(dir)) {
+    for (const std::string& arg : args) {
+      if (arg.find(needle) != std::string::npos) {
+        pids.push_back(pid);
+        break;
+      }
+    }
+  }
+  return pids;
+}
+
+// The pids of the trainers of `cell` (its hash): those that write into its directory. A branch
+// that resumes its trunk's checkpoint names the trunk too, but writes elsewhere.
+inline std::vector<pid_t> TrainersOfCell(const std::string& dir, const std::string& cell) {
+  std::vector<pid_t> pids;
+  for (const auto& [pid, args] : TrainersUnder(dir)) {
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--checkpoint-dir" &&
+          args[i + 1].find("/" + cell + "/") != std::string::npos) {
+        pids.push_back(pid);
+        break;
+      }
     }
   }
   return pids;

@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 using testing::Child;
 using testing::HaveBinaries;
 using testing::Start;
-using testing::TrainersMatching;
+using testing::TrainersOfCell;
 using worker::PosixProcessLauncher;
 
 constexpr auto kTimeout = std::chrono::minutes(6);
@@ -263,7 +263,7 @@ TEST_F(WsdTrunkTest, BranchesOfAKilledTrunkEqualRunsOnTheirOwnAndALargerBudgetEx
                         [&](sqlite3_stmt* row) { past = sqlite3_column_int64(row, 0) >= 30'000; });
     return past;
   })) << shared.DaemonLog();
-  std::vector<pid_t> pids = TrainersMatching(shared.dir().string(), trunk);
+  std::vector<pid_t> pids = TrainersOfCell(shared.dir().string(), trunk);
   ASSERT_EQ(pids.size(), 1u);
   ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
 
