@@ -24,13 +24,17 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// A study of `cells` cells, one per seed (tiny models: this measures the coordinator).
+// A study of about `cells` cells: ten token budgets times cells/10 seeds (a grid axis lists at
+// most 10,000 values), with tiny models: this measures the coordinator.
 std::string SeedsStudy(const std::string& name, int cells) {
+  const int budgets = cells >= 10 ? 10 : 1;
   std::string yaml = "name: " + name +
                      "\nmodel: {layers: 1, d_model: 16, heads: 2, seq_len: 16}\n"
-                     "train: {tokens: 1M, batch_tokens: 512}\neval: {niah_samples: 0}\n"
-                     "grid:\n  seeds: [";
-  for (int i = 0; i < cells; ++i) yaml += (i ? ", " : "") + std::to_string(i);
+                     "train: {batch_tokens: 512}\neval: {niah_samples: 0}\n"
+                     "grid:\n  tokens: [";
+  for (int b = 0; b < budgets; ++b) yaml += (b ? ", " : "") + std::to_string((b + 1) * 1'000'000);
+  yaml += "]\n  seeds: [";
+  for (int i = 0; i < cells / budgets; ++i) yaml += (i ? ", " : "") + std::to_string(i);
   return yaml + "]\n";
 }
 

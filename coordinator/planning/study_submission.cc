@@ -17,7 +17,7 @@ absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
   request.share_trunk = spec.share_trunk;
   request.share_trunk_where = spec.source_name + ":" + std::to_string(spec.share_trunk_line);
   request.shared_checkpoints = shared_checkpoints;
-  absl::StatusOr<TrunkPlan> plan = PlanTrunks(request);
+  absl::StatusOr<TrunkPlan> plan = PlanTrunks(std::move(request));
   if (!plan.ok()) return plan.status();
   PlannedSubmission out;
   out.study = NewStudy{spec.name,
@@ -33,24 +33,29 @@ absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
   return out;
 }
 
-absl::StatusOr<AddStudyResult> SubmitPlanned(Store& store, const StudySpec& spec,
-                                             bool shared_checkpoints, bool dry_run,
-                                             PlannedSubmission* planned) {
+absl::StatusOr<AddStudyResult> SubmitPlanned(
+    Store& store, const std::function<absl::StatusOr<StudySpec>()>& parse, bool shared_checkpoints,
+    bool dry_run, PlannedSubmission* planned) {
   absl::Status last;
+  std::string name;
   for (int attempt = 0; attempt < kPlanAttempts; ++attempt) {
-    absl::StatusOr<PlannedSubmission> plan = PlanSubmission(store, spec, shared_checkpoints);
+    absl::StatusOr<StudySpec> spec = parse();
+    if (!spec.ok()) return spec.status();
+    name = spec->name;
+    absl::StatusOr<PlannedSubmission> plan =
+        PlanSubmission(store, *std::move(spec), shared_checkpoints);
     if (!plan.ok()) return plan.status();
     absl::StatusOr<AddStudyResult> added =
         dry_run ? store.PreviewStudy(plan->study) : store.AddStudy(plan->study);
     if (added.ok()) {
+      std::vector<CellSpec>().swap(plan->study.cells);
       *planned = *std::move(plan);
       return added;
     }
     if (!absl::IsAborted(added.status())) return added.status();
     last = added.status();
   }
-  return absl::AbortedError("study " + spec.name + " changed under " +
-                            std::to_string(kPlanAttempts) +
+  return absl::AbortedError("study " + name + " changed under " + std::to_string(kPlanAttempts) +
                             " plans of this submission in a row (other submissions of it are "
                             "being stored): submit it again; last: " +
                             std::string(last.message()));

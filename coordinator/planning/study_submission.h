@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,15 @@ struct PlannedSubmission {
 absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
                                                  bool shared_checkpoints);
 
-// Plans `spec` and stores it (or, with `dry_run`, previews it), planning again when another
-// submission of the study was stored between the plan and the write (at most kPlanAttempts
-// times, then Aborted). `*planned` receives the plan that was stored.
+// Plans the study `parse` reads and stores it (or, with `dry_run`, previews it), planning
+// again when another submission of the study was stored between the plan and the write (at
+// most kPlanAttempts times, then Aborted). A study holds up to 100,000 cells, so they are never
+// copied: each plan consumes one reading of the file (`parse` is called once per plan; its
+// errors are returned as they are). `*planned` receives the plan that was stored, without its
+// cells (the answer holds them).
 inline constexpr int kPlanAttempts = 8;
-absl::StatusOr<AddStudyResult> SubmitPlanned(Store& store, const StudySpec& spec,
-                                             bool shared_checkpoints, bool dry_run,
-                                             PlannedSubmission* planned);
+absl::StatusOr<AddStudyResult> SubmitPlanned(
+    Store& store, const std::function<absl::StatusOr<StudySpec>()>& parse, bool shared_checkpoints,
+    bool dry_run, PlannedSubmission* planned);
 
 }  // namespace onset::coordinator

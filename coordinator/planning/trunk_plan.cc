@@ -70,12 +70,14 @@ struct Group {
 
 class Planner {
  public:
-  explicit Planner(const TrunkPlanRequest& request) : request_(request) {}
+  // The file's cells move into the plan (a study holds up to 100,000 of them: they are never
+  // copied); what the planner reads of them (id, axes, config, budget) it never changes.
+  explicit Planner(TrunkPlanRequest request) : request_(std::move(request)) {}
 
   absl::StatusOr<TrunkPlan> Plan() {
-    plan_.cells = request_.cells;
+    plan_.cells = std::move(request_.cells);
     for (const StoredPlanCell& s : request_.stored) stored_[s.id] = &s;
-    for (const CellSpec& c : request_.cells) plan_.tokens_without_sharing += c.tokens_budget;
+    for (const CellSpec& c : cells_) plan_.tokens_without_sharing += c.tokens_budget;
     if (absl::Status s = ReadConfigs(); !s.ok()) return s;
     if (absl::Status s = GroupCells(); !s.ok()) return s;
     Diagnose();
@@ -92,10 +94,10 @@ class Planner {
   // WSD cells in full; of the others (most studies' every cell) only the schedule and budget
   // the plan looks at, so that planning a cosine study costs one JSON parse a cell.
   absl::Status ReadConfigs() {
-    configs_.resize(request_.cells.size());
-    for (size_t i = 0; i < request_.cells.size(); ++i) {
+    configs_.resize(cells_.size());
+    for (size_t i = 0; i < cells_.size(); ++i) {
       const nlohmann::json j =
-          nlohmann::json::parse(request_.cells[i].config_json, nullptr, /*allow_exceptions=*/false);
+          nlohmann::json::parse(cells_[i].config_json, nullptr, /*allow_exceptions=*/false);
       const nlohmann::json* schedule = j.is_object() && j.contains("train") &&
                                                j["train"].is_object() &&
                                                j["train"].contains("schedule")
@@ -104,11 +106,11 @@ class Planner {
       CellConfig& config = configs_[i];
       if (schedule != nullptr && schedule->is_string() && *schedule != "wsd") {
         config.train.schedule = schedule->get<std::string>();
-        config.train.tokens = request_.cells[i].tokens_budget;
+        config.train.tokens = cells_[i].tokens_budget;
         continue;
       }
       if (j.is_discarded() || model::ParseCellConfig(j, &config)) {
-        return absl::InternalError("cell " + request_.cells[i].id + ": its config does not read");
+        return absl::InternalError("cell " + cells_[i].id + ": its config does not read");
       }
     }
     return absl::OkStatus();
@@ -143,7 +145,7 @@ class Planner {
     if (request_.share_trunk == false) return;
     std::map<std::string, std::vector<size_t>> points;  // PointKey -> cells
     for (size_t i = 0; i < configs_.size(); ++i) {
-      points[PointKey(request_.cells[i].axes)].push_back(i);
+      points[PointKey(cells_[i].axes)].push_back(i);
     }
     std::map<std::string, std::pair<std::string, int>> differences;  // field -> (example, points)
     int cosine_points = 0;
@@ -195,7 +197,7 @@ class Planner {
   void PlanGroup(Group* g) {
     std::vector<size_t> fresh;  // cells not stored yet, that decay after their first step
     for (size_t i : g->cells) {
-      if (stored_.count(request_.cells[i].id)) continue;
+      if (stored_.count(cells_[i].id)) continue;
       if (model::BranchPoint(configs_[i]) <= 0) {
         if (g->cells.size() > 1) {
           Note("budget " + Tokens(configs_[i].train.tokens) + " decays from its first step " +
@@ -318,8 +320,7 @@ class Planner {
   // The trunk's row: its largest branch's axes and model, with tokens = where it ends.
   CellSpec TrunkRow(const Group& g) const {
     auto it = largest_.find(g.trunk_id);
-    const CellSpec& like =
-        it != largest_.end() ? request_.cells[it->second] : request_.cells[g.cells.front()];
+    const CellSpec& like = it != largest_.end() ? cells_[it->second] : cells_[g.cells.front()];
     CellSpec row;
     row.id = g.trunk_id;
     row.axes = like.axes;
@@ -343,15 +344,23 @@ class Planner {
     }
     std::map<std::string, const Group*> by_id;
     for (const Group& g : groups_) by_id[g.trunk_id] = &g;
+    // The rows of new and extended trunks, made while every cell is still in place.
+    std::map<std::string, CellSpec> trunk_rows;
+    for (const Group& g : groups_) {
+      if (g.trunk && g.changed) trunk_rows.emplace(g.trunk_id, TrunkRow(g));
+    }
     std::vector<CellSpec> out;
+    out.reserve(cells_.size() + trunk_rows.size());
     std::set<std::string> placed;
-    for (const CellSpec& cell : plan_.cells) {
+    for (CellSpec& cell : cells_) {
       if (cell.role == CellRole::kBranch && placed.insert(cell.trunk_id).second) {
         auto g = by_id.find(cell.trunk_id);
         int64_t until = 0;
         if (g != by_id.end() && g->second->trunk) {
           until = g->second->trunk->until;
-          if (g->second->changed) out.push_back(TrunkRow(*g->second));
+          if (auto row = trunk_rows.find(cell.trunk_id); row != trunk_rows.end()) {
+            out.push_back(std::move(row->second));
+          }
         } else if (auto s = stored_.find(cell.trunk_id); s != stored_.end()) {
           until = s->second->tokens_budget;
         }
@@ -360,13 +369,14 @@ class Planner {
       plan_.tokens_to_train += cell.role == CellRole::kBranch
                                    ? std::max<int64_t>(0, cell.tokens_budget - cell.branch_tokens)
                                    : cell.tokens_budget;
-      out.push_back(cell);
+      out.push_back(std::move(cell));
     }
     plan_.cells = std::move(out);
   }
 
-  const TrunkPlanRequest& request_;
+  TrunkPlanRequest request_;
   TrunkPlan plan_;
+  std::vector<CellSpec>& cells_ = plan_.cells;  // the file's cells, until Assemble
   std::map<std::string, const StoredPlanCell*> stored_;
   std::vector<CellConfig> configs_;
   std::vector<Group> groups_;
@@ -394,8 +404,8 @@ std::string PlanInputDigest(const std::vector<StoredPlanCell>& stored) {
   return base::Sha256Hex(all);
 }
 
-absl::StatusOr<TrunkPlan> PlanTrunks(const TrunkPlanRequest& request) {
-  return Planner(request).Plan();
+absl::StatusOr<TrunkPlan> PlanTrunks(TrunkPlanRequest request) {
+  return Planner(std::move(request)).Plan();
 }
 
 }  // namespace onset::coordinator

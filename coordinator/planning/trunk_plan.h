@@ -53,7 +53,7 @@ struct TrunkPlan {
 
 // InvalidArgument with the reason when share_trunk is true and some budgets cannot share, or a
 // stored trunk's spec cannot be read.
-absl::StatusOr<TrunkPlan> PlanTrunks(const TrunkPlanRequest& request);
+absl::StatusOr<TrunkPlan> PlanTrunks(TrunkPlanRequest request);
 
 // A digest of what PlanTrunks reads of the stored study: every cell's id, role, trunk and branch
 // point, and each trunk's state, budget and spec (not cells' states or progress, which change

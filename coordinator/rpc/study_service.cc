@@ -33,12 +33,12 @@ grpc::Status StudyServiceImpl::SubmitStudy(
                             " other submissions; submit again later");
   }
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
-  absl::StatusOr<StudySpec> spec = ParseStudyFile(source, request->yaml(), request->base_dir());
-  if (!spec.ok()) return common::ToGrpcStatus(spec.status());
-  // Planned and stored again when another submission of the study lands in between.
+  // Planned and stored again (from a new reading of the file) when another submission of the
+  // study lands in between.
   PlannedSubmission planned_submission;
-  absl::StatusOr<AddStudyResult> added =
-      SubmitPlanned(*store_, *spec, shared_checkpoints_, request->dry_run(), &planned_submission);
+  absl::StatusOr<AddStudyResult> added = SubmitPlanned(
+      *store_, [&] { return ParseStudyFile(source, request->yaml(), request->base_dir()); },
+      shared_checkpoints_, request->dry_run(), &planned_submission);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
   const PlannedSubmission* planned = &planned_submission;
   // The file's cells in pieces of kPageCells, each with the new ones among them.

@@ -201,6 +201,8 @@ std::string CellId(const model::CellConfig& config) {
 CellSpec MakeCellSpec(const model::CellConfig& config, const std::vector<std::string>& extra_axes) {
   CellSpec cell;
   cell.config_json = config.CanonicalText();
+  // A study holds up to 100,000 of these: keep only the text, not the room it grew into.
+  cell.config_json.shrink_to_fit();
   cell.id = base::CellIdOf(cell.config_json);
   cell.tokens_budget = config.train.tokens;
   cell.non_embedding_params = model::NonEmbeddingParams(config.model);

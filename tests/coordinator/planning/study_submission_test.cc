@@ -57,7 +57,9 @@ TEST(StudySubmissionTest, ASubmissionPlannedBeforeAnotherWasStoredIsPlannedAgain
       SqliteStore::Open(dir.File("onset.db"), clock);
   ASSERT_TRUE(store.ok()) << store.status();
   PlannedSubmission first;
-  ASSERT_TRUE(SubmitPlanned(**store, Study("[40K, 80K]"), true, false, &first).ok());
+  ASSERT_TRUE(SubmitPlanned(
+                  **store, [] { return Study("[40K, 80K]"); }, true, false, &first)
+                  .ok());
   EXPECT_THAT(StoredBranchPoints(**store), ElementsAre(31744, 63488));
 
   absl::StatusOr<PlannedSubmission> a = PlanSubmission(**store, Study("[40K, 80K, 160K]"), true);
@@ -70,7 +72,9 @@ TEST(StudySubmissionTest, ASubmissionPlannedBeforeAnotherWasStoredIsPlannedAgain
   EXPECT_THAT(StoredBranchPoints(**store), ElementsAre(31744, 63488, 128000));  // unchanged
 
   PlannedSubmission again;
-  ASSERT_TRUE(SubmitPlanned(**store, Study("[40K, 80K, 320K]"), true, false, &again).ok());
+  ASSERT_TRUE(SubmitPlanned(
+                  **store, [] { return Study("[40K, 80K, 320K]"); }, true, false, &again)
+                  .ok());
   EXPECT_THAT(StoredBranchPoints(**store), ElementsAre(31744, 63488, 128000, 256000));
 }
 
