@@ -67,8 +67,17 @@ absl::Status StudyClient::Convert(const char* rpc, const grpc::Status& status) c
 }
 
 namespace {
-constexpr std::chrono::milliseconds kSubmitTimeout = std::chrono::minutes(5);
+// Storing a study at the cell limit, or cancelling or queueing all of its cells again, takes the
+// coordinator tens of seconds on a small machine (docs/coordinator-benchmark.md): more than the
+// other calls' deadline. The coordinator writes such a request in bounded transactions, so the
+// wait costs nobody else.
+constexpr std::chrono::milliseconds kStudySizedTimeout = std::chrono::minutes(5);
 }  // namespace
+
+void StudyClient::SetStudySizedDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::max<std::chrono::milliseconds>(timeout_, kStudySizedTimeout));
+}
 
 absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& source_name,
                                                             const std::string& yaml,
@@ -80,10 +89,7 @@ absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& s
   request.set_base_dir(base_dir);
   request.set_dry_run(dry_run);
   grpc::ClientContext context;
-  // Expanding and storing a study at the cell limit takes the coordinator tens of seconds on a
-  // small machine: more than the other calls' deadline.
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::max<std::chrono::milliseconds>(timeout_, kSubmitTimeout));
+  SetStudySizedDeadline(&context);
   std::unique_ptr<grpc::ClientReader<v1::SubmitStudyResponse>> reader =
       stub_->SubmitStudy(&context, request);
   // The answer comes in pieces: the first with the study and the counts, each with more cells.
@@ -175,7 +181,7 @@ absl::StatusOr<v1::CancelCellsResponse> StudyClient::Cancel(const std::string& s
   for (const std::string& c : cells) request.add_cell_ids(c);
   v1::CancelCellsResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetStudySizedDeadline(&context);
   if (auto s = Convert("CancelCells", stub_->CancelCells(&context, request, &response)); !s.ok()) {
     return s;
   }
@@ -194,7 +200,7 @@ absl::StatusOr<v1::RerunCellsResponse> StudyClient::Rerun(
   request.set_fresh(fresh);
   v1::RerunCellsResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetStudySizedDeadline(&context);
   if (auto s = Convert("RerunCells", stub_->RerunCells(&context, request, &response)); !s.ok()) {
     return s;
   }

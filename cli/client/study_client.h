@@ -81,6 +81,8 @@ class StudyClient {
  private:
   absl::Status Convert(const char* rpc, const grpc::Status& status) const;
   void SetDeadline(grpc::ClientContext* context) const;
+  // For calls whose work grows with a whole study (submit, cancel, rerun): at least 5 minutes.
+  void SetStudySizedDeadline(grpc::ClientContext* context) const;
 
   const std::string address_;
   const std::chrono::milliseconds timeout_;

@@ -86,6 +86,9 @@ class SqliteStore final : public Store {
   // A submission writes its rows in transactions of at most this many, so that lease traffic
   // never waits behind a large one for long.
   static constexpr size_t kSubmissionRowsPerWrite = 1000;
+  // Cancel and rerun change cells in transactions of at most this many (each cell is a few
+  // statements and an event), for the same reason.
+  static constexpr size_t kCellsPerWrite = 500;
 
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;

@@ -284,5 +284,43 @@ TEST_F(FencedLifecycleTest, NamedCellsAreCancelledAndRerunByTheirIdsAlone) {
   EXPECT_EQ(states(), expected);
 }
 
+// Cancel and rerun of a whole study change it in transactions of at most kCellsPerWrite cells,
+// so leases and heartbeats pass between them; every cell is still changed once.
+TEST_F(FencedLifecycleTest, AStudyWideCancelAndRerunAreWrittenInBoundedTransactions) {
+  constexpr int kCells = 2 * static_cast<int>(SqliteStore::kCellsPerWrite) + 1;
+  absl::StatusOr<StudySpec> spec = ParseStudyFile("wide.yaml", R"yaml(name: wide
+model:
+  layers: 2
+  d_model: 16
+  heads: 2
+  seq_len: 32
+train:
+  tokens: 4K
+  batch_tokens: 256
+grid:
+  arch: [full]
+  seeds: )yaml" + std::to_string(kCells) + "\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(store_->AddStudy({spec->name, "", "wide.yaml", spec->source_yaml, spec->cells}).ok());
+  auto count = [&](CellState state) {
+    int n = 0;
+    for (const CellInfo& c : store_->GetStudy("wide")->cells) n += c.state == state ? 1 : 0;
+    return n;
+  };
+  int64_t commits = store_->ChangeVersion();
+  ASSERT_EQ(*store_->CancelCells("wide", {}), kCells);
+  EXPECT_EQ(count(CellState::kCancelled), kCells);
+  EXPECT_GE(store_->ChangeVersion() - commits, 3);
+  commits = store_->ChangeVersion();
+  RerunRequest rerun;
+  rerun.study = "wide";
+  rerun.states = {CellState::kCancelled};
+  ASSERT_EQ(*store_->RerunCells(rerun), kCells);
+  EXPECT_EQ(count(CellState::kQueued), kCells);
+  EXPECT_GE(store_->ChangeVersion() - commits, 3);
+  // The other study is untouched.
+  for (const CellInfo& c : store_->GetStudy("small")->cells) EXPECT_EQ(c.state, CellState::kQueued);
+}
+
 }  // namespace
 }  // namespace onset::coordinator
