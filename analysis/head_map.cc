@@ -1,9 +1,10 @@
 #include "analysis/head_map.h"
 
-#include <cstdio>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "base/metric_names.h"
 
 namespace onset::analysis {
 
@@ -12,9 +13,7 @@ HeadMap BuildHeadMap(const std::map<std::string, std::vector<std::pair<int64_t, 
   HeadMap map;
   std::set<int64_t> points;
   for (const auto& [name, curve] : metrics) {
-    int layer = 0, head = 0;
-    char tail = 0;
-    if (std::sscanf(name.c_str(), "rh/score/l%dh%d%c", &layer, &head, &tail) != 2) continue;
+    if (!metric::ParseHeadName(name, metric::kRhScore)) continue;
     for (const auto& [t, v] : curve) points.insert(t);
   }
   map.eval_points.assign(points.begin(), points.end());
@@ -25,9 +24,10 @@ HeadMap BuildHeadMap(const std::map<std::string, std::vector<std::pair<int64_t, 
     map.tokens = it == points.begin() ? *points.begin() : *std::prev(it);
   }
   for (const auto& [name, curve] : metrics) {
-    int layer = 0, head = 0;
-    char tail = 0;
-    if (std::sscanf(name.c_str(), "rh/score/l%dh%d%c", &layer, &head, &tail) != 2) continue;
+    const std::optional<metric::Head> parsed = metric::ParseHeadName(name, metric::kRhScore);
+    if (!parsed) continue;
+    const int layer = parsed->layer;
+    const int head = parsed->head;
     for (const auto& [t, v] : curve) {
       if (t == map.tokens) map.score[{layer, head}] = v;
       if (v > kRetrievalHead && !map.first_retrieval.count({layer, head})) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_join.h"
+#include "base/metric_names.h"
 #include "proto/cell_names.h"
 
 namespace onset::analysis {
@@ -206,10 +207,7 @@ void SetBaselines(const CompareSpec& spec, CompareTable* table) {
 const char* XAxisName(XAxis x) { return x == XAxis::kFlops ? "flops" : "tokens"; }
 
 std::vector<std::string> ControlMetrics(const std::string& metric) {
-  const std::string acc = "niah/acc";
-  if (metric.rfind(acc, 0) != 0) return {};
-  const std::string at = metric.rfind(acc + "@", 0) == 0 ? metric.substr(acc.size()) : "";
-  return {"niah/control/key_swap_rate" + at, "niah/control/distractor_copy_rate" + at};
+  return metric::ControlsOf(metric);
 }
 
 CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
@@ -343,7 +341,11 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
                         {"eval_points", table.eval_points},
                         {"cells_without_points", table.cells_without_points}};
   if (spec.x == XAxis::kFlops) out["cells_without_flops"] = table.cells_without_flops;
-  if (control) out["control_metric"] = table.control_metric;
+  if (control) {
+    out["control_metric"] = table.control_metric;
+    // What the control measures, so that no reader parses its name.
+    out["control_kind"] = metric::IsKeySwap(table.control_metric) ? "key_swap" : "copy";
+  }
   if (!spec.baseline.first.empty()) {
     out["baseline"] = {{spec.baseline.first, spec.baseline.second}};
   }

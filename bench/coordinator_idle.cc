@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/metric_names.h"
 #include "bench/latencies.h"
 #include "cli/client/study_client.h"
 #include "common/grpc_auth.h"
@@ -110,8 +111,9 @@ int RunIdleBench(const IdleOptions& options) {
         next += interval;
         std::vector<worker::MetricPoint> batch;
         for (int p = 0; p < options.points; ++p) {
-          batch.push_back({p == 0 ? "train/loss" : "bench/m" + std::to_string(p % 10),
-                           step * options.points + p, 1.0 / (1 + p)});
+          batch.push_back(
+              {p == 0 ? std::string(metric::kTrainLoss) : "bench/m" + std::to_string(p % 10),
+               step * options.points + p, 1.0 / (1 + p)});
         }
         start = Clock::now();
         if (!c->ReportMetrics(reg->worker_id, job->job->lease_id, batch).ok()) ++errors;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/metric_names.h"
 #include "bench/latencies.h"
 #include "cli/client/study_client.h"
 #include "common/grpc_auth.h"
@@ -191,8 +192,9 @@ int RunScaleBench(const ScaleOptions& options) {
           for (int b = 0; b < options.batches; ++b) {
             std::vector<worker::MetricPoint> batch;
             for (int p = 0; p < options.points; ++p) {
-              batch.push_back({p == 0 ? "train/loss" : "bench/m" + std::to_string(p % 10),
-                               int64_t{b} * options.points + p, 1.0 / (1 + b + p)});
+              batch.push_back(
+                  {p == 0 ? std::string(metric::kTrainLoss) : "bench/m" + std::to_string(p % 10),
+                   int64_t{b} * options.points + p, 1.0 / (1 + b + p)});
             }
             pace();
             start = Clock::now();

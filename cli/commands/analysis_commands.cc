@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "analysis/compare_params.h"
 #include "analysis/power_law.h"
+#include "base/metric_names.h"
 #include "cli/commands/study_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/views/compare.h"
@@ -324,8 +325,9 @@ void AddCompareCommand(CLI::App& app, CommandTable& table) {
   compare_app->add_option("STUDY", compare->study, "study name")->required();
   compare_app
       ->add_option("--metric", compare->metric,
-                   "metric name, e.g. niah/acc@512, niah/acc_beyond_window, eval/short_loss, "
-                   "rh/max_full")
+                   "metric name, e.g. " + metric::AtLength(metric::kNiahAcc, 512) + ", " +
+                       metric::kNiahAccBeyondWindow + ", " + metric::kShortLoss + ", " +
+                       metric::kRhMaxFull)
       ->required();
   compare_app->add_option("--threshold", compare->threshold, "the value to reach")
       ->type_name("FLOAT")

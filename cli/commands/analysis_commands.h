@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "base/metric_names.h"
 #include "cli/client/study_client.h"
 #include "cli/commands/command.h"
 
@@ -46,7 +47,7 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
 
 struct FitOptions {
   std::string study;
-  std::string metric = "eval/heldout_loss";
+  std::string metric = metric::kHeldoutLoss;
   std::string by;          // as compare's
   int64_t min_tokens = 0;  // fit only the points from this many tokens on (skip warm-up)
   bool json = false;

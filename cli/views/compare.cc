@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/metric_names.h"
 #include "cli/views/render.h"
 
 namespace onset::cli {
@@ -91,7 +92,7 @@ std::vector<std::string> GroupHeaders(const CompareTable& table) {
 
 std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
   const bool control = !table.control_metric.empty();
-  const bool key_swap = table.control_metric.rfind("niah/control/key_swap_rate", 0) == 0;
+  const bool key_swap = metric::IsKeySwap(table.control_metric);
   const bool baseline = !spec.baseline.first.empty();
   const bool sized = std::any_of(table.rows.begin(), table.rows.end(),
                                  [](const CompareRow& r) { return r.params.has_value(); });

@@ -54,15 +54,15 @@ void Append(std::vector<T>* to, const std::vector<T>& more) {
 // Sort key of a metric column; see ResultColumns.
 std::tuple<int, long, std::string> ColumnKey(const std::string& name) {
   if (name == metric::kTrainLoss) return {0, 0, name};
-  if (name == "eval/heldout_loss") return {1, 0, name};
-  if (name == "eval/short_loss") return {2, 0, name};
-  if (name.rfind("eval/", 0) == 0) return {3, 0, name};
-  if (name == "niah/acc") return {4, 0, name};
-  if (name.rfind("niah/acc@", 0) == 0) {
-    return {5, std::strtol(name.c_str() + 9, nullptr, 10), name};
+  if (name == metric::kHeldoutLoss) return {1, 0, name};
+  if (name == metric::kShortLoss) return {2, 0, name};
+  if (metric::StartsWith(name, metric::kEvalFamily)) return {3, 0, name};
+  if (name == metric::kNiahAcc) return {4, 0, name};
+  if (const std::optional<int> length = metric::LengthOf(name, metric::kNiahAcc)) {
+    return {5, *length, name};
   }
-  if (name.rfind("niah/", 0) == 0) return {6, 0, name};
-  if (name.rfind("rh/", 0) == 0) return {7, 0, name};
+  if (metric::StartsWith(name, metric::kNiahFamily)) return {6, 0, name};
+  if (metric::StartsWith(name, metric::kRetrievalHeadFamily)) return {7, 0, name};
   return {8, 0, name};
 }
 
@@ -74,15 +74,17 @@ std::tuple<int, long, std::string> ColumnKey(const std::string& name) {
 // (and onset export) has them all.
 bool IsResultColumn(const std::string& name) {
   if (absl::EndsWith(name, "seconds")) return false;
-  if (name.rfind("rh/score/", 0) == 0 || name.rfind("niah/acc_depth@", 0) == 0) return false;
-  if (name.find("own_window") != std::string::npos) return false;
-  if (name.rfind("niah/", 0) == 0 && name.rfind("niah/acc", 0) != 0 &&
-      name.find('@') != std::string::npos) {
-    return false;  // niah/control/...@L, niah/<variant>/acc@L
+  if (metric::ParseHeadName(name, metric::kRhScore) ||
+      metric::IsAtDepth(name, metric::kNiahAccDepth)) {
+    return false;
   }
-  if (name.rfind("ablation/random_k/", 0) == 0 && !absl::EndsWith(name, "_mean")) return false;
-  return name.rfind("eval/", 0) == 0 || name.rfind("niah/", 0) == 0 || name.rfind("rh/", 0) == 0 ||
-         name.rfind("ablation/", 0) == 0 || name == metric::kTrainLoss;
+  if (name == metric::kNiahAccInOwnWindow || name == metric::kNiahAccBeyondOwnWindow) return false;
+  if (metric::StartsWith(name, metric::kNiahFamily) &&
+      !metric::StartsWith(name, metric::kNiahAcc) && name.find('@') != std::string::npos) {
+    return false;  // the controls and the variants at each length
+  }
+  if (metric::IsSpreadDetail(name)) return false;
+  return metric::IsEvaluationMetric(name) || name == metric::kTrainLoss;
 }
 
 }  // namespace

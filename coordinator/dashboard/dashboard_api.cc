@@ -14,6 +14,7 @@
 #include "analysis/compare_params.h"
 #include "analysis/head_map.h"
 #include "analysis/study_compare.h"
+#include "base/metric_names.h"
 #include "common/auth_token.h"
 #include "coordinator/rpc/proto_convert.h"
 
@@ -148,13 +149,23 @@ HttpResponse HeadScores(Store& store, const std::string& study, const std::strin
 }
 
 // GET /api/studies/STUDY/metrics: name -> cells reporting it, aggregated in the store (the points
-// are not read out).
+// are not read out), and the one to show first: the first NIAH accuracy, else the training loss,
+// else the first ("" when there is none).
 HttpResponse MetricList(Store& store, const std::string& study) {
   absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store.MetricNames(study);
   if (!names.ok()) return FromStatus(names.status());
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [name, cells] : *names) out.push_back({{"name", name}, {"cells", cells}});
-  return Json(200, {{"metrics", out}});
+  std::string accuracy, loss;
+  for (const auto& [name, cells] : *names) {
+    out.push_back({{"name", name}, {"cells", cells}});
+    if (accuracy.empty() && metric::StartsWith(name, metric::kNiahAcc)) accuracy = name;
+    if (name == metric::kTrainLoss) loss = name;
+  }
+  const std::string first = !accuracy.empty() ? accuracy
+                            : !loss.empty()   ? loss
+                            : names->empty()  ? ""
+                                              : names->front().first;
+  return Json(200, {{"metrics", out}, {"first", first}});
 }
 
 // GET /api/studies/STUDY/curves?metric=M[&cells=A,B]
@@ -232,7 +243,9 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   if (parts.size() != 3) return Error(404, "no such API: " + path);
   if (parts[2] == "metrics") return MetricList(*store_, study);
   const std::string metric = query["metric"];
-  if (metric.empty()) return Error(400, "metric: required, e.g. ?metric=niah/acc@256");
+  if (metric.empty()) {
+    return Error(400, "metric: required, e.g. ?metric=" + metric::AtLength(metric::kNiahAcc, 256));
+  }
   if (parts[2] == "curves") return MetricCurves(*store_, study, metric, query);
   if (parts[2] == "compare") return CompareGroups(*store_, study, metric, query);
   return Error(404, "no such API: " + path);

@@ -305,19 +305,6 @@ absl::StatusOr<WorkerPage> SqliteStore::ListWorkers(const WorkerQuery& query) {
   });
 }
 
-namespace {
-
-// Metrics an evaluation reports (model/evaluation/evaluator.h); the others come from training
-// steps.
-bool IsEvalMetric(const std::string& name) {
-  for (const char* prefix : {"eval/", "niah/", "rh/", "ablation/"}) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 absl::StatusOr<ResultPage> SqliteStore::Results(const std::string& study, const CellPage& page) {
   return Read<ResultPage>([&](db::Connection& db) -> absl::StatusOr<ResultPage> {
     ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
@@ -356,11 +343,12 @@ absl::StatusOr<ResultPage> SqliteStore::Results(const std::string& study, const 
       const int64_t tokens = stmt.Int(3);
       last[it->second][name] = {
           tokens, stmt.IsNull(2) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(2)};
-      if (IsEvalMetric(name)) last_eval[it->second] = std::max(last_eval[it->second], tokens);
+      if (metric::IsEvaluationMetric(name))
+        last_eval[it->second] = std::max(last_eval[it->second], tokens);
     }
     for (size_t i = 0; i < out.results.size(); ++i) {
       for (const auto& [name, point] : last[i]) {
-        if (IsEvalMetric(name) && point.first < last_eval[i]) continue;
+        if (metric::IsEvaluationMetric(name) && point.first < last_eval[i]) continue;
         out.results[i].final_metrics[name] = point.second;
       }
     }

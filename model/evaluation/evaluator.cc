@@ -9,6 +9,7 @@
 
 #include <torch/utils.h>
 
+#include "base/metric_names.h"
 #include "model/evaluation/head_ablation.h"
 #include "model/evaluation/heldout_loss.h"
 #include "model/evaluation/length_summary.h"
@@ -83,16 +84,6 @@ struct LengthMeans {
   }
 };
 
-std::string DepthName(const std::string& prefix, double depth) {
-  char name[64];
-  std::snprintf(name, sizeof name, "%s%g", prefix.c_str(), depth);
-  return name;
-}
-
-std::string HeadName(const std::string& prefix, int layer, int head) {
-  return prefix + "l" + std::to_string(layer) + "h" + std::to_string(head);
-}
-
 // Mean, sample standard deviation, min and max of `values` under `prefix`.
 void ReportSpread(const std::string& prefix, const std::vector<double>& values,
                   std::map<std::string, double>* metrics) {
@@ -102,11 +93,11 @@ void ReportSpread(const std::string& prefix, const std::vector<double>& values,
   mean /= static_cast<double>(n);
   double var = 0;
   for (double a : values) var += (a - mean) * (a - mean);
-  (*metrics)[prefix + "niah_acc_mean"] = mean;
-  (*metrics)[prefix + "niah_acc_std"] = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
-  (*metrics)[prefix + "niah_acc_min"] = *std::min_element(values.begin(), values.end());
-  (*metrics)[prefix + "niah_acc_max"] = *std::max_element(values.begin(), values.end());
-  (*metrics)[prefix + "draws"] = static_cast<double>(n);
+  (*metrics)[metric::SpreadMean(prefix)] = mean;
+  (*metrics)[metric::SpreadStd(prefix)] = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+  (*metrics)[metric::SpreadMin(prefix)] = *std::min_element(values.begin(), values.end());
+  (*metrics)[metric::SpreadMax(prefix)] = *std::max_element(values.begin(), values.end());
+  (*metrics)[metric::SpreadDraws(prefix)] = static_cast<double>(n);
 }
 
 }  // namespace
@@ -154,10 +145,11 @@ Evaluator::Evaluator(const CellConfig& config, const SyntheticData& data, const 
     heldout_ = ToTensor(rows, device);            // (N, seq_len + 1)
     heldout_background_ = background.to(device);  // (N, seq_len)
   }
-  headline_ = MakeGroups(config, data, NiahVariant::kMultiKey, "niah");
-  control_ = MakeGroups(config, data, NiahVariant::kControl, "niah/control");
+  headline_ = MakeGroups(config, data, NiahVariant::kMultiKey, metric::kHeadlineGroup);
+  control_ = MakeGroups(config, data, NiahVariant::kControl, metric::kControlGroup);
   for (const std::string& name : config.eval.niah_variants) {
-    for (TaskGroup& g : MakeGroups(config, data, ParseNiahVariant(name), "niah/" + name)) {
+    for (TaskGroup& g :
+         MakeGroups(config, data, ParseNiahVariant(name), metric::VariantGroup(name))) {
       variants_.push_back(std::move(g));
     }
   }
@@ -263,11 +255,12 @@ std::map<std::string, double> Evaluator::Losses(Transformer& model) const {
   std::map<std::string, double> metrics;
   if (!heldout_.defined()) return metrics;
   const int64_t T = model_config_.seq_len;
-  metrics["eval/heldout_loss"] = WindowedLoss(model, heldout_, at::Tensor(), T);
+  metrics[metric::kHeldoutLoss] = WindowedLoss(model, heldout_, at::Tensor(), T);
   const double background = WindowedLoss(model, heldout_, heldout_background_, T);
   if (!std::isnan(background)) {
-    metrics["eval/heldout_background_loss"] = background;
-    metrics["eval/short_loss"] = WindowedLoss(model, heldout_, heldout_background_, short_context_);
+    metrics[metric::kHeldoutBackgroundLoss] = background;
+    metrics[metric::kShortLoss] =
+        WindowedLoss(model, heldout_, heldout_background_, short_context_);
   }
   return metrics;
 }
@@ -294,7 +287,7 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model, Decoded* out, 
       (distance < niah_window_ ? in_window : beyond_window).Add(ok);
       if (own_window > 0) (distance < own_window ? in_own : beyond_own).Add(ok);
     }
-    length.Report("niah/acc@" + std::to_string(group.length), &metrics);
+    length.Report(metric::AtLength(metric::kNiahAcc, group.length), &metrics);
     means.Add(group.length, length.Rate());
     if (out) {
       out->answers.emplace_back();
@@ -302,14 +295,14 @@ std::map<std::string, double> Evaluator::Niah(Transformer& model, Decoded* out, 
       if (trace) out->traces.push_back(std::move(traced));
     }
   }
-  means.Report(model_config_.seq_len, "niah/acc", "niah/extrapolation/acc", &metrics);
+  means.Report(model_config_.seq_len, metric::kNiahAcc, metric::kNiahExtrapolationAcc, &metrics);
   for (const auto& [depth, bucket] : by_depth) {
-    bucket.Report(DepthName("niah/acc_depth@", depth), &metrics);
+    bucket.Report(metric::AtDepth(metric::kNiahAccDepth, depth), &metrics);
   }
-  in_window.Report("niah/acc_in_window", &metrics);
-  beyond_window.Report("niah/acc_beyond_window", &metrics);
-  in_own.Report("niah/acc_in_own_window", &metrics);
-  beyond_own.Report("niah/acc_beyond_own_window", &metrics);
+  in_window.Report(metric::kNiahAccInWindow, &metrics);
+  beyond_window.Report(metric::kNiahAccBeyondWindow, &metrics);
+  in_own.Report(metric::kNiahAccInOwnWindow, &metrics);
+  beyond_own.Report(metric::kNiahAccBeyondOwnWindow, &metrics);
   return metrics;
 }
 
@@ -323,10 +316,10 @@ std::map<std::string, double> Evaluator::Control(Transformer& model, const Decod
     for (size_t b = 0; b < group.tasks.size(); ++b) {
       length.Add(CopiedRecordValue(group.tasks[b], decoded[b][0]));
     }
-    length.Report("niah/control/distractor_copy_rate@" + std::to_string(group.length), &metrics);
+    length.Report(metric::AtLength(metric::kDistractorCopyRate, group.length), &metrics);
     copy.Add(group.length, length.Rate());
   }
-  copy.Report(model_config_.seq_len, "niah/control/distractor_copy_rate", "", &metrics);
+  copy.Report(model_config_.seq_len, metric::kDistractorCopyRate, "", &metrics);
 
   Decoded decoded_headline;
   if (headline == nullptr) {
@@ -345,7 +338,7 @@ std::map<std::string, double> Evaluator::Control(Transformer& model, const Decod
       for (size_t b = 0; b < answers.size(); ++b) {
         length.Add(answers[b] == headline->answers[g][b]);
       }
-      length.Report("niah/control/key_swap_rate@" + std::to_string(headline_[g].length), &metrics);
+      length.Report(metric::AtLength(metric::kKeySwapRate, headline_[g].length), &metrics);
       swap.Add(headline_[g].length, length.Rate());
     }
     if (swaps) {
@@ -353,7 +346,7 @@ std::map<std::string, double> Evaluator::Control(Transformer& model, const Decod
       if (trace) swaps->traces.push_back(std::move(traced));
     }
   }
-  swap.Report(model_config_.seq_len, "niah/control/key_swap_rate", "", &metrics);
+  swap.Report(model_config_.seq_len, metric::kKeySwapRate, "", &metrics);
   return metrics;
 }
 
@@ -366,11 +359,11 @@ std::map<std::string, double> Evaluator::NiahVariants(Transformer& model) const 
     for (size_t b = 0; b < group.tasks.size(); ++b)
       sum += ScoreNiahTask(group.tasks[b], decoded[b]);
     const double acc = sum / static_cast<double>(group.tasks.size());
-    metrics[group.name + "/acc@" + std::to_string(group.length)] = acc;
+    metrics[metric::AtLength(metric::GroupAcc(group.name), group.length)] = acc;
     overall[group.name].Add(group.length, acc);
   }
   for (const auto& [name, means] : overall) {
-    means.Report(model_config_.seq_len, name + "/acc", "", &metrics);
+    means.Report(model_config_.seq_len, metric::GroupAcc(name), "", &metrics);
   }
   return metrics;
 }
@@ -410,7 +403,7 @@ std::map<std::string, double> Evaluator::RetrievalMetrics(const Decoded& headlin
     }
   }
   std::map<std::string, double> metrics;
-  metrics["rh/samples"] = scorer.samples();
+  metrics[metric::kRhSamples] = scorer.samples();
   const std::vector<double> scores = scorer.Scores();
   if (scores.empty()) return metrics;  // too few samples: no score, not 0
   const int H = model_config_.heads;
@@ -423,16 +416,16 @@ std::map<std::string, double> Evaluator::RetrievalMetrics(const Decoded& headlin
     (full ? has_full : has_sliding) = true;
     for (int h = 0; h < H; ++h) {
       const double score = scores[a * H + h];
-      metrics[HeadName("rh/score/", layer, h)] = score;
+      metrics[metric::HeadName(metric::kRhScore, layer, h)] = score;
       if (full) max_full = std::max(max_full, score);
       if (score > kRetrievalHead) ++(full ? count_full : count_sliding);
     }
   }
   if (has_full) {
-    metrics["rh/max_full"] = max_full;
-    metrics["rh/count_full"] = count_full;
+    metrics[metric::kRhMaxFull] = max_full;
+    metrics[metric::kRhCountFull] = count_full;
   }
-  if (has_sliding) metrics["rh/count_sliding"] = count_sliding;
+  if (has_sliding) metrics[metric::kRhCountSliding] = count_sliding;
   return metrics;
 }
 
@@ -477,24 +470,24 @@ std::map<std::string, double> Evaluator::Ablation(Transformer& model, int k) con
                  "(eval.niah_samples must be at least 2)\n");
     return metrics;
   }
-  metrics["ablation/selection/niah_acc"] = selection;
-  metrics["ablation/test/niah_acc"] = test;
+  metrics[metric::kAblationSelectionAcc] = selection;
+  metrics[metric::kAblationTestAcc] = test;
   // Each head's score: what masking it alone costs on the selection half.
   std::vector<double> scores;
   std::vector<char> kinds;
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < H; ++h) {
       const double drop = selection - HeadlineAccuracy(model, Half::kSelection, {l * H + h});
-      metrics[HeadName("ablation/selection/drop/", l, h)] = drop;
+      metrics[metric::HeadName(metric::kAblationDrop, l, h)] = drop;
       scores.push_back(drop);
       kinds.push_back(model_config_.pattern[l]);
     }
   }
   const AblationPlan plan = PlanAblation(scores, kinds, k, ablation_draws_, ablation_seed_);
   if (plan.top.empty()) return metrics;
-  metrics["ablation/top_k/niah_acc"] = HeadlineAccuracy(model, Half::kTest, plan.top);
-  metrics["ablation/top_k/heads"] = static_cast<double>(plan.top.size());
-  metrics["ablation/top_k/full_heads"] = static_cast<double>(std::count_if(
+  metrics[metric::kAblationTopKAcc] = HeadlineAccuracy(model, Half::kTest, plan.top);
+  metrics[metric::kAblationTopKHeads] = static_cast<double>(plan.top.size());
+  metrics[metric::kAblationTopKFullHeads] = static_cast<double>(std::count_if(
       plan.top.begin(), plan.top.end(), [&](int i) { return kinds[i] == kFullAttention; }));
   if (!plan.note.empty()) std::fprintf(stderr, "ablation: %s\n", plan.note.c_str());
   if (!plan.baselines.empty()) {
@@ -502,7 +495,7 @@ std::map<std::string, double> Evaluator::Ablation(Transformer& model, int k) con
     for (const std::vector<int>& draw : plan.baselines) {
       acc.push_back(HeadlineAccuracy(model, Half::kTest, draw));
     }
-    ReportSpread(plan.same_mix ? "ablation/random_k/" : "ablation/random_k_any_mix/", acc,
+    ReportSpread(plan.same_mix ? metric::kAblationRandomK : metric::kAblationRandomKAnyMix, acc,
                  &metrics);
   }
   const std::string efficient{kSlidingWindow, kLinearAttention, kGatedDeltaNet};
@@ -511,8 +504,8 @@ std::map<std::string, double> Evaluator::Ablation(Transformer& model, int k) con
         std::pair<std::string, std::string>{"efficient", efficient}}) {
     const std::vector<int> top = TopHeadsOf(scores, kinds, letters, k);
     if (top.empty()) continue;
-    metrics["ablation/" + name + "/niah_acc"] = HeadlineAccuracy(model, Half::kTest, top);
-    metrics["ablation/" + name + "/heads"] = static_cast<double>(top.size());
+    metrics[metric::AblationKindAcc(name)] = HeadlineAccuracy(model, Half::kTest, top);
+    metrics[metric::AblationKindHeads(name)] = static_cast<double>(top.size());
   }
   return metrics;
 }
@@ -533,13 +526,13 @@ std::map<std::string, double> Evaluator::Run(Transformer& model, bool autocast_b
   metrics.merge(Niah(model, &headline, /*trace=*/heads));
   metrics.merge(Control(model, &headline, &swaps, /*trace=*/heads));
   metrics.merge(NiahVariants(model));
-  metrics["eval/niah_seconds"] = seconds(t0);
+  metrics[metric::kNiahSeconds] = seconds(t0);
   t0 = Clock::now();
   if (heads) metrics.merge(RetrievalMetrics(headline, swaps));
   if (final_eval && ablation_heads_ > 0 && !headline_.empty()) {
     metrics.merge(Ablation(model, ablation_heads_));
   }
-  metrics["eval/probe_seconds"] = seconds(t0);
+  metrics[metric::kProbeSeconds] = seconds(t0);
   return metrics;
 }
 

@@ -293,7 +293,7 @@ void Trainer::Evaluate() {
   const auto t0 = Clock::now();
   std::map<std::string, double> metrics =
       evaluator_->Run(model_, bf16_, /*final_eval=*/!trunk_ && tokens_ >= config_.train.tokens);
-  metrics["eval/seconds"] = Seconds(Clock::now() - t0);
+  metrics[metric::kEvalSeconds] = Seconds(Clock::now() - t0);
   const MetricsEvent event{trainer::kEventEval, tokens_, std::nullopt, metrics};
   sink_->Emit(event);
   reported_ += event.Format() + "\n";
