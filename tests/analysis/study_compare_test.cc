@@ -210,6 +210,7 @@ TEST(StudyCompareTest, TheKeySwapControlBesideANiahAccuracyElseTheCopyRate) {
   EXPECT_FALSE(table.rows[1].control_median.has_value());
   nlohmann::json json = nlohmann::json::parse(CompareJson(table, spec));
   EXPECT_EQ(json["control_metric"], swap);
+  EXPECT_EQ(json["control_kind"], "key_swap");
   EXPECT_EQ(json["groups"][0]["control_final_median"], 0.25);
   EXPECT_EQ(json["groups"][1]["control_final_median"], nullptr);
 
@@ -218,6 +219,7 @@ TEST(StudyCompareTest, TheKeySwapControlBesideANiahAccuracyElseTheCopyRate) {
   table = Compare(study, curves, spec, &error);
   EXPECT_EQ(table.control_metric, copy);
   EXPECT_EQ(*table.rows[0].control_median, 0.9);
+  EXPECT_EQ(nlohmann::json::parse(CompareJson(table, spec))["control_kind"], "copy");
   // No cell reported either: no control column at all.
   for (auto& [id, metrics] : curves) metrics.erase(copy);
   table = Compare(study, curves, spec, &error);

@@ -75,6 +75,19 @@ TEST_F(DashboardTest, RetrievalHeadsOfACell) {
   EXPECT_EQ(Get("/api/studies/small/heads/0000000000000000").status, 404);
 }
 
+// The page opens on the first NIAH accuracy a study has, before the loss; it never spells a
+// metric name itself.
+TEST_F(DashboardTest, TheMetricShownFirstIsTheNiahAccuracy) {
+  ASSERT_TRUE(store_
+                  ->AddMetrics(lease_, {{"eval/heldout_loss", 1000, 3.0},
+                                        {"niah/acc@128", 1000, 0.25},
+                                        {"niah/acc", 1000, 0.5}})
+                  .ok());
+  const nlohmann::json metrics = nlohmann::json::parse(Get("/api/studies/small/metrics").body);
+  EXPECT_EQ(metrics["first"], "niah/acc");
+  EXPECT_THAT(DashboardPage(), ::testing::Not(::testing::HasSubstr("niah/")));
+}
+
 TEST_F(DashboardTest, ThePageIsStaticAndTheApiNeedsTheToken) {
   HttpResponse page = Get("/", "");
   EXPECT_EQ(page.status, 200);
@@ -122,6 +135,7 @@ TEST_F(DashboardTest, StudiesCellsAndCurves) {
   const nlohmann::json metrics = nlohmann::json::parse(Get("/api/studies/small/metrics").body);
   ASSERT_EQ(metrics["metrics"].size(), 1u);
   EXPECT_EQ(metrics["metrics"][0]["name"], "train/loss");
+  EXPECT_EQ(metrics["first"], "train/loss");  // no NIAH accuracy: the loss is shown first
 
   const nlohmann::json curves =
       nlohmann::json::parse(Get("/api/studies/small/curves?metric=train%2Floss").body);
@@ -195,6 +209,7 @@ TEST_F(DashboardTest, TrunksAreListedButNeitherCurvesNorComparedCells) {
   EXPECT_EQ(study["cells"][1]["waiting_for_trunk"], true);
   EXPECT_EQ(study["study"]["cells_total"], 1);
   EXPECT_EQ(nlohmann::json::parse(Get("/api/studies/wsd/metrics").body)["metrics"].size(), 0u);
+  EXPECT_EQ(nlohmann::json::parse(Get("/api/studies/wsd/metrics").body)["first"], "");
   EXPECT_EQ(
       nlohmann::json::parse(Get("/api/studies/wsd/curves?metric=train/loss").body)["curves"].size(),
       0u);
