@@ -493,18 +493,18 @@ class Store {
   // several cells (the message lists them).
   virtual absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) = 0;
 
-  // Calls `point` for every stored point of `metrics` (all when empty) of the study's cells
-  // (`cell_ids`, or all when empty; never a trunk's: its stable phase is in its branches'
-  // curves), ordered by cell (queue order), name and tokens; stops early when `point` returns
-  // false. `point` is never called while a database reader is held: the points are read in
-  // pages, each its own snapshot, so a point added meanwhile may or may not be seen, and none
-  // twice. NotFound for an unknown study or cell. NaN values come as NaN.
   // The names of the metrics the study's cells reported (trunks left out), each with how many
   // cells reported it, by name; one aggregate read, whatever the number of points. NotFound for
   // an unknown study.
   virtual absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
       const std::string& study) = 0;
 
+  // Calls `point` for every stored point of `metrics` (all when empty) of the study's cells
+  // (`cell_ids`, or all when empty; never a trunk's: its stable phase is in its branches'
+  // curves), ordered by cell (queue order), name and tokens; stops early when `point` returns
+  // false. `point` is never called while a database reader is held: the points are read in
+  // pages, each its own snapshot, so a point added meanwhile may or may not be seen, and none
+  // twice. NotFound for an unknown study or cell. NaN values come as NaN.
   virtual absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,

@@ -134,13 +134,13 @@ struct TrainConfig {
   int64_t wsd_decay_start() const;
 };
 
-// The built-in synthetic stream (docs/science.md, "Data that makes retrieval learnable"): a
-// sparse Markov-chain background over the 256 byte tokens with Zipf-like marginals, into which
-// key -> value records are inserted and later queried.
 // Backgrounds of the synthetic stream (background.h).
 inline constexpr const char* kBackgroundMarkov = "markov";
 inline constexpr const char* kBackgroundFile = "file";
 
+// The built-in synthetic stream (docs/science.md, "Data that makes retrieval learnable"): a
+// sparse Markov-chain background over the 256 byte tokens with Zipf-like marginals, into which
+// key -> value records are inserted and later queried.
 struct DataConfig {
   std::string kind = "synthetic";
   // What fills the sequence around the records: "markov" (the built-in chain) or "file" (a

@@ -45,7 +45,7 @@ at::Tensor L2Normalize(const at::Tensor& x) {
 
 }  // namespace
 
-RecurrentMixer::RecurrentMixer(const ModelConfig& config, int64_t /*short_conv*/)
+RecurrentMixer::RecurrentMixer(const ModelConfig& config)
     : heads_(config.heads), head_dim_(config.head_dim()), chunk_(config.chunk_size) {}
 
 at::Tensor RecurrentMixer::Convolve(const at::Tensor& qkv, Mode mode, LayerCache* cache) {
@@ -89,7 +89,7 @@ at::Tensor RecurrentMixer::Step(const at::Tensor& x, const MixerContext& /*ctx*/
 }
 
 LinearAttentionMixer::LinearAttentionMixer(const ModelConfig& config, int64_t short_conv)
-    : RecurrentMixer(config, short_conv) {
+    : RecurrentMixer(config) {
   const int64_t C = config.d_model;
   // q, k, v, output gate, then one gate logit per head.
   in_ = register_module("in_proj", Projection(C, 4 * C + heads_));
@@ -125,7 +125,7 @@ at::Tensor LinearAttentionMixer::Run(const at::Tensor& x, Mode mode, LayerCache*
 }
 
 GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config, int64_t short_conv)
-    : RecurrentMixer(config, short_conv) {
+    : RecurrentMixer(config) {
   const int64_t C = config.d_model, H = heads_;
   // q, k, v, output gate, then per head the beta logit and the decay input.
   in_ = register_module("in_proj", Projection(C, 4 * C + 2 * H));

@@ -50,8 +50,9 @@ class RecurrentMixer : public Mixer {
 
  protected:
   using Mode = MixerPass;  // kPrefill fills cache->state, kStep updates it
-  // `short_conv`: taps of the short convolution on q, k, v; 0 = none.
-  RecurrentMixer(const ModelConfig& config, int64_t short_conv);
+  // The heads and chunk size of `config`. Each mixer registers its own short convolution (conv_,
+  // after its input projection, so that parameters keep their order).
+  explicit RecurrentMixer(const ModelConfig& config);
   virtual at::Tensor Run(const at::Tensor& x, Mode mode, LayerCache* cache) = 0;
 
   // The first 3C features of the input projection, q, k and v, through the short convolution
@@ -69,6 +70,7 @@ class RecurrentMixer : public Mixer {
 
 class LinearAttentionMixer : public RecurrentMixer {
  public:
+  // `short_conv`: taps of the short convolution on q, k, v; 0 = none.
   LinearAttentionMixer(const ModelConfig& config, int64_t short_conv);
 
  private:
@@ -77,6 +79,7 @@ class LinearAttentionMixer : public RecurrentMixer {
 
 class GatedDeltaNetMixer : public RecurrentMixer {
  public:
+  // `short_conv`: as for LinearAttentionMixer.
   GatedDeltaNetMixer(const ModelConfig& config, int64_t short_conv);
 
  private:
