@@ -17,6 +17,8 @@
 #include "cli/commands/study_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/views/compare.h"
+#include "cli/views/export_view.h"
+#include "cli/views/fit_view.h"
 #include "cli/views/heads.h"
 #include "cli/views/plot.h"
 #include "cli/views/render.h"
@@ -32,21 +34,6 @@ std::vector<std::string> SplitList(const std::string& list) {
     out.emplace_back(part);
   }
   return out;
-}
-
-// RFC 4180: quoted when it holds a comma, a quote or a line break; quotes doubled.
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string CsvNumber(double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
 }
 
 // The step compare, plot and fit share: the study and its curves of spec.metric, grouped. On
@@ -164,65 +151,21 @@ int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out
   if (std::optional<int> failed = FetchAndGroup(client, options.study, *spec, err, &g)) {
     return *failed;
   }
-  const CompareTable& table = g.table;
-  const Curves* curves = &g.curves;
-  std::vector<std::string> headers = GroupHeaders(table);
-  const size_t first = headers.size();
-  for (const char* h : {"CELLS", "POINTS", "E", "B", "BETA", "D0", "RMSE"}) headers.push_back(h);
-  Table text(headers);
-  for (size_t c = first; c < headers.size(); ++c) text.AlignRight(c);
-  nlohmann::json groups = nlohmann::json::array();
-  auto pm = [](double v, double se) {
-    return std::isnan(se) ? FormatValue(v) : FormatValue(v) + " +- " + FormatValue(se);
-  };
-  for (const CompareRow& row : table.rows) {
+  std::vector<FitGroup> groups;
+  for (const CompareRow& row : g.table.rows) {
     std::vector<analysis::Point> points;
     for (const std::string& id : row.cell_ids) {
-      for (const auto& [t, v] : curves->at(id).at(options.metric)) points.push_back({t, v});
+      for (const auto& [t, v] : g.curves.at(id).at(options.metric)) points.push_back({t, v});
     }
-    std::string problem;
-    const std::optional<analysis::PowerLawFit> fit =
-        analysis::FitPowerLaw(points, options.min_tokens, &problem);
-    std::vector<std::string> cells;
-    for (const std::string& a : table.by) cells.push_back(row.axes.at(a));
-    cells.push_back(std::to_string(row.cell_ids.size()));
-    nlohmann::json g = {{"axes", row.axes}, {"cells", row.cell_ids}};
-    if (fit) {
-      for (const std::string& v :
-           {std::to_string(fit->points), pm(fit->E, fit->E_se), pm(fit->B, fit->B_se),
-            pm(fit->beta, fit->beta_se), FormatTokens(static_cast<int64_t>(fit->D0)),
-            FormatValue(fit->rmse)}) {
-        cells.push_back(v);
-      }
-      auto num = [](double v) {
-        return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-      };
-      g["fit"] = {{"E", fit->E},          {"E_se", num(fit->E_se)},
-                  {"B", fit->B},          {"B_se", num(fit->B_se)},
-                  {"beta", fit->beta},    {"beta_se", num(fit->beta_se)},
-                  {"D0", fit->D0},        {"rmse", fit->rmse},
-                  {"points", fit->points}};
-    } else {
-      cells.push_back(std::to_string(points.size()));
-      cells.push_back("no fit: " + problem);
-      g["fit"] = nullptr;
-      g["problem"] = problem;
-    }
-    text.AddRow(std::move(cells));
-    groups.push_back(g);
+    FitGroup group;
+    group.axes = row.axes;
+    group.cell_ids = row.cell_ids;
+    group.points = points.size();
+    group.fit = analysis::FitPowerLaw(points, options.min_tokens, &group.problem);
+    groups.push_back(std::move(group));
   }
-  if (options.json) {
-    out << nlohmann::json({{"metric", options.metric},
-                           {"model", "L(D) = E + B * (D / D0)^-beta"},
-                           {"min_tokens", options.min_tokens},
-                           {"groups", groups}})
-               .dump(2)
-        << "\n";
-  } else {
-    out << options.metric << " = E + B (D / D0)^-beta, least squares per group (+- one standard "
-        << "error)\n"
-        << text.Render();
-  }
+  out << (options.json ? FitJson(options.metric, options.min_tokens, groups)
+                       : RenderFit(options.metric, g.table.by, groups));
   return kExitOk;
 }
 
@@ -256,43 +199,8 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostrea
   RemoveTrunks(&*study);
   absl::StatusOr<Curves> curves = client.Metrics(options.study, SplitList(options.metrics));
   if (!curves.ok()) return ReportError(curves.status(), err);
-  std::set<std::string> axis_set;
-  for (const v1::Cell& c : study->cells()) {
-    for (const auto& [k, v] : c.axes()) axis_set.insert(k);
-  }
-  const std::vector<std::string> axes(axis_set.begin(), axis_set.end());
-  if (options.format == "csv") {
-    out << "study,cell_id,state";
-    // Axes as "axis.NAME": the tokens axis (the budget) must not be taken for a point's tokens.
-    for (const std::string& a : axes) out << "," << CsvField("axis." + a);
-    out << ",metric,tokens,value\n";
-  }
-  for (const v1::Cell& cell : study->cells()) {
-    auto c = curves->find(cell.id());
-    if (c == curves->end()) continue;
-    for (const auto& [metric, points] : c->second) {
-      for (const auto& [tokens, value] : points) {
-        if (options.format == "csv") {
-          out << CsvField(options.study) << "," << cell.id() << ","
-              << std::string(wire::StateName(cell.state()));
-          for (const std::string& a : axes) {
-            auto it = cell.axes().find(a);
-            out << "," << (it == cell.axes().end() ? "" : CsvField(it->second));
-          }
-          out << "," << CsvField(metric) << "," << tokens << "," << CsvNumber(value) << "\n";
-        } else {
-          nlohmann::json row = {{"study", options.study},
-                                {"cell_id", cell.id()},
-                                {"state", std::string(wire::StateName(cell.state()))},
-                                {"axes", cell.axes()},
-                                {"metric", metric},
-                                {"tokens", tokens}};
-          row["value"] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-          out << row.dump() << "\n";
-        }
-      }
-    }
-  }
+  WriteExport(options.study, *study, *curves,
+              options.format == "csv" ? ExportFormat::kCsv : ExportFormat::kJsonLines, out);
   return kExitOk;
 }
 

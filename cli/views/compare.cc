@@ -81,13 +81,7 @@ std::string FormatCrossing(const analysis::Crossing& c, XAxis x) {
 }
 
 std::vector<std::string> GroupHeaders(const CompareTable& table) {
-  std::vector<std::string> headers;
-  for (const std::string& a : table.by) {
-    std::string h = a;
-    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
-    headers.push_back(h);
-  }
-  return headers;
+  return CapitalHeaders(table.by);
 }
 
 std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {

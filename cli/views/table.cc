@@ -1,6 +1,7 @@
 #include "cli/views/table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -71,6 +72,16 @@ std::string FormatTokensText(const std::string& text) {
   char* end = nullptr;
   const long long n = std::strtoll(text.c_str(), &end, 10);
   return end != nullptr && *end == '\0' ? FormatTokens(n) : text;
+}
+
+std::vector<std::string> CapitalHeaders(const std::vector<std::string>& axes) {
+  std::vector<std::string> headers;
+  for (const std::string& a : axes) {
+    std::string h = a;
+    for (char& c : h) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    headers.push_back(h);
+  }
+  return headers;
 }
 
 std::string FormatValue(double value) {

@@ -25,6 +25,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Column headers of grouping axes: their names in capitals.
+std::vector<std::string> CapitalHeaders(const std::vector<std::string>& axes);
 // "950", "20K", "1.5M", "2B": decimal suffixes, at most one decimal.
 std::string FormatTokens(int64_t tokens);
 // A token count as a study writes it ("3000000") in FormatTokens' form ("3M"); any other text

@@ -1,0 +1,22 @@
+// `onset export`: every point of a study's cells, one row each, as CSV or JSON lines.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "analysis/study_compare.h"
+#include "onset/v1/onset.pb.h"
+
+namespace onset::cli {
+
+enum class ExportFormat { kCsv, kJsonLines };
+
+// Writes a row per point of `curves` for each cell of `study` (in its order): study, cell_id,
+// state, the cell's axes (CSV: a column "axis.NAME" per axis any cell has, so that the tokens
+// axis, the budget, is not taken for a point's tokens; JSON: an "axes" object), metric, tokens
+// and value (not finite: empty in CSV, null in JSON). CSV fields are quoted as RFC 4180 says;
+// values keep 17 significant digits.
+void WriteExport(const std::string& study_name, const v1::GetStudyResponse& study,
+                 const analysis::Curves& curves, ExportFormat format, std::ostream& out);
+
+}  // namespace onset::cli
