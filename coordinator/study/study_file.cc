@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "base/did_you_mean.h"
 #include "common/study_text.h"
+#include "model/config/study_defaults.h"
 
 namespace onset::coordinator {
 namespace {
@@ -349,8 +350,7 @@ class StudyParser {
                std::to_string(kMaxGridPoints));
     }
     CheckExclusion();
-    SetStudyWindow(&base);
-    SetStudyMixers(&base);
+    model::ApplyStudyDefaults(&base, [this](const std::string& path) { return FieldOnGrid(path); });
     absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(
         base, grid_,
         [this](const model::FieldError& e, const GridPoint& p) { return Describe(e, p); },
@@ -732,50 +732,23 @@ class StudyParser {
 
   // ----- cells --------------------------------------------------------------------------------
 
-  // Short-context loss and the in/beyond-window NIAH buckets are defined at the smallest window
-  // of the study (docs/science.md, "What the measurements are for"), the same for every cell,
-  // full-attention cells included, so that every cell is measured on the same split of the
-  // same samples. An explicit
-  // eval.short_context or eval.niah_window wins.
-  void SetStudyWindow(json* base) const {
-    json& eval = (*base)["eval"];
-    if (eval.is_null()) eval = json::object();
-    if (!eval.is_object()) return;
-    std::optional<int64_t> smallest;
-    auto consider = [&](const json& w) {
-      if (w.is_number_integer() && w.get<int64_t>() >= 1) {
-        smallest = std::min(smallest.value_or(w.get<int64_t>()), w.get<int64_t>());
+  // What the grid says of `path` (model/config/study_defaults.h): whether an axis or a dependent
+  // field sets it, and every value it takes there.
+  model::FieldAcrossStudy FieldOnGrid(const std::string& path) const {
+    model::FieldAcrossStudy field;
+    if (std::optional<std::pair<int, int>> at = grid_.Find(path)) {
+      field.set_by_grid = true;
+      for (const std::vector<json>& step : grid_.axes[at->first].values) {
+        field.values.push_back(step[at->second]);
       }
-    };
-    if (std::optional<std::pair<int, int>> at = grid_.Find("model.window")) {
-      for (const std::vector<json>& step : grid_.axes[at->first].values) consider(step[at->second]);
     }
     for (const DependentField& d : grid_.depends) {
-      if (d.path != "model.window") continue;
-      for (const auto& [when, value] : d.values) consider(value);
-      if (d.fallback) consider(*d.fallback);
+      if (d.path != path) continue;
+      field.set_by_grid = true;
+      for (const auto& [when, value] : d.values) field.values.push_back(value);
+      if (d.fallback) field.values.push_back(*d.fallback);
     }
-    if (base->contains("model") && (*base)["model"].is_object()) {
-      consider((*base)["model"].value("window", json()));
-    }
-    if (!smallest) return;
-    for (const char* key : {"short_context", "niah_window"}) {
-      if (!eval.contains(key)) eval[key] = *smallest;
-    }
-  }
-
-  // A study's L and D layers carry the short convolution of the reference implementations
-  // (model.short_conv: true) unless the study sets it, in its model section or on the grid.
-  // A cell config without the key has none (model/config/cell_config.h): that keeps the
-  // meaning, and the ids, of every cell stored before the option existed.
-  void SetStudyMixers(json* base) const {
-    if (grid_.Find("model.short_conv")) return;
-    for (const DependentField& d : grid_.depends) {
-      if (d.path == "model.short_conv") return;
-    }
-    json& model = (*base)["model"];
-    if (model.is_null()) model = json::object();
-    if (model.is_object() && !model.contains("short_conv")) model["short_conv"] = true;
+    return field;
   }
 
   // Token files named relative to the study file resolve against its directory.

@@ -199,6 +199,10 @@ void ModelFields(Config& c, Fields& f) {
   f("layers", m.layers, IntIn{1, 256});
   f("d_model", m.d_model, IntIn{8, 65536});
   f("heads", m.heads, IntIn{1, 1024});
+  // Derived defaults are written resolved: a config that leaves them out and one that names the
+  // value they resolve to are the same cell (one id). So for kv_heads, warmup_tokens,
+  // checkpoint_every_tokens, key_alphabet, max_distance, niah_lengths, niah_window and
+  // short_context below.
   f("mlp_hidden", m.mlp_hidden, IntIn{0, 1 << 20},
     WrittenAs([&m] { return m.resolved_mlp_hidden(); }));
   f("seq_len", m.seq_len, IntIn{8, 1 << 22});
@@ -212,9 +216,12 @@ void ModelFields(Config& c, Fields& f) {
   f("full_position", m.full_position, AnyString{});
   f("window", m.window, IntIn{0, 1 << 22});
   f("pos", m.pos, AnyString{});
+  // Written when on, so that cells older than the option keep their ids.
   f("logn_scaling", m.logn_scaling, ReadLognScaling,
     WrittenIf([&m] { return m.logn_scaling != kLognOff; }));
   f("chunk_size", m.chunk_size, IntIn{1, 1 << 16});
+  // Written when some layer has the convolution (its kernel only then), so that cells older
+  // than the option keep their ids; a study turns it on (study_defaults.h).
   f("short_conv", m.short_conv, ReadShortConv, WrittenIf([&m] { return !m.short_conv.empty(); }));
   f("short_conv_kernel", m.short_conv_kernel, IntIn{1, 64},
     WrittenIf([&m] { return !m.short_conv.empty(); }));
@@ -303,6 +310,8 @@ void EvalFields(Config& c, Fields& f) {
   f("niah_depths", e.niah_depths, NumbersIn{0.0, 1.0});
   f("niah_samples", e.niah_samples, IntIn{0, 1 << 20});
   f("niah_records", e.niah_records, IntIn{1, 64});
+  // Resolved per cell when left out; a study sets both to its smallest window
+  // (study_defaults.h), so that its cells share one split.
   f("niah_window", e.niah_window, IntIn{0, 1 << 22},
     WrittenAs([&c] { return c.eval.resolved_niah_window(c.model); }));
   f("short_context", e.short_context, IntIn{0, 1 << 22},
