@@ -68,7 +68,7 @@ std::string ProtoJson(const google::protobuf::Message& m) {
 
 // The study and its cells; `grid_points_only` leaves out trunks (jobs, not grid points: they
 // have no curves of their own), for what reads results.
-absl::StatusOr<v1::GetStudyResponse> StudyProto(Store& store, const std::string& name,
+absl::StatusOr<v1::GetStudyResponse> StudyProto(StudyStore& store, const std::string& name,
                                                 bool grid_points_only = false) {
   absl::StatusOr<StudyDetail> detail = store.GetStudy(name);
   if (!detail.ok()) return detail.status();
@@ -81,7 +81,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyProto(Store& store, const std::string&
   return out;
 }
 
-absl::StatusOr<analysis::Curves> Curves(Store& store, const std::string& study,
+absl::StatusOr<analysis::Curves> Curves(ResultStore& store, const std::string& study,
                                         const std::vector<std::string>& metrics,
                                         const std::vector<std::string>& cells) {
   analysis::Curves curves;
@@ -109,7 +109,7 @@ Query ParseQuery(absl::string_view text) {
 }
 
 // GET /api/studies
-HttpResponse StudyList(Store& store) {
+HttpResponse StudyList(StudyStore& store) {
   absl::StatusOr<std::vector<StudyInfo>> studies = store.ListStudies();
   if (!studies.ok()) return FromStatus(studies.status());
   v1::ListStudiesResponse out;
@@ -119,7 +119,7 @@ HttpResponse StudyList(Store& store) {
 
 // GET /api/studies/STUDY: a page of cells at a time (?page_size=, ?page_token= as the reply's
 // next_page_token), so that no reply grows with the study.
-HttpResponse StudyPage(Store& store, const std::string& study, Query& query) {
+HttpResponse StudyPage(StudyStore& store, const std::string& study, Query& query) {
   int64_t size = 0;
   if (query.count("page_size") && !absl::SimpleAtoi(query["page_size"], &size)) size = -1;
   absl::StatusOr<CellPage> page =
@@ -137,7 +137,7 @@ HttpResponse StudyPage(Store& store, const std::string& study, Query& query) {
 
 // GET /api/studies/STUDY/heads/CELL: the cell's layer x head retrieval scores at the last eval
 // point at or before ?tokens=.
-HttpResponse HeadScores(Store& store, const std::string& study, const std::string& cell,
+HttpResponse HeadScores(ResultStore& store, const std::string& study, const std::string& cell,
                         Query& query) {
   const int64_t at = std::strtoll(query["tokens"].c_str(), nullptr, 10);
   absl::StatusOr<analysis::Curves> curves = Curves(store, study, {}, {cell});
@@ -151,7 +151,7 @@ HttpResponse HeadScores(Store& store, const std::string& study, const std::strin
 // GET /api/studies/STUDY/metrics: name -> cells reporting it, aggregated in the store (the points
 // are not read out), and the one to show first: the first NIAH accuracy, else the training loss,
 // else the first ("" when there is none).
-HttpResponse MetricList(Store& store, const std::string& study) {
+HttpResponse MetricList(ResultStore& store, const std::string& study) {
   absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store.MetricNames(study);
   if (!names.ok()) return FromStatus(names.status());
   nlohmann::json out = nlohmann::json::array();
@@ -169,7 +169,7 @@ HttpResponse MetricList(Store& store, const std::string& study) {
 }
 
 // GET /api/studies/STUDY/curves?metric=M[&cells=A,B]
-HttpResponse MetricCurves(Store& store, const std::string& study, const std::string& metric,
+HttpResponse MetricCurves(ResultStore& store, const std::string& study, const std::string& metric,
                           Query& query) {
   absl::StatusOr<analysis::Curves> curves = Curves(store, study, {metric}, List(query["cells"]));
   if (!curves.ok()) return FromStatus(curves.status());
@@ -187,8 +187,8 @@ HttpResponse MetricCurves(Store& store, const std::string& study, const std::str
 
 // GET /api/studies/STUDY/compare?metric=M&threshold=V[&direction=&x=&by=&baseline=], the
 // parameters parsed as `onset compare` parses its flags (analysis/compare_params.h).
-HttpResponse CompareGroups(Store& store, const std::string& study, const std::string& metric,
-                           Query& query) {
+HttpResponse CompareGroups(StudyStore& studies, ResultStore& results, const std::string& study,
+                           const std::string& metric, Query& query) {
   const auto param = [&query](const char* name, const char* absent) {
     return query.count(name) ? query[name] : std::string(absent);
   };
@@ -198,13 +198,13 @@ HttpResponse CompareGroups(Store& store, const std::string& study, const std::st
                                    /*threshold_required=*/true);
   if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
   const analysis::CompareSpec& spec = *parsed;
-  absl::StatusOr<v1::GetStudyResponse> got = StudyProto(store, study, /*grid_points_only=*/true);
+  absl::StatusOr<v1::GetStudyResponse> got = StudyProto(studies, study, /*grid_points_only=*/true);
   if (!got.ok()) return FromStatus(got.status());
   std::vector<std::string> metrics = {metric};
   for (const std::string& control : analysis::ControlMetrics(metric)) {
     metrics.push_back(control);  // shown beside the accuracy
   }
-  absl::StatusOr<analysis::Curves> curves = Curves(store, study, metrics, {});
+  absl::StatusOr<analysis::Curves> curves = Curves(results, study, metrics, {});
   if (!curves.ok()) return FromStatus(curves.status());
   std::string error;
   const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);
@@ -235,19 +235,20 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   for (absl::string_view p : absl::StrSplit(path.substr(5), '/', absl::SkipEmpty())) {
     parts.push_back(Unescape(p));
   }
-  if (parts.size() == 1 && parts[0] == "studies") return StudyList(*store_);
+  if (parts.size() == 1 && parts[0] == "studies") return StudyList(*studies_);
   if (parts.size() < 2 || parts[0] != "studies") return Error(404, "no such API: " + path);
   const std::string& study = parts[1];
-  if (parts.size() == 2) return StudyPage(*store_, study, query);
-  if (parts.size() == 4 && parts[2] == "heads") return HeadScores(*store_, study, parts[3], query);
+  if (parts.size() == 2) return StudyPage(*studies_, study, query);
+  if (parts.size() == 4 && parts[2] == "heads")
+    return HeadScores(*results_, study, parts[3], query);
   if (parts.size() != 3) return Error(404, "no such API: " + path);
-  if (parts[2] == "metrics") return MetricList(*store_, study);
+  if (parts[2] == "metrics") return MetricList(*results_, study);
   const std::string metric = query["metric"];
   if (metric.empty()) {
     return Error(400, "metric: required, e.g. ?metric=" + metric::AtLength(metric::kNiahAcc, 256));
   }
-  if (parts[2] == "curves") return MetricCurves(*store_, study, metric, query);
-  if (parts[2] == "compare") return CompareGroups(*store_, study, metric, query);
+  if (parts[2] == "curves") return MetricCurves(*results_, study, metric, query);
+  if (parts[2] == "compare") return CompareGroups(*studies_, *results_, study, metric, query);
   return Error(404, "no such API: " + path);
 }
 

@@ -18,7 +18,8 @@
 
 #include <string>
 
-#include "coordinator/store/store.h"
+#include "coordinator/store/result_store.h"
+#include "coordinator/store/study_store.h"
 
 namespace onset::coordinator {
 
@@ -34,15 +35,18 @@ struct HttpResponse {
   std::string body;
 };
 
-// Thread-safe (stateless besides the store). `store` must outlive the API.
+// Thread-safe (stateless besides the store). The stores must outlive the API: `studies` for the
+// studies and their cells, `results` for the metrics.
 class DashboardApi {
  public:
-  DashboardApi(Store* store, std::string token) : store_(store), token_(std::move(token)) {}
+  DashboardApi(StudyStore* studies, ResultStore* results, std::string token)
+      : studies_(studies), results_(results), token_(std::move(token)) {}
 
   HttpResponse Handle(const HttpRequest& request) const;
 
  private:
-  Store* const store_;
+  StudyStore* const studies_;
+  ResultStore* const results_;
   const std::string token_;
 };
 

@@ -6,7 +6,7 @@
 
 namespace onset::coordinator {
 
-absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
+absl::StatusOr<PlannedSubmission> PlanSubmission(StudyStore& store, StudySpec spec,
                                                  bool shared_checkpoints) {
   absl::StatusOr<std::vector<StoredPlanCell>> stored = store.PlanCells(spec.name);
   if (!stored.ok()) return stored.status();
@@ -34,8 +34,8 @@ absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
 }
 
 absl::StatusOr<AddStudyResult> SubmitPlanned(
-    Store& store, const std::function<absl::StatusOr<StudySpec>()>& parse, bool shared_checkpoints,
-    bool dry_run, PlannedSubmission* planned) {
+    StudyStore& store, const std::function<absl::StatusOr<StudySpec>()>& parse,
+    bool shared_checkpoints, bool dry_run, PlannedSubmission* planned) {
   absl::Status last;
   std::string name;
   for (int attempt = 0; attempt < kPlanAttempts; ++attempt) {

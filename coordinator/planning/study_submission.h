@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/study_store.h"
 #include "coordinator/study/study_file.h"
 
 namespace onset::coordinator {
@@ -24,7 +24,7 @@ struct PlannedSubmission {
 // study it returns stores only while the stored study is still the one it was planned against
 // (NewStudy::planned_against); SubmitPlanned plans again when it is not.
 // Errors: the store's, and PlanTrunks' refusal of a file that asks for sharing it cannot have.
-absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
+absl::StatusOr<PlannedSubmission> PlanSubmission(StudyStore& store, StudySpec spec,
                                                  bool shared_checkpoints);
 
 // Plans the study `parse` reads and stores it (or, with `dry_run`, previews it), planning
@@ -35,7 +35,7 @@ absl::StatusOr<PlannedSubmission> PlanSubmission(Store& store, StudySpec spec,
 // cells (the answer holds them).
 inline constexpr int kPlanAttempts = 8;
 absl::StatusOr<AddStudyResult> SubmitPlanned(
-    Store& store, const std::function<absl::StatusOr<StudySpec>()>& parse, bool shared_checkpoints,
-    bool dry_run, PlannedSubmission* planned);
+    StudyStore& store, const std::function<absl::StatusOr<StudySpec>()>& parse,
+    bool shared_checkpoints, bool dry_run, PlannedSubmission* planned);
 
 }  // namespace onset::coordinator

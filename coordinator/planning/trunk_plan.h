@@ -29,7 +29,7 @@ namespace onset::coordinator {
 
 struct TrunkPlanRequest {
   std::vector<CellSpec> cells;         // the file's cells, as expanded (role kCell)
-  std::vector<StoredPlanCell> stored;  // the study's stored cells (Store::PlanCells)
+  std::vector<StoredPlanCell> stored;  // the study's stored cells (StudyStore::PlanCells)
   // train.share_trunk: unset = share wherever possible; false = never; true = share, and refuse
   // a file whose budgets cannot (with the note that says why).
   std::optional<bool> share_trunk;

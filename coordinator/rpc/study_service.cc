@@ -258,8 +258,8 @@ grpc::Status StudyServiceImpl::WatchStudy(
     return writer->Write(out);  // false once the client has gone
   };
   auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
-  return common::ToGrpcStatus(
-      coordinator::WatchStudy(*store_, request->study(), request->after_seq(), send, stopped));
+  return common::ToGrpcStatus(coordinator::WatchStudy(*store_, *store_, request->study(),
+                                                      request->after_seq(), send, stopped));
 }
 
 grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
@@ -285,7 +285,8 @@ grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
   query.after_line = request->after_line();
   query.limit = request->limit() == 0 ? 1000 : request->limit();
   auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
-  absl::StatusOr<LogChunk> chunk = ReadLogsWaiting(*store_, query, request->wait_ms(), stopped);
+  absl::StatusOr<LogChunk> chunk =
+      ReadLogsWaiting(*store_, *store_, query, request->wait_ms(), stopped);
   if (!chunk.ok()) return common::ToGrpcStatus(chunk.status());
   response->set_study(chunk->study);
   response->set_cell_id(chunk->cell_id);

@@ -134,7 +134,7 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
   if (!job.ok()) return common::ToGrpcStatus(job.status());
   if (!*job) {
     // What it may run later keeps an idle worker waiting (onset-worker --exit-when-idle).
-    absl::StatusOr<int> waiting = store_->CountWaitingCells(request->worker_id());
+    absl::StatusOr<int> waiting = waiting_->CountWaitingCells(request->worker_id());
     if (!waiting.ok()) return common::ToGrpcStatus(waiting.status());
     response->set_queued_waiting(*waiting);
     return grpc::Status::OK;

@@ -7,7 +7,8 @@
 
 #include "common/grpc_auth.h"
 #include "coordinator/scheduling/lease_manager.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/lease_store.h"
+#include "coordinator/store/worker_store.h"
 #include "onset/v1/onset.grpc.pb.h"
 
 namespace onset::coordinator {
@@ -20,20 +21,22 @@ namespace onset::coordinator {
 // then trains its whole run itself, the same cell, only slower).
 void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset::v1::Job* out);
 
-// Thread-safe. `store`, `leases` and `auth` must outlive the service; every call is refused with
-// UNAUTHENTICATED unless `auth` accepts it. Every call but RegisterWorker must carry the worker's
-// id and its secret (Store::AuthenticateWorker). Calls about a job are accepted only from the
-// worker holding its lease (LeaseManager checks the pair of worker id and lease id) while its
-// attempt is its cell's current one (the store fences the rest).
+// Thread-safe. `workers`, `waiting`, `leases` and `auth` must outlive the service; every call is
+// refused with UNAUTHENTICATED unless `auth` accepts it. Every call but RegisterWorker must carry
+// the worker's id and its secret (WorkerStore::AuthenticateWorker). Calls about a job are accepted
+// only from the worker holding its lease (LeaseManager checks the pair of worker id and lease id)
+// while its attempt is its cell's current one (the store fences the rest).
 class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
  public:
   // `checkpoint_root`: a directory every worker sees (a shared file system) under which each
   // cell keeps its checkpoints (ROOT/STUDY/CELL), so a requeued cell resumes on any worker.
   // Empty: each worker keeps them in its own work directory.
-  WorkerServiceImpl(Store* store, LeaseManager* leases,
+  // `waiting` counts the cells an idle worker could run later (LeaseStore::CountWaitingCells).
+  WorkerServiceImpl(WorkerStore* workers, LeaseStore* waiting, LeaseManager* leases,
                     std::chrono::milliseconds heartbeat_interval,
                     const common::BearerTokenChecker* auth, std::string checkpoint_root = "")
-      : store_(store),
+      : store_(workers),
+        waiting_(waiting),
         leases_(leases),
         heartbeat_interval_(heartbeat_interval),
         auth_(auth),
@@ -64,7 +67,8 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
 
   static constexpr size_t kMaxWorkerIdBytes = 256;
 
-  Store* const store_;
+  WorkerStore* const store_;
+  LeaseStore* const waiting_;
   LeaseManager* const leases_;
   const std::chrono::milliseconds heartbeat_interval_;
   const common::BearerTokenChecker* const auth_;

@@ -13,9 +13,10 @@ std::string Describe(const std::string& lease_id, const std::string& cell_id, in
 
 }  // namespace
 
-LeaseManager::LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl,
-                           std::chrono::milliseconds stop_margin)
+LeaseManager::LeaseManager(LeaseStore* store, LogStore* logs, const common::Clock* clock,
+                           std::chrono::milliseconds ttl, std::chrono::milliseconds stop_margin)
     : store_(store),
+      logs_(logs),
       clock_(clock),
       ttl_(ttl),
       stop_margin_(stop_margin),
@@ -134,7 +135,7 @@ absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
                                              const std::string& lease_id,
                                              const std::vector<LogLine>& lines) {
   ONSET_RETURN_IF_ERROR(Check(worker_id, lease_id));
-  absl::StatusOr<int> n = store_->AppendLogs(lease_id, lines);  // without mu_, as Heartbeat
+  absl::StatusOr<int> n = logs_->AppendLogs(lease_id, lines);  // without mu_, as Heartbeat
   common::MutexLock lock(&mu_);
   ForgetIfEnded(lease_id, n.status());
   return n;

@@ -2,7 +2,7 @@
 // granted or last renewed by a heartbeat; past that it expires: its attempt ends as "lost" and
 // the cell may be claimed again once `stop_margin` has passed too (the worker stops its trainer
 // before its own view of the lease runs out, cell_lifecycle.h). Deadlines are monotonic times
-// from the injected Clock and live only in memory; the Store holds the attempts themselves and
+// from the injected Clock and live only in memory; the LeaseStore holds the attempts themselves and
 // fences every call (only the cell's current open attempt is heard).
 #pragma once
 
@@ -19,7 +19,8 @@
 #include "common/clock.h"
 #include "common/log_throttle.h"
 #include "common/mutex.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/lease_store.h"
+#include "coordinator/store/log_store.h"
 
 namespace onset::coordinator {
 
@@ -33,8 +34,10 @@ namespace onset::coordinator {
 // while its attempt is requeued.
 class LeaseManager {
  public:
-  // `store` and `clock` must outlive the manager. `ttl` > 0, `stop_margin` >= 0.
-  LeaseManager(Store* store, const common::Clock* clock, std::chrono::milliseconds ttl,
+  // The stores and `clock` must outlive the manager (`logs` takes the trainers' log lines under
+  // their leases). `ttl` > 0, `stop_margin` >= 0.
+  LeaseManager(LeaseStore* store, LogStore* logs, const common::Clock* clock,
+               std::chrono::milliseconds ttl,
                std::chrono::milliseconds stop_margin = std::chrono::milliseconds(0));
 
   // Says whether the trainer of an attempt found open at a restart is gone, waiting for it as
@@ -111,7 +114,8 @@ class LeaseManager {
   // puts it back for the next sweep).
   absl::Status Expire(const std::string& lease_id, const Lease& lease) ABSL_LOCKS_EXCLUDED(mu_);
 
-  Store* const store_;
+  LeaseStore* const store_;
+  LogStore* const logs_;
   const common::Clock* const clock_;
   const std::chrono::milliseconds ttl_;
   const std::chrono::milliseconds stop_margin_;

@@ -42,13 +42,13 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       : config_(config),
         lock_(std::move(lock)),
         store_(std::move(store)),
-        leases_(store_.get(), &common::SystemClock(), config.lease_ttl,
+        leases_(store_.get(), store_.get(), &common::SystemClock(), config.lease_ttl,
                 config.stop_margin.value_or(config.heartbeat_interval)),
         auth_(config.token),
         study_service_(store_.get(), &auth_, !config.checkpoint_root.empty()),
-        worker_service_(store_.get(), &leases_, config.heartbeat_interval, &auth_,
+        worker_service_(store_.get(), store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root),
-        dashboard_api_(store_.get(), config.token) {}
+        dashboard_api_(store_.get(), store_.get(), config.token) {}
 
   ~CoordinatorServerImpl() override { Shutdown(); }
 

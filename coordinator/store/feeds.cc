@@ -22,16 +22,16 @@ Progress ProgressOf(const CellInfo& cell) {
 
 }  // namespace
 
-absl::Status WatchStudy(Store& store, const std::string& study, int64_t after_seq,
-                        const std::function<bool(const WatchUpdate&)>& send,
+absl::Status WatchStudy(FeedStore& feed, StudyStore& studies, const std::string& study,
+                        int64_t after_seq, const std::function<bool(const WatchUpdate&)>& send,
                         const std::function<bool()>& stopped, const FeedOptions& options) {
   const size_t snapshot_cells = static_cast<size_t>(std::max(1, options.snapshot_cells));
   const size_t max_progress = static_cast<size_t>(std::max(1, options.max_progress));
   std::map<std::string, Progress> told;
   int64_t seq = after_seq;
-  int64_t version = store.ChangeVersion();
+  int64_t version = feed.ChangeVersion();
   {
-    ONSET_ASSIGN_OR_RETURN(StudySnapshot snapshot, store.SnapshotStudy(study));
+    ONSET_ASSIGN_OR_RETURN(StudySnapshot snapshot, feed.SnapshotStudy(study));
     if (after_seq > snapshot.last_seq) {
       return absl::OutOfRangeError("watch of study " + study + " from event " +
                                    std::to_string(after_seq) + ", but the newest is " +
@@ -66,11 +66,11 @@ absl::Status WatchStudy(Store& store, const std::string& study, int64_t after_se
   const CellPage no_cells{std::numeric_limits<int64_t>::max(), 0};
   while (!stopped()) {
     ONSET_ASSIGN_OR_RETURN(std::vector<CellEvent> events,
-                           store.StudyEvents(study, seq, options.max_events));
+                           feed.StudyEvents(study, seq, options.max_events));
     CellFilter changed{.running = true, .ids = {}};
     for (const CellEvent& e : events) changed.ids.push_back(e.cell_id);
-    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, store.FindCells(study, changed));
-    ONSET_ASSIGN_OR_RETURN(StudyDetail detail, store.GetStudy(study, no_cells));
+    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> cells, studies.FindCells(study, changed));
+    ONSET_ASSIGN_OR_RETURN(StudyDetail detail, studies.GetStudy(study, no_cells));
     std::vector<CellInfo> progress;
     for (CellInfo& cell : cells) {
       auto it = told.find(cell.id);
@@ -98,20 +98,20 @@ absl::Status WatchStudy(Store& store, const std::string& study, int64_t after_se
       if (more) continue;
       std::this_thread::sleep_for(std::chrono::milliseconds(options.min_interval_ms));
     }
-    version = store.WaitForChange(version, options.poll_ms);
+    version = feed.WaitForChange(version, options.poll_ms);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<LogChunk> ReadLogsWaiting(Store& store, const LogQuery& query, int64_t wait_ms,
-                                         const std::function<bool()>& stopped,
+absl::StatusOr<LogChunk> ReadLogsWaiting(LogStore& logs, FeedStore& feed, const LogQuery& query,
+                                         int64_t wait_ms, const std::function<bool()>& stopped,
                                          const FeedOptions& options) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  int64_t version = store.ChangeVersion();
+  int64_t version = feed.ChangeVersion();
   LogQuery next = query;
   while (true) {
     const auto read_at = std::chrono::steady_clock::now();
-    ONSET_ASSIGN_OR_RETURN(LogChunk chunk, store.ReadLogs(next));
+    ONSET_ASSIGN_OR_RETURN(LogChunk chunk, logs.ReadLogs(next));
     // Later looks name the cell by its full id in its study (one indexed lookup) and its
     // attempt, as found now.
     next.study = chunk.study;
@@ -125,7 +125,7 @@ absl::StatusOr<LogChunk> ReadLogsWaiting(Store& store, const LogQuery& query, in
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (!chunk.lines.empty() || !may_grow || left.count() <= 0 || stopped()) return chunk;
-    version = store.WaitForChange(version, std::min<int64_t>(left.count(), options.poll_ms));
+    version = feed.WaitForChange(version, std::min<int64_t>(left.count(), options.poll_ms));
     // Every commit wakes a waiter (heartbeats commit several times a second): a waiting reader
     // looks at most every min_interval_ms, whatever the write rate.
     const auto next_read = read_at + std::chrono::milliseconds(options.min_interval_ms);

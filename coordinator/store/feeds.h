@@ -1,8 +1,8 @@
 // Following a study live: the logic behind WatchStudy (`onset watch`) and the long poll of
 // ReadLogs (`onset logs -f`). No gRPC here: the service hands in a sink and a stop test.
 //
-// Both wake on the store's change counter (Store::WaitForChange) rather than a fixed timer, so a
-// change reaches the watcher within milliseconds, and poll at most every `poll_ms` otherwise to
+// Both wake on the store's change counter (FeedStore::WaitForChange) rather than a fixed timer, so
+// a change reaches the watcher within milliseconds, and poll at most every `poll_ms` otherwise to
 // notice that the client went away.
 #pragma once
 
@@ -14,7 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "coordinator/store/store.h"
+#include "coordinator/store/feed_store.h"
+#include "coordinator/store/log_store.h"
+#include "coordinator/store/study_store.h"
 
 namespace onset::coordinator {
 
@@ -46,16 +48,17 @@ struct FeedOptions {
 // returns false or `stopped()` returns true; returns OK then. NotFound for an unknown study,
 // OutOfRange when after_seq is ahead of the event log (a watcher of another coordinator's
 // database), other store errors as they come.
-absl::Status WatchStudy(Store& store, const std::string& study, int64_t after_seq,
-                        const std::function<bool(const WatchUpdate&)>& send,
+// `feed` gives the snapshot, the events and the change counter, `studies` the cells and summary.
+absl::Status WatchStudy(FeedStore& feed, StudyStore& studies, const std::string& study,
+                        int64_t after_seq, const std::function<bool(const WatchUpdate&)>& send,
                         const std::function<bool()>& stopped,
                         const FeedOptions& options = FeedOptions());
 
-// Store::ReadLogs, but when the chunk has no lines and more may come (its attempt has not
+// LogStore::ReadLogs, but when the chunk has no lines and more may come (its attempt has not
 // ended, the cell has no attempt yet, or the attempt is the cell's latest and the cell may run
 // again), reads again as the store changes, for up to `wait_ms` or until `stopped()`.
-absl::StatusOr<LogChunk> ReadLogsWaiting(Store& store, const LogQuery& query, int64_t wait_ms,
-                                         const std::function<bool()>& stopped,
+absl::StatusOr<LogChunk> ReadLogsWaiting(LogStore& logs, FeedStore& feed, const LogQuery& query,
+                                         int64_t wait_ms, const std::function<bool()>& stopped,
                                          const FeedOptions& options = FeedOptions());
 
 }  // namespace onset::coordinator

@@ -30,7 +30,7 @@ absl::StatusOr<std::vector<CellInfo>> FindCells(db::Connection& db, int64_t stud
                                                 const CellFilter& filter);
 // Its cells as stored: id, display axes, config, budget and role.
 absl::StatusOr<std::vector<CellSpec>> LoadCellSpecs(db::Connection& db, int64_t study_id);
-// Every cell of the study as trunk planning sees it (Store::PlanCells), in queue order.
+// Every cell of the study as trunk planning sees it (StudyStore::PlanCells), in queue order.
 absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_t study_id);
 // The row ids of the given cells of a study, ascending and each once (a cell named twice is
 // one row); NotFound naming an unknown one.

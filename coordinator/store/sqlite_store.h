@@ -94,7 +94,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
   absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) override;
   absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
-  using Store::GetStudy;
+  using StudyStore::GetStudy;
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) override;
   absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,
                                                   const CellFilter& filter) override;
@@ -102,7 +102,7 @@ class SqliteStore final : public Store {
       const std::string& study, const std::vector<std::string>& ids) override;
   absl::StatusOr<RegisteredWorker> RegisterWorker(const WorkerRegistration& worker) override;
   absl::Status AuthenticateWorker(const std::string& worker_id, const std::string& secret) override;
-  using Store::ListWorkers;
+  using WorkerStore::ListWorkers;
   absl::StatusOr<WorkerPage> ListWorkers(const WorkerQuery& query) override;
 
   absl::Status DeregisterWorker(const std::string& worker_id) override;
@@ -123,7 +123,7 @@ class SqliteStore final : public Store {
                                   const std::vector<std::string>& cell_ids) override;
   absl::StatusOr<int> RerunCells(const RerunRequest& request) override;
   absl::StatusOr<std::vector<RunningAttempt>> RunningAttempts() override;
-  using Store::Results;
+  using ResultStore::Results;
   absl::StatusOr<ResultPage> Results(const std::string& study, const CellPage& page) override;
   absl::StatusOr<StudySnapshot> SnapshotStudy(const std::string& name) override;
   absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study, int64_t after_seq,

@@ -21,7 +21,7 @@ inline absl::StatusOr<std::string> WorkerId(const absl::StatusOr<RegisteredWorke
 }
 
 // The cell `id` of `study` as the store reports it; a test failure if there is none.
-inline CellInfo FindCell(Store& store, const std::string& study, const std::string& id) {
+inline CellInfo FindCell(StudyStore& store, const std::string& study, const std::string& id) {
   absl::StatusOr<StudyDetail> detail = store.GetStudy(study);
   EXPECT_TRUE(detail.ok()) << detail.status();
   if (!detail.ok()) return {};

@@ -157,7 +157,7 @@ class DashboardServerTest : public ::testing::Test {
     std::string worker;
     store_ = testing::OpenSmallStudyStore(dir_.File("onset.db"), clock_, &worker);
     ASSERT_NE(store_, nullptr);
-    api_ = std::make_unique<DashboardApi>(store_.get(), kToken);
+    api_ = std::make_unique<DashboardApi>(store_.get(), store_.get(), kToken);
   }
 
   std::unique_ptr<DashboardServer> Serve(const DashboardServerOptions& options) {

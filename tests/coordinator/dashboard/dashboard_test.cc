@@ -40,7 +40,7 @@ class DashboardTest : public ::testing::Test {
                                                     {"train/loss", 2000, 3.0},
                                                     {"train/loss", 4000, 2.0}})
                     .ok());
-    api_ = std::make_unique<DashboardApi>(store_.get(), kToken);
+    api_ = std::make_unique<DashboardApi>(store_.get(), store_.get(), kToken);
   }
 
   HttpResponse Get(const std::string& target, const std::string& token = kToken) {
@@ -249,7 +249,7 @@ exclude:
     const int64_t hit = cell.axes.at("arch") == "full" ? 4000 : 2000;
     ASSERT_TRUE((*store)->AddMetrics((*job)->lease_id, {{"m", 1000, 0.2}, {"m", hit, 0.8}}).ok());
   }
-  DashboardApi api(store->get(), kToken);
+  DashboardApi api(store->get(), store->get(), kToken);
   HttpResponse r = api.Handle({"GET",
                                "/api/studies/pos/compare?metric=m&threshold=0.5&"
                                "baseline=arch%3Dfull&by=arch,window,pos",

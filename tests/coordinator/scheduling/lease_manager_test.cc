@@ -8,7 +8,7 @@
 #include "common/fake_clock.h"
 #include "coordinator/store/sqlite_store.h"
 #include "coordinator/study/study_file.h"
-#include "tests/coordinator/forwarding_store.h"
+#include "tests/coordinator/forwarding_lease_store.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -30,7 +30,7 @@ class LeaseManagerTest : public ::testing::Test {
     ASSERT_TRUE(spec.ok());
     ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", "", spec->cells}).ok());
     worker_ = store_->RegisterWorker({"h", 1, "v"})->id;
-    leases_ = std::make_unique<LeaseManager>(store_.get(), &clock_, kTtl);
+    leases_ = std::make_unique<LeaseManager>(store_.get(), store_.get(), &clock_, kTtl);
   }
 
   ClaimedJob Lease() {
@@ -171,7 +171,7 @@ TEST_F(LeaseManagerTest, RecoverGivesRunningAttemptsAFreshDeadline) {
   ClaimedJob job = Lease();
   clock_.Advance(kTtl * 8 / 10);
   // A restarted coordinator: a new manager over the same store.
-  LeaseManager restarted(store_.get(), &clock_, kTtl);
+  LeaseManager restarted(store_.get(), store_.get(), &clock_, kTtl);
   ASSERT_TRUE(restarted.Recover(/*requeue_running=*/false).ok());
   EXPECT_EQ(restarted.ActiveLeases(), 1u);
   clock_.Advance(kTtl * 8 / 10);  // past the old deadline, within the new one
@@ -184,7 +184,7 @@ TEST_F(LeaseManagerTest, RecoverGivesRunningAttemptsAFreshDeadline) {
 
 TEST_F(LeaseManagerTest, RecoverCanRequeueAtOnce) {
   ClaimedJob job = Lease();
-  LeaseManager restarted(store_.get(), &clock_, kTtl);
+  LeaseManager restarted(store_.get(), store_.get(), &clock_, kTtl);
   ASSERT_TRUE(restarted.Recover(/*requeue_running=*/true).ok());
   EXPECT_EQ(restarted.ActiveLeases(), 0u);
   CellInfo cell = Cell(job.cell_id);
@@ -196,9 +196,9 @@ TEST_F(LeaseManagerTest, RecoverCanRequeueAtOnce) {
 
 // A store whose writes of one kind wait for a gate to open: a slow write (a large cancel, a
 // full disk) as seen by the lease manager.
-class GatedStore : public testing::ForwardingStore {
+class GatedStore : public testing::ForwardingLeaseStore {
  public:
-  using ForwardingStore::ForwardingStore;
+  using ForwardingLeaseStore::ForwardingLeaseStore;
   enum class Gate { kNone, kClaim, kFinish, kRequeue };
 
   void Close(Gate gate) { gate_ = gate; }
@@ -249,9 +249,9 @@ TEST_F(LeaseManagerTest, AHeldUpStoreWriteDoesNotStallOtherWorkersHeartbeats) {
     ASSERT_TRUE(spec.ok());
     ASSERT_TRUE(real->AddStudy({spec->name, "", "s.yaml", "", spec->cells}).ok());
     GatedStore store(real.get());
-    LeaseManager leases(&store, &clock, kTtl);
-    const std::string a = store.RegisterWorker({"a", 1, "v"})->id;
-    const std::string b = store.RegisterWorker({"b", 1, "v"})->id;
+    LeaseManager leases(&store, real.get(), &clock, kTtl);
+    const std::string a = real->RegisterWorker({"a", 1, "v"})->id;
+    const std::string b = real->RegisterWorker({"b", 1, "v"})->id;
     absl::StatusOr<std::optional<ClaimedJob>> held = leases.LeaseJob(a, {"cpu:0"});
     ASSERT_TRUE(held.ok() && held->has_value());
     absl::StatusOr<std::optional<ClaimedJob>> other = leases.LeaseJob(b, {"cpu:0"});
@@ -287,9 +287,9 @@ TEST_F(LeaseManagerTest, AHeldUpStoreWriteDoesNotStallOtherWorkersHeartbeats) {
 // A lease whose expiry could not be written stays known and past its deadline, so the next
 // sweep expires it; meanwhile its holder is refused.
 TEST_F(LeaseManagerTest, AnExpiryTheStoreRefusedIsRetriedByTheNextSweep) {
-  class FailingOnce : public testing::ForwardingStore {
+  class FailingOnce : public testing::ForwardingLeaseStore {
    public:
-    using ForwardingStore::ForwardingStore;
+    using ForwardingLeaseStore::ForwardingLeaseStore;
     absl::Status ExpireAttempt(const std::string& lease_id, const std::string& reason,
                                int64_t stop_margin_ms) override {
       if (fail_) {
@@ -300,7 +300,7 @@ TEST_F(LeaseManagerTest, AnExpiryTheStoreRefusedIsRetriedByTheNextSweep) {
     }
     bool fail_ = true;
   } store(store_.get());
-  LeaseManager leases(&store, &clock_, kTtl);
+  LeaseManager leases(&store, store_.get(), &clock_, kTtl);
   absl::StatusOr<std::optional<ClaimedJob>> job = leases.LeaseJob(worker_, {"cpu:0"});
   ASSERT_TRUE(job.ok() && job->has_value());
   clock_.Advance(kTtl + milliseconds(1));

@@ -36,7 +36,7 @@ class WatchTest : public ::testing::Test {
     fast.poll_ms = 20;
     fast.min_interval_ms = 0;
     absl::Status s = WatchStudy(
-        *store_, "small", after_seq,
+        *store_, *store_, "small", after_seq,
         [&](const WatchUpdate& u) {
           got.push_back(u);
           return !enough(got);
@@ -113,7 +113,7 @@ TEST_F(WatchTest, ABigSnapshotComesInPiecesThatTogetherHoldEveryCellOnce) {
   FeedOptions options;
   options.snapshot_cells = 4;  // the small study has 6 cells: 4 + 2
   ASSERT_TRUE(WatchStudy(
-                  *store_, "small", 0,
+                  *store_, *store_, "small", 0,
                   [&](const WatchUpdate& u) {
                     got.push_back(u);
                     return u.snapshot_more;
@@ -157,7 +157,7 @@ TEST_F(WatchTest, ProgressComesInBoundedPieces) {
   options.max_progress = 2;
   std::set<std::string> seen;
   ASSERT_TRUE(WatchStudy(
-                  *store_, "small", now->last_seq,
+                  *store_, *store_, "small", now->last_seq,
                   [&](const WatchUpdate& u) {
                     got.push_back(u);
                     for (const CellInfo& c : u.progress) seen.insert(c.id);
@@ -172,7 +172,8 @@ TEST_F(WatchTest, ProgressComesInBoundedPieces) {
 TEST_F(WatchTest, UnknownStudyAndAFutureSeqAreRefused) {
   FeedOptions fast;
   absl::Status unknown = WatchStudy(
-      *store_, "nope", 0, [](const WatchUpdate&) { return true; }, [] { return false; }, fast);
+      *store_, *store_, "nope", 0, [](const WatchUpdate&) { return true; }, [] { return false; },
+      fast);
   EXPECT_TRUE(absl::IsNotFound(unknown)) << unknown;
   absl::Status ahead;
   Watch(
@@ -186,8 +187,8 @@ TEST_F(WatchTest, StopsWhenAskedEvenWithNothingHappening) {
   fast.poll_ms = 10;
   std::future<absl::Status> watching = std::async(std::launch::async, [&] {
     return WatchStudy(
-        *store_, "small", 0, [](const WatchUpdate&) { return true; }, [&] { return stop.load(); },
-        fast);
+        *store_, *store_, "small", 0, [](const WatchUpdate&) { return true; },
+        [&] { return stop.load(); }, fast);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   stop = true;
@@ -200,7 +201,7 @@ TEST_F(WatchTest, ALongPollReturnsAsSoonAsALineArrives) {
   LogQuery query;
   query.cell = job.cell_id;
   std::future<absl::StatusOr<LogChunk>> reading = std::async(std::launch::async, [&] {
-    return ReadLogsWaiting(*store_, query, 30'000, [] { return false; });
+    return ReadLogsWaiting(*store_, *store_, query, 30'000, [] { return false; });
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(store_->AppendLogs(job.lease_id, {{1, 0, "hello"}}).ok());
@@ -214,7 +215,7 @@ TEST_F(WatchTest, ALongPollReturnsAsSoonAsALineArrives) {
   ASSERT_TRUE(store_->FinishAttempt(job.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "", ""}).ok());
   query.after_line = 1;
   const auto start = std::chrono::steady_clock::now();
-  chunk = ReadLogsWaiting(*store_, query, 30'000, [] { return false; });
+  chunk = ReadLogsWaiting(*store_, *store_, query, 30'000, [] { return false; });
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(chunk->ended);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));

@@ -190,7 +190,7 @@ TEST_F(ReadOnlyStoreTest, AWriterThatStartsWhileItIsOpenIsFollowed) {
   });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   absl::Status watched = WatchStudy(
-      *reader, "small", 0,
+      *reader, *reader, "small", 0,
       [&](const WatchUpdate& update) {
         for (const CellEvent& e : update.events) {
           if (e.cell_id == cell_ && e.to == CellState::kQueued) seen.push_back(e);

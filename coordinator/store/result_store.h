@@ -1,0 +1,68 @@
+// The store's results: each cell's final metrics, the names of the metrics a study has, and its
+// points.
+//
+// Thread-safety: implementations are safe to call from any thread. Errors shared by all methods:
+// Unavailable (may pass: busy, disk full) or Internal for database failures (the message names
+// the file; db/sqlite.h maps SQLite's errors).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "coordinator/store/study_store.h"
+
+namespace onset::coordinator {
+
+struct CellResult {
+  CellInfo cell;
+  std::map<std::string, double> final_metrics;  // name -> value at its largest tokens count
+};
+
+// A page of results; next_after as in StudyDetail.
+struct ResultPage {
+  std::vector<CellResult> results;  // queue order
+  int64_t next_after = 0;
+};
+
+// Results and metric points.
+class ResultStore {
+ public:
+  virtual ~ResultStore() = default;
+
+  // The cells of `page` with their final metrics, trunks left out (they are not grid points).
+  // NotFound for an unknown study.
+  virtual absl::StatusOr<ResultPage> Results(const std::string& study, const CellPage& page) = 0;
+  // Every cell of the study with its final metrics.
+  absl::StatusOr<std::vector<CellResult>> Results(const std::string& study) {
+    absl::StatusOr<ResultPage> all = Results(study, {});
+    if (!all.ok()) return all.status();
+    return std::move(all->results);
+  }
+
+  // The names of the metrics the study's cells reported (trunks left out), each with how many
+  // cells reported it, by name; one aggregate read, whatever the number of points. NotFound for
+  // an unknown study.
+  virtual absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
+      const std::string& study) = 0;
+
+  // Calls `point` for every stored point of `metrics` (all when empty) of the study's cells
+  // (`cell_ids`, or all when empty; never a trunk's: its stable phase is in its branches'
+  // curves), ordered by cell (queue order), name and tokens; stops early when `point` returns
+  // false. `point` is never called while a database reader is held: the points are read in
+  // pages, each its own snapshot, so a point added meanwhile may or may not be seen, and none
+  // twice. NotFound for an unknown study or cell. NaN values come as NaN.
+  virtual absl::Status ForEachMetricPoint(
+      const std::string& study, const std::vector<std::string>& metrics,
+      const std::vector<std::string>& cell_ids,
+      const std::function<bool(const std::string& cell_id, const std::string& metric,
+                               int64_t tokens, double value)>& point) = 0;
+};
+
+}  // namespace onset::coordinator
