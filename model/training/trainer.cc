@@ -41,6 +41,14 @@ Backgrounds OpenOrThrow(const CellConfig& config) {
 
 Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
                  std::string checkpoint_dir, Collective* collective)
+    : Trainer(config, CellSpan(config), device, sink, std::move(checkpoint_dir), collective) {}
+
+Trainer::Trainer(const TrunkSpec& trunk, const at::Device& device, MetricsSink* sink,
+                 std::string checkpoint_dir, Collective* collective)
+    : Trainer(trunk.cell, TrunkSpan(trunk), device, sink, std::move(checkpoint_dir), collective) {}
+
+Trainer::Trainer(const CellConfig& config, std::unique_ptr<RunSpan> span, const at::Device& device,
+                 MetricsSink* sink, std::string checkpoint_dir, Collective* collective)
     : config_(config),
       device_(device),
       bf16_(config.train.precision == "bf16"),
@@ -51,9 +59,11 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
       heldout_data_(config.data, config.model.seq_len, backgrounds_.heldout),
       train_stream_(&data_, MixSeed(static_cast<uint64_t>(config.train.seed), kTrainStream),
                     config.model.seq_len + 1),
-      schedule_(LrSchedule::FromConfig(config.train)),
+      schedule_(span->Schedule()),
       seqs_per_step_(std::max<int64_t>(1, config.train.batch_tokens / config.model.seq_len)),
-      checkpoints_(std::move(checkpoint_dir), config, tokens_per_step(), device) {
+      checkpoints_(std::move(checkpoint_dir), config, tokens_per_step(), device),
+      span_(std::move(span)) {
+  span_->Configure(&checkpoints_);
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
   model_ = Transformer(config.model);
   model_->to(device_);
@@ -63,18 +73,9 @@ Trainer::Trainer(const CellConfig& config, const at::Device& device, MetricsSink
   if (lead()) evaluator_ = std::make_unique<Evaluator>(config, heldout_data_, device_);
 }
 
-Trainer::Trainer(const TrunkSpec& trunk, const at::Device& device, MetricsSink* sink,
-                 std::string checkpoint_dir, Collective* collective)
-    : Trainer(trunk.cell, device, sink, std::move(checkpoint_dir), collective) {
-  trunk_ = trunk;
-  trunk_evals_.insert(trunk.eval_at.begin(), trunk.eval_at.end());
-  schedule_ = LrSchedule::StablePhase(config_.train);
-  checkpoints_.ServeTrunk(trunk.branch_points, trunk.eval_at);
-}
-
 TrainResult Trainer::Run() {
   const TrainConfig& tc = config_.train;
-  const int64_t end = trunk_ ? trunk_->until : tc.tokens;
+  const int64_t end = span_->end_tokens();
   int64_t next_eval = config_.eval.NextEvalAfter(tokens_, tc.tokens);
   checkpoints_.ScheduleAfter(tokens_);
   EmitStart();
@@ -87,8 +88,8 @@ TrainResult Trainer::Run() {
     if (!std::isfinite(loss)) return Diverged(std::move(result), loss, lr);
 
     const bool last = tokens_ >= end;
-    if (steps_ % tc.log_every_steps == 0 || (last && !trunk_)) EmitTrain(lr);
-    const bool eval_due = trunk_ ? trunk_evals_.count(tokens_) > 0 : tokens_ >= next_eval || last;
+    if (steps_ % tc.log_every_steps == 0 || (last && span_->TrainEventAtEnd())) EmitTrain(lr);
+    const bool eval_due = span_->EvalDue(tokens_, next_eval, last);
     const bool checkpoint_due = checkpoints_.Due(tokens_, last);
     if (eval_due) {
       if (lead()) Evaluate();
@@ -239,7 +240,7 @@ void Trainer::EmitStart() {
       begin = end + 1;
     }
   }
-  if (trunk_) AnnounceBranchPoints();
+  AnnounceBranchPoints();
   if (!lead()) return;
   std::fprintf(stderr,
                "onset-train: %s %s window=%d pos=%s d_model=%d: %lld params (%lld non-embedding), "
@@ -247,9 +248,8 @@ void Trainer::EmitStart() {
                config_.model.arch.c_str(), config_.model.pattern.c_str(), config_.model.window,
                config_.model.pos.c_str(), config_.model.d_model,
                static_cast<long long>(params.total), static_cast<long long>(params.non_embedding),
-               static_cast<long long>(tokens_per_step()), trunk_ ? "WSD trunk to" : "budget",
-               static_cast<long long>(trunk_ ? trunk_->until : config_.train.tokens),
-               device_.str().c_str());
+               static_cast<long long>(tokens_per_step()), span_->end_name(),
+               static_cast<long long>(span_->end_tokens()), device_.str().c_str());
   if (parallel_.distributed()) {
     std::fprintf(stderr, "onset-train: data parallel over %d ranks, %lld sequences per step\n",
                  parallel_.world_size(), static_cast<long long>(seqs_per_step_));
@@ -261,7 +261,7 @@ void Trainer::AnnounceBranchPoints() {
   // branch point in the directory of the checkpoint this run resumed (another attempt's) is
   // linked into its own, so that what it announces is in its own directory.
   if (!lead() || checkpoints_.dir().empty()) return;
-  for (int64_t at : trunk_->branch_points) {
+  for (int64_t at : span_->branch_points()) {
     if (at > tokens_) break;
     if (!resumed_dir_.empty() && !CheckpointFileBytes(checkpoints_.dir(), at)) {
       LinkCheckpoint(resumed_dir_, checkpoints_.dir(), at);
@@ -292,7 +292,7 @@ void Trainer::EmitTrain(double lr) {
 void Trainer::Evaluate() {
   const auto t0 = Clock::now();
   std::map<std::string, double> metrics =
-      evaluator_->Run(model_, bf16_, /*final_eval=*/!trunk_ && tokens_ >= config_.train.tokens);
+      evaluator_->Run(model_, bf16_, /*final_eval=*/span_->FinalEval(tokens_));
   metrics[metric::kEvalSeconds] = Seconds(Clock::now() - t0);
   const MetricsEvent event{trainer::kEventEval, tokens_, std::nullopt, metrics};
   sink_->Emit(event);

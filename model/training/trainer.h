@@ -57,6 +57,7 @@
 #include "model/training/data_parallel.h"
 #include "model/training/lr_schedule.h"
 #include "model/training/metrics_writer.h"
+#include "model/training/run_span.h"
 #include "model/training/throughput.h"
 
 namespace onset::model {
@@ -87,9 +88,13 @@ class Trainer {
   // Not thread-safe; the constructor uses LibTorch's global generator, so ranks that are
   // threads of one process must construct their trainers one at a time. Throws DataError when
   // the data's token files cannot be used (background.h).
+  // `span` says what the run covers and when it reports (run_span.h).
+  Trainer(const CellConfig& config, std::unique_ptr<RunSpan> span, const at::Device& device,
+          MetricsSink* sink, std::string checkpoint_dir = "", Collective* collective = nullptr);
+  // The cell `config`, to its budget (CellSpan).
   Trainer(const CellConfig& config, const at::Device& device, MetricsSink* sink,
           std::string checkpoint_dir = "", Collective* collective = nullptr);
-  // The trunk `trunk` describes, as the constructor above trains trunk.cell.
+  // The trunk `trunk` describes (TrunkSpan), training trunk.cell.
   Trainer(const TrunkSpec& trunk, const at::Device& device, MetricsSink* sink,
           std::string checkpoint_dir = "", Collective* collective = nullptr);
 
@@ -136,7 +141,7 @@ class Trainer {
   TrainProgress Progress() const;  // what a checkpoint holds besides the model and optimizer
   void Restore(const TrainProgress& p);
   void EmitStart();
-  void AnnounceBranchPoints();  // a trunk's branch-point checkpoints up to tokens_
+  void AnnounceBranchPoints();  // the span's branch-point checkpoints up to tokens_
   void EmitTrain(double lr);
   void Evaluate();
   void WriteCheckpoint();
@@ -160,9 +165,8 @@ class Trainer {
   std::unique_ptr<Evaluator> evaluator_;  // rank 0 only
   int64_t seqs_per_step_;
   CheckpointManager checkpoints_;
-  Throughput throughput_;           // training time only, evaluation and checkpoints excluded
-  std::optional<TrunkSpec> trunk_;  // set when training a trunk
-  std::set<int64_t> trunk_evals_;   // trunk_->eval_at
+  Throughput throughput_;          // training time only, evaluation and checkpoints excluded
+  std::unique_ptr<RunSpan> span_;  // what the run covers and when it reports
 
   // Position; a checkpoint holds these and the throughput window.
   int64_t tokens_ = 0;
