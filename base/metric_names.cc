@@ -87,6 +87,14 @@ bool IsEvaluationMetric(std::string_view name) {
   return false;
 }
 
+bool DescribesTheMachine(std::string_view name) {
+  constexpr std::string_view kSeconds = "seconds";
+  const bool timing =
+      name.size() >= kSeconds.size() && name.substr(name.size() - kSeconds.size()) == kSeconds;
+  return timing || name == kTrainTokensPerSecond || name == kTrainMfu ||
+         name == kTrainPeakRssBytes || name == kTrainPeakCudaBytes;
+}
+
 bool IsSpreadDetail(std::string_view name) {
   return StartsWith(name, kAblationRandomK) && name != SpreadMean(kAblationRandomK);
 }

@@ -28,6 +28,12 @@ inline constexpr char kTrainLoss[] = "train/loss";
 inline constexpr char kTrainLr[] = "train/lr";
 inline constexpr char kTrainTokensPerSecond[] = "train/tokens_per_second";
 inline constexpr char kTrainMfu[] = "train/mfu";
+// At the log steps too: the global L2 norm of the reporting step's gradient before clipping
+// (summed over the ranks), the process's peak resident memory, and on a GPU the peak of bytes
+// LibTorch's CUDA allocator has held (model/training/memory_peak.h).
+inline constexpr char kTrainGradNorm[] = "train/grad_norm";
+inline constexpr char kTrainPeakRssBytes[] = "train/peak_rss_bytes";
+inline constexpr char kTrainPeakCudaBytes[] = "train/peak_cuda_allocated_bytes";
 // Time spent training, at the end of a run.
 inline constexpr char kTrainSeconds[] = "train/seconds";
 // Where a resumed run started.
@@ -118,6 +124,10 @@ bool StartsWith(std::string_view name, std::string_view prefix);
 // Whether an evaluation writes `name` (one of kEvaluationFamilies); the others come from
 // training steps.
 bool IsEvaluationMetric(std::string_view name);
+// Whether `name` measures the machine a run ran on rather than the run: timings (names ending
+// in "seconds"), throughput, MFU, peak memory. Two runs of one cell on one machine agree on every
+// other metric, bit for bit.
+bool DescribesTheMachine(std::string_view name);
 // Whether `name` is a line of the random-K spread (kAblationRandomK) other than its mean (the
 // CLI's results leave those out).
 bool IsSpreadDetail(std::string_view name);

@@ -12,6 +12,7 @@
 #include "base/metric_names.h"
 #include "model/config/flops.h"
 #include "model/nn/precision.h"
+#include "model/training/memory_peak.h"
 #include "model/training/optimizer.h"
 #include "model/training/stop_request.h"
 
@@ -21,6 +22,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The global L2 norm of the parameters' gradients, as clip_grad_norm_ measures it, changing
+// nothing.
+double GradientNorm(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> norms;
+  for (const at::Tensor& p : parameters) {
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  }
+  if (norms.empty()) return 0;
+  return at::stack(norms).norm(2).item<double>();
+}
 
 Backgrounds OpenOrThrow(const CellConfig& config) {
   const int train_len = config.model.seq_len + 1;
@@ -144,8 +156,15 @@ double Trainer::Step(double lr) {
     loss_sum += loss.detach() * n;
   }
   parallel_.SumGradients(model_->parameters(), loss_sum);
+  // train/grad_norm: measured when clipping measures it anyway, else only on the steps that
+  // report it (a norm costs a device sync), never changing the gradients.
+  const bool reports = (steps_ + 1) % config_.train.log_every_steps == 0;
   if (config_.train.grad_clip > 0) {
-    torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.train.grad_clip);
+    grad_norm_ = torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.train.grad_clip);
+    grad_norm_step_ = steps_ + 1;
+  } else if (reports) {
+    grad_norm_ = GradientNorm(model_->parameters());
+    grad_norm_step_ = steps_ + 1;
   }
   optimizer_->step();
   const double loss = loss_sum.item<double>() / static_cast<double>(seqs_per_step_);
@@ -279,6 +298,13 @@ void Trainer::EmitTrain(double lr) {
   // train/loss is the mean over the steps since the previous train event.
   MetricsEvent event{trainer::kEventTrain, tokens_, steps_, throughput_.TakeWindow()};
   event.metrics[metric::kTrainLr] = lr;
+  if (grad_norm_step_ == steps_) event.metrics[metric::kTrainGradNorm] = grad_norm_;
+  if (std::optional<int64_t> rss = PeakRssBytes()) {
+    event.metrics[metric::kTrainPeakRssBytes] = static_cast<double>(*rss);
+  }
+  if (std::optional<int64_t> cuda = PeakCudaAllocatedBytes(device_)) {
+    event.metrics[metric::kTrainPeakCudaBytes] = static_cast<double>(*cuda);
+  }
   sink_->Emit(event);
   reported_ += event.Format() + "\n";
   if (lead()) {

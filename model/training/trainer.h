@@ -167,6 +167,8 @@ class Trainer {
   CheckpointManager checkpoints_;
   Throughput throughput_;          // training time only, evaluation and checkpoints excluded
   std::unique_ptr<RunSpan> span_;  // what the run covers and when it reports
+  double grad_norm_ = 0;           // train/grad_norm of step grad_norm_step_
+  int64_t grad_norm_step_ = -1;
 
   // Position; a checkpoint holds these and the throughput window.
   int64_t tokens_ = 0;

@@ -74,6 +74,14 @@ TEST(MetricNamesTest, FamiliesSayWhatAnEvaluationWrites) {
   for (const char* name : {kTrainLoss, kModelParams, kCheckpointBytes}) {
     EXPECT_FALSE(IsEvaluationMetric(name)) << name;
   }
+  // What measures the machine, which two runs of one cell need not share; never a result.
+  for (const char* name : {kTrainTokensPerSecond, kTrainMfu, kTrainSeconds, kEvalSeconds,
+                           kCheckpointSeconds, kTrainPeakRssBytes, kTrainPeakCudaBytes}) {
+    EXPECT_TRUE(DescribesTheMachine(name)) << name;
+  }
+  for (const char* name : {kTrainLoss, kTrainGradNorm, kTrainLr, kNiahAcc, kCheckpointBytes}) {
+    EXPECT_FALSE(DescribesTheMachine(name)) << name;
+  }
   EXPECT_TRUE(IsSpreadDetail(SpreadStd(kAblationRandomK)));
   EXPECT_FALSE(IsSpreadDetail(SpreadMean(kAblationRandomK)));
 }

@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/metric_names.h"
 #include "cli/client/study_client.h"
 #include "tests/integration/harness.h"
 
@@ -63,7 +64,8 @@ constexpr char kFourBudgets[] = "[32768, 65536, 131072, 262144]";
 // What a run measured, as opposed to how it ran: timing, checkpoints and resumption differ
 // between a branch and the run on its own by design.
 bool IsMeasurement(const std::string& name) {
-  for (const char* how : {"seconds", "tokens_per_second", "mfu", "checkpoint/", "resumed_at"}) {
+  if (metric::DescribesTheMachine(name)) return false;
+  for (const char* how : {"checkpoint/", "resumed_at"}) {
     if (name.find(how) != std::string::npos) return false;
   }
   return true;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/metric_names.h"
 #include "model/training/trainer.h"
 #include "tests/testing/temp_dir.h"
 
@@ -65,16 +66,14 @@ void ExpectSameParameters(Transformer& a, Transformer& b) {
   for (const auto& p : pa) EXPECT_TRUE(at::equal(p.value(), pb[p.key()])) << p.key();
 }
 
-// The train and eval events from `tokens` on, with their metrics minus the timings.
+// The train and eval events from `tokens` on, without what measures the machine.
 std::vector<MetricsEvent> Reported(const MemorySink& sink, int64_t tokens) {
   std::vector<MetricsEvent> out;
   for (MetricsEvent e : sink.events) {
     if ((e.event != "train" && e.event != "eval") || e.tokens <= tokens) continue;
     for (auto it = e.metrics.begin(); it != e.metrics.end();) {
       const std::string& name = it->first;
-      const bool timing = name == "train/tokens_per_second" ||
-                          (name.size() >= 7 && name.compare(name.size() - 7, 7, "seconds") == 0);
-      it = timing ? e.metrics.erase(it) : std::next(it);
+      it = metric::DescribesTheMachine(name) ? e.metrics.erase(it) : std::next(it);
     }
     out.push_back(e);
   }

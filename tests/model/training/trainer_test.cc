@@ -10,6 +10,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "base/metric_names.h"
 #include "model/config/flops.h"
 #include "model/distributed/c10d_collective.h"
 #include "model/training/stop_request.h"
@@ -269,6 +270,50 @@ TEST(TrainerTest, MfuIsThroughputTimesModelFlopsOverThePeak) {
   EXPECT_GE(with_mfu, 2);
 }
 
+// train/grad_norm is the gradient's norm before clipping, and measuring it changes nothing: a
+// run that clips at a bound it never reaches (1e9) trains and reports exactly as one that does
+// not clip, and a run clipped hard (1e-3) reports norms above its bound while training
+// differently. Every train event carries the process's peak resident memory.
+TEST(TrainerTest, TheGradientNormIsReportedBeforeClippingAndMeasuringItChangesNothing) {
+  at::set_num_threads(1);
+  auto run = [](double clip, MemorySink* sink) {
+    CellConfig config = TinyCell(2'048, 3);
+    config.train.grad_clip = clip;
+    config.train.log_every_steps = 1;
+    return Trainer(config, at::kCPU, sink).Run();
+  };
+  MemorySink off, loose, tight;
+  const TrainResult a = run(0, &off);
+  const TrainResult b = run(1e9, &loose);
+  const TrainResult c = run(1e-3, &tight);
+  EXPECT_EQ(a.step_losses, b.step_losses);
+  EXPECT_NE(a.step_losses, c.step_losses);
+  auto norms = [](const MemorySink& sink) {
+    std::vector<double> out;
+    for (const MetricsEvent& e : sink.events) {
+      if (e.event != "train") continue;
+      EXPECT_TRUE(e.metrics.count("train/peak_rss_bytes"));
+      EXPECT_GT(e.metrics.at("train/peak_rss_bytes"), 1e6);
+      EXPECT_FALSE(e.metrics.count("train/peak_cuda_allocated_bytes"));  // a CPU run
+      if (e.metrics.count("train/grad_norm")) out.push_back(e.metrics.at("train/grad_norm"));
+    }
+    return out;
+  };
+  const std::vector<double> unclipped = norms(off);
+  ASSERT_EQ(unclipped.size(), a.step_losses.size());  // every step reports with log_every 1
+  EXPECT_EQ(unclipped, norms(loose));
+  for (double n : unclipped) {
+    EXPECT_TRUE(std::isfinite(n));
+    EXPECT_GT(n, 0);
+  }
+  // The first step's gradient is the same in every run (same weights, same batch): clipping
+  // applies after the norm is taken.
+  const std::vector<double> clipped = norms(tight);
+  ASSERT_FALSE(clipped.empty());
+  EXPECT_NEAR(clipped[0], unclipped[0], 1e-9 * unclipped[0]);
+  for (double n : clipped) EXPECT_GT(n, 1e-3);
+}
+
 TEST(TrainerTest, TrainsOnATokenFileWithItsOwnVocabulary) {
   at::set_num_threads(1);
   TempDir dir;
@@ -378,7 +423,7 @@ void ExpectSameReports(const MemorySink& ranks, const MemorySink& one) {
     EXPECT_EQ(a.step, b.step) << i;
     for (const auto& [name, value] : b.metrics) {
       ASSERT_TRUE(a.metrics.count(name)) << b.event << " " << name;
-      if (name.find("second") != std::string::npos) continue;  // timings
+      if (metric::DescribesTheMachine(name)) continue;  // timings, memory
       EXPECT_NEAR(a.metrics.at(name), value, kRtol * std::abs(value) + kAtol)
           << b.event << " at " << b.tokens << ": " << name;
     }

@@ -17,6 +17,7 @@
 #include <ATen/Parallel.h>
 
 #include "base/durable_file.h"
+#include "base/metric_names.h"
 #include "model/config/wsd_trunk.h"
 #include "model/distributed/c10d_collective.h"
 #include "model/training/stop_request.h"
@@ -140,11 +141,7 @@ std::string TrunkFile(const std::string& dir, int64_t tokens) {
   return dir + "/" + CheckpointFileName(tokens);
 }
 
-bool IsTiming(const std::string& name) {
-  return name.find("seconds") != std::string::npos ||
-         name.find("tokens_per_second") != std::string::npos ||
-         name.find("mfu") != std::string::npos;
-}
+bool IsTiming(const std::string& name) { return metric::DescribesTheMachine(name); }
 
 // The train, eval and done events a run reported (once each: a replayed event is the same
 // point), by event and tokens, without their timings.
