@@ -24,6 +24,9 @@ namespace onset::analysis {
 // cell id -> metric -> (tokens, value) points.
 using Curves =
     std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>;
+// cell id -> metric -> when each point of the same curve of a Curves was measured, in
+// milliseconds since the Unix epoch (0: not known).
+using CurveTimes = std::map<std::string, std::map<std::string, std::vector<int64_t>>>;
 
 // What the crossings are counted in: tokens seen, or training FLOPs (tokens x the cell's
 // training FLOPs per token, v1::Cell::train_flops_per_token). Log-linear interpolation commutes

@@ -29,11 +29,13 @@ std::string ErrorText(const nlohmann::json::exception& e) {
 }  // namespace
 
 std::string MetricsEvent::Format() const {
-  // ordered_json keeps "event", "tokens", "step", "metrics" in this order for human readers.
+  // ordered_json keeps "event", "tokens", "step", "at_unix_ms", "metrics" in this order for human
+  // readers.
   nlohmann::ordered_json j;
   j["event"] = event;
   j["tokens"] = tokens;
   if (step) j["step"] = *step;
+  if (at_unix_ms) j["at_unix_ms"] = *at_unix_ms;
   nlohmann::ordered_json m = nlohmann::ordered_json::object();
   for (const auto& [name, value] : metrics) {
     m[name] = std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json();
@@ -64,10 +66,17 @@ std::optional<MetricsEvent> MetricsEvent::Parse(std::string_view line, MetricsLi
                             step->get<uint64_t>() <= std::numeric_limits<int64_t>::max()))) {
     return Fail(error, "\"step\" is not an integer of int64's range");
   }
+  const auto at = j.find("at_unix_ms");
+  if (at != j.end() &&
+      !(at->is_number_integer() && (!at->is_number_unsigned() ||
+                                    at->get<uint64_t>() <= std::numeric_limits<int64_t>::max()))) {
+    return Fail(error, "\"at_unix_ms\" is not an integer of int64's range");
+  }
 
   MetricsEvent e;
   e.event = event->get<std::string>();
   if (step != j.end()) e.step = step->get<int64_t>();
+  if (at != j.end()) e.at_unix_ms = at->get<int64_t>();
   for (const auto& [name, value] : metrics->items()) {
     if (value.is_null()) {
       e.metrics[name] = std::numeric_limits<double>::quiet_NaN();

@@ -2,11 +2,15 @@
 // descriptor (--metrics-fd, stdout by default) and read by the worker that runs it. Both sides
 // use this one definition, so they cannot drift apart.
 //
-//   {"event":"train","tokens":8192,"step":1,"metrics":{"train/loss":5.61,"train/lr":0.001}}
+//   {"event":"train","tokens":8192,"step":1,"at_unix_ms":1796558400123,
+//    "metrics":{"train/loss":5.61,"train/lr":0.001}}                      (one line)
 //
 // "event" (string, one of the names below), "tokens" (integer: tokens seen), "step" (integer,
-// on train events only) and "metrics" (object of name -> number), in this order. Other keys are
-// ignored, and so is an event name this reader does not know (a newer trainer's).
+// on train events only), "at_unix_ms" (integer: the wall-clock time the event was measured, in
+// milliseconds since the Unix epoch; absent from lines of trainers before it was added, and
+// kept as it was when a resumed run reports its earlier events again) and "metrics" (object of
+// name -> number), in this order. Other keys are ignored, and so is an event name this reader
+// does not know (a newer trainer's).
 //
 // The null rule: a metric whose value is not finite (NaN, +-inf; a diverged loss) is written as
 // null, and null reads back as NaN. The worker sends it on, and the coordinator stores it as
@@ -49,7 +53,8 @@ struct MetricsEvent {
   std::string event;  // one of kMetricsEvents
   int64_t tokens = 0;
   std::optional<int64_t> step;
-  std::map<std::string, double> metrics;  // sorted by name; NaN: not finite
+  std::map<std::string, double> metrics;             // sorted by name; NaN: not finite
+  std::optional<int64_t> at_unix_ms = std::nullopt;  // when it was measured; nullopt: unsaid
 
   // The line, without a trailing newline.
   std::string Format() const;

@@ -10,6 +10,7 @@
 #include "cli/commands/analysis_commands.h"
 #include "cli/commands/cell_commands.h"
 #include "cli/commands/command.h"
+#include "cli/commands/export_model_command.h"
 #include "cli/commands/follow_commands.h"
 #include "cli/commands/slurm_command.h"
 #include "cli/commands/study_commands.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   onset::cli::AddCellCommands(app, commands);               // cancel, rerun
   onset::cli::AddFollowCommands(app, commands);             // watch, logs
   onset::cli::AddAnalysisCommands(app, commands);           // compare, plot, fit, heads, export
+  onset::cli::AddExportModelCommand(app, commands);         // export-model
   onset::cli::AddWorkersAndResultsCommands(app, commands);  // workers, results
   onset::cli::AddRunCommand(app, commands);
   onset::cli::AddSlurmCommands(app, commands);  // slurm up

@@ -18,6 +18,16 @@ inline constexpr size_t kMaxMetricNameBytes = 256;
 // from where int64 arithmetic wraps.
 inline constexpr int64_t kMaxTokens = 1'000'000'000'000'000;
 
+// A point's wall time (milliseconds since the Unix epoch) is believed from 2000-01-01 to the
+// year 9999; outside, it is taken as not known (0), and the point is kept.
+inline constexpr int64_t kMinWallTimeMs = 946'684'800'000;
+inline constexpr int64_t kMaxWallTimeMs = 253'402'300'799'999;
+
+// `at_unix_ms` when it lies within those bounds, else 0 (not known).
+inline int64_t WallTimeOrUnknown(int64_t at_unix_ms) {
+  return at_unix_ms >= kMinWallTimeMs && at_unix_ms <= kMaxWallTimeMs ? at_unix_ms : 0;
+}
+
 // OK, or InvalidArgument saying what is wrong with the name (quoting its start, repaired).
 absl::Status CheckMetricName(std::string_view name);
 // OK, or InvalidArgument "tokens -1: must be 0..1000000000000000".

@@ -144,6 +144,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
       out->set_name(common::SanitizeUtf8(p.name));
       out->set_tokens(p.tokens);
       out->set_value(p.value);
+      out->set_at_unix_ms(p.at_unix_ms);
     }
     v1::ReportMetricsResponse response;
     grpc::ClientContext context;

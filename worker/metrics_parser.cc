@@ -61,6 +61,8 @@ void MetricsParser::Consume(std::string_view line, std::vector<MetricPoint>* out
     return Dropped(static_cast<int64_t>(event->metrics.size()), std::string(s.message()));
   }
   tokens_done_ = std::max(tokens_done_, at);
+  // A trainer from before the wall time says none; a time no clock could show is not believed.
+  const int64_t at_unix_ms = common::WallTimeOrUnknown(event->at_unix_ms.value_or(0));
 
   for (const auto& [name, value] : event->metrics) {
     if (absl::Status s = common::CheckMetricName(name); !s.ok()) {
@@ -72,7 +74,7 @@ void MetricsParser::Consume(std::string_view line, std::vector<MetricPoint>* out
       tokens_per_second_ = value;
     }
     if (name == metric::kTrainLoss) latest_loss_ = value;
-    out->push_back(MetricPoint{name, at, value});
+    out->push_back(MetricPoint{name, at, value, at_unix_ms});
   }
 }
 

@@ -15,9 +15,10 @@ struct MetricPoint {
   std::string name;    // e.g. "train/loss", "niah/acc@256"
   int64_t tokens = 0;  // tokens seen when it was measured
   double value = 0;
+  int64_t at_unix_ms = 0;  // when it was measured (milliseconds since the Unix epoch); 0: unknown
 
   bool operator==(const MetricPoint& o) const {
-    return name == o.name && tokens == o.tokens && value == o.value;
+    return name == o.name && tokens == o.tokens && value == o.value && at_unix_ms == o.at_unix_ms;
   }
 };
 

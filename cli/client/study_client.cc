@@ -238,10 +238,25 @@ absl::StatusOr<v1::ReadLogsResponse> StudyClient::ReadLogs(const v1::ReadLogsReq
   return response;
 }
 
-absl::StatusOr<
-    std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
-StudyClient::Metrics(const std::string& study, const std::vector<std::string>& metrics,
-                     const std::vector<std::string>& cell_ids) {
+absl::StatusOr<v1::DescribeCellResponse> StudyClient::DescribeCell(const std::string& study,
+                                                                   const std::string& cell_id) {
+  v1::DescribeCellRequest request;
+  request.set_study(study);
+  request.set_cell_id(cell_id);
+  v1::DescribeCellResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout_);
+  if (auto s = Convert("DescribeCell", stub_->DescribeCell(&context, request, &response));
+      !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<StudyClient::Curves> StudyClient::Metrics(const std::string& study,
+                                                         const std::vector<std::string>& metrics,
+                                                         const std::vector<std::string>& cell_ids,
+                                                         CurveTimes* times) {
   v1::StreamMetricsRequest request;
   request.set_study(study);
   for (const std::string& m : metrics) request.add_metrics(m);
@@ -250,13 +265,16 @@ StudyClient::Metrics(const std::string& study, const std::vector<std::string>& m
   context.set_deadline(std::chrono::system_clock::now() + 10 * timeout_);
   std::unique_ptr<grpc::ClientReader<v1::MetricsChunk>> reader =
       stub_->StreamMetrics(&context, request);
-  std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>> curves;
+  Curves curves;
   v1::MetricsChunk chunk;
   while (reader->Read(&chunk)) {
     for (const v1::CellCurve& c : chunk.curves()) {
       auto& points = curves[c.cell_id()][c.metric()];
+      std::vector<int64_t>* at = times == nullptr ? nullptr : &(*times)[c.cell_id()][c.metric()];
       for (int i = 0; i < c.tokens_size() && i < c.values_size(); ++i) {
         points.emplace_back(c.tokens(i), c.values(i));
+        // A coordinator from before the wall time sends none.
+        if (at != nullptr) at->push_back(i < c.at_unix_ms_size() ? c.at_unix_ms(i) : 0);
       }
     }
   }

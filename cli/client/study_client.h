@@ -70,11 +70,18 @@ class StudyClient {
   // (Unavailable: resume with after_seq = the last message's last_seq). No deadline.
   absl::Status Watch(const std::string& study, int64_t after_seq,
                      const std::function<bool(const v1::WatchStudyResponse&)>& on_message);
-  // Every point of `metrics` (all when empty) of the study's cells: cell -> metric -> curve.
-  absl::StatusOr<
-      std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>>
-  Metrics(const std::string& study, const std::vector<std::string>& metrics,
-          const std::vector<std::string>& cell_ids = {});
+  // Every point of `metrics` (all when empty) of the study's cells: cell -> metric -> curve;
+  // with `times`, also when each point was measured.
+  // (The types are analysis::Curves and analysis::CurveTimes.)
+  using Curves =
+      std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, double>>>>;
+  using CurveTimes = std::map<std::string, std::map<std::string, std::vector<int64_t>>>;
+  absl::StatusOr<Curves> Metrics(const std::string& study, const std::vector<std::string>& metrics,
+                                 const std::vector<std::string>& cell_ids = {},
+                                 CurveTimes* times = nullptr);
+  // One cell with its config and checkpoints (an id or a unique prefix of one).
+  absl::StatusOr<v1::DescribeCellResponse> DescribeCell(const std::string& study,
+                                                        const std::string& cell_id);
   // ReadLogs; the deadline is the timeout plus the request's wait.
   absl::StatusOr<v1::ReadLogsResponse> ReadLogs(const v1::ReadLogsRequest& request);
 

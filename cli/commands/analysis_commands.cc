@@ -16,6 +16,7 @@
 #include "base/metric_names.h"
 #include "cli/commands/study_commands.h"
 #include "cli/exit_codes.h"
+#include "cli/tensorboard/tensorboard_export.h"
 #include "cli/views/compare.h"
 #include "cli/views/export_view.h"
 #include "cli/views/fit_view.h"
@@ -191,21 +192,59 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
 int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostream& out,
                   std::ostream& err) {
   if (options.format != "csv" && options.format != "jsonl") {
-    err << "--format: must be csv or jsonl, got '" << options.format << "'\n";
+    err << "--format: must be csv or jsonl here (tensorboard writes a directory: --out DIR), got '"
+        << options.format << "'\n";
     return kExitBadInput;
   }
   absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
   if (!study.ok()) return ReportError(study.status(), err);
   RemoveTrunks(&*study);
-  absl::StatusOr<Curves> curves = client.Metrics(options.study, SplitList(options.metrics));
+  analysis::CurveTimes times;
+  absl::StatusOr<Curves> curves =
+      client.Metrics(options.study, SplitList(options.metrics), {}, &times);
   if (!curves.ok()) return ReportError(curves.status(), err);
-  WriteExport(options.study, *study, *curves,
+  WriteExport(options.study, *study, *curves, &times,
               options.format == "csv" ? ExportFormat::kCsv : ExportFormat::kJsonLines, out);
+  return kExitOk;
+}
+
+int TensorBoardExportCommand(StudyClient& client, const ExportOptions& options,
+                             const std::string& dir, std::ostream& out, std::ostream& err) {
+  if (dir.empty()) {
+    err << "--format tensorboard: give the directory to write with --out DIR\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
+  if (!study.ok()) return ReportError(study.status(), err);
+  RemoveTrunks(&*study);
+  analysis::CurveTimes times;
+  absl::StatusOr<Curves> curves =
+      client.Metrics(options.study, SplitList(options.metrics), {}, &times);
+  if (!curves.ok()) return ReportError(curves.status(), err);
+  std::map<std::string, std::string> configs;
+  for (const v1::Cell& cell : study->cells()) {
+    if (curves->count(cell.id()) == 0) continue;
+    absl::StatusOr<v1::DescribeCellResponse> described =
+        client.DescribeCell(options.study, cell.id());
+    if (!described.ok()) return ReportError(described.status(), err);
+    configs[cell.id()] = described->config_json();
+  }
+  if (absl::Status s =
+          tensorboard::WriteTensorBoard(options.study, *study, *curves, &times, configs, dir);
+      !s.ok()) {
+    err << "--out: " << s.message() << "\n";
+    return kExitFailure;
+  }
+  out << "wrote " << curves->size() << " runs to " << dir << " (tensorboard --logdir " << dir
+      << ")\n";
   return kExitOk;
 }
 
 int ExportCommand(StudyClient& client, const ExportOptions& options, const std::string& path,
                   std::ostream& out, std::ostream& err) {
+  if (options.format == "tensorboard") {
+    return TensorBoardExportCommand(client, options, path, out, err);
+  }
   if (path.empty()) return ExportCommand(client, options, out, err);
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) {
@@ -336,14 +375,18 @@ void AddExportCommand(CLI::App& app, CommandTable& table) {
   };
   auto exports = std::make_shared<ExportFlags>();
   CLI::App* export_app =
-      app.add_subcommand("export", "every metric point of a study's cells, as CSV or JSON lines");
+      app.add_subcommand("export",
+                         "every metric point of a study's cells, as CSV or JSON lines, or as "
+                         "TensorBoard runs (one per cell) in the directory --out names");
   export_app->add_option("STUDY", exports->options.study, "study name")->required();
-  export_app->add_option("--format", exports->options.format, "csv or jsonl")
-      ->check(CLI::IsMember({"csv", "jsonl"}))
+  export_app->add_option("--format", exports->options.format, "csv, jsonl or tensorboard")
+      ->check(CLI::IsMember({"csv", "jsonl", "tensorboard"}))
       ->capture_default_str();
   export_app->add_option("--metrics", exports->options.metrics,
                          "only these metrics, comma-separated (default: all)");
-  export_app->add_option("--out", exports->out, "write to this file instead of stdout");
+  export_app->add_option("--out", exports->out,
+                         "write to this file instead of stdout (tensorboard: this directory, "
+                         "required)");
   table.push_back({export_app, Needs::kReader, "", "", [exports](const CommandContext& c) {
                      return ExportCommand(*c.client, exports->options, exports->out, *c.out,
                                           *c.err);

@@ -62,11 +62,12 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
 
 struct ExportOptions {
   std::string study;
-  std::string format = "csv";  // csv or jsonl
+  std::string format = "csv";  // csv, jsonl or tensorboard (a directory: tensorboard_export.h)
   std::string metrics;         // comma-separated names; empty: all
 };
 // One row per metric point: study, cell_id, state, every display axis (CSV columns
-// "axis.NAME", JSON object "axes"), metric, tokens, value (NaN: an empty CSV field, JSON null).
+// "axis.NAME", JSON object "axes"), metric, tokens, value (NaN: an empty CSV field, JSON null),
+// at_unix_ms (when it was measured; not known: an empty CSV field, JSON null).
 int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostream& out,
                   std::ostream& err);
 

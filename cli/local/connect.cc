@@ -51,6 +51,7 @@ absl::StatusOr<StudyConnection> Connect(const ConnectOptions& options, std::ostr
   // The local service listens on loopback only, and this token never leaves the process.
   coordinator::ReadOnlyServerConfig config;
   config.db_path = database;
+  config.checkpoint_root = DataDirCheckpointRoot(options.data_dir);
   config.token = common::RandomHex(common::kTokenBytes);
   absl::StatusOr<std::unique_ptr<coordinator::ReadOnlyServer>> local =
       coordinator::ReadOnlyServer::Start(config);
@@ -59,6 +60,13 @@ absl::StatusOr<StudyConnection> Connect(const ConnectOptions& options, std::ostr
   connection.local = std::move(*local);
   err << "reading " << database << " (no coordinator is running for " << options.data_dir << ")\n";
   return connection;
+}
+
+std::string DataDirCheckpointRoot(const std::string& data_dir) {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::path(data_dir) / "checkpoints";
+  const std::filesystem::path absolute = std::filesystem::absolute(root, ec);
+  return (ec ? root : absolute).lexically_normal().string();
 }
 
 absl::StatusOr<StudyConnection> ConnectScratch() {

@@ -51,6 +51,10 @@ struct StudyConnection {
 // this binary's).
 absl::StatusOr<StudyConnection> Connect(const ConnectOptions& options, std::ostream& err);
 
+// DATA/checkpoints, made absolute: where `onset run` keeps every cell's checkpoints (the trainers
+// and the exports read it from other working directories).
+std::string DataDirCheckpointRoot(const std::string& data_dir);
+
 // A connection to the coordinator's own StudyService over an empty database in this process's
 // memory (coordinator::ReadOnlyServerConfig::scratch): what a study file gives, planned as
 // `onset run` and an onsetd with --checkpoint-root plan it (WSD budgets share trunks), with

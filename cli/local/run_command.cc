@@ -15,6 +15,7 @@
 #include "cli/client/study_client.h"
 #include "cli/commands/study_commands.h"
 #include "cli/exit_codes.h"
+#include "cli/local/connect.h"
 #include "cli/views/progress_bars.h"
 #include "cli/views/progress_log.h"
 #include "cli/views/render.h"
@@ -93,7 +94,7 @@ class EmbeddedCoordinator {
     };
     // One machine: every worker sees the data directory, so a WSD branch finds its trunk's
     // checkpoint there (docs/wsd-trunks.md).
-    config.checkpoint_root = (fs::path(data_dir) / "checkpoints").string();
+    config.checkpoint_root = DataDirCheckpointRoot(data_dir);
     absl::StatusOr<std::unique_ptr<coordinator::CoordinatorServer>> server =
         coordinator::CoordinatorServer::Start(config);
     if (!server.ok()) {

@@ -81,16 +81,20 @@ absl::StatusOr<v1::GetStudyResponse> StudyProto(StudyStore& store, const std::st
   return out;
 }
 
+// With `times`, also when each point was measured (0: not known).
 absl::StatusOr<analysis::Curves> Curves(ResultStore& store, const std::string& study,
                                         const std::vector<std::string>& metrics,
-                                        const std::vector<std::string>& cells) {
+                                        const std::vector<std::string>& cells,
+                                        analysis::CurveTimes* times = nullptr) {
   analysis::Curves curves;
-  absl::Status s = store.ForEachMetricPoint(
-      study, metrics, cells,
-      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
-        curves[cell][metric].emplace_back(tokens, value);
-        return true;
-      });
+  absl::Status s = store.ForEachMetricPoint(study, metrics, cells,
+                                            [&](const std::string& cell, const std::string& metric,
+                                                int64_t tokens, double value, int64_t at_unix_ms) {
+                                              curves[cell][metric].emplace_back(tokens, value);
+                                              if (times != nullptr)
+                                                (*times)[cell][metric].push_back(at_unix_ms);
+                                              return true;
+                                            });
   if (!s.ok()) return s;
   return curves;
 }
@@ -168,19 +172,28 @@ HttpResponse MetricList(ResultStore& store, const std::string& study) {
   return Json(200, {{"metrics", out}, {"first", first}});
 }
 
-// GET /api/studies/STUDY/curves?metric=M[&cells=A,B]
+// GET /api/studies/STUDY/curves?metric=M[&cells=A,B]: per cell, the points' tokens, values
+// (null: not finite) and at_unix_ms (when each was measured; null: not known).
 HttpResponse MetricCurves(ResultStore& store, const std::string& study, const std::string& metric,
                           Query& query) {
-  absl::StatusOr<analysis::Curves> curves = Curves(store, study, {metric}, List(query["cells"]));
+  analysis::CurveTimes times;
+  absl::StatusOr<analysis::Curves> curves =
+      Curves(store, study, {metric}, List(query["cells"]), &times);
   if (!curves.ok()) return FromStatus(curves.status());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [cell, by_metric] : *curves) {
-    nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array();
-    for (const auto& [t, v] : by_metric.at(metric)) {
+    nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array(),
+                   at = nlohmann::json::array();
+    const std::vector<int64_t>& cell_times = times[cell][metric];
+    const std::vector<std::pair<int64_t, double>>& points = by_metric.at(metric);
+    for (size_t i = 0; i < points.size(); ++i) {
+      const auto& [t, v] = points[i];
       tokens.push_back(t);
       values.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+      const int64_t ms = i < cell_times.size() ? cell_times[i] : 0;
+      at.push_back(ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr));
     }
-    out.push_back({{"cell_id", cell}, {"tokens", tokens}, {"values", values}});
+    out.push_back({{"cell_id", cell}, {"tokens", tokens}, {"values", values}, {"at_unix_ms", at}});
   }
   return Json(200, {{"metric", metric}, {"curves", out}});
 }

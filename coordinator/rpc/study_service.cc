@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 
 #include "common/grpc_status.h"
+#include "coordinator/cells/checkpoint_layout.h"
 #include "coordinator/cells/rerun_selection.h"
 #include "coordinator/planning/study_submission.h"
 #include "coordinator/store/feeds.h"
@@ -332,7 +333,8 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
   if (!cells.ok()) return common::ToGrpcStatus(cells.status());
   absl::Status status = store_->ForEachMetricPoint(
       request->study(), metrics, *cells,
-      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value) {
+      [&](const std::string& cell, const std::string& metric, int64_t tokens, double value,
+          int64_t at_unix_ms) {
         if (curve == nullptr || curve->cell_id() != cell || curve->metric() != metric) {
           curve = chunk.add_curves();
           curve->set_cell_id(cell);
@@ -340,11 +342,42 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
         }
         curve->add_tokens(tokens);
         curve->add_values(value);
+        curve->add_at_unix_ms(at_unix_ms);
         if (++points >= kChunkPoints) flush();
         return !client_gone && !context->IsCancelled();
       });
   if (!status.ok()) return common::ToGrpcStatus(status);
   flush();
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::DescribeCell(grpc::ServerContext* context,
+                                            const onset::v1::DescribeCellRequest* request,
+                                            onset::v1::DescribeCellResponse* response) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->cell_id().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "cell_id: name a cell");
+  }
+  absl::StatusOr<std::vector<std::string>> ids =
+      store_->ResolveCellIds(request->study(), {request->cell_id()});
+  if (!ids.ok()) return common::ToGrpcStatus(ids.status());
+  absl::StatusOr<CellOutputs> outputs = store_->DescribeCell(request->study(), ids->front());
+  if (!outputs.ok()) return common::ToGrpcStatus(outputs.status());
+  ToProto(outputs->cell, response->mutable_cell());
+  response->set_config_json(outputs->config_json);
+  // A study name that is not one path component (stored before that rule) names no path.
+  absl::StatusOr<std::string> dir =
+      CellCheckpointDir(checkpoint_root_, request->study(), outputs->cell.id);
+  response->set_checkpoint_dir(dir.value_or(""));
+  for (const ResumePoint& point : outputs->checkpoints) {
+    onset::v1::CellCheckpoint* out = response->add_checkpoints();
+    out->set_tokens(point.tokens);
+    out->set_attempt(point.attempt);
+    absl::StatusOr<std::string> path =
+        CheckpointPath(checkpoint_root_, request->study(), outputs->cell.id, point.attempt,
+                       point.own_dir, point.tokens);
+    out->set_path(path.value_or(""));
+  }
   return grpc::Status::OK;
 }
 

@@ -39,12 +39,18 @@ inline constexpr std::chrono::seconds kSubmissionWait{60};
 class StudyServiceImpl final : public onset::v1::StudyService::Service {
  public:
   // `shared_checkpoints`: the coordinator keeps checkpoints under a root every worker sees
-  // (--checkpoint-root), which WSD branches need to find their trunk's (trunk_plan.h). `clock`
-  // tells which workers are live (kWorkerLiveWindow); it must outlive the service.
+  // (--checkpoint-root), which WSD branches need to find their trunk's (trunk_plan.h);
+  // `checkpoint_root` is that root where this process knows it ("" otherwise), for the paths
+  // DescribeCell names. `clock` tells which workers are live (kWorkerLiveWindow); it must
+  // outlive the service.
   StudyServiceImpl(Store* store, const common::BearerTokenChecker* auth,
-                   bool shared_checkpoints = false,
+                   bool shared_checkpoints = false, std::string checkpoint_root = "",
                    const common::Clock& clock = common::SystemClock())
-      : store_(store), auth_(auth), shared_checkpoints_(shared_checkpoints), clock_(clock) {}
+      : store_(store),
+        auth_(auth),
+        shared_checkpoints_(shared_checkpoints),
+        checkpoint_root_(std::move(checkpoint_root)),
+        clock_(clock) {}
 
   grpc::Status SubmitStudy(grpc::ServerContext* context,
                            const onset::v1::SubmitStudyRequest* request,
@@ -71,6 +77,9 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   grpc::Status StreamMetrics(grpc::ServerContext* context,
                              const onset::v1::StreamMetricsRequest* request,
                              grpc::ServerWriter<onset::v1::MetricsChunk>* writer) override;
+  grpc::Status DescribeCell(grpc::ServerContext* context,
+                            const onset::v1::DescribeCellRequest* request,
+                            onset::v1::DescribeCellResponse* response) override;
 
   // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
   // shutdown need not wait for clients that never hang up. Thread-safe.
@@ -80,6 +89,7 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   Store* const store_;
   const common::BearerTokenChecker* const auth_;
   const bool shared_checkpoints_;
+  const std::string checkpoint_root_;
   const common::Clock& clock_;
   std::atomic<bool> stopping_{false};
   common::Admission submissions_{kConcurrentSubmissions};

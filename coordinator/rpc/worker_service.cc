@@ -190,7 +190,8 @@ grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
     // Stored as NULL, "not finite", like NaN.
     const double value =
         std::isinf(p.value()) ? std::numeric_limits<double>::quiet_NaN() : p.value();
-    points.push_back(MetricPoint{p.name(), p.tokens(), value});
+    points.push_back(
+        MetricPoint{p.name(), p.tokens(), value, common::WallTimeOrUnknown(p.at_unix_ms())});
   }
   refused.Log(request->lease_id(), "metric points", request->points_size());
   // Called even with no point left: the caller learns whether its lease still holds.

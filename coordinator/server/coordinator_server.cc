@@ -45,7 +45,8 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         leases_(store_.get(), store_.get(), &common::SystemClock(), config.lease_ttl,
                 config.stop_margin.value_or(config.heartbeat_interval)),
         auth_(config.token),
-        study_service_(store_.get(), &auth_, !config.checkpoint_root.empty()),
+        study_service_(store_.get(), &auth_, !config.checkpoint_root.empty(),
+                       config.checkpoint_root),
         worker_service_(store_.get(), store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root),
         dashboard_api_(store_.get(), store_.get(), config.token) {}

@@ -26,7 +26,7 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
       : token_(config.token),
         store_(std::move(store)),
         auth_(config.token),
-        study_service_(store_.get(), &auth_, config.shared_checkpoints),
+        study_service_(store_.get(), &auth_, config.shared_checkpoints, config.checkpoint_root),
         dashboard_api_(store_.get(), store_.get(), config.token) {}
 
   ~ReadOnlyServerImpl() override { Shutdown(); }

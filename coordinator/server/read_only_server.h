@@ -30,6 +30,9 @@ struct ReadOnlyServerConfig {
   // Plan studies as a coordinator whose checkpoints every worker sees (onsetd --checkpoint-root,
   // `onset run`): WSD budgets then share trunks. Only a scratch database is ever planned on.
   bool shared_checkpoints = false;
+  // Where the database's coordinator kept its checkpoints (`onset run`: DATA/checkpoints), for
+  // the paths DescribeCell names; "" when unknown.
+  std::string checkpoint_root;
   // Every call, gRPC and the dashboard's /api/, must carry it (common/auth_token.h rules).
   std::string token;
   // The dashboard (dashboard_api.h) over plain HTTP on this loopback host:port (port 0 picks a

@@ -65,7 +65,8 @@ inline constexpr int kMaxCountedWaitingCells = 1000;
 struct MetricPoint {
   std::string name;
   int64_t tokens = 0;
-  double value = 0;  // NaN is allowed (a diverged run) and reads back as NaN
+  double value = 0;        // NaN is allowed (a diverged run) and reads back as NaN
+  int64_t at_unix_ms = 0;  // when it was measured (ms since the Unix epoch); 0: not known
 };
 
 // The answer to a heartbeat.

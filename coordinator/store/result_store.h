@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/store/lease_store.h"
 #include "coordinator/store/study_store.h"
 
 namespace onset::coordinator {
@@ -24,6 +25,14 @@ struct CellResult {
   CellInfo cell;
   std::map<std::string, double> final_metrics;  // name -> value at its largest tokens count
 };
+
+// DescribeCell's answer: a cell, its config and the checkpoints its lineage recorded.
+struct CellOutputs {
+  CellInfo cell;
+  std::string config_json;               // canonical cell config; a trunk's: its spec
+  std::vector<ResumePoint> checkpoints;  // the newest first, at most kMaxDescribedCheckpoints
+};
+inline constexpr int kMaxDescribedCheckpoints = 64;
 
 // A page of results; next_after as in StudyDetail.
 struct ResultPage {
@@ -57,12 +66,17 @@ class ResultStore {
   // curves), ordered by cell (queue order), name and tokens; stops early when `point` returns
   // false. `point` is never called while a database reader is held: the points are read in
   // pages, each its own snapshot, so a point added meanwhile may or may not be seen, and none
-  // twice. NotFound for an unknown study or cell. NaN values come as NaN.
+  // twice. NotFound for an unknown study or cell. NaN values come as NaN; at_unix_ms is when the
+  // point was measured, 0 when that is not known.
+  // The cell `cell_id` (a full id) of `study` with its config and checkpoints. NotFound for an
+  // unknown study or cell.
+  virtual absl::StatusOr<CellOutputs> DescribeCell(const std::string& study,
+                                                   const std::string& cell_id) = 0;
   virtual absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,
       const std::function<bool(const std::string& cell_id, const std::string& metric,
-                               int64_t tokens, double value)>& point) = 0;
+                               int64_t tokens, double value, int64_t at_unix_ms)>& point) = 0;
 };
 
 }  // namespace onset::coordinator

@@ -63,24 +63,6 @@ absl::StatusOr<life::Step> Contact(db::Connection& db, const std::string& lease_
   return step;
 }
 
-// The checkpoints the cell's lineage recorded (its checkpoint/bytes points: those of other
-// lineages were discarded with them), the newest first.
-absl::StatusOr<std::vector<ResumePoint>> ResumePoints(db::Connection& db, int64_t cell_row) {
-  ONSET_ASSIGN_OR_RETURN(
-      db::Statement stmt,
-      db.Prepare("SELECT a.attempt, m.tokens, a.own_checkpoint_dir FROM metrics m "
-                 "JOIN attempts a ON a.id = m.attempt_id WHERE m.cell_id = ? AND m.name = ? "
-                 "ORDER BY m.tokens DESC LIMIT ?"));
-  stmt.BindAll(cell_row, std::string(metric::kCheckpointBytes),
-               static_cast<int64_t>(kMaxResumePoints));
-  std::vector<ResumePoint> points;
-  while (true) {
-    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) return points;
-    points.push_back(ResumePoint{static_cast<int>(stmt.Int(0)), stmt.Int(1), stmt.Int(2) != 0});
-  }
-}
-
 // The cell's points past `tokens` that attempts other than `keep_attempt_row` wrote go (a
 // trunk's branches waiting for a checkpoint that went wait again), and its progress and latest
 // loss follow.
@@ -299,7 +281,7 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
         job.fresh = cell.life.attempt > 0 && cell.life.attempt_lineage != cell.life.lineage;
         // Where it continues: the newest checkpoint its lineage recorded. What the cell reported
         // past it was not saved by any checkpoint and is trained again.
-        ONSET_ASSIGN_OR_RETURN(job.resume_from, ResumePoints(db, cell_row));
+        ONSET_ASSIGN_OR_RETURN(job.resume_from, rows::ResumePoints(db, cell_row, kMaxResumePoints));
         const int64_t resume_tokens = job.resume_from.empty() ? 0 : job.resume_from.front().tokens;
         ONSET_RETURN_IF_ERROR(DiscardPointsAfter(db, cell_row, resume_tokens, /*keep=*/0));
         if (job.role == CellRole::kBranch && trunk_row > 0) {
@@ -406,9 +388,10 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
     }
     ONSET_ASSIGN_OR_RETURN(
         db::Statement upsert,
-        db.Prepare("INSERT INTO metrics (cell_id, name, tokens, value, attempt_id) "
-                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cell_id, name, tokens) "
-                   "DO UPDATE SET value = excluded.value, attempt_id = excluded.attempt_id"));
+        db.Prepare("INSERT INTO metrics (cell_id, name, tokens, value, attempt_id, at_unix_ms) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cell_id, name, tokens) "
+                   "DO UPDATE SET value = excluded.value, attempt_id = excluded.attempt_id, "
+                   "at_unix_ms = excluded.at_unix_ms"));
     bool has_loss = false;
     int written = 0;
     int64_t refused = 0;
@@ -420,7 +403,8 @@ absl::StatusOr<int> SqliteStore::AddMetrics(const std::string& lease_id,
         continue;
       }
       upsert.Reset();
-      upsert.BindAll(attempt.cell_row, p.name, p.tokens, p.value, attempt.row);
+      upsert.BindAll(attempt.cell_row, p.name, p.tokens, p.value, attempt.row,
+                     p.at_unix_ms > 0 ? std::optional<int64_t>(p.at_unix_ms) : std::nullopt);
       ONSET_RETURN_IF_ERROR(upsert.Run());
       ++written;
       has_loss = has_loss || p.name == metric::kTrainLoss;

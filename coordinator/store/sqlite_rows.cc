@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/metric_names.h"
 #include "common/status_macros.h"
 #include "coordinator/study/model_cost.h"
 
@@ -334,6 +335,22 @@ const char* CellsByPrefixSql(bool any_study) {
   }
   return "SELECT c.id, s.name, c.hash FROM studies s JOIN cells c ON c.study_id = s.id "
          "WHERE s.name = ?3 AND c.hash >= ?1 AND c.hash < ?2 ORDER BY c.hash LIMIT 20";
+}
+
+absl::StatusOr<std::vector<ResumePoint>> ResumePoints(db::Connection& db, int64_t cell_row,
+                                                      int limit) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db.Prepare("SELECT a.attempt, m.tokens, a.own_checkpoint_dir FROM metrics m "
+                 "JOIN attempts a ON a.id = m.attempt_id WHERE m.cell_id = ? AND m.name = ? "
+                 "ORDER BY m.tokens DESC LIMIT ?"));
+  stmt.BindAll(cell_row, std::string(metric::kCheckpointBytes), static_cast<int64_t>(limit));
+  std::vector<ResumePoint> points;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return points;
+    points.push_back(ResumePoint{static_cast<int>(stmt.Int(0)), stmt.Int(1), stmt.Int(2) != 0});
+  }
 }
 
 }  // namespace onset::coordinator::rows

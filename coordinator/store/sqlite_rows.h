@@ -36,6 +36,10 @@ absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(db::Connection& db, int64_
 // one row); NotFound naming an unknown one.
 absl::StatusOr<std::vector<int64_t>> CellRows(db::Connection& db, int64_t study_id,
                                               const std::vector<std::string>& cell_ids);
+// The checkpoints the cell's lineage recorded (its checkpoint/bytes points: those of other
+// lineages were discarded with them), the newest first, at most `limit`.
+absl::StatusOr<std::vector<ResumePoint>> ResumePoints(db::Connection& db, int64_t cell_row,
+                                                      int limit);
 // "3 attempts in a row (3 cells) failed alike: <reason>" when the study's latest
 // kRepeatedFailures failed attempts share their class and reason; empty otherwise.
 std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id);

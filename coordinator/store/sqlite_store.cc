@@ -200,6 +200,30 @@ absl::StatusOr<std::vector<CellInfo>> SqliteStore::FindCells(const std::string& 
       });
 }
 
+absl::StatusOr<CellOutputs> SqliteStore::DescribeCell(const std::string& study,
+                                                      const std::string& cell_id) {
+  return Read<CellOutputs>([&](db::Connection& db) -> absl::StatusOr<CellOutputs> {
+    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+    ONSET_ASSIGN_OR_RETURN(std::vector<CellInfo> found,
+                           rows::FindCells(db, study_id, CellFilter{false, {cell_id}}));
+    if (found.empty()) {
+      return absl::NotFoundError(absl::StrCat("study ", study, " has no cell ", cell_id));
+    }
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement stmt,
+        db.Prepare("SELECT id, config_json FROM cells WHERE study_id = ?1 AND hash = ?2"));
+    stmt.BindAll(study_id, cell_id);
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("study ", study, " has no cell ", cell_id));
+    CellOutputs out;
+    out.cell = std::move(found.front());
+    out.config_json = stmt.Text(1);
+    ONSET_ASSIGN_OR_RETURN(out.checkpoints,
+                           rows::ResumePoints(db, stmt.Int(0), kMaxDescribedCheckpoints));
+    return out;
+  });
+}
+
 absl::Status SqliteStore::MakeRoomForAWorker(db::Connection& db, int64_t now) {
   ONSET_ASSIGN_OR_RETURN(db::Statement count, db.Prepare("SELECT count(*) FROM workers"));
   ONSET_ASSIGN_OR_RETURN(bool row, count.Step());

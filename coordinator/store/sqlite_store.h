@@ -135,11 +135,13 @@ class SqliteStore final : public Store {
   absl::StatusOr<LogChunk> ReadLogs(const LogQuery& query) override;
   absl::StatusOr<std::vector<std::pair<std::string, int>>> MetricNames(
       const std::string& study) override;
+  absl::StatusOr<CellOutputs> DescribeCell(const std::string& study,
+                                           const std::string& cell_id) override;
   absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,
       const std::function<bool(const std::string& cell_id, const std::string& metric,
-                               int64_t tokens, double value)>& point) override;
+                               int64_t tokens, double value, int64_t at_unix_ms)>& point) override;
 
  private:
   SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,

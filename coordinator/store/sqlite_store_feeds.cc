@@ -334,13 +334,15 @@ absl::StatusOr<std::vector<std::pair<std::string, int>>> SqliteStore::MetricName
 absl::Status SqliteStore::ForEachMetricPoint(
     const std::string& study, const std::vector<std::string>& metrics,
     const std::vector<std::string>& cell_ids,
-    const std::function<bool(const std::string&, const std::string&, int64_t, double)>& point) {
+    const std::function<bool(const std::string&, const std::string&, int64_t, double, int64_t)>&
+        point) {
   struct Point {
     int64_t cell_row;
     std::string cell;
     std::string name;
     int64_t tokens;
     double value;
+    int64_t at_unix_ms;
   };
   // Page by page, each read in its own short transaction and copied out: `point` (which may
   // write to a slow client) never runs while a reader is held, so a client that stops reading
@@ -361,7 +363,8 @@ absl::Status SqliteStore::ForEachMetricPoint(
           ONSET_ASSIGN_OR_RETURN(
               db::Statement stmt,
               db.Prepare(
-                  "SELECT m.cell_id, c.hash, m.name, m.tokens, m.value FROM metrics m "
+                  "SELECT m.cell_id, c.hash, m.name, m.tokens, m.value, m.at_unix_ms FROM metrics "
+                  "m "
                   "JOIN cells c ON c.id = m.cell_id WHERE c.study_id = ?1 AND c.role <> 'trunk' "
                   "AND (json_array_length(?2) = 0 OR m.name IN (SELECT value FROM json_each(?2))) "
                   "AND (json_array_length(?3) = 0 OR c.hash IN (SELECT value FROM json_each(?3))) "
@@ -377,11 +380,12 @@ absl::Status SqliteStore::ForEachMetricPoint(
             if (!row) return points;
             points.push_back(
                 Point{stmt.Int(0), stmt.Text(1), stmt.Text(2), stmt.Int(3),
-                      stmt.IsNull(4) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(4)});
+                      stmt.IsNull(4) ? std::numeric_limits<double>::quiet_NaN() : stmt.Double(4),
+                      stmt.IsNull(5) ? 0 : stmt.Int(5)});
           }
         }));
     for (const Point& p : page) {
-      if (!point(p.cell, p.name, p.tokens, p.value)) return absl::OkStatus();
+      if (!point(p.cell, p.name, p.tokens, p.value, p.at_unix_ms)) return absl::OkStatus();
     }
     if (page.size() < static_cast<size_t>(kMetricPointsPerRead)) return absl::OkStatus();
     after = {page.back().cell_row, page.back().name, page.back().tokens};

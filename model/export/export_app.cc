@@ -8,6 +8,7 @@
 
 #include "base/trainer_contract.h"
 #include "model/command_flags.h"
+#include "model/evaluation/decoding.h"
 #include "model/export/export.h"
 #include "model/training/train_flags.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 constexpr const char* kExport = "export";
 constexpr const char* kDumpLogits = "dump-logits";
+constexpr const char* kGenerate = "generate";
 
 std::optional<std::vector<int64_t>> ParseTokens(const std::string& text) {
   std::vector<int64_t> tokens;
@@ -48,22 +50,30 @@ int RunExport(const ExportFlags& flags, const CellConfig& config) {
   return trainer::kExitOk;
 }
 
-int RunDumpLogits(const ExportFlags& flags, const CellConfig& config) {
+// The model of --checkpoint, for dump-logits and generate, after checking --tokens against its
+// vocabulary; false (the error said) when either is wrong.
+bool LoadForTokens(const ExportFlags& flags, const CellConfig& config, Transformer* model,
+                   std::string* path) {
   for (int64_t t : flags.tokens) {
     if (t >= config.model.vocab_size) {
       std::fprintf(stderr,
-                   "onset-train dump-logits: --tokens: id %lld is not below the model's "
+                   "onset-train %s: --tokens: id %lld is not below the model's "
                    "vocabulary size %d\n",
-                   static_cast<long long>(t), config.model.vocab_size);
-      return trainer::kExitUsage;
+                   flags.command.c_str(), static_cast<long long>(t), config.model.vocab_size);
+      return false;
     }
   }
+  if (auto error = LoadTrainedModel(config, flags.checkpoint, model, path)) {
+    std::fprintf(stderr, "onset-train %s: %s\n", flags.command.c_str(), error->c_str());
+    return false;
+  }
+  return true;
+}
+
+int RunDumpLogits(const ExportFlags& flags, const CellConfig& config) {
   Transformer model{nullptr};
   std::string path;
-  if (auto error = LoadTrainedModel(config, flags.checkpoint, &model, &path)) {
-    std::fprintf(stderr, "onset-train dump-logits: %s\n", error->c_str());
-    return trainer::kExitUsage;
-  }
+  if (!LoadForTokens(flags, config, &model, &path)) return trainer::kExitUsage;
   torch::NoGradGuard no_grad;
   const int64_t T = static_cast<int64_t>(flags.tokens.size());
   at::Tensor tokens = at::tensor(flags.tokens, at::kLong).view({1, T});  // (1, T)
@@ -78,16 +88,38 @@ int RunDumpLogits(const ExportFlags& flags, const CellConfig& config) {
   return trainer::kExitOk;
 }
 
+// Greedy decoding with the evaluator's own decoder (the cached one the NIAH probes use).
+int RunGenerate(const ExportFlags& flags, const CellConfig& config) {
+  if (flags.tokens.size() < 2) {
+    std::fprintf(stderr, "onset-train generate: --tokens: give at least 2 tokens of prompt\n");
+    return trainer::kExitUsage;
+  }
+  Transformer model{nullptr};
+  std::string path;
+  if (!LoadForTokens(flags, config, &model, &path)) return trainer::kExitUsage;
+  torch::NoGradGuard no_grad;
+  const int64_t L = static_cast<int64_t>(flags.tokens.size());
+  at::Tensor prompt = at::tensor(flags.tokens, at::kLong).view({1, L});            // (1, L)
+  at::Tensor generated = CachedGreedyDecode(model, prompt, flags.steps).view(-1);  // (S)
+  const std::vector<int64_t> ids(generated.data_ptr<int64_t>(),
+                                 generated.data_ptr<int64_t>() + generated.numel());
+  const nlohmann::json out = {{"checkpoint", path}, {"tokens", flags.tokens}, {"generated", ids}};
+  std::fprintf(stdout, "%s\n", out.dump().c_str());
+  return trainer::kExitOk;
+}
+
 }  // namespace
 
 bool IsExportCommand(int argc, const char* const* argv) {
   if (argc < 2) return false;
   const std::string command = argv[1];
-  return command == kExport || command == kDumpLogits;
+  return command == kExport || command == kDumpLogits || command == kGenerate;
 }
 
 std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, ExportFlags* out) {
-  if (!IsExportCommand(argc, argv)) return "expected a subcommand: export or dump-logits";
+  if (!IsExportCommand(argc, argv)) {
+    return "expected a subcommand: export, dump-logits or generate";
+  }
   ExportFlags flags;
   flags.command = argv[1];
   const bool is_export = flags.command == kExport;
@@ -98,7 +130,7 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
       ->check(NotEmpty("must not be empty"));
   std::string tokens;
   int threads = 0;
-  CLI::Option* threads_option = nullptr;  // dump-logits only
+  CLI::Option* threads_option = nullptr;  // dump-logits and generate only
   if (is_export) {
     app.add_option("--out", flags.out_dir)->required()->check(NotEmpty("must not be empty"));
     app.add_option("--dtype", flags.dtype)->check(OneOf({"f32", "bf16"}));
@@ -113,6 +145,11 @@ std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, E
             ""));
     threads_option = app.add_option("--threads", threads);
     threads_option->transform(WholeNumber(1, 1024, "an integer between 1 and 1024"));
+    if (flags.command == kGenerate) {
+      app.add_option("--steps", flags.steps)
+          ->required()
+          ->transform(WholeNumber(1, 4096, "an integer between 1 and 4096"));
+    }
   }
   // The subcommand stands where a program's name would.
   if (auto error = ParseFlags(app, argc - 1, argv + 1, &flags.help)) return error;
@@ -134,7 +171,9 @@ int ExportMain(int argc, char** argv) {
   }
   at::set_num_threads(flags.threads.value_or(1));
   try {
-    return flags.command == kExport ? RunExport(flags, config) : RunDumpLogits(flags, config);
+    if (flags.command == kExport) return RunExport(flags, config);
+    if (flags.command == kGenerate) return RunGenerate(flags, config);
+    return RunDumpLogits(flags, config);
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "onset-train %s: %s: %s\n", flags.command.c_str(),
                  flags.checkpoint.c_str(), e.what_without_backtrace());

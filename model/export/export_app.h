@@ -19,12 +19,13 @@
 namespace onset::model {
 
 struct ExportFlags {
-  std::string command;          // "export" or "dump-logits"
+  std::string command;          // "export", "dump-logits" or "generate"
   std::string config_path;      // required
   std::string checkpoint;       // required: a ckpt-*.pt file or a checkpoint directory
   std::string out_dir;          // export: required
   std::string dtype = "f32";    // export: f32 or bf16
-  std::vector<int64_t> tokens;  // dump-logits: required, each in [0, vocab)
+  std::vector<int64_t> tokens;  // dump-logits, generate: required, each in [0, vocab)
+  int steps = 0;                // generate: tokens to decode, required
   std::optional<int> threads;   // intra-op CPU threads; default 1 (reproducible sums)
   bool help = false;
 };
@@ -33,7 +34,9 @@ inline constexpr const char* kExportUsage =
     "usage: onset-train export --config FILE.json --checkpoint FILE|DIR --out DIR "
     "[--dtype f32|bf16]\n"
     "       onset-train dump-logits --config FILE.json --checkpoint FILE|DIR --tokens 1,2,3 "
-    "[--threads N]";
+    "[--threads N]\n"
+    "       onset-train generate --config FILE.json --checkpoint FILE|DIR --tokens 1,2,3 "
+    "--steps N [--threads N]";
 
 // Whether argv[1] names one of these subcommands.
 bool IsExportCommand(int argc, const char* const* argv);

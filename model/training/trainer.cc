@@ -236,18 +236,18 @@ std::optional<std::string> Trainer::Start(const StartFrom& from) {
 
 void Trainer::EmitStart() {
   const ParamCounts params = model_->CountParams();
-  sink_->Emit({trainer::kEventStart,
-               0,
-               std::nullopt,
-               {{metric::kModelParams, static_cast<double>(params.total)},
-                {metric::kModelNonEmbeddingParams, static_cast<double>(params.non_embedding)}}});
+  Report({trainer::kEventStart,
+          0,
+          std::nullopt,
+          {{metric::kModelParams, static_cast<double>(params.total)},
+           {metric::kModelNonEmbeddingParams, static_cast<double>(params.non_embedding)}}});
   if (resumed_ || report_start_) {
     // Recorded as a metric too, so the database shows where each resumption started (and the
     // coordinator keeps only what this run's lineage reported up to there).
-    sink_->Emit({trainer::kEventResume,
-                 tokens_,
-                 std::nullopt,
-                 {{metric::kTrainResumedAtTokens, static_cast<double>(tokens_)}}});
+    Report({trainer::kEventResume,
+            tokens_,
+            std::nullopt,
+            {{metric::kTrainResumedAtTokens, static_cast<double>(tokens_)}}});
     // What the stopped run had reported, once more: its last deliveries may have been lost.
     size_t begin = 0;
     while (begin < reported_.size()) {
@@ -286,12 +286,18 @@ void Trainer::AnnounceBranchPoints() {
       LinkCheckpoint(resumed_dir_, checkpoints_.dir(), at);
     }
     if (std::optional<int64_t> bytes = CheckpointFileBytes(checkpoints_.dir(), at)) {
-      sink_->Emit({trainer::kEventCheckpoint,
-                   at,
-                   std::nullopt,
-                   {{metric::kCheckpointBytes, static_cast<double>(*bytes)}}});
+      Report({trainer::kEventCheckpoint,
+              at,
+              std::nullopt,
+              {{metric::kCheckpointBytes, static_cast<double>(*bytes)}}});
     }
   }
+}
+
+void Trainer::Report(MetricsEvent event, bool keep) {
+  event.at_unix_ms = wall_clock_();
+  sink_->Emit(event);
+  if (keep) reported_ += event.Format() + "\n";
 }
 
 void Trainer::EmitTrain(double lr) {
@@ -305,8 +311,7 @@ void Trainer::EmitTrain(double lr) {
   if (std::optional<int64_t> cuda = PeakCudaAllocatedBytes(device_)) {
     event.metrics[metric::kTrainPeakCudaBytes] = static_cast<double>(*cuda);
   }
-  sink_->Emit(event);
-  reported_ += event.Format() + "\n";
+  Report(event, /*keep=*/true);
   if (lead()) {
     std::fprintf(stderr, "step %6lld  tokens %10lld  loss %.4f  lr %.2e  %.0f tok/s\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_),
@@ -321,8 +326,7 @@ void Trainer::Evaluate() {
       evaluator_->Run(model_, bf16_, /*final_eval=*/span_->FinalEval(tokens_));
   metrics[metric::kEvalSeconds] = Seconds(Clock::now() - t0);
   const MetricsEvent event{trainer::kEventEval, tokens_, std::nullopt, metrics};
-  sink_->Emit(event);
-  reported_ += event.Format() + "\n";
+  Report(event, /*keep=*/true);
   std::string line;
   for (const auto& [name, value] : metrics) {
     char buf[96];
@@ -336,11 +340,11 @@ void Trainer::WriteCheckpoint() {
   const std::optional<CheckpointManager::Saved> saved =
       checkpoints_.Save(Progress(), *model_, *optimizer_);
   if (!saved) return;  // no checkpoint directory
-  sink_->Emit({trainer::kEventCheckpoint,
-               tokens_,
-               std::nullopt,
-               {{metric::kCheckpointSeconds, saved->seconds},
-                {metric::kCheckpointBytes, static_cast<double>(saved->bytes)}}});
+  Report({trainer::kEventCheckpoint,
+          tokens_,
+          std::nullopt,
+          {{metric::kCheckpointSeconds, saved->seconds},
+           {metric::kCheckpointBytes, static_cast<double>(saved->bytes)}}});
   std::fprintf(stderr, "checkpoint at %lld tokens: %s, %lld bytes in %.2f s\n",
                static_cast<long long>(tokens_), saved->path.c_str(),
                static_cast<long long>(saved->bytes), saved->seconds);
@@ -353,7 +357,7 @@ TrainResult Trainer::Finish(TrainResult result) {
   // mean over its window like every other point, and a run resumed from its final checkpoint,
   // which takes no step, reports the same curve as one that never stopped.
   MetricsEvent done{trainer::kEventDone, tokens_, std::nullopt, throughput_.Totals(tokens_)};
-  sink_->Emit(done);
+  Report(done);
   if (lead()) {
     std::fprintf(stderr, "onset-train: done, %lld tokens in %.1f s of training (%.0f tokens/s)\n",
                  static_cast<long long>(tokens_), throughput_.seconds(),
@@ -363,10 +367,10 @@ TrainResult Trainer::Finish(TrainResult result) {
 }
 
 TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
-  sink_->Emit({trainer::kEventDiverged,
-               tokens_,
-               std::nullopt,
-               {{metric::kTrainLoss, loss}, {metric::kTrainLr, lr}}});
+  Report({trainer::kEventDiverged,
+          tokens_,
+          std::nullopt,
+          {{metric::kTrainLoss, loss}, {metric::kTrainLr, lr}}});
   if (lead()) {
     std::fprintf(stderr, "onset-train: diverged at step %lld (%lld tokens): loss %f\n",
                  static_cast<long long>(steps_), static_cast<long long>(tokens_), loss);
@@ -380,7 +384,7 @@ TrainResult Trainer::Diverged(TrainResult result, double loss, double lr) {
 TrainResult Trainer::Stopped(TrainResult result, bool checkpointed) {
   if (!checkpointed && lead()) WriteCheckpoint();
   parallel_.Barrier();
-  sink_->Emit({trainer::kEventStopped, tokens_, std::nullopt, {}});
+  Report({trainer::kEventStopped, tokens_, std::nullopt, {}});
   if (lead()) {
     std::fprintf(stderr,
                  "onset-train: stopped on request at %lld tokens (step %lld); resume "

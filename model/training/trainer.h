@@ -35,7 +35,9 @@
 // a checkpoint's data position is the global one, so a run may resume on another rank count.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -128,6 +130,9 @@ class Trainer {
 
   // The devices' peak FLOP/s (flops.h); when set, train and done events carry train/mfu.
   void set_peak_flops(double flops) { throughput_.set_peak_flops(flops); }
+  // The clock that stamps every event with its wall time (at_unix_ms), milliseconds since the
+  // Unix epoch; the system's by default.
+  void set_wall_clock(std::function<int64_t()> clock) { wall_clock_ = std::move(clock); }
 
   Transformer& model() { return model_; }
   int64_t tokens_per_step() const { return seqs_per_step_ * config_.model.seq_len; }
@@ -140,6 +145,9 @@ class Trainer {
   at::Tensor NextBatch(int64_t seqs, at::Tensor* weights);
   TrainProgress Progress() const;  // what a checkpoint holds besides the model and optimizer
   void Restore(const TrainProgress& p);
+  // Stamps `event` with the wall time and emits it; with `keep`, also into reported_ (train and
+  // eval events, which a resumed run reports again as they were, their times included).
+  void Report(MetricsEvent event, bool keep = false);
   void EmitStart();
   void AnnounceBranchPoints();  // the span's branch-point checkpoints up to tokens_
   void EmitTrain(double lr);
@@ -178,6 +186,11 @@ class Trainer {
   bool report_start_ = false;  // checkpoints were named: say where the run started, even at 0
   std::string resumed_dir_;    // the directory of the checkpoint it resumed, when not its own
   std::string reported_;       // TrainProgress::reported: train and eval events so far, JSON lines
+  std::function<int64_t()> wall_clock_ = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
 };
 
 }  // namespace onset::model

@@ -31,6 +31,20 @@ TEST(MetricsLineTest, FormatsTheProtocolInItsOrder) {
       R"({"event":"train","tokens":4096,"step":3,"metrics":{"train/loss":2.5,"train/lr":0.001}})");
   MetricsEvent stopped{kEventStopped, 10, std::nullopt, {}};
   EXPECT_EQ(stopped.Format(), R"({"event":"stopped","tokens":10,"metrics":{}})");
+  e.at_unix_ms = 1796558400123;
+  EXPECT_EQ(e.Format(), R"({"event":"train","tokens":4096,"step":3,"at_unix_ms":1796558400123,)"
+                        R"("metrics":{"train/loss":2.5,"train/lr":0.001}})");
+}
+
+TEST(MetricsLineTest, TheWallTimeRoundTripsAndMayBeAbsent) {
+  MetricsEvent e{kEventEval, 512, std::nullopt, {{"eval/heldout_loss", 2.0}}, 1796558400123};
+  EXPECT_EQ(ParseOk(e.Format()).at_unix_ms, 1796558400123);
+  // A line of a trainer from before the wall time: read, with none.
+  EXPECT_EQ(ParseOk(R"({"event":"eval","tokens":5,"metrics":{}})").at_unix_ms, std::nullopt);
+  EXPECT_EQ(Why(R"({"event":"eval","tokens":5,"at_unix_ms":"noon","metrics":{}})"),
+            "\"at_unix_ms\" is not an integer of int64's range");
+  EXPECT_EQ(Why(R"({"event":"eval","tokens":5,"at_unix_ms":1.5,"metrics":{}})"),
+            "\"at_unix_ms\" is not an integer of int64's range");
 }
 
 TEST(MetricsLineTest, EveryEventRoundTrips) {

@@ -42,6 +42,23 @@ TEST(MetricsParserTest, NullValuesArriveAsNanPoints) {
   EXPECT_EQ(parser.malformed_lines(), 0);
 }
 
+// Each point carries its line's wall time; a line without one (an older trainer) or with one no
+// clock could show gives points of unknown time (0), never a dropped point.
+TEST(MetricsParserTest, PointsCarryTheirLinesWallTime) {
+  MetricsParser parser;
+  std::vector<MetricPoint> points;
+  parser.Consume(R"({"event":"eval","tokens":8,"at_unix_ms":1796558400123,"metrics":{"a/x":1}})",
+                 &points);
+  parser.Consume(R"({"event":"eval","tokens":9,"metrics":{"a/x":2}})", &points);
+  parser.Consume(R"({"event":"eval","tokens":10,"at_unix_ms":-5,"metrics":{"a/x":3}})", &points);
+  parser.Consume(R"({"event":"eval","tokens":11,"at_unix_ms":42,"metrics":{"a/x":4}})", &points);
+  EXPECT_THAT(points, testing::ElementsAre(
+                          MetricPoint{"a/x", 8, 1, 1796558400123}, MetricPoint{"a/x", 9, 2, 0},
+                          MetricPoint{"a/x", 10, 3, 0}, MetricPoint{"a/x", 11, 4, 0}));
+  EXPECT_EQ(parser.malformed_lines(), 0);
+  EXPECT_EQ(parser.dropped_points(), 0);
+}
+
 TEST(MetricsParserTest, MalformedLinesAreCountedNotFatal) {
   MetricsParser parser("cell x attempt 1");
   std::vector<MetricPoint> points;

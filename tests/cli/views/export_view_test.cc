@@ -29,18 +29,33 @@ analysis::Curves Curves() {
   return curves;
 }
 
+// The first point's time is known, the second's (a point stored before times were) is not.
+analysis::CurveTimes Times() {
+  analysis::CurveTimes times;
+  times["aaaa"]["train/loss"] = {1796558400123, 0};
+  return times;
+}
+
 TEST(ExportViewTest, CsvHasAnAxisColumnPerAxisQuotesWhatNeedsItAndLeavesNanEmpty) {
   std::ostringstream out;
-  WriteExport("my,study", Study(), Curves(), ExportFormat::kCsv, out);
+  const analysis::CurveTimes times = Times();
+  WriteExport("my,study", Study(), Curves(), &times, ExportFormat::kCsv, out);
   EXPECT_EQ(out.str(),
-            "study,cell_id,state,axis.arch,axis.tokens,axis.window,metric,tokens,value\n"
-            "\"my,study\",aaaa,succeeded,full,3000000,,train/loss,1000,2.5\n"
-            "\"my,study\",aaaa,succeeded,full,3000000,,train/loss,2000,\n");
+            "study,cell_id,state,axis.arch,axis.tokens,axis.window,metric,tokens,value,at_unix_ms\n"
+            "\"my,study\",aaaa,succeeded,full,3000000,,train/loss,1000,2.5,1796558400123\n"
+            "\"my,study\",aaaa,succeeded,full,3000000,,train/loss,2000,,\n");
+}
+
+TEST(ExportViewTest, WithoutTimesEveryTimeIsEmpty) {
+  std::ostringstream out;
+  WriteExport("s", Study(), Curves(), nullptr, ExportFormat::kCsv, out);
+  EXPECT_THAT(out.str(), testing::HasSubstr("train/loss,1000,2.5,\n"));
 }
 
 TEST(ExportViewTest, JsonLinesCarryTheAxesAndNullForNan) {
   std::ostringstream out;
-  WriteExport("s", Study(), Curves(), ExportFormat::kJsonLines, out);
+  const analysis::CurveTimes times = Times();
+  WriteExport("s", Study(), Curves(), &times, ExportFormat::kJsonLines, out);
   std::istringstream lines(out.str());
   std::string line;
   std::vector<nlohmann::json> rows;
@@ -50,6 +65,8 @@ TEST(ExportViewTest, JsonLinesCarryTheAxesAndNullForNan) {
   EXPECT_EQ(rows[0]["value"], 2.5);
   EXPECT_EQ(rows[1]["value"], nullptr);
   EXPECT_EQ(rows[1]["tokens"], 2000);
+  EXPECT_EQ(rows[0]["at_unix_ms"], 1796558400123);
+  EXPECT_EQ(rows[1]["at_unix_ms"], nullptr);
 }
 
 }  // namespace

@@ -36,8 +36,8 @@ class DashboardTest : public ::testing::Test {
     cell_ = (*job)->cell_id;
     lease_ = (*job)->lease_id;
     ASSERT_TRUE(store_
-                    ->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0},
-                                                    {"train/loss", 2000, 3.0},
+                    ->AddMetrics((*job)->lease_id, {{"train/loss", 1000, 4.0, 1796558400000},
+                                                    {"train/loss", 2000, 3.0, 1796558401000},
                                                     {"train/loss", 4000, 2.0}})
                     .ok());
     api_ = std::make_unique<DashboardApi>(store_.get(), store_.get(), kToken);
@@ -143,6 +143,9 @@ TEST_F(DashboardTest, StudiesCellsAndCurves) {
   EXPECT_EQ(curves["curves"][0]["cell_id"], cell_);
   EXPECT_EQ(curves["curves"][0]["tokens"], nlohmann::json({1000, 2000, 4000}));
   EXPECT_EQ(curves["curves"][0]["values"], nlohmann::json({4.0, 3.0, 2.0}));
+  // When each was measured; the last one's time is not known.
+  EXPECT_EQ(curves["curves"][0]["at_unix_ms"],
+            nlohmann::json({1796558400000, 1796558401000, nullptr}));
   EXPECT_EQ(Get("/api/studies/small/curves").status, 400);  // which metric?
 }
 

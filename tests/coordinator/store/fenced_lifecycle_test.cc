@@ -59,12 +59,12 @@ class FencedLifecycleTest : public ::testing::Test {
   std::vector<std::pair<std::string, int64_t>> Points(const std::string& cell) {
     std::vector<std::pair<std::string, int64_t>> points;
     EXPECT_TRUE(store_
-                    ->ForEachMetricPoint(
-                        "small", {}, {cell},
-                        [&](const std::string&, const std::string& name, int64_t tokens, double) {
-                          points.emplace_back(name, tokens);
-                          return true;
-                        })
+                    ->ForEachMetricPoint("small", {}, {cell},
+                                         [&](const std::string&, const std::string& name,
+                                             int64_t tokens, double, int64_t) {
+                                           points.emplace_back(name, tokens);
+                                           return true;
+                                         })
                     .ok());
     return points;
   }

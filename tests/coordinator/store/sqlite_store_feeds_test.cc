@@ -277,6 +277,30 @@ TEST_F(FeedsTest, MetricNamesCountTheCellsThatReportedEach) {
   EXPECT_TRUE(absl::IsNotFound(store_->MetricNames("nope").status()));
 }
 
+// A point keeps the wall time it was measured at; one re-sent with another time takes the new
+// one (the upsert replaces the point); 0 is "not known" both ways.
+TEST_F(FeedsTest, MetricPointsKeepTheWallTimeTheyWereMeasuredAt) {
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_
+                  ->AddMetrics(job.lease_id, {{"train/loss", 100, 3.0, 1796558400123},
+                                              {"train/loss", 200, 2.0, 0},
+                                              {"niah/acc@64", 100, 0.25, 1796558400999}})
+                  .ok());
+  ASSERT_TRUE(store_->AddMetrics(job.lease_id, {{"niah/acc@64", 100, 0.25, 1796558401000}}).ok());
+  std::vector<std::string> seen;
+  ASSERT_TRUE(store_
+                  ->ForEachMetricPoint("small", {}, {},
+                                       [&](const std::string&, const std::string& metric,
+                                           int64_t tokens, double, int64_t at_unix_ms) {
+                                         seen.push_back(metric + "@" + std::to_string(tokens) +
+                                                        " at " + std::to_string(at_unix_ms));
+                                         return true;
+                                       })
+                  .ok());
+  EXPECT_THAT(seen, ElementsAre("niah/acc@64@100 at 1796558401000",
+                                "train/loss@100 at 1796558400123", "train/loss@200 at 0"));
+}
+
 TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
   ClaimedJob job = Claim();
   ASSERT_TRUE(store_
@@ -289,7 +313,7 @@ TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
   ASSERT_TRUE(store_
                   ->ForEachMetricPoint("small", {}, {},
                                        [&](const std::string& cell, const std::string& metric,
-                                           int64_t tokens, double value) {
+                                           int64_t tokens, double value, int64_t) {
                                          EXPECT_EQ(cell, job.cell_id);
                                          seen.push_back(metric + "@" + std::to_string(tokens) +
                                                         (std::isnan(value) ? "=nan" : ""));
@@ -300,12 +324,12 @@ TEST_F(FeedsTest, MetricPointsComeOrderedAndFilteredInOneSnapshot) {
                                 "train/loss@200"));
   seen.clear();
   ASSERT_TRUE(store_
-                  ->ForEachMetricPoint(
-                      "small", {"train/loss"}, {job.cell_id},
-                      [&](const std::string&, const std::string& metric, int64_t tokens, double) {
-                        seen.push_back(metric + "@" + std::to_string(tokens));
-                        return seen.size() < 1;  // stop after the first
-                      })
+                  ->ForEachMetricPoint("small", {"train/loss"}, {job.cell_id},
+                                       [&](const std::string&, const std::string& metric,
+                                           int64_t tokens, double, int64_t) {
+                                         seen.push_back(metric + "@" + std::to_string(tokens));
+                                         return seen.size() < 1;  // stop after the first
+                                       })
                   .ok());
   EXPECT_THAT(seen, ElementsAre("train/loss@100"));
   EXPECT_TRUE(
@@ -339,7 +363,7 @@ TEST_F(FeedsTest, MetricPointsAreReadInPagesAndNoReaderIsHeldWhileACallerWaits) 
   ASSERT_TRUE((*one_reader)
                   ->ForEachMetricPoint(
                       "small", {"train/loss"}, {},
-                      [&](const std::string&, const std::string&, int64_t tokens, double) {
+                      [&](const std::string&, const std::string&, int64_t tokens, double, int64_t) {
                         EXPECT_GT(tokens, last);
                         last = tokens;
                         if (++seen % 10'000 == 1) {

@@ -89,7 +89,7 @@ TEST_F(ReadOnlyStoreTest, ReadsWhatTheWriterCommitted) {
   ASSERT_TRUE(reader
                   ->ForEachMetricPoint("small", {"train/loss"}, {},
                                        [&](const std::string& cell, const std::string&,
-                                           int64_t tokens, double value) {
+                                           int64_t tokens, double value, int64_t) {
                                          EXPECT_EQ(cell, cell_);
                                          curve.emplace_back(tokens, value);
                                          return true;

@@ -434,14 +434,14 @@ TEST_F(SqliteStoreTest, AClaimNamesTheRecordedCheckpointsAndDropsThePointsPastTh
   EXPECT_EQ(second.resume_from[1].tokens, 1000);
   EXPECT_FALSE(second.fresh);
   std::vector<int64_t> loss;
-  ASSERT_TRUE(
-      store_
-          ->ForEachMetricPoint("small", {"train/loss"}, {first.cell_id},
-                               [&](const std::string&, const std::string&, int64_t tokens, double) {
-                                 loss.push_back(tokens);
-                                 return true;
-                               })
-          .ok());
+  ASSERT_TRUE(store_
+                  ->ForEachMetricPoint(
+                      "small", {"train/loss"}, {first.cell_id},
+                      [&](const std::string&, const std::string&, int64_t tokens, double, int64_t) {
+                        loss.push_back(tokens);
+                        return true;
+                      })
+                  .ok());
   EXPECT_EQ(loss, (std::vector<int64_t>{2000}));
   // The trainer says it could only use the older one: what the other attempt reported past it
   // goes too, this attempt's own points stay.
@@ -450,15 +450,38 @@ TEST_F(SqliteStoreTest, AClaimNamesTheRecordedCheckpointsAndDropsThePointsPastTh
                                {{"train/resumed_at_tokens", 1000, 1000}, {"train/loss", 1500, 2.9}})
                   .ok());
   loss.clear();
-  ASSERT_TRUE(
-      store_
-          ->ForEachMetricPoint("small", {"train/loss", "checkpoint/bytes"}, {first.cell_id},
-                               [&](const std::string&, const std::string&, int64_t tokens, double) {
-                                 loss.push_back(tokens);
-                                 return true;
-                               })
-          .ok());
+  ASSERT_TRUE(store_
+                  ->ForEachMetricPoint(
+                      "small", {"train/loss", "checkpoint/bytes"}, {first.cell_id},
+                      [&](const std::string&, const std::string&, int64_t tokens, double, int64_t) {
+                        loss.push_back(tokens);
+                        return true;
+                      })
+                  .ok());
   EXPECT_EQ(loss, (std::vector<int64_t>{1000, 1500}));
+}
+
+// DescribeCell: the cell, the config its attempts are given, and the checkpoints its lineage
+// recorded, the newest first; NotFound for a cell or study that is not there.
+TEST_F(SqliteStoreTest, ACellIsDescribedWithItsConfigAndCheckpoints) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob job = Claim();
+  ASSERT_TRUE(store_
+                  ->AddMetrics(job.lease_id, {{"checkpoint/bytes", 1000, 10},
+                                              {"checkpoint/bytes", 2000, 10},
+                                              {"train/loss", 2000, 3.0}})
+                  .ok());
+  absl::StatusOr<CellOutputs> described = store_->DescribeCell("small", job.cell_id);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->cell.id, job.cell_id);
+  EXPECT_EQ(described->cell.state, CellState::kRunning);
+  EXPECT_EQ(described->config_json, job.config_json);
+  ASSERT_EQ(described->checkpoints.size(), 2u);
+  EXPECT_EQ(described->checkpoints[0].tokens, 2000);
+  EXPECT_EQ(described->checkpoints[0].attempt, 1);
+  EXPECT_EQ(described->checkpoints[1].tokens, 1000);
+  EXPECT_TRUE(absl::IsNotFound(store_->DescribeCell("small", "0000000000000000").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->DescribeCell("nope", job.cell_id).status()));
 }
 
 // A claim whose reply never reached its worker (no call

@@ -518,14 +518,14 @@ TEST_F(SqliteTrunksTest, ResultsMetricStreamsAndCountsLeaveTrunksOut) {
   EXPECT_EQ(page->results[1].cell.id, kBranch2);
 
   std::set<std::string> cells;
-  ASSERT_TRUE(
-      store_
-          ->ForEachMetricPoint(kStudy, {}, {},
-                               [&](const std::string& cell, const std::string&, int64_t, double) {
-                                 cells.insert(cell);
-                                 return true;
-                               })
-          .ok());
+  ASSERT_TRUE(store_
+                  ->ForEachMetricPoint(
+                      kStudy, {}, {},
+                      [&](const std::string& cell, const std::string&, int64_t, double, int64_t) {
+                        cells.insert(cell);
+                        return true;
+                      })
+                  .ok());
   EXPECT_EQ(cells, (std::set<std::string>{kBranch1}));
 
   absl::StatusOr<StudyDetail> detail = store_->GetStudy(kStudy);

@@ -186,7 +186,10 @@ TEST(TrainerTest, AStopRequestCheckpointsAndTheResumedRunEndsAsIfUninterrupted) 
 
   ClearStopRequest();
   StopAtFirstTrainEvent stopping;
-  TrainResult first = Trainer(c, at::kCPU, &stopping, dir.path()).Run();
+  int64_t now_ms = 1'000'000;  // each event one millisecond after the one before
+  Trainer stopped_trainer(c, at::kCPU, &stopping, dir.path());
+  stopped_trainer.set_wall_clock([&now_ms] { return ++now_ms; });
+  TrainResult first = stopped_trainer.Run();
   ClearStopRequest();
   EXPECT_EQ(first.outcome, TrainOutcome::kStopped);
   EXPECT_EQ(first.tokens, 4 * 512 * 1);  // stopped after the step that emitted the event
@@ -196,6 +199,8 @@ TEST(TrainerTest, AStopRequestCheckpointsAndTheResumedRunEndsAsIfUninterrupted) 
 
   MemorySink rest;
   Trainer resumed(c, at::kCPU, &rest, dir.path());
+  now_ms = 2'000'000;
+  resumed.set_wall_clock([&now_ms] { return ++now_ms; });
   ASSERT_EQ(resumed.Resume(), std::nullopt);
   TrainResult second = resumed.Run();
   EXPECT_EQ(second.outcome, TrainOutcome::kDone);
@@ -208,6 +213,16 @@ TEST(TrainerTest, AStopRequestCheckpointsAndTheResumedRunEndsAsIfUninterrupted) 
   EXPECT_EQ(rest.events[2].event, "train");
   EXPECT_EQ(rest.events[2].tokens, 2048);
   EXPECT_EQ(rest.events[2].metrics.at("train/loss"), stopping.events[1].metrics.at("train/loss"));
+  // Every event carries the time it was measured; the one reported again keeps its own.
+  for (const MetricsEvent& e : stopping.events) {
+    ASSERT_TRUE(e.at_unix_ms.has_value()) << e.Format();
+    EXPECT_GT(*e.at_unix_ms, 1'000'000) << e.Format();
+    EXPECT_LT(*e.at_unix_ms, 2'000'000) << e.Format();
+  }
+  EXPECT_EQ(rest.events[2].at_unix_ms, stopping.events[1].at_unix_ms);
+  for (const MetricsEvent& e : rest.events) ASSERT_TRUE(e.at_unix_ms.has_value()) << e.Format();
+  EXPECT_GT(*rest.events[1].at_unix_ms, 2'000'000);
+  EXPECT_GT(*rest.events.back().at_unix_ms, 2'000'000);
 }
 
 // A "text" in a 300-token vocabulary: a fixed random walk with few successors per token,
