@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """The export's proof: for each kind of model, train a tiny one with onset-train, export it,
-and check that tools/onset_reference.py - plain PyTorch, built from config.json and
-model.safetensors alone - reproduces onset-train's own logits (dump-logits) within 1e-4.
+and check that onset.reference (python/onset/reference.py) - plain PyTorch, built from
+config.json and model.safetensors alone - reproduces onset-train's own logits (dump-logits)
+within 1e-4.
 
-    export_test.py --bin-dir BUILD/bin --tools-dir SOURCE/tools
+    export_test.py --bin-dir BUILD/bin --python-dir SOURCE/python
 
-Exits 77 (CTest's skip) when torch cannot be imported.
+Exits 77 (CTest's skip) when torch cannot be imported. KINDS, TOKENS, cell(), train_and_export()
+and dump_logits() are shared with the Python package's tests (tests/python), which check the
+package's models against the same kinds.
 """
 
 import argparse
@@ -74,7 +77,10 @@ def run(cmd):
     return result.stdout
 
 
-def check_kind(name, overrides, trainer, reference, work):
+def train_and_export(name, overrides, trainer, work):
+    """Trains the tiny model of one kind in `work` and exports it: returns the paths of its cell
+    config, its checkpoint directory and its export directory (NAME.json, NAME-ckpt,
+    NAME-export)."""
     config_path = os.path.join(work, name + ".json")
     with open(config_path, "w") as f:
         json.dump(cell(overrides), f)
@@ -82,9 +88,18 @@ def check_kind(name, overrides, trainer, reference, work):
     out_dir = os.path.join(work, name + "-export")
     run([trainer, "--config", config_path, "--checkpoint-dir", ckpt_dir, "--threads", "1"])
     run([trainer, "export", "--config", config_path, "--checkpoint", ckpt_dir, "--out", out_dir])
-    tokens = ",".join(map(str, TOKENS))
-    dumped = json.loads(run([trainer, "dump-logits", "--config", config_path, "--checkpoint",
-                             ckpt_dir, "--tokens", tokens]))
+    return config_path, ckpt_dir, out_dir
+
+
+def dump_logits(trainer, config_path, ckpt_dir, tokens=TOKENS):
+    """onset-train dump-logits of one sequence: {"checkpoint", "tokens", "logits" (T x V)}."""
+    return json.loads(run([trainer, "dump-logits", "--config", config_path, "--checkpoint",
+                           ckpt_dir, "--tokens", ",".join(map(str, tokens)), "--threads", "1"]))
+
+
+def check_kind(name, overrides, trainer, reference, work):
+    config_path, ckpt_dir, out_dir = train_and_export(name, overrides, trainer, work)
+    dumped = dump_logits(trainer, config_path, ckpt_dir)
     want = torch.tensor(dumped["logits"], dtype=torch.float32)                # (T, V)
 
     params, config = reference.load_export(out_dir)
@@ -141,12 +156,13 @@ def check_refusals(trainer, work):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--tools-dir", required=True)
+    parser.add_argument("--python-dir", required=True,
+                        help="the directory that holds the onset package (SOURCE/python)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     sys.dont_write_bytecode = True  # keep the source tree clean
-    sys.path.insert(0, args.tools_dir)
-    import onset_reference as reference
+    sys.path.insert(0, args.python_dir)
+    from onset import reference
 
     trainer = os.path.join(args.bin_dir, "onset-train")
     failures = []

@@ -5,12 +5,13 @@
 (every parameter under its module name; docs/export.md). This file rebuilds the model's forward
 pass from those two files alone, written for reading rather than speed: explicit attention
 scores and masks, the short convolution tap by tap, and the L and D mixers in their
-token-by-token recurrent form. It needs torch
-and nothing else (the safetensors reader is below).
+token-by-token recurrent form. It needs torch and nothing else (the safetensors reader is
+below), so that this one file can travel: the Hugging Face directories that onset.hf writes
+carry a copy of it and take their math from it.
 
-    python tools/onset_reference.py DIR --tokens 256,1,2,3      # prints logits as JSON
+    python -m onset.reference DIR --tokens 256,1,2,3      # prints logits as JSON
 
-    from onset_reference import load_export, forward
+    from onset.reference import load_export, forward
     params, config = load_export("DIR")
     logits = forward(params, config, torch.tensor([[256, 1, 2, 3]]))  # (B, T, V)
 

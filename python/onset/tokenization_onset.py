@@ -1,0 +1,80 @@
+"""The tokenizer of onset's byte vocabulary, for transformers (AutoTokenizer, trust_remote_code).
+
+Ids 0-255 are the byte values, shown as the characters U+0000-U+00FF (byte b is chr(b)), so any
+byte sequence is a text: `data.decode("latin-1")` turns bytes into the text whose encoding gives
+them back, and `text.encode("latin-1")` the other way. Ids 256-261 are the specials of
+model/config/vocab.h, by name: <BOS> (every sequence starts with it; encode() puts it first),
+<K> and <V> (a record's key and value follow), <Q> and <A> (a query's key and its answer follow)
+and <N> (the answer to a query whose key no record has). Ids 262 and 263 pad the embedding to a
+multiple of 8 and are never produced. Characters above U+00FF are no byte: encode such text as
+bytes first (`tokenizer.encode_bytes(text.encode("utf-8"))`). A copy of this file sits in every
+directory that onset.hf writes for a model of the byte vocabulary.
+"""
+
+from transformers import AddedToken, PreTrainedTokenizer
+
+from .vocabulary import BYTE_TOKENS, SPECIAL_TOKENS, special_ids
+
+
+class OnsetTokenizer(PreTrainedTokenizer):
+    """Bytes as characters U+0000-U+00FF, and the six specials by name."""
+
+    model_input_names = ["input_ids", "attention_mask"]
+
+    def __init__(self, **kwargs):
+        specials = special_ids(BYTE_TOKENS)
+        self._added_tokens_decoder = {
+            i: AddedToken(name, special=True, normalized=False, lstrip=False, rstrip=False)
+            for name, i in specials.items()}
+        for key in ("bos_token", "extra_special_tokens", "additional_special_tokens",
+                    "special_tokens_pattern", "clean_up_tokenization_spaces"):
+            kwargs.pop(key, None)
+        super().__init__(
+            bos_token=SPECIAL_TOKENS[0],
+            extra_special_tokens=list(SPECIAL_TOKENS[1:]),
+            special_tokens_pattern="bos",  # encode() starts every sequence with <BOS>
+            clean_up_tokenization_spaces=False,
+            **kwargs)
+
+    @property
+    def vocab_size(self):
+        """The byte tokens; the specials come on top as added tokens (len(tokenizer) is 262)."""
+        return BYTE_TOKENS
+
+    def get_vocab(self):
+        vocab = {chr(i): i for i in range(BYTE_TOKENS)}
+        vocab.update(self._added_tokens_encoder)
+        return vocab
+
+    def _tokenize(self, text, **kwargs):
+        """One token per character, each of which must be a byte (U+0000-U+00FF)."""
+        for i, c in enumerate(text):
+            if ord(c) >= BYTE_TOKENS:
+                raise ValueError(
+                    f"character {c!r} (U+{ord(c):04X}) at {i} is no byte: onset's vocabulary is "
+                    "bytes; encode the text first, e.g. tokenizer.encode_bytes(text.encode())")
+        return list(text)
+
+    def _convert_token_to_id(self, token):
+        return ord(token)
+
+    def _convert_id_to_token(self, index):
+        if 0 <= index < BYTE_TOKENS:
+            return chr(index)
+        raise ValueError(f"token id {index} is neither a byte nor a special token")
+
+    def convert_tokens_to_string(self, tokens):
+        return "".join(tokens)
+
+    def encode_bytes(self, data, add_bos=True):
+        """The ids of a byte string, <BOS> first unless add_bos is false; special-token names in
+        the data are bytes like any other."""
+        return ([self.bos_token_id] if add_bos else []) + list(bytes(data))
+
+    def decode_bytes(self, ids):
+        """The bytes of a sequence of ids, the specials left out."""
+        return bytes(i for i in ids if 0 <= int(i) < BYTE_TOKENS)
+
+    def save_vocabulary(self, save_directory, filename_prefix=None):
+        """The vocabulary is fixed (bytes and specials): no file holds it."""
+        return ()
