@@ -1,7 +1,9 @@
 // The dashboard in a real browser: headless Chromium (Debian's package) loads the page from an
 // onsetd holding a finished study, and the DOM it builds must show the study's cells, draw a
-// curve per cell, and give the same tokens-to-threshold as `onset compare --json`. Skips when
-// chromium or a binary is missing.
+// curve per cell, and give the same tokens-to-threshold as `onset compare --json`; opened on the
+// study alone, it shows the headline metric's curves (each seed and each group's median) and the
+// fraction of seeds past the threshold, without a click. Skips when chromium or a binary is
+// missing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -37,7 +39,7 @@ grid:
   arch: [full, "swa:1"]
   window: [16]
   tokens: [20K]
-  seeds: 1
+  seeds: 2
 )";
 
 std::string Chromium() {
@@ -86,7 +88,7 @@ TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
     auto s = client.Get("browse");
     ASSERT_TRUE(s.ok()) << s.status();
     if (s->study().cells_by_state().count("succeeded") &&
-        s->study().cells_by_state().at("succeeded") == 2) {
+        s->study().cells_by_state().at("succeeded") == 4) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -113,20 +115,36 @@ TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
   const nlohmann::json cli = nlohmann::json::parse(compare.Out());
   ASSERT_EQ(cli["groups"].size(), 2u);
 
-  // The browser, with the comparison in the link.
-  Child browser = Start(
-      launcher, chromium,
-      {"--headless", "--no-sandbox", "--disable-gpu",
-       "--user-data-dir=" + (dir / "chrome").string(), "--virtual-time-budget=10000", "--dump-dom",
-       "http://" + http + "/#token=" + token +
-           "&study=browse&metric=train/loss&threshold=" + threshold + "&by=arch"});
-  ASSERT_NE(browser.process, nullptr);
-  ASSERT_TRUE(browser.process->WaitFor(std::chrono::seconds(90))) << "chromium did not finish";
-  const std::string dom = browser.Out();
-  ASSERT_FALSE(dom.empty()) << browser.process->StderrTail();
+  // The page as headless Chromium builds it from `hash` (after the #).
+  auto page = [&](const std::string& hash, const char* profile) {
+    Child browser =
+        Start(launcher, chromium,
+              {"--headless", "--no-sandbox", "--disable-gpu",
+               "--user-data-dir=" + (dir / profile).string(), "--virtual-time-budget=10000",
+               "--dump-dom", "http://" + http + "/#token=" + token + "&" + hash});
+    EXPECT_NE(browser.process, nullptr);
+    if (browser.process == nullptr) return std::string();
+    EXPECT_TRUE(browser.process->WaitFor(std::chrono::seconds(90))) << "chromium did not finish";
+    EXPECT_FALSE(browser.Out().empty()) << browser.process->StderrTail();
+    return browser.Out();
+  };
 
-  EXPECT_EQ(CountMatches(dom, R"(class="cell succeeded")"), 2u) << dom.substr(0, 2000);
-  EXPECT_EQ(CountMatches(dom, R"(<path class="curve" data-cell="[0-9a-f]{16}")"), 2u);
+  // Opened on the study alone: the headline metric's curves, each seed's and each group's
+  // median, the fraction of seeds past the threshold, and an added panel, without a click.
+  const std::string first_view = page("study=browse&panels=train/loss", "chrome-first");
+  EXPECT_EQ(CountMatches(first_view, R"(<path class="curve" data-cell="[0-9a-f]{16}")"), 8u)
+      << first_view.substr(0, 4000);  // 4 cells, in the headline plot and the train/loss panel
+  EXPECT_EQ(CountMatches(first_view, R"(<path class="median" data-group="[01]")"), 4u);
+  EXPECT_EQ(CountMatches(first_view, R"(<path class="emerged" data-group="[01]")"), 2u);
+  EXPECT_EQ(CountMatches(first_view, R"(class="panel" data-metric="train/loss")"), 1u);
+  EXPECT_EQ(CountMatches(first_view, R"(threshold 0.5: 0.5, for a rate)"), 1u);
+
+  // With the comparison in the link.
+  const std::string dom = page(
+      "study=browse&metric=train/loss&threshold=" + std::string(threshold) + "&by=arch", "chrome");
+  ASSERT_FALSE(dom.empty());
+  EXPECT_EQ(CountMatches(dom, R"(class="cell succeeded")"), 4u) << dom.substr(0, 2000);
+  EXPECT_EQ(CountMatches(dom, R"(<path class="curve" data-cell="[0-9a-f]{16}")"), 4u);
   std::smatch m;
   std::vector<double> page_tokens;
   const std::regex t_re(R"re(<td class="t" data-tokens="([0-9.e+]+)")re");
