@@ -37,13 +37,22 @@ TOKENIZER_CODE = ("tokenization_onset.py", "vocabulary.py")
 _DTYPE_NAMES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}
 
 
+def _publish(tmp, path):
+    """Gives the temporary file the mode a new file gets (0666 less the umask: mkstemp makes it
+    0600) and renames it to path."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
 def _write_json(path, value):
     """Writes JSON atomically: a temporary file beside it, then a rename."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
     with os.fdopen(fd, "w") as f:
         json.dump(value, f, indent=2, sort_keys=False)
         f.write("\n")
-    os.replace(tmp, path)
+    _publish(tmp, path)
 
 
 def _copy(src, dst):
@@ -51,7 +60,7 @@ def _copy(src, dst):
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dst), prefix=".tmp-")
     os.close(fd)
     shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+    _publish(tmp, dst)
 
 
 def _export_metadata(weights):

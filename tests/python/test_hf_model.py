@@ -74,6 +74,13 @@ def test_directory_contents(models):
                  "vocabulary.py", "tokenization_onset.py", "tokenizer_config.json",
                  "special_tokens_map.json", "generation_config.json"):
         assert os.path.isfile(os.path.join(model.hf, name)), name
+    # Files with the mode any new file gets (others may read a shared model), not mkstemp's 0600.
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in os.listdir(model.hf):
+        if not name.startswith("."):
+            mode = os.stat(os.path.join(model.hf, name)).st_mode & 0o777
+            assert mode == 0o666 & ~umask, (name, oct(mode))
 
 
 def test_bf16_export(tmp_path, torch, transformers, models):
