@@ -189,6 +189,30 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
   return kExitOk;
 }
 
+namespace {
+
+// What every export format writes: the study's grid cells and their points with their times.
+struct ExportData {
+  v1::GetStudyResponse study;
+  Curves curves;
+  analysis::CurveTimes times;
+};
+
+absl::StatusOr<ExportData> FetchExport(StudyClient& client, const ExportOptions& options) {
+  ExportData data;
+  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
+  if (!study.ok()) return study.status();
+  data.study = *std::move(study);
+  RemoveTrunks(&data.study);
+  absl::StatusOr<Curves> curves =
+      client.Metrics(options.study, SplitList(options.metrics), {}, &data.times);
+  if (!curves.ok()) return curves.status();
+  data.curves = *std::move(curves);
+  return data;
+}
+
+}  // namespace
+
 int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostream& out,
                   std::ostream& err) {
   if (options.format != "csv" && options.format != "jsonl") {
@@ -196,14 +220,9 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostrea
         << options.format << "'\n";
     return kExitBadInput;
   }
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
-  if (!study.ok()) return ReportError(study.status(), err);
-  RemoveTrunks(&*study);
-  analysis::CurveTimes times;
-  absl::StatusOr<Curves> curves =
-      client.Metrics(options.study, SplitList(options.metrics), {}, &times);
-  if (!curves.ok()) return ReportError(curves.status(), err);
-  WriteExport(options.study, *study, *curves, &times,
+  absl::StatusOr<ExportData> data = FetchExport(client, options);
+  if (!data.ok()) return ReportError(data.status(), err);
+  WriteExport(options.study, data->study, data->curves, &data->times,
               options.format == "csv" ? ExportFormat::kCsv : ExportFormat::kJsonLines, out);
   return kExitOk;
 }
@@ -214,28 +233,23 @@ int TensorBoardExportCommand(StudyClient& client, const ExportOptions& options,
     err << "--format tensorboard: give the directory to write with --out DIR\n";
     return kExitBadInput;
   }
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
-  if (!study.ok()) return ReportError(study.status(), err);
-  RemoveTrunks(&*study);
-  analysis::CurveTimes times;
-  absl::StatusOr<Curves> curves =
-      client.Metrics(options.study, SplitList(options.metrics), {}, &times);
-  if (!curves.ok()) return ReportError(curves.status(), err);
+  absl::StatusOr<ExportData> data = FetchExport(client, options);
+  if (!data.ok()) return ReportError(data.status(), err);
   std::map<std::string, std::string> configs;
-  for (const v1::Cell& cell : study->cells()) {
-    if (curves->count(cell.id()) == 0) continue;
+  for (const v1::Cell& cell : data->study.cells()) {
+    if (data->curves.count(cell.id()) == 0) continue;
     absl::StatusOr<v1::DescribeCellResponse> described =
         client.DescribeCell(options.study, cell.id());
     if (!described.ok()) return ReportError(described.status(), err);
     configs[cell.id()] = described->config_json();
   }
-  if (absl::Status s =
-          tensorboard::WriteTensorBoard(options.study, *study, *curves, &times, configs, dir);
+  if (absl::Status s = tensorboard::WriteTensorBoard(options.study, data->study, data->curves,
+                                                     &data->times, configs, dir);
       !s.ok()) {
     err << "--out: " << s.message() << "\n";
     return kExitFailure;
   }
-  out << "wrote " << curves->size() << " runs to " << dir << " (tensorboard --logdir " << dir
+  out << "wrote " << configs.size() << " runs to " << dir << " (tensorboard --logdir " << dir
       << ")\n";
   return kExitOk;
 }

@@ -2,6 +2,9 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/client/address.h"
@@ -35,6 +38,12 @@ const Command* ParsedCommand(const CommandTable& table) {
     if (command.app->parsed()) return &command;
   }
   return nullptr;
+}
+
+std::string ProgramNextToSelf(const std::string& program) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? program : (self.parent_path() / program).string();
 }
 
 int ReportError(const absl::Status& status, std::ostream& err) {

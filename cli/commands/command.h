@@ -80,6 +80,10 @@ const Command* ParsedCommand(const CommandTable& table);
 // Prints `status` for a person and returns its exit code (2 for InvalidArgument and
 // FailedPrecondition, else 1).
 int ReportError(const absl::Status& status, std::ostream& err);
+
+// `program` (e.g. "onset-train") in the directory of this executable; the bare name, looked up
+// on PATH, when that directory cannot be read.
+std::string ProgramNextToSelf(const std::string& program);
 // The message as indented JSON with the proto's field names, every field present.
 std::string ToJson(const google::protobuf::Message& message);
 

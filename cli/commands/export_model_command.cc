@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 // An export of a model of a few GB takes a while; a stuck one is killed.
 constexpr std::chrono::minutes kExportTimeout{30};
 
-std::string NextToSelf(const std::string& program) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? program : (self.parent_path() / program).string();
-}
-
 std::string PythonToUse(const ExportModelOptions& options) {
   if (!options.python.empty()) return options.python;
   if (const char* env = std::getenv("ONSET_PYTHON"); env != nullptr && *env != '\0') return env;
@@ -137,7 +131,8 @@ int ExportModelCommand(StudyClient& client, const ExportModelOptions& options, s
   }
   const bool hf = options.format == "hf";
   const std::string weights = hf ? scratch.path() + "/export" : options.out;
-  const std::string trainer = options.trainer.empty() ? NextToSelf("onset-train") : options.trainer;
+  const std::string trainer =
+      options.trainer.empty() ? ProgramNextToSelf("onset-train") : options.trainer;
   if (!RunStep({trainer, "export", "--config", config, "--checkpoint", checkpoint, "--out", weights,
                 "--dtype", options.dtype},
                {}, "onset-train export", err)) {

@@ -37,12 +37,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TrainerNextToSelf() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "onset-train" : (self.parent_path() / "onset-train").string();
-}
-
 // A study may also hold cells of earlier versions of its file; `onset run` follows and reports
 // only the cells of the file it was given.
 void KeepSubmitted(const std::set<std::string>& ids, v1::GetStudyResponse* study) {
@@ -252,7 +246,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   absl::StatusOr<std::string> text = common::ReadStudyFile(options.file);
   if (!text.ok()) return ReportError(text.status(), err);
   const std::string trainer =
-      options.trainer_path.empty() ? TrainerNextToSelf() : options.trainer_path;
+      options.trainer_path.empty() ? ProgramNextToSelf("onset-train") : options.trainer_path;
   if (access(trainer.c_str(), X_OK) != 0) {
     err << "onset-train not found at " << trainer << " (build it, or install it next to onset)\n";
     return kExitFailure;
