@@ -49,6 +49,15 @@ class Vocab {
   int text_tokens_;
 };
 
+// How tokens are written as text for the byte vocabulary (the NIAH prompts of `onset-train
+// niah-prompts`, the Hugging Face tokenizer of python/onset/tokenization_onset.py): byte b as
+// the character U+0000 + b, the specials by these names in id order, and the padding rows as
+// ⟨PAD0⟩, ⟨PAD1⟩, ... The brackets are U+27E8 and U+27E9, characters no byte is, so a text of
+// bytes never holds a name and every text reads back as exactly one sequence of ids.
+inline constexpr const char* kSpecialTokenNames[kNumSpecialTokens] = {
+    "\u27e8BOS\u27e9", "\u27e8K\u27e9", "\u27e8V\u27e9",
+    "\u27e8Q\u27e9",   "\u27e8A\u27e9", "\u27e8N\u27e9"};
+
 inline constexpr Vocab kByteVocab{};
 inline constexpr Token kBos = kByteVocab.bos();         // 256
 inline constexpr Token kKey = kByteVocab.key();         // 257

@@ -8,7 +8,7 @@ every directory that onset.hf writes.
 
 from transformers import PreTrainedConfig
 
-from .vocabulary import BYTE_TOKENS, is_bytes, padded_size, special_ids, text_tokens
+from .vocabulary import BOS, BYTE_TOKENS, is_bytes, padded_size, special_ids, text_tokens
 
 
 class OnsetConfig(PreTrainedConfig):
@@ -43,6 +43,6 @@ class OnsetConfig(PreTrainedConfig):
             self.num_attention_heads = model["heads"]
             self.initializer_range = model.get("init_std", 0.02)
             self.tie_word_embeddings = bool(model.get("tie_embeddings", True))
-            self.bos_token_id = special_ids(text)["<BOS>"]
+            self.bos_token_id = special_ids(text)[BOS]
         self.use_cache = False
         super().__post_init__(**kwargs)

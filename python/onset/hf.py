@@ -91,8 +91,9 @@ def model_config(onset, metadata):
         "num_attention_heads": model["heads"],
         "initializer_range": model.get("init_std", 0.02),
         "tie_word_embeddings": bool(model.get("tie_embeddings", True)),
-        # onset's vocabulary has a sequence start and no end or padding token.
-        "bos_token_id": vocabulary.special_ids(text)["<BOS>"],
+        # onset's data has a sequence start and no end or padding token: generate() decodes
+        # every step asked (the tokenizer names a padding row for tools that need one).
+        "bos_token_id": vocabulary.special_ids(text)[vocabulary.BOS],
         "eos_token_id": None,
         "pad_token_id": None,
         "use_cache": False,
@@ -114,19 +115,26 @@ def generation_config(config):
 
 def tokenizer_files():
     """tokenizer_config.json and special_tokens_map.json of the byte vocabulary."""
-    specials = vocabulary.special_ids(vocabulary.BYTE_TOKENS)
+    specials = {**vocabulary.special_ids(vocabulary.BYTE_TOKENS),
+                **vocabulary.padding_ids(vocabulary.BYTE_TOKENS)}
     added = {str(i): {"content": name, "lstrip": False, "normalized": False, "rstrip": False,
                       "single_word": False, "special": True} for name, i in specials.items()}
     bos, *markers = vocabulary.SPECIAL_TOKENS
+    pad, *padding = vocabulary.padding_ids(vocabulary.BYTE_TOKENS)
     config = {
         "tokenizer_class": "OnsetTokenizer",
         "auto_map": {"AutoTokenizer": ["tokenization_onset.OnsetTokenizer", None]},
         "bos_token": bos,
-        "extra_special_tokens": markers,
+        # No end or padding token in onset's data: the first padding row stands for both
+        # (tokenization_onset.py says why).
+        "eos_token": pad,
+        "pad_token": pad,
+        "extra_special_tokens": markers + padding,
         "added_tokens_decoder": added,
         "clean_up_tokenization_spaces": False,
     }
-    special_map = {"bos_token": bos, "additional_special_tokens": markers}
+    special_map = {"bos_token": bos, "eos_token": pad, "pad_token": pad,
+                   "additional_special_tokens": markers + padding}
     return {"tokenizer_config.json": config, "special_tokens_map.json": special_map}
 
 

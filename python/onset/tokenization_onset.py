@@ -3,17 +3,23 @@
 Ids 0-255 are the byte values, shown as the characters U+0000-U+00FF (byte b is chr(b)), so any
 byte sequence is a text: `data.decode("latin-1")` turns bytes into the text whose encoding gives
 them back, and `text.encode("latin-1")` the other way. Ids 256-261 are the specials of
-model/config/vocab.h, by name: <BOS> (every sequence starts with it; encode() puts it first),
-<K> and <V> (a record's key and value follow), <Q> and <A> (a query's key and its answer follow)
-and <N> (the answer to a query whose key no record has). Ids 262 and 263 pad the embedding to a
-multiple of 8 and are never produced. Characters above U+00FF are no byte: encode such text as
-bytes first (`tokenizer.encode_bytes(text.encode("utf-8"))`). A copy of this file sits in every
-directory that onset.hf writes for a model of the byte vocabulary.
+model/config/vocab.h, by name: \u27e8BOS\u27e9 (every sequence starts with it; encode() puts it
+first), \u27e8K\u27e9 and \u27e8V\u27e9 (a record's key and value follow), \u27e8Q\u27e9 and
+\u27e8A\u27e9 (a query's key and its answer follow) and \u27e8N\u27e9 (the answer to a query whose
+key no record has). The brackets are U+27E8 and U+27E9, which no byte is: a text of bytes never
+holds a special's name, so every text encodes to exactly one sequence of ids and decodes back.
+Ids 262 and 263 (\u27e8PAD0\u27e9, \u27e8PAD1\u27e9) pad the embedding to a multiple of 8 and are
+never in the data; onset has no end-of-text or padding token, so the first of them stands for
+both (eos_token, pad_token) for tools that need one, e.g. lm-evaluation-harness's stop sequence.
+A trained model gives it negligible probability, and generate() does not stop at it (the model's
+config has no eos_token_id). Characters above U+00FF are no byte: encode such text as bytes first
+(`tokenizer.encode_bytes(text.encode("utf-8"))`). A copy of this file sits in every directory that
+onset.hf writes for a model of the byte vocabulary.
 """
 
 from transformers import AddedToken, PreTrainedTokenizer
 
-from .vocabulary import BYTE_TOKENS, SPECIAL_TOKENS, special_ids
+from .vocabulary import BYTE_TOKENS, SPECIAL_TOKENS, padding_ids, special_ids
 
 
 class OnsetTokenizer(PreTrainedTokenizer):
@@ -22,23 +28,28 @@ class OnsetTokenizer(PreTrainedTokenizer):
     model_input_names = ["input_ids", "attention_mask"]
 
     def __init__(self, **kwargs):
-        specials = special_ids(BYTE_TOKENS)
+        specials = {**special_ids(BYTE_TOKENS), **padding_ids(BYTE_TOKENS)}
         self._added_tokens_decoder = {
             i: AddedToken(name, special=True, normalized=False, lstrip=False, rstrip=False)
             for name, i in specials.items()}
-        for key in ("bos_token", "extra_special_tokens", "additional_special_tokens",
-                    "special_tokens_pattern", "clean_up_tokenization_spaces"):
+        for key in ("bos_token", "eos_token", "pad_token", "extra_special_tokens",
+                    "additional_special_tokens", "special_tokens_pattern",
+                    "clean_up_tokenization_spaces"):
             kwargs.pop(key, None)
+        padding = list(padding_ids(BYTE_TOKENS))
         super().__init__(
             bos_token=SPECIAL_TOKENS[0],
-            extra_special_tokens=list(SPECIAL_TOKENS[1:]),
+            eos_token=padding[0],
+            pad_token=padding[0],
+            extra_special_tokens=list(SPECIAL_TOKENS[1:]) + padding[1:],
             special_tokens_pattern="bos",  # encode() starts every sequence with <BOS>
             clean_up_tokenization_spaces=False,
             **kwargs)
 
     @property
     def vocab_size(self):
-        """The byte tokens; the specials come on top as added tokens (len(tokenizer) is 262)."""
+        """The byte tokens; the specials and padding rows come on top as added tokens
+        (len(tokenizer) is 264)."""
         return BYTE_TOKENS
 
     def get_vocab(self):
@@ -61,7 +72,7 @@ class OnsetTokenizer(PreTrainedTokenizer):
     def _convert_id_to_token(self, index):
         if 0 <= index < BYTE_TOKENS:
             return chr(index)
-        raise ValueError(f"token id {index} is neither a byte nor a special token")
+        raise ValueError(f"token id {index} is outside the byte vocabulary's 264 ids")
 
     def convert_tokens_to_string(self, tokens):
         return "".join(tokens)
