@@ -152,4 +152,15 @@ std::optional<Backgrounds> OpenBackgrounds(const DataConfig& data, int64_t train
   return out;
 }
 
+std::optional<Backgrounds> OpenCellBackgrounds(const CellConfig& config, std::string* error) {
+  const int train_len = config.model.seq_len + 1;
+  int heldout_len = config.eval.heldout_seqs > 0 ? train_len : 0;
+  if (config.eval.niah_samples > 0 && !config.eval.niah_depths.empty()) {
+    for (int length : config.eval.resolved_niah_lengths(config.model.seq_len)) {
+      heldout_len = std::max(heldout_len, length);
+    }
+  }
+  return OpenBackgrounds(config.data, train_len, heldout_len, error);
+}
+
 }  // namespace onset::model

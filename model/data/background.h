@@ -79,4 +79,8 @@ struct Backgrounds {
 std::optional<Backgrounds> OpenBackgrounds(const DataConfig& data, int64_t train_len,
                                            int64_t heldout_len, std::string* error);
 
+// The backgrounds a cell's trainer uses: training sequences of seq_len + 1 tokens; held-out
+// sequences of as many and NIAH prompts of the longest eval length. Errors as OpenBackgrounds.
+std::optional<Backgrounds> OpenCellBackgrounds(const CellConfig& config, std::string* error);
+
 }  // namespace onset::model

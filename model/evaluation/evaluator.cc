@@ -510,6 +510,14 @@ std::map<std::string, double> Evaluator::Ablation(Transformer& model, int k) con
   return metrics;
 }
 
+std::map<std::string, double> Evaluator::DecodeHeadline(Transformer& model, bool autocast_bf16,
+                                                        Decoded* decoded) const {
+  EvalModeScope mode(model);
+  torch::NoGradGuard no_grad;
+  AutocastScope autocast(autocast_bf16, device_.type());
+  return Niah(model, decoded);
+}
+
 std::map<std::string, double> Evaluator::Run(Transformer& model, bool autocast_bf16,
                                              bool final_eval) {
   using Clock = std::chrono::steady_clock;

@@ -117,14 +117,6 @@ class Evaluator {
   // ablation/... metrics with K = `k` heads.
   std::map<std::string, double> Ablation(Transformer& model, int k) const;
 
-  // Which in-length headline samples an accuracy covers: sample s of each (length, depth) is
-  // in the selection half when s is even, in the test half when odd.
-  enum class Half { kAll, kSelection, kTest };
-  // Headline accuracy over lengths <= seq_len (the mean over lengths, as niah/acc), with the
-  // flat heads `masked` (layer * H + head, any mixer) masked; NaN when the half is empty.
-  double HeadlineAccuracy(Transformer& model, Half half, const std::vector<int>& masked) const;
-
- private:
   // Prompts of one task variant at one length, asked in equal rounds.
   struct TaskGroup {
     std::string name;  // "niah", "niah/control", "niah/<variant>"
@@ -135,6 +127,22 @@ class Evaluator {
     std::vector<int> sample;     // per task: its sample index within its depth
     at::Tensor prompts;          // (B, L) round-0 prompts on the device
   };
+  // The headline prompts, one group per length in eval.niah_lengths order (lengths too short
+  // for the task left out), the tasks of each by depth, then sample.
+  const std::vector<TaskGroup>& headline() const { return headline_; }
+  // Niah() as Run() measures it: in eval mode, without gradients, under bf16 autocast when
+  // `autocast_bf16`; `decoded` (not null) receives every headline answer.
+  std::map<std::string, double> DecodeHeadline(Transformer& model, bool autocast_bf16,
+                                               Decoded* decoded) const;
+
+  // Which in-length headline samples an accuracy covers: sample s of each (length, depth) is
+  // in the selection half when s is even, in the test half when odd.
+  enum class Half { kAll, kSelection, kTest };
+  // Headline accuracy over lengths <= seq_len (the mean over lengths, as niah/acc), with the
+  // flat heads `masked` (layer * H + head, any mixer) masked; NaN when the half is empty.
+  double HeadlineAccuracy(Transformer& model, Half half, const std::vector<int>& masked) const;
+
+ private:
   // Greedy decoding of every round of `group`: [task][round][m tokens]. With `trace` not null,
   // round 0's attention trace.
   std::vector<std::vector<std::vector<Token>>> Decode(Transformer& model, const TaskGroup& group,

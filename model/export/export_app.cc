@@ -6,10 +6,14 @@
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
+#include "base/durable_file.h"
 #include "base/trainer_contract.h"
 #include "model/command_flags.h"
+#include "model/data/background.h"
 #include "model/evaluation/decoding.h"
+#include "model/evaluation/evaluator.h"
 #include "model/export/export.h"
+#include "model/export/niah_prompts.h"
 #include "model/training/train_flags.h"
 
 namespace onset::model {
@@ -18,6 +22,7 @@ namespace {
 constexpr const char* kExport = "export";
 constexpr const char* kDumpLogits = "dump-logits";
 constexpr const char* kGenerate = "generate";
+constexpr const char* kNiahPrompts = "niah-prompts";
 
 std::optional<std::vector<int64_t>> ParseTokens(const std::string& text) {
   std::vector<int64_t> tokens;
@@ -108,33 +113,99 @@ int RunGenerate(const ExportFlags& flags, const CellConfig& config) {
   return trainer::kExitOk;
 }
 
+// The cell's headline NIAH prompts as JSON lines (niah_prompts.h), decoded by the model of
+// --checkpoint when one is given.
+int RunNiahPrompts(const ExportFlags& flags, const CellConfig& config) {
+  std::string error;
+  std::optional<Backgrounds> backgrounds = OpenCellBackgrounds(config, &error);
+  if (!backgrounds) {
+    std::fprintf(stderr, "onset-train niah-prompts: %s: %s\n", flags.config_path.c_str(),
+                 error.c_str());
+    return trainer::kExitUsage;
+  }
+  const SyntheticData data(config.data, config.model.seq_len, backgrounds->heldout);
+  const Evaluator evaluator(config, data, at::Device(at::kCPU));
+  if (evaluator.headline().empty()) {
+    std::fprintf(stderr,
+                 "onset-train niah-prompts: %s: the cell has no NIAH prompts (eval.niah_lengths, "
+                 "eval.niah_depths and eval.niah_samples give none long enough)\n",
+                 flags.config_path.c_str());
+    return trainer::kExitUsage;
+  }
+  nlohmann::json summary = nlohmann::json::object();
+  Evaluator::Decoded decoded;
+  const bool decode = !flags.checkpoint.empty();
+  if (decode) {
+    Transformer model{nullptr};
+    std::string path;
+    if (auto load_error = LoadTrainedModel(config, flags.checkpoint, &model, &path)) {
+      std::fprintf(stderr, "onset-train niah-prompts: %s\n", load_error->c_str());
+      return trainer::kExitUsage;
+    }
+    const std::map<std::string, double> metrics =
+        evaluator.DecodeHeadline(model, config.train.precision == "bf16", &decoded);
+    summary["checkpoint"] = path;
+    summary["metrics"] = metrics;
+  }
+  const bool text = config.data.background != kBackgroundFile;
+  std::string lines;
+  size_t prompts = 0;
+  int longest = 0;
+  const std::vector<Evaluator::TaskGroup>& groups = evaluator.headline();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t b = 0; b < groups[g].tasks.size(); ++b) {
+      const std::vector<Token>* answer = decode ? &decoded.answers.at(g).at(b) : nullptr;
+      lines += NiahPromptRecord(groups[g], b, text, answer).dump();
+      lines += '\n';
+      ++prompts;
+      longest = std::max(longest, static_cast<int>(groups[g].tasks[b].prompt.size()));
+    }
+  }
+  if (auto write_error = base::TryWriteFileDurably(flags.out_dir, lines)) {
+    std::fprintf(stderr, "onset-train niah-prompts: %s\n", write_error->c_str());
+    return trainer::kExitRuntimeError;
+  }
+  summary["out"] = flags.out_dir;
+  summary["prompts"] = prompts;
+  summary["max_length"] = longest + config.data.value_len;
+  summary["vocabulary"] = text ? "bytes" : "ids";
+  std::fprintf(stdout, "%s\n", summary.dump().c_str());
+  return trainer::kExitOk;
+}
+
 }  // namespace
 
 bool IsExportCommand(int argc, const char* const* argv) {
   if (argc < 2) return false;
   const std::string command = argv[1];
-  return command == kExport || command == kDumpLogits || command == kGenerate;
+  return command == kExport || command == kDumpLogits || command == kGenerate ||
+         command == kNiahPrompts;
 }
 
 std::optional<std::string> ParseExportFlags(int argc, const char* const* argv, ExportFlags* out) {
   if (!IsExportCommand(argc, argv)) {
-    return "expected a subcommand: export, dump-logits or generate";
+    return "expected a subcommand: export, dump-logits, generate or niah-prompts";
   }
   ExportFlags flags;
   flags.command = argv[1];
   const bool is_export = flags.command == kExport;
   CLI::App app{"", flags.command};
   app.add_option("--config", flags.config_path)->required()->check(NotEmpty("must not be empty"));
-  app.add_option("--checkpoint", flags.checkpoint)
-      ->required()
-      ->check(NotEmpty("must not be empty"));
+  CLI::Option* checkpoint =
+      app.add_option("--checkpoint", flags.checkpoint)->check(NotEmpty("must not be empty"));
   std::string tokens;
   int threads = 0;
-  CLI::Option* threads_option = nullptr;  // dump-logits and generate only
+  CLI::Option* threads_option = nullptr;  // all but export
   if (is_export) {
+    checkpoint->required();
     app.add_option("--out", flags.out_dir)->required()->check(NotEmpty("must not be empty"));
     app.add_option("--dtype", flags.dtype)->check(OneOf({"f32", "bf16"}));
+  } else if (flags.command == kNiahPrompts) {
+    app.add_option("--out", flags.out_dir)->required()->check(NotEmpty("must not be empty"));
+    threads_option = app.add_option("--threads", threads);
+    threads_option->transform(WholeNumber(1, 1024, "an integer between 1 and 1024"));
   } else {
+    checkpoint->required();
     app.add_option("--tokens", tokens)
         ->required()
         ->check(CLI::Validator(
@@ -173,14 +244,17 @@ int ExportMain(int argc, char** argv) {
   try {
     if (flags.command == kExport) return RunExport(flags, config);
     if (flags.command == kGenerate) return RunGenerate(flags, config);
+    if (flags.command == kNiahPrompts) return RunNiahPrompts(flags, config);
     return RunDumpLogits(flags, config);
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "onset-train %s: %s: %s\n", flags.command.c_str(),
-                 flags.checkpoint.c_str(), e.what_without_backtrace());
+                 flags.checkpoint.empty() ? flags.config_path.c_str() : flags.checkpoint.c_str(),
+                 e.what_without_backtrace());
     return trainer::kExitRuntimeError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "onset-train %s: %s: %s\n", flags.command.c_str(),
-                 flags.checkpoint.c_str(), e.what());
+                 flags.checkpoint.empty() ? flags.config_path.c_str() : flags.checkpoint.c_str(),
+                 e.what());
     return trainer::kExitRuntimeError;
   }
 }

@@ -7,7 +7,15 @@
 //       [--threads N]
 //       prints {"checkpoint": ..., "tokens": [...], "logits": [[V floats] per token]} as one
 //       JSON line on stdout: the float32 logits of the trained model for that one sequence,
-//       the ground truth a re-implementation of the model is checked against.
+//       the ground truth a re-implementation of the model is checked against;
+//   onset-train generate --config CELL.json --checkpoint FILE|DIR --tokens 1,2,3 --steps N
+//       prints {"checkpoint", "tokens", "generated": [N ids]}: greedy decoding with the
+//       evaluator's own decoder;
+//   onset-train niah-prompts --config CELL.json --out FILE.jsonl [--checkpoint FILE|DIR]
+//       writes the cell's headline NIAH prompts as JSON lines (niah_prompts.h); with a
+//       checkpoint also what onset decodes for each, and prints {"checkpoint", "prompts",
+//       "max_length", "metrics": {niah/acc...}} (without one: {"prompts", "max_length"}), where
+//       max_length is the longest prompt plus the answer's data.value_len tokens.
 // A directory stands for its newest valid checkpoint. Exit codes are base/trainer_contract.h's.
 #pragma once
 
@@ -19,10 +27,11 @@
 namespace onset::model {
 
 struct ExportFlags {
-  std::string command;          // "export", "dump-logits" or "generate"
+  std::string command;          // "export", "dump-logits", "generate" or "niah-prompts"
   std::string config_path;      // required
-  std::string checkpoint;       // required: a ckpt-*.pt file or a checkpoint directory
-  std::string out_dir;          // export: required
+  std::string checkpoint;       // a ckpt-*.pt file or a checkpoint directory; required but by
+                                // niah-prompts
+  std::string out_dir;          // export: required (niah-prompts: the file to write)
   std::string dtype = "f32";    // export: f32 or bf16
   std::vector<int64_t> tokens;  // dump-logits, generate: required, each in [0, vocab)
   int steps = 0;                // generate: tokens to decode, required
@@ -36,7 +45,9 @@ inline constexpr const char* kExportUsage =
     "       onset-train dump-logits --config FILE.json --checkpoint FILE|DIR --tokens 1,2,3 "
     "[--threads N]\n"
     "       onset-train generate --config FILE.json --checkpoint FILE|DIR --tokens 1,2,3 "
-    "--steps N [--threads N]";
+    "--steps N [--threads N]\n"
+    "       onset-train niah-prompts --config FILE.json --out FILE.jsonl [--checkpoint FILE|DIR] "
+    "[--threads N]";
 
 // Whether argv[1] names one of these subcommands.
 bool IsExportCommand(int argc, const char* const* argv);

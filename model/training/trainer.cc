@@ -35,16 +35,8 @@ double GradientNorm(const std::vector<at::Tensor>& parameters) {
 }
 
 Backgrounds OpenOrThrow(const CellConfig& config) {
-  const int train_len = config.model.seq_len + 1;
-  int heldout_len = config.eval.heldout_seqs > 0 ? train_len : 0;
-  if (config.eval.niah_samples > 0 && !config.eval.niah_depths.empty()) {
-    for (int length : config.eval.resolved_niah_lengths(config.model.seq_len)) {
-      heldout_len = std::max(heldout_len, length);
-    }
-  }
   std::string error;
-  std::optional<Backgrounds> backgrounds =
-      OpenBackgrounds(config.data, train_len, heldout_len, &error);
+  std::optional<Backgrounds> backgrounds = OpenCellBackgrounds(config, &error);
   if (!backgrounds) throw DataError(error);
   return *std::move(backgrounds);
 }

@@ -97,6 +97,35 @@ TEST(EvaluatorTest, TooFewSamplesGiveNoRetrievalScore) {
   EXPECT_FALSE(m.count("rh/score/l0h0"));
 }
 
+// DecodeHeadline measures what Run reports, and hands out the answers it scored: per length,
+// the share of answers equal to the task's is niah/acc@<L>.
+TEST(EvaluatorTest, DecodeHeadlineScoresWhatRunReports) {
+  at::set_num_threads(1);
+  CellConfig config = Cell(0);
+  SyntheticData data(config.data, config.model.seq_len);
+  Evaluator evaluator(config, data, at::kCPU);
+  torch::manual_seed(0);
+  Transformer model(config.model);
+  const std::map<std::string, double> all = evaluator.Run(model);
+  Evaluator::Decoded decoded;
+  const std::map<std::string, double> m = evaluator.DecodeHeadline(model, false, &decoded);
+  EXPECT_EQ(Get(m, "niah/acc"), Get(all, "niah/acc"));
+  ASSERT_EQ(decoded.answers.size(), evaluator.headline().size());
+  for (size_t g = 0; g < evaluator.headline().size(); ++g) {
+    const Evaluator::TaskGroup& group = evaluator.headline()[g];
+    ASSERT_EQ(decoded.answers[g].size(), group.tasks.size());
+    int right = 0;
+    for (size_t b = 0; b < group.tasks.size(); ++b) {
+      right += decoded.answers[g][b] == group.tasks[b].answers[0];
+    }
+    const std::string name = "niah/acc@" + std::to_string(group.length);
+    EXPECT_DOUBLE_EQ(static_cast<double>(right) / static_cast<double>(group.tasks.size()),
+                     Get(all, name))
+        << name;
+  }
+  EXPECT_TRUE(model->is_training());  // eval mode only while decoding
+}
+
 // A model whose every weight is zero predicts the same token whatever it is asked: asked
 // another key of the same prompt, it never changes its answer.
 TEST(EvaluatorTest, AModelThatIgnoresTheKeyHasAKeySwapRateOfOne) {

@@ -1,4 +1,4 @@
-// The command line of onset-train's export and dump-logits subcommands.
+// The command line of onset-train's export, dump-logits, generate and niah-prompts subcommands.
 #include "model/export/export_app.h"
 
 #include <gtest/gtest.h>
@@ -74,6 +74,27 @@ TEST(ExportAppTest, ErrorsNameTheFlag) {
             "--threads: must be an integer between 1 and 1024, got '0'");
   EXPECT_EQ(error({"export", "--config", "c", "--checkpoint", "k", "--out"}),
             "--out: 1 required TEXT missing");
+}
+
+TEST(ExportAppTest, NiahPromptsNeedsAnOutputAndMayGoWithoutACheckpoint) {
+  const char* args[] = {"onset-train", "niah-prompts"};
+  EXPECT_TRUE(IsExportCommand(2, args));
+  ExportFlags f;
+  ASSERT_EQ(Parse({"niah-prompts", "--config", "c.json", "--out", "p.jsonl"}, &f), std::nullopt);
+  EXPECT_EQ(f.command, "niah-prompts");
+  EXPECT_EQ(f.out_dir, "p.jsonl");
+  EXPECT_EQ(f.checkpoint, "");
+  ASSERT_EQ(Parse({"niah-prompts", "--config", "c.json", "--out", "p.jsonl", "--checkpoint", "ck",
+                   "--threads", "2"},
+                  &f),
+            std::nullopt);
+  EXPECT_EQ(f.checkpoint, "ck");
+  EXPECT_EQ(f.threads, 2);
+  EXPECT_NE(Parse({"niah-prompts", "--config", "c.json"}, &f).value_or("").find("--out"),
+            std::string::npos);
+  const std::string misplaced =
+      Parse({"niah-prompts", "--config", "c", "--out", "o", "--tokens", "1"}, &f).value_or("");
+  EXPECT_NE(misplaced.find("--tokens"), std::string::npos) << misplaced;
 }
 
 TEST(ExportAppTest, HelpNeedsNoOtherFlag) {
