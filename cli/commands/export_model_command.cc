@@ -8,8 +8,10 @@
 #include <system_error>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "base/durable_file.h"
+#include "base/metric_names.h"
 #include "cli/commands/captured_process.h"
 #include "cli/exit_codes.h"
 #include "proto/cell_names.h"
@@ -52,9 +54,10 @@ class ScratchDir {
   std::string path_;
 };
 
-// Runs a step; on failure says which and what it printed, and returns false.
+// Runs a step; on failure says which and what it printed, and returns false. `out` (may be
+// null) receives what it printed on stdout.
 bool RunStep(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-             const char* what, std::ostream& err) {
+             const char* what, std::ostream& err, std::string* out = nullptr) {
   CaptureOptions run;
   run.argv = argv;
   run.set = env;
@@ -69,6 +72,64 @@ bool RunStep(const std::vector<std::string>& argv, const std::map<std::string, s
         << result->err << result->out;
     return false;
   }
+  if (out != nullptr) *out = result->out;
+  return true;
+}
+
+// The last line of a step's output as a JSON object; null when it is none.
+nlohmann::json LastJsonLine(const std::string& text) {
+  size_t end = text.find_last_not_of("\n");
+  if (end == std::string::npos) return nullptr;
+  const size_t begin = text.rfind('\n', end);
+  const std::string line = text.substr(begin == std::string::npos ? 0 : begin + 1,
+                                       end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json(nullptr);
+}
+
+// Whether the cell's model reads a token file's ids rather than bytes.
+bool ReadsTokenFile(const std::string& config_json) {
+  const nlohmann::json config =
+      nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object() || !config.contains("data") || !config["data"].is_object()) return false;
+  const nlohmann::json& data = config["data"];
+  return data.contains("background") && data["background"] == "file";
+}
+
+// Writes DIR/lm_eval for the cell's checkpoint and prints how to run it; false (said) on failure.
+bool WriteLmEvalTask(const ExportModelOptions& options, const std::string& trainer,
+                     const std::string& config, const std::string& checkpoint,
+                     const std::string& scratch, std::ostream& out, std::ostream& err) {
+  const std::string prompts = scratch + "/prompts.jsonl";
+  std::string decoded;
+  if (!RunStep({trainer, "niah-prompts", "--config", config, "--checkpoint", checkpoint, "--out",
+                prompts},
+               {}, "onset-train niah-prompts", err, &decoded)) {
+    return false;
+  }
+  const std::string task_dir = options.out + "/lm_eval";
+  std::string written;
+  if (!RunStep({PythonToUse(options), "-m", "onset.lm_eval_task", prompts, task_dir}, {},
+               "writing the lm-eval task (python -m onset.lm_eval_task)", err, &written)) {
+    return false;
+  }
+  const nlohmann::json summary = LastJsonLine(decoded), task = LastJsonLine(written);
+  if (summary.is_null() || task.is_null() || !task.contains("max_length")) {
+    err << "the lm-eval task was written to " << task_dir
+        << ", but its summary could not be read\n";
+    return false;
+  }
+  out << "lm-eval tasks -> " << task_dir << " (" << task.value("prompts", 0) << " prompts; onset's "
+      << metric::kNiahAcc << " at this checkpoint: ";
+  const nlohmann::json metrics = summary.value("metrics", nlohmann::json::object());
+  if (metrics.contains(metric::kNiahAcc)) {
+    out << metrics[metric::kNiahAcc].get<double>();
+  } else {
+    out << "none (no prompt within the training length)";
+  }
+  out << "). Run:\n  lm_eval --model hf --model_args pretrained=" << options.out
+      << ",trust_remote_code=True,max_length=" << task["max_length"].get<int64_t>()
+      << " --include_path " << task_dir << " --tasks onset_niah --batch_size 1\n";
   return true;
 }
 
@@ -109,8 +170,18 @@ int ExportModelCommand(StudyClient& client, const ExportModelOptions& options, s
     err << "--format: must be safetensors or hf, got '" << options.format << "'\n";
     return kExitBadInput;
   }
+  if (options.lm_eval && options.format != "hf") {
+    err << "--lm-eval: the lm-eval task runs on the Hugging Face model: add --format hf\n";
+    return kExitBadInput;
+  }
   absl::StatusOr<v1::DescribeCellResponse> cell = client.DescribeCell(options.study, options.cell);
   if (!cell.ok()) return ReportError(cell.status(), err);
+  if (options.lm_eval && ReadsTokenFile(cell->config_json())) {
+    err << "--lm-eval: cell " << cell->cell().id()
+        << " reads a token file's ids, which have no text the task could hold (its NIAH "
+           "prompts as ids: onset-train niah-prompts; docs/lm-eval.md)\n";
+    return kExitBadInput;
+  }
   if (cell->cell().role() == "trunk") {
     err << "cell " << cell->cell().id()
         << " is a WSD trunk, not a grid point: export one of its branches\n";
@@ -133,22 +204,32 @@ int ExportModelCommand(StudyClient& client, const ExportModelOptions& options, s
   const std::string weights = hf ? scratch.path() + "/export" : options.out;
   const std::string trainer =
       options.trainer.empty() ? ProgramNextToSelf("onset-train") : options.trainer;
+  std::string exported;
   if (!RunStep({trainer, "export", "--config", config, "--checkpoint", checkpoint, "--out", weights,
                 "--dtype", options.dtype},
-               {}, "onset-train export", err)) {
+               {}, "onset-train export", err, &exported)) {
     return kExitFailure;
   }
+  // The file a directory resolved to ("FILE -> OUT/model.safetensors, ..."), so that the task's
+  // answers come from the very checkpoint exported, even when a newer one lands meanwhile.
+  const size_t arrow = exported.find(" -> ");
+  const std::string exported_checkpoint =
+      arrow == std::string::npos ? checkpoint : exported.substr(0, arrow);
   if (hf && !RunStep({PythonToUse(options), "-m", "onset.hf", weights, options.out}, {},
                      "converting to the Hugging Face format (python -m onset.hf; set "
                      "ONSET_PYTHON to a Python with the onset package: docs/python.md)",
                      err)) {
     return kExitFailure;
   }
-  out << "cell " << cell->cell().id() << " (" << checkpoint << ") -> " << options.out
+  out << "cell " << cell->cell().id() << " (" << exported_checkpoint << ") -> " << options.out
       << (hf ? " (Hugging Face transformers: AutoModelForCausalLM.from_pretrained(DIR, "
                "trust_remote_code=True))"
              : " (model.safetensors, config.json)")
       << "\n";
+  if (options.lm_eval &&
+      !WriteLmEvalTask(options, trainer, config, exported_checkpoint, scratch.path(), out, err)) {
+    return kExitFailure;
+  }
   return kExitOk;
 }
 
@@ -169,6 +250,9 @@ void AddExportModelCommand(CLI::App& app, CommandTable& table) {
   sub->add_option("--dtype", options->dtype, "f32 or bf16")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
+  sub->add_flag("--lm-eval", options->lm_eval,
+                "with --format hf: also DIR/lm_eval, the lm-evaluation-harness tasks of the cell's "
+                "NIAH prompts (docs/lm-eval.md)");
   sub->add_option("--trainer", options->trainer, "onset-train (default: next to onset)");
   sub->add_option("--python", options->python,
                   "the Python with the onset package, for --format hf (default: $ONSET_PYTHON, "
