@@ -42,16 +42,16 @@ TEST(ByteVocabTextTest, NoByteSpellsABracket) {
 
 CellConfig Cell() {
   CellConfig c;
-  auto e = ParseCellConfig({{"model", {{"layers", 1}, {"d_model", 16}, {"heads", 2},
-                                       {"seq_len", 32}, {"arch", "full"}}},
-                            {"data", {{"records_per_seq", 2}, {"key_len", 2}, {"value_len", 3}}},
-                            {"eval",
-                             {{"heldout_seqs", 0},
-                              {"niah_lengths", {32, 48}},
-                              {"niah_depths", {0.25, 0.75}},
-                              {"niah_samples", 3},
-                              {"niah_records", 2}}}},
-                           &c);
+  auto e = ParseCellConfig(
+      {{"model", {{"layers", 1}, {"d_model", 16}, {"heads", 2}, {"seq_len", 32}, {"arch", "full"}}},
+       {"data", {{"records_per_seq", 2}, {"key_len", 2}, {"value_len", 3}}},
+       {"eval",
+        {{"heldout_seqs", 0},
+         {"niah_lengths", {32, 48}},
+         {"niah_depths", {0.25, 0.75}},
+         {"niah_samples", 3},
+         {"niah_records", 2}}}},
+      &c);
   EXPECT_FALSE(e) << e->ToString();
   return c;
 }
