@@ -23,9 +23,11 @@
 #include "coordinator/rpc/worker_service.h"
 #include "coordinator/scheduling/lease_manager.h"
 #include "coordinator/server/grpc_listener.h"
+#include "coordinator/server/health_monitor.h"
 #include "coordinator/store/sqlite_store.h"
 #include "db/database_lock.h"
 #include "db/startup_checks.h"
+#include "onset/v1/onset.grpc.pb.h"
 
 namespace onset::coordinator {
 namespace {
@@ -63,6 +65,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     if (!grpc.ok()) return grpc.status();
     server_ = std::move(grpc->server);
     address_ = grpc->address;
+    health_ = std::make_unique<HealthMonitor>(
+        [this] { return store_->ProbeWrite(); }, server_->GetHealthCheckService(),
+        std::vector<std::string>{v1::StudyService::service_full_name(),
+                                 v1::WorkerService::service_full_name()},
+        config_.health_interval);
     if (!config_.http_listen.empty()) {
       absl::StatusOr<std::unique_ptr<DashboardServer>> http =
           DashboardServer::Start(config_.http_listen, &dashboard_api_);
@@ -100,6 +107,9 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     // In-flight calls finish; a short deadline bounds slow ones. Watches and long polls would
     // otherwise run until their clients hang up.
     study_service_.StopStreams();
+    if (health_)
+      health_->Stop();  // before the store closes; the server's shutdown says
+                        // NOT_SERVING to every watcher
     if (dashboard_) dashboard_->Stop();
     if (server_) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -147,6 +157,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   DashboardApi dashboard_api_;
   std::unique_ptr<DashboardServer> dashboard_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HealthMonitor> health_;
   std::string address_;
   std::thread sweeper_;
 
@@ -206,6 +217,9 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(
         "lease_ttl: must exceed heartbeat_interval (" + std::to_string(lease_ttl.count()) +
         " ms <= " + std::to_string(heartbeat_interval.count()) + " ms)");
+  }
+  if (health_interval.count() <= 0) {
+    return absl::InvalidArgumentError("health_interval: must be positive");
   }
   if (stop_margin && stop_margin->count() < 0) {
     return absl::InvalidArgumentError("stop_margin: must not be negative");

@@ -1,4 +1,5 @@
-// The coordinator as an object: store, scheduler and both gRPC services on one port.
+// The coordinator as an object: store, scheduler and both gRPC services on one port, with the
+// standard gRPC health service (SERVING while it can write its database: health_monitor.h).
 // onsetd's main wires flags into ServerConfig and runs one; `onset run` embeds one in-process.
 // Every call must carry the bearer token (common/grpc_auth.h); TLS is optional, and a port
 // reachable from other machines is refused without it unless insecure serving is asked for.
@@ -49,6 +50,8 @@ struct ServerConfig {
   // The dashboard (dashboard_api.h) over plain HTTP on this host:port; empty = none. Like
   // `listen`, an address reachable from other machines needs allow_insecure_remote.
   std::string http_listen;
+  // How often the health service's probe writes the database (health_monitor.h).
+  std::chrono::milliseconds health_interval{5'000};
 
   // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval". Reads no files.
   absl::Status Validate() const;

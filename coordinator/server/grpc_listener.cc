@@ -9,6 +9,9 @@ namespace onset::coordinator {
 absl::StatusOr<GrpcListener> StartGrpcListener(const std::string& listen,
                                                const std::optional<common::TlsKeyPair>& tls,
                                                const std::vector<grpc::Service*>& services) {
+  // The standard health service (grpc.health.v1.Health), answered without the token so that
+  // probes need none: SERVING by default; the coordinator sets it (health_monitor.h).
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, common::NewServerCredentials(tls), &port);

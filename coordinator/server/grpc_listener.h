@@ -1,6 +1,7 @@
 // Starting a gRPC server the way every onset server starts one: on `listen`, with the keepalive
-// settings clients expect (common/grpc_keepalive.h) and without SO_REUSEPORT, so that a second
-// server on the same port fails to bind instead of silently sharing its traffic.
+// settings clients expect (common/grpc_keepalive.h), without SO_REUSEPORT, so that a second
+// server on the same port fails to bind instead of silently sharing its traffic, and with the
+// standard gRPC health service (server->GetHealthCheckService()).
 #pragma once
 
 #include <memory>

@@ -31,6 +31,7 @@ struct Flags {
   int64_t heartbeat_ms = config.heartbeat_interval.count();
   std::optional<int64_t> stop_margin_ms;
   int64_t retry_backoff_ms = config.retry.base_backoff.count();
+  int64_t health_interval_ms = config.health_interval.count();
   std::string address_file;
   std::string http_address_file;
   std::string token_file;
@@ -85,6 +86,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "resumes on whichever worker takes it next; default: each worker's work dir");
   app.add_option("--http", config.http_listen,
                  "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (same token)");
+  app.add_option("--health-interval-ms", f.health_interval_ms,
+                 "how often to check that the database can be written, for the gRPC health "
+                 "service (grpc.health.v1.Health: SERVING or NOT_SERVING)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{10}, int64_t{3600} * 1000));
   app.add_option("--address-file", f.address_file,
                  "write the bound host:port here once serving (for port 0)");
   app.add_option("--http-address-file", f.http_address_file,
@@ -122,6 +128,7 @@ int main(int argc, char** argv) {
   config.heartbeat_interval = std::chrono::milliseconds(flags.heartbeat_ms);
   if (flags.stop_margin_ms) config.stop_margin = std::chrono::milliseconds(*flags.stop_margin_ms);
   config.retry.base_backoff = std::chrono::milliseconds(flags.retry_backoff_ms);
+  config.health_interval = std::chrono::milliseconds(flags.health_interval_ms);
   const std::string token_file =
       flags.token_file.empty() ? DefaultTokenFile(config.db_path) : flags.token_file;
 

@@ -80,6 +80,18 @@ absl::Status SqliteStore::ReadOnlyError() const {
                                        "coordinator serving it");
 }
 
+absl::Status SqliteStore::ProbeWrite() {
+  if (!writer_) return ReadOnlyError();
+  const int64_t now = clock_.WallUnixMs();
+  return writer_->Run([now](db::Connection& db) -> absl::Status {
+    ONSET_ASSIGN_OR_RETURN(db::Statement upsert,
+                           db.Prepare("INSERT INTO liveness (id, at_unix_ms) VALUES (1, ?) "
+                                      "ON CONFLICT (id) DO UPDATE SET at_unix_ms = "
+                                      "excluded.at_unix_ms"));
+    return upsert.BindAll(now).Run();
+  });
+}
+
 // ----- studies ---------------------------------------------------------------------------------
 
 absl::StatusOr<AddStudyResult> SqliteStore::PreviewStudy(const NewStudy& study) {

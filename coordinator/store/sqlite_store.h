@@ -90,6 +90,11 @@ class SqliteStore final : public Store {
   // statements and an event), for the same reason.
   static constexpr size_t kCellsPerWrite = 500;
 
+  // Rewrites the one row of the liveness table through the writer, as every write goes: OK when
+  // the database can be written now, the write's error otherwise (a full disk, a lock another
+  // program holds past the busy timeout, a read-only file). The health service's probe.
+  absl::Status ProbeWrite();
+
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
   absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) override;

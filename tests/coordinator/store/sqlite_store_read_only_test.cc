@@ -135,6 +135,7 @@ TEST_F(ReadOnlyStoreTest, EveryWriteIsRefusedAndTheFileStaysAsItWas) {
       reader->CancelCells("small", {}).status(),
       reader->RerunCells(RerunRequest{"small", {CellState::kSucceeded}, {}, {}, true}).status(),
       reader->AppendLogs("lease", {{1, 1, "x"}}).status(),
+      reader->ProbeWrite(),
   };
   for (const absl::Status& s : writes) {
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;

@@ -71,6 +71,20 @@ TEST(SqliteStoreInMemoryTest, ReadsSeeEveryWrite) {
   EXPECT_EQ(testing::FindCell(**store, "small", (*job)->cell_id).state, CellState::kRunning);
 }
 
+// The health probe writes the liveness row through the writer, at the clock's time.
+TEST_F(SqliteStoreTest, TheHealthProbeRewritesTheLivenessRow) {
+  ASSERT_TRUE(store_->ProbeWrite().ok());
+  clock_.Advance(std::chrono::seconds(5));
+  ASSERT_TRUE(store_->ProbeWrite().ok());
+  absl::StatusOr<std::unique_ptr<db::Connection>> db = db::Connection::Open(dir_.File("onset.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<db::Statement> rows =
+      (*db)->Prepare("SELECT COUNT(*), MAX(at_unix_ms) FROM liveness");
+  ASSERT_TRUE(rows.ok() && *rows->Step());
+  EXPECT_EQ(rows->Int(0), 1);
+  EXPECT_EQ(rows->Int(1), clock_.WallUnixMs());
+}
+
 TEST_F(SqliteStoreTest, AddStudyIsIdempotentAndAddsOnlyNewCells) {
   absl::StatusOr<AddStudyResult> first = store_->AddStudy(Study(testing::kSmallStudy));
   ASSERT_TRUE(first.ok()) << first.status();
