@@ -2,8 +2,8 @@
 // write its database, NOT_SERVING while another program holds the database's write lock, and
 // SERVING again once it lets go; asked without the token, as load balancers and Kubernetes
 // probes ask. Skips when onsetd is not built.
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -44,7 +44,8 @@ class HealthTest : public ::testing::Test {
     request.set_service(service);
     HealthCheckResponse response;
     const grpc::Status status = stub.Check(&context, request, &response);
-    return status.ok() ? static_cast<int>(response.status()) : -static_cast<int>(status.error_code());
+    return status.ok() ? static_cast<int>(response.status())
+                       : -static_cast<int>(status.error_code());
   }
 
   // Polls until `service` reports `want` (within 30 s: a probe may wait out the database's busy

@@ -55,8 +55,8 @@ TEST(HealthMonitorTest, TheFirstProbeSetsEveryServiceBeforeTheConstructorReturns
   HealthMonitor monitor([] { return absl::OkStatus(); }, &health, {"a.A", "b.B"},
                         std::chrono::hours(1));
   EXPECT_TRUE(monitor.serving());
-  EXPECT_EQ(health.status(), (std::map<std::string, bool>{{"", true}, {"a.A", true},
-                                                          {"b.B", true}}));
+  EXPECT_EQ(health.status(),
+            (std::map<std::string, bool>{{"", true}, {"a.A", true}, {"b.B", true}}));
 }
 
 TEST(HealthMonitorTest, TheStatusFollowsTheProbeBothWays) {
