@@ -57,7 +57,7 @@ int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bo
 
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                   std::ostream& err, const std::string& states, const std::string& where,
-                  const Style& style) {
+                  const Style& style, const std::string& tag) {
   std::string error;
   std::optional<std::vector<v1::CellState>> state_filter = ParseAnyStates(states, &error);
   std::optional<std::map<std::string, std::string>> where_filter = ParseWhere(where, &error);
@@ -69,9 +69,22 @@ int StatusCommand(StudyClient& client, const std::string& study, bool json, std:
     err << "--state and --where filter the cells of one study: name it\n";
     return 2;
   }
+  if (!study.empty() && !tag.empty()) {
+    err << "--tag lists the studies that carry a tag: give no STUDY with it\n";
+    return 2;
+  }
   if (study.empty()) {
     absl::StatusOr<v1::ListStudiesResponse> list = client.List();
     if (!list.ok()) return ReportError(list.status(), err);
+    if (!tag.empty()) {
+      auto* studies = list->mutable_studies();
+      studies->erase(std::remove_if(studies->begin(), studies->end(),
+                                    [&](const v1::Study& s) {
+                                      return std::find(s.tags().begin(), s.tags().end(), tag) ==
+                                             s.tags().end();
+                                    }),
+                     studies->end());
+    }
     out << (json ? ToJson(*list) : RenderStudyList(*list));
     return 0;
   }
@@ -137,6 +150,7 @@ void AddStudyCommands(CLI::App& app, CommandTable& table) {
     bool json = false;
     std::string states;
     std::string where;
+    std::string tag;
     CostFlags cost;
   };
   auto submit = std::make_shared<Flags>();
@@ -179,10 +193,12 @@ void AddStudyCommands(CLI::App& app, CommandTable& table) {
                          "only cells in these states, e.g. failed,backoff");
   status_app->add_option("--where", status->where,
                          "only cells whose axes match, e.g. arch=swa,window=16");
+  status_app->add_option("--tag", status->tag, "only the studies that carry this tag");
   status_app->add_flag("--json", status->json, "print JSON");
   table.push_back({status_app, Needs::kReader, "", "", [status](const CommandContext& c) {
                      return StatusCommand(*c.client, status->study, status->json, *c.out, *c.err,
-                                          status->states, status->where, Style::ForDescriptor(1));
+                                          status->states, status->where, Style::ForDescriptor(1),
+                                          status->tag);
                    }});
 }
 

@@ -20,12 +20,12 @@ namespace onset::cli {
 // beside the response's own.
 int SubmitCommand(StudyClient& client, const std::string& file, bool dry_run, bool json,
                   std::ostream& out, std::ostream& err, const Throughput& throughput = {});
-// `onset status [STUDY] [--json]`; an empty `study` lists every study.
-// `states` and `where` (comma-separated, as `--state` and `--where` take them) filter the cells
-// of one study; the summary above the table still counts them all.
+// `onset status [STUDY] [--json]`; an empty `study` lists every study (with `tag`, those that
+// carry it). `states` and `where` (comma-separated, as `--state` and `--where` take them) filter
+// the cells of one study; the summary above the table still counts them all.
 int StatusCommand(StudyClient& client, const std::string& study, bool json, std::ostream& out,
                   std::ostream& err, const std::string& states = "", const std::string& where = "",
-                  const Style& style = Style());
+                  const Style& style = Style(), const std::string& tag = "");
 // `onset workers [--all]`: the live workers (every one the coordinator keeps with `all`), their
 // jobs and heartbeat age.
 int WorkersCommand(StudyClient& client, bool json, std::ostream& out, std::ostream& err,

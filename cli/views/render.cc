@@ -145,9 +145,14 @@ std::string RenderWorkers(const v1::ListWorkersResponse& workers, int64_t now_un
 
 std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
   if (studies.studies().empty()) return "no studies\n";
-  Table table({"STUDY", "CELLS", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED",
-               "CANCELLED", "SOURCE"});
-  for (size_t c = 1; c <= 7; ++c) table.AlignRight(c);
+  const bool tagged = std::any_of(studies.studies().begin(), studies.studies().end(),
+                                  [](const v1::Study& s) { return s.tags_size() > 0; });
+  std::vector<std::string> headers = {"STUDY"};
+  if (tagged) headers.push_back("TAGS");
+  Append(&headers,
+         {"CELLS", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "DIVERGED", "CANCELLED", "SOURCE"});
+  Table table(headers);
+  for (size_t c = tagged ? 2 : 1; c <= (tagged ? 8u : 7u); ++c) table.AlignRight(c);
   for (const v1::Study& s : studies.studies()) {
     auto count = [&](v1::CellState state) {
       auto it = s.cells_by_state().find(std::string(wire::StateName(state)));
@@ -157,9 +162,12 @@ std::string RenderStudyList(const v1::ListStudiesResponse& studies) {
     // Cells waiting out a retry backoff are queued as far as this overview goes.
     const std::string queued =
         std::to_string(count(v1::CELL_STATE_QUEUED) + count(v1::CELL_STATE_BACKOFF));
-    table.AddRow({s.name(), std::to_string(s.cells_total()), queued, cell(v1::CELL_STATE_RUNNING),
+    std::vector<std::string> row = {s.name()};
+    if (tagged) row.push_back(s.tags().empty() ? "-" : absl::StrJoin(s.tags(), ","));
+    Append(&row, {std::to_string(s.cells_total()), queued, cell(v1::CELL_STATE_RUNNING),
                   cell(v1::CELL_STATE_SUCCEEDED), cell(v1::CELL_STATE_FAILED),
                   cell(v1::CELL_STATE_DIVERGED), cell(v1::CELL_STATE_CANCELLED), s.source_name()});
+    table.AddRow(std::move(row));
   }
   return table.Render();
 }
@@ -250,8 +258,15 @@ std::string RenderStudy(const v1::GetStudyResponse& study, const Style& style) {
     table.AddRow(std::move(row));
   }
   const std::string progress = StudyProgress(study);
-  return StudySummary(study.study(), style) + "\n" + (progress.empty() ? "" : progress + "\n") +
-         table.Render();
+  std::string words;
+  if (!study.study().description().empty()) {
+    absl::StrAppend(&words, "description: ", study.study().description(), "\n");
+  }
+  if (study.study().tags_size() > 0) {
+    absl::StrAppend(&words, "tags: ", absl::StrJoin(study.study().tags(), ", "), "\n");
+  }
+  return StudySummary(study.study(), style) + "\n" + words +
+         (progress.empty() ? "" : progress + "\n") + table.Render();
 }
 
 std::string RenderSubmitPreview(const v1::SubmitStudyResponse& preview) {

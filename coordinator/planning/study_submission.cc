@@ -27,6 +27,7 @@ absl::StatusOr<PlannedSubmission> PlanSubmission(StudyStore& store, StudySpec sp
                        std::move(plan->cells),
                        spec.devices,
                        digest};
+  out.study.tags = spec.tags;
   out.sharing_notes = std::move(plan->notes);
   out.tokens_to_train = plan->tokens_to_train;
   out.tokens_without_sharing = plan->tokens_without_sharing;

@@ -32,6 +32,8 @@ void ToProto(const StudyInfo& in, onset::v1::Study* out) {
     (*out->mutable_cells_by_state())[state] = count;
   out->set_alert(in.alert);
   out->set_waiting(in.waiting);
+  out->set_description(in.description);
+  for (const std::string& tag : in.tags) out->add_tags(tag);
 }
 
 void ToProto(const CellInfo& in, onset::v1::Cell* out) {

@@ -138,6 +138,14 @@ absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id) {
   info.source_name = stmt.Text(2);
   info.source_yaml = stmt.Text(3);
   info.created_unix_ms = stmt.Int(4);
+  ONSET_ASSIGN_OR_RETURN(db::Statement tags,
+                         db.Prepare("SELECT tag FROM study_tags WHERE study_id = ? ORDER BY tag"));
+  tags.BindAll(study_id);
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool more, tags.Step());
+    if (!more) break;
+    info.tags.push_back(tags.Text(0));
+  }
 
   ONSET_ASSIGN_OR_RETURN(
       db::Statement counts,

@@ -131,6 +131,28 @@ std::vector<std::string> NewIdsInOrder(const NewStudy& study, const SubmissionWr
   return ids;
 }
 
+// A study's description never changes silently: a resubmission may leave it out (the stored one
+// stays) or repeat it, but one that says something else is refused.
+absl::Status CheckDescription(db::Connection& db, int64_t study_id, const NewStudy& study) {
+  if (study.description.empty()) return absl::OkStatus();
+  ONSET_ASSIGN_OR_RETURN(db::Statement stored,
+                         db.Prepare("SELECT description FROM studies WHERE id = ?"));
+  stored.BindAll(study_id);
+  ONSET_ASSIGN_OR_RETURN(bool row, stored.Step());
+  if (!row || stored.Text(0).empty() || stored.Text(0) == study.description) {
+    return absl::OkStatus();
+  }
+  auto shown = [](const std::string& text) {
+    constexpr size_t kShown = 120;
+    return "'" + (text.size() > kShown ? text.substr(0, kShown) + "..." : text) + "'";
+  };
+  return absl::FailedPreconditionError(
+      "study " + study.name + " is described as " + shown(stored.Text(0)) + "; this file says " +
+      shown(study.description) +
+      ": a study's description does not change (leave it out of the file to keep the stored "
+      "one, or submit under a new study name)");
+}
+
 }  // namespace
 
 absl::Status CheckRoles(const std::vector<CellSpec>& cells) {
@@ -155,6 +177,7 @@ absl::StatusOr<SubmissionWrites> PlanWrites(db::Connection& db, const NewStudy& 
   absl::StatusOr<int64_t> existing = rows::StudyId(db, study.name);
   if (existing.ok()) {
     writes.study_id = *existing;
+    ONSET_RETURN_IF_ERROR(CheckDescription(db, *existing, study));
     ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> cells, rows::LoadCellSpecs(db, *existing));
     // Trunks are not grid points: their axes name no point of the grid.
     std::vector<CellSpec> stored_points, submitted_points;
@@ -218,7 +241,12 @@ absl::StatusOr<AddStudyResult> PreviewResult(db::Connection& db, const NewStudy&
     result.study.name = study.name;
     result.study.created_unix_ms = now;
   }
-  result.study.description = study.description;
+  if (!study.description.empty()) result.study.description = study.description;
+  std::vector<std::string> tags = result.study.tags;
+  tags.insert(tags.end(), study.tags.begin(), study.tags.end());
+  std::sort(tags.begin(), tags.end());
+  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  result.study.tags = std::move(tags);
   result.study.source_name = study.source_name;
   result.study.source_yaml = study.source_yaml;
   result.study.cells_total += new_points;
@@ -278,8 +306,9 @@ absl::StatusOr<int64_t> ApplyStudy(db::Connection& db, const NewStudy& study,
     ONSET_ASSIGN_OR_RETURN(auto version, StudyVersion(db, study_id));
     if (version.first != writes.newest_cell_row) return PlanAgain(study.name);
     ONSET_ASSIGN_OR_RETURN(db::Statement update,
-                           db.Prepare("UPDATE studies SET description = ?, source_name = ?, "
-                                      "source_yaml = ? WHERE id = ?"));
+                           db.Prepare("UPDATE studies SET description = CASE WHEN ?1 = '' "
+                                      "THEN description ELSE ?1 END, source_name = ?2, "
+                                      "source_yaml = ?3 WHERE id = ?4"));
     update.BindAll(study.description, study.source_name, study.source_yaml, study_id);
     ONSET_RETURN_IF_ERROR(update.Run());
   } else {
@@ -292,6 +321,14 @@ absl::StatusOr<int64_t> ApplyStudy(db::Connection& db, const NewStudy& study,
     if (!row) return absl::InternalError("INSERT INTO studies returned no id");
     study_id = insert.Int(0);
     ONSET_RETURN_IF_ERROR(insert.Run());
+  }
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement tag,
+      db.Prepare("INSERT INTO study_tags (study_id, tag) VALUES (?, ?) ON CONFLICT DO NOTHING"));
+  for (const std::string& t : study.tags) {
+    tag.Reset();
+    tag.BindAll(study_id, t);
+    ONSET_RETURN_IF_ERROR(tag.Run());
   }
   // A stored trunk given a larger budget trains on from its last checkpoint: a succeeded one is
   // queued again (the lifecycle's Extend).

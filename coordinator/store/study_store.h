@@ -24,6 +24,7 @@ namespace onset::coordinator {
 struct StudyInfo {
   std::string name;
   std::string description;
+  std::vector<std::string> tags;  // sorted
   std::string source_name;
   std::string source_yaml;
   int64_t created_unix_ms = 0;
@@ -79,6 +80,8 @@ struct NewStudy {
   // AddStudy stores nothing and fails with Aborted when the study's stored plan differs now
   // (another submission of it was stored meanwhile), so that the caller plans again.
   std::optional<std::string> planned_against = std::nullopt;
+  // Sorted and distinct. Added to the stored study's tags; none is ever removed.
+  std::vector<std::string> tags = {};
 };
 
 struct AddStudyResult {

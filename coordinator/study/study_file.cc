@@ -319,6 +319,13 @@ class StudyParser {
       } else if (key == "description") {
         if (!value.IsNull() && !value.IsScalar()) Fail(line, key, "must be a string");
         spec.description = value.IsNull() ? "" : value.Scalar();
+        if (spec.description.size() > kMaxDescriptionLength) {
+          Fail(line, key,
+               "is " + std::to_string(spec.description.size()) + " bytes long; at most " +
+                   std::to_string(kMaxDescriptionLength) + " are allowed");
+        }
+      } else if (key == "tags") {
+        spec.tags = ParseTags(value, line);
       } else if (key == "grid" || key == "depends" || key == "exclude") {
         later[key] = value;
       } else if (key == "resources") {
@@ -327,13 +334,13 @@ class StudyParser {
         if (!value.IsNull() && !value.IsMap()) Fail(line, key, "must be a mapping");
         base[key] = value.IsNull() ? json::object() : ToJson(value, key, &key_lines_);
       } else {
-        static const std::vector<std::string> kKeys = {"name",    "description", "model", "train",
-                                                       "data",    "eval",        "grid",  "exclude",
-                                                       "depends", "resources"};
+        static const std::vector<std::string> kKeys = {
+            "name", "description", "tags",    "model",   "train",    "data",
+            "eval", "grid",        "exclude", "depends", "resources"};
         const std::string near = base::DidYouMean(key, kKeys);
         Fail(line, key,
-             "unknown key" + (near.empty() ? " (expected name, description, model, train, data, "
-                                             "eval, grid, exclude, depends, resources)"
+             "unknown key" + (near.empty() ? " (expected name, description, tags, model, train, "
+                                             "data, eval, grid, exclude, depends, resources)"
                                            : near));
       }
     }
@@ -809,6 +816,43 @@ class StudyParser {
       devices = static_cast<int>(n.get<int64_t>());
     }
     return devices;
+  }
+
+  static std::vector<std::string> ParseTags(const YAML::Node& value, int line) {
+    if (value.IsNull()) return {};
+    if (!value.IsSequence()) Fail(line, "tags", "must be a list of strings, e.g. [ablation, gpu]");
+    static const std::regex kTag(R"([A-Za-z0-9][A-Za-z0-9_.:/-]*)");
+    std::vector<std::string> tags;
+    for (const YAML::Node& item : value) {
+      const int at = Line(item) > 0 ? Line(item) : line;
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        Fail(at, "tags", "every tag must be a non-empty string");
+      }
+      const std::string& tag = item.Scalar();
+      if (tag.size() > kMaxTagLength) {
+        Fail(at, "tags",
+             "a tag is " + std::to_string(tag.size()) + " characters long; at most " +
+                 std::to_string(kMaxTagLength) + " are allowed");
+      }
+      if (!std::regex_match(tag, kTag)) {
+        const bool printable = std::none_of(tag.begin(), tag.end(), [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        });
+        Fail(at, "tags",
+             (printable ? "'" + tag + "' " : std::string("a tag ")) +
+                 "may use only letters, digits, '_', '.', ':', '/' and '-', starting with a "
+                 "letter or a digit");
+      }
+      tags.push_back(tag);
+    }
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+    if (tags.size() > static_cast<size_t>(kMaxTags)) {
+      Fail(line, "tags",
+           std::to_string(tags.size()) + " tags; at most " + std::to_string(kMaxTags) +
+               " are allowed");
+    }
+    return tags;
   }
 
   static std::string ParseName(const YAML::Node& value, int line) {

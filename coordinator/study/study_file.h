@@ -58,13 +58,21 @@ namespace onset::coordinator {
 // Devices one cell may ask for at most.
 inline constexpr int kMaxCellDevices = 64;
 
+// A study's tags (`tags: [a, b]`): at most kMaxTags, each 1..kMaxTagLength letters, digits and
+// '_', '.', '-', ':', '/', starting with a letter or digit; stored sorted, without duplicates.
+inline constexpr int kMaxTags = 32;
+inline constexpr size_t kMaxTagLength = 64;
+// A study's description: at most this many bytes of UTF-8.
+inline constexpr size_t kMaxDescriptionLength = 4096;
+
 struct StudySpec {
   std::string name;
   std::string description;
-  std::string source_name;      // as given, used in messages
-  std::string source_yaml;      // the text, stored verbatim
-  std::vector<CellSpec> cells;  // deduplicated, in expansion order
-  int devices = 1;              // resources.devices: devices each attempt of its cells needs
+  std::vector<std::string> tags;  // sorted, distinct
+  std::string source_name;        // as given, used in messages
+  std::string source_yaml;        // the text, stored verbatim
+  std::vector<CellSpec> cells;    // deduplicated, in expansion order
+  int devices = 1;                // resources.devices: devices each attempt of its cells needs
   // train.share_trunk: whether a WSD study's budgets share a trunk (trunk_plan.h); unset =
   // wherever they can. Not part of any cell's config.
   std::optional<bool> share_trunk;

@@ -109,6 +109,8 @@ def test_errors(results):
 def test_studies(results):
     studies = results.studies()
     assert studies["name"].tolist() == [STUDY]
+    assert studies["description"].tolist() == ["two architectures, two budgets under WSD"]
+    assert studies["tags"].tolist() == [["test", "tiny"]]
     assert studies["source_name"].str.endswith("tiny.yaml").all()
     assert str(studies["created"].dt.tz) == "UTC"
 

@@ -12,6 +12,8 @@ NAME = "tiny"
 
 STUDY = """\
 name: tiny
+description: two architectures, two budgets under WSD
+tags: [test, tiny]
 model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
 train: {batch_tokens: 1K, micro_batch: 4, log_every_steps: 2, schedule: wsd, warmup_tokens: 1K,
         decay_fraction: 0.25}

@@ -98,9 +98,11 @@ class HttpSource:
         return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
 
     def studies(self):
-        """[{name, source_name, created_unix_ms}] as the coordinator lists them."""
+        """[{name, description, tags, source_name, created_unix_ms}] as the coordinator lists
+        them."""
         reply = self.get("/api/studies")
-        return [{"name": s["name"], "source_name": s.get("source_name", ""),
+        return [{"name": s["name"], "description": s.get("description", ""),
+                 "tags": list(s.get("tags", [])), "source_name": s.get("source_name", ""),
                  "created_unix_ms": int(s.get("created_unix_ms", 0))}
                 for s in reply.get("studies", [])]
 

@@ -76,9 +76,18 @@ class SqliteSource:
             self._db.execute("COMMIT")
 
     def studies(self):
-        """[{name, source_name, created_unix_ms}] in submission order."""
-        rows = self._db.execute("SELECT name, source_name, created_at FROM studies ORDER BY id")
-        return [{"name": n, "source_name": s, "created_unix_ms": t} for n, s, t in rows]
+        """[{name, description, tags, source_name, created_unix_ms}] in submission order (no
+        tags in a database from before schema version 13)."""
+        tags = {}
+        if self._db.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND "
+                            "name = 'study_tags'").fetchone():
+            for study_id, tag in self._db.execute(
+                    "SELECT study_id, tag FROM study_tags ORDER BY study_id, tag"):
+                tags.setdefault(study_id, []).append(tag)
+        rows = self._db.execute(
+            "SELECT id, name, description, source_name, created_at FROM studies ORDER BY id")
+        return [{"name": n, "description": d, "tags": tags.get(i, []), "source_name": s,
+                 "created_unix_ms": t} for i, n, d, s, t in rows]
 
     def _study_id(self, study):
         row = self._db.execute("SELECT id FROM studies WHERE name = ?", (study,)).fetchone()

@@ -41,11 +41,13 @@ class Results:
         self.source.close()
 
     def studies(self):
-        """A row per study: name, source_name (the file it was submitted from), created (UTC)."""
+        """A row per study: name, description, tags (a list), source_name (the file it was
+        submitted from), created (UTC)."""
         import pandas as pd
 
         rows = self.source.studies()
-        frame = pd.DataFrame(rows, columns=["name", "source_name", "created_unix_ms"])
+        frame = pd.DataFrame(rows, columns=["name", "description", "tags", "source_name",
+                                            "created_unix_ms"])
         frame["created"] = pd.to_datetime(frame.pop("created_unix_ms"), unit="ms", utc=True)
         return frame
 

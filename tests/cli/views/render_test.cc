@@ -39,6 +39,36 @@ TEST(RenderTest, StudyListCountsStates) {
             "studies/demo.yaml\n");
 }
 
+TEST(RenderTest, StudyListShowsTagsOnceAStudyHasThem) {
+  v1::ListStudiesResponse list;
+  v1::Study* tagged = list.add_studies();
+  tagged->set_name("demo");
+  tagged->set_source_name("demo.yaml");
+  tagged->add_tags("ablation");
+  tagged->add_tags("gpu");
+  v1::Study* plain = list.add_studies();
+  plain->set_name("other");
+  plain->set_source_name("other.yaml");
+  EXPECT_EQ(RenderStudyList(list),
+            "STUDY  TAGS          CELLS  QUEUED  RUNNING  SUCCEEDED  FAILED  DIVERGED  CANCELLED  "
+            "SOURCE\n"
+            "demo   ablation,gpu      0       0        0          0       0         0          0  "
+            "demo.yaml\n"
+            "other  -                 0       0        0          0       0         0          0  "
+            "other.yaml\n");
+}
+
+TEST(RenderTest, AStudyShowsItsDescriptionAndTagsUnderItsSummary) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  study.mutable_study()->set_description("FF vs LF, 3 seeds");
+  study.mutable_study()->add_tags("ablation");
+  study.mutable_study()->add_tags("gpu");
+  const std::string text = RenderStudy(study);
+  EXPECT_THAT(text, HasSubstr("demo: 0 cells\ndescription: FF vs LF, 3 seeds\ntags: ablation, "
+                              "gpu\n"));
+}
+
 TEST(RenderTest, AnAlertStandsOnItsOwnLine) {
   v1::Study s;
   s.set_name("demo");

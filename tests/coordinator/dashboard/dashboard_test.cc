@@ -104,6 +104,29 @@ TEST_F(DashboardTest, ThePageIsStaticAndTheApiNeedsTheToken) {
   EXPECT_EQ(Get("/elsewhere").status, 404);
 }
 
+// A study's own words reach the page: its description and tags, in the list and on its page.
+TEST_F(DashboardTest, AStudysDescriptionAndTags) {
+  absl::StatusOr<StudySpec> spec =
+      ParseStudyFile("w.yaml", std::string("description: why this study\ntags: [gpu, ablation]\n") +
+                                   "name: words\n" +
+                                   std::string(testing::kSmallStudy)
+                                       .substr(std::string(testing::kSmallStudy).find('\n') + 1));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  NewStudy study{spec->name, spec->description, spec->source_name, spec->source_yaml, spec->cells};
+  study.tags = spec->tags;
+  ASSERT_TRUE(store_->AddStudy(study).ok());
+  const nlohmann::json studies = nlohmann::json::parse(Get("/api/studies").body);
+  ASSERT_EQ(studies["studies"].size(), 2u);
+  const nlohmann::json& words = studies["studies"][1];
+  EXPECT_EQ(words["name"], "words");
+  EXPECT_EQ(words["description"], "why this study");
+  EXPECT_EQ(words["tags"], nlohmann::json({"ablation", "gpu"}));
+  EXPECT_TRUE(studies["studies"][0].value("tags", nlohmann::json::array()).empty());
+  const nlohmann::json page = nlohmann::json::parse(Get("/api/studies/words").body);
+  EXPECT_EQ(page["study"]["description"], "why this study");
+  EXPECT_EQ(page["study"]["tags"], nlohmann::json({"ablation", "gpu"}));
+}
+
 TEST_F(DashboardTest, StudiesCellsAndCurves) {
   const nlohmann::json studies = nlohmann::json::parse(Get("/api/studies").body);
   ASSERT_EQ(studies["studies"].size(), 1u);

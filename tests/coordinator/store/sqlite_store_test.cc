@@ -23,7 +23,9 @@ using testutil::TempDir;
 NewStudy Study(const std::string& yaml) {
   absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
   EXPECT_TRUE(spec.ok()) << spec.status();
-  return NewStudy{spec->name, spec->description, spec->source_name, spec->source_yaml, spec->cells};
+  NewStudy study{spec->name, spec->description, spec->source_name, spec->source_yaml, spec->cells};
+  study.tags = spec->tags;
+  return study;
 }
 
 class SqliteStoreTest : public ::testing::Test {
@@ -140,6 +142,46 @@ TEST_F(SqliteStoreTest, AStudyIsAppendOnly) {
   EXPECT_EQ(grown->new_cell_ids.size(), 6u);
   EXPECT_EQ(grown->study.cells_total, 12);
   for (const CellInfo& cell : grown->cells) EXPECT_EQ(cell.axes.count("train.lr"), 1u) << cell.id;
+}
+
+// Tags only grow; the description is kept when a resubmission leaves it out, and a different
+// one is refused with nothing written.
+TEST_F(SqliteStoreTest, TagsGrowAndTheDescriptionNeverChangesSilently) {
+  const std::string first =
+      std::string("description: one sentence\ntags: [b, a]\n") + testing::kSmallStudy;
+  absl::StatusOr<AddStudyResult> added = store_->AddStudy(Study(first));
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->study.description, "one sentence");
+  EXPECT_EQ(added->study.tags, (std::vector<std::string>{"a", "b"}));
+
+  // Left out: the stored description stays; a new tag joins, none leaves.
+  const std::string second = std::string("tags: [c]\n") + testing::kSmallStudy;
+  absl::StatusOr<AddStudyResult> preview = store_->PreviewStudy(Study(second));
+  ASSERT_TRUE(preview.ok()) << preview.status();
+  EXPECT_EQ(preview->study.tags, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(preview->study.description, "one sentence");
+  ASSERT_TRUE(store_->AddStudy(Study(second)).ok());
+  absl::StatusOr<std::vector<StudyInfo>> listed = store_->ListStudies();
+  ASSERT_TRUE(listed.ok() && listed->size() == 1u);
+  EXPECT_EQ((*listed)[0].description, "one sentence");
+  EXPECT_EQ((*listed)[0].tags, (std::vector<std::string>{"a", "b", "c"}));
+
+  // Repeated as it is: fine. Another text: refused, and the tags it brings are not stored.
+  ASSERT_TRUE(store_->AddStudy(Study(first)).ok());
+  const std::string changed =
+      std::string("description: another sentence\ntags: [d]\n") + testing::kSmallStudy;
+  for (bool dry_run : {true, false}) {
+    absl::StatusOr<AddStudyResult> refused =
+        dry_run ? store_->PreviewStudy(Study(changed)) : store_->AddStudy(Study(changed));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("study small is described as 'one sentence'; this file says 'another "
+                          "sentence': a study's description does not change"));
+  }
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(detail->study.description, "one sentence");
+  EXPECT_EQ(detail->study.tags, (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST_F(SqliteStoreTest, CellsKeepTheValuesTheyStandForAndSizeTheirModels) {

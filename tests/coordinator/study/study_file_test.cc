@@ -146,6 +146,14 @@ const BadFile kBadFiles[] = {
      "s.yaml:4: model.heads: must divide d_model"},
     {"description not a string", "name: a\ndescription: [x]\n",
      "s.yaml:2: description: must be a string"},
+    {"tags not a list", "name: a\ntags: x\n", "s.yaml:2: tags: must be a list of strings"},
+    {"a tag not a string", "name: a\ntags:\n  - x\n  - [y]\n",
+     "s.yaml:4: tags: every tag must be a non-empty string"},
+    {"a tag with a space", "name: a\ntags: [ok, \"not ok\"]\n",
+     "s.yaml:2: tags: 'not ok' may use only letters, digits"},
+    {"a tag starting with a dash", "name: a\ntags: [-x]\n",
+     "s.yaml:2: tags: '-x' may use only letters, digits"},
+
     {"misspelt resources", "name: a\nresource: {devices: 2}\n",
      "s.yaml:2: resource: unknown key (did you mean resources?)"},
     {"resources not a mapping", "name: a\nresources: 2\n",
@@ -276,6 +284,29 @@ TEST(StudyFileTest, ParsesASmallStudy) {
   EXPECT_EQ(config["model"]["arch"], "swa");
   EXPECT_EQ(config["model"]["window"], 16);
   EXPECT_EQ(config["train"]["tokens"], 64'000);
+}
+
+TEST(StudyFileTest, TagsAreSortedWithoutDuplicatesAndBounded) {
+  absl::StatusOr<StudySpec> spec =
+      ParseStudyFile("s.yaml", std::string("description: words\ntags: [gpu, ablation, gpu, "
+                                           "lab/2026:q4]\n") +
+                                   testing::kSmallStudy);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->description, "words");
+  EXPECT_EQ(spec->tags, (std::vector<std::string>{"ablation", "gpu", "lab/2026:q4"}));
+  std::string many = "name: a\ntags: [";
+  for (int i = 0; i < 33; ++i) many += (i ? ", t" : "t") + std::to_string(i);
+  absl::StatusOr<StudySpec> too_many = ParseStudyFile("s.yaml", many + "]\n");
+  EXPECT_THAT(std::string(too_many.status().message()),
+              HasSubstr("s.yaml:2: tags: 33 tags; at most 32 are allowed"));
+  absl::StatusOr<StudySpec> long_tag =
+      ParseStudyFile("s.yaml", "name: a\ntags: [" + std::string(65, 't') + "]\n");
+  EXPECT_THAT(std::string(long_tag.status().message()),
+              HasSubstr("s.yaml:2: tags: a tag is 65 characters long; at most 64"));
+  absl::StatusOr<StudySpec> long_description =
+      ParseStudyFile("s.yaml", "name: a\ndescription: " + std::string(4097, 'd') + "\n");
+  EXPECT_THAT(std::string(long_description.status().message()),
+              HasSubstr("s.yaml:2: description: is 4097 bytes long; at most 4096"));
 }
 
 TEST(StudyFileTest, ResourcesSetTheDevicesOfEveryCellButNotItsAddress) {
