@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands/analysis_commands.h"
+#include "cli/commands/artifacts_command.h"
 #include "cli/commands/cell_commands.h"
 #include "cli/commands/command.h"
 #include "cli/commands/export_model_command.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   onset::cli::AddFollowCommands(app, commands);             // watch, logs
   onset::cli::AddAnalysisCommands(app, commands);           // compare, plot, fit, heads, export
   onset::cli::AddExportModelCommand(app, commands);         // export-model
+  onset::cli::AddArtifactsCommand(app, commands);           // artifacts
   onset::cli::AddWorkersAndResultsCommands(app, commands);  // workers, results
   onset::cli::AddRunCommand(app, commands);
   onset::cli::AddSlurmCommands(app, commands);  // slurm up

@@ -1,6 +1,7 @@
 #include "coordinator/rpc/study_service.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <utility>
@@ -377,6 +378,9 @@ grpc::Status StudyServiceImpl::DescribeCell(grpc::ServerContext* context,
         CheckpointPath(checkpoint_root_, request->study(), outputs->cell.id, point.attempt,
                        point.own_dir, point.tokens);
     out->set_path(path.value_or(""));
+    out->set_bytes(point.bytes);
+    std::error_code ec;
+    out->set_present(!out->path().empty() && std::filesystem::is_regular_file(out->path(), ec));
   }
   return grpc::Status::OK;
 }

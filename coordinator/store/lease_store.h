@@ -31,6 +31,7 @@ struct ResumePoint {
   // Whether that attempt wrote into a directory of its own (CELLDIR/attempt-N, every attempt
   // since schema version 10) rather than into the cell's directory (CELLDIR).
   bool own_dir = true;
+  int64_t bytes = 0;  // its size, as the trainer reported it (DescribeCell only)
 };
 
 // At most this many ResumePoints go with a job, the newest first.

@@ -349,7 +349,7 @@ absl::StatusOr<std::vector<ResumePoint>> ResumePoints(db::Connection& db, int64_
                                                       int limit) {
   ONSET_ASSIGN_OR_RETURN(
       db::Statement stmt,
-      db.Prepare("SELECT a.attempt, m.tokens, a.own_checkpoint_dir FROM metrics m "
+      db.Prepare("SELECT a.attempt, m.tokens, a.own_checkpoint_dir, m.value FROM metrics m "
                  "JOIN attempts a ON a.id = m.attempt_id WHERE m.cell_id = ? AND m.name = ? "
                  "ORDER BY m.tokens DESC LIMIT ?"));
   stmt.BindAll(cell_row, std::string(metric::kCheckpointBytes), static_cast<int64_t>(limit));
@@ -357,7 +357,8 @@ absl::StatusOr<std::vector<ResumePoint>> ResumePoints(db::Connection& db, int64_
   while (true) {
     ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) return points;
-    points.push_back(ResumePoint{static_cast<int>(stmt.Int(0)), stmt.Int(1), stmt.Int(2) != 0});
+    points.push_back(ResumePoint{static_cast<int>(stmt.Int(0)), stmt.Int(1), stmt.Int(2) != 0,
+                                 stmt.IsNull(3) ? 0 : static_cast<int64_t>(stmt.Double(3))});
   }
 }
 

@@ -1,0 +1,63 @@
+"""`onset artifacts STUDY [CELL]`: each cell's checkpoints from the coordinator's records, with the
+size the trainer reported (equal to the file's), its path, and whether the file is still there;
+a deleted checkpoint shows as recorded but not present."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import tiny_study
+
+STUDY = tiny_study.NAME
+
+
+def artifacts(onset, data_dir, *extra):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE", "ONSET_DATA_DIR")}
+    return subprocess.run([onset, "artifacts", STUDY, *extra, "--data-dir", data_dir],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_every_cells_checkpoints_with_their_sizes_and_configs(study_data, onset_cli):
+    result = artifacts(onset_cli, study_data, "--json")
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    assert listed["study"] == STUDY
+    cells = listed["cells"]
+    # Two architectures x two budgets, and the WSD trunk each pair of budgets shares.
+    assert sorted(c["role"] for c in cells) == ["branch"] * 4 + ["trunk"] * 2
+    for cell in cells:
+        # A branch's config is what onset-train runs; a trunk's is its spec (the cell it trains).
+        config = cell["config"]["cell"] if cell["role"] == "trunk" else cell["config"]
+        assert config["study"] == STUDY
+        assert cell["checkpoint_dir"].endswith(os.path.join("checkpoints", STUDY, cell["id"]))
+        assert cell["checkpoints"], cell["id"]
+        tokens = [c["tokens"] for c in cell["checkpoints"]]
+        assert tokens == sorted(tokens, reverse=True)  # the newest first
+        for c in cell["checkpoints"]:
+            assert c["path"].startswith(cell["checkpoint_dir"] + os.sep)
+            assert c["present"] == os.path.isfile(c["path"])
+            if c["present"]:
+                assert c["bytes"] == os.path.getsize(c["path"])
+
+
+def test_a_deleted_checkpoint_is_recorded_but_not_present(study_data, onset_cli, tmp_path):
+    copy = str(tmp_path / "data")
+    shutil.copytree(study_data, copy)
+    cell = json.loads(artifacts(onset_cli, copy, "--json").stdout)["cells"][0]
+    gone = cell["checkpoints"][0]["path"].replace(study_data, copy, 1)
+    os.remove(gone)
+    result = artifacts(onset_cli, copy, cell["id"][:8])
+    assert result.returncode == 0, result.stderr
+    assert f"cell {cell['id']} " in result.stdout and "config: {" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.endswith(gone))
+    assert " no " in row
+    assert "no longer there" in result.stdout
+    described = json.loads(artifacts(onset_cli, copy, cell["id"], "--json").stdout)["cells"]
+    assert [c["present"] for c in described[0]["checkpoints"]][0] is False
+
+
+def test_an_unknown_cell_is_named(study_data, onset_cli):
+    result = artifacts(onset_cli, study_data, "ffffffffffffffff")
+    assert result.returncode != 0 and "ffffffffffffffff" in result.stderr
