@@ -9,6 +9,7 @@
 
 #include "cli/commands/analysis_commands.h"
 #include "cli/commands/artifacts_command.h"
+#include "cli/commands/backup_command.h"
 #include "cli/commands/cell_commands.h"
 #include "cli/commands/command.h"
 #include "cli/commands/export_model_command.h"
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   onset::cli::AddAnalysisCommands(app, commands);           // compare, plot, fit, heads, export
   onset::cli::AddExportModelCommand(app, commands);         // export-model
   onset::cli::AddArtifactsCommand(app, commands);           // artifacts
+  onset::cli::AddBackupCommand(app, commands);              // backup
   onset::cli::AddWorkersAndResultsCommands(app, commands);  // workers, results
   onset::cli::AddRunCommand(app, commands);
   onset::cli::AddSlurmCommands(app, commands);  // slurm up

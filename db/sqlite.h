@@ -134,6 +134,13 @@ class Connection {
   // A status for the connection's latest error code/message, prefixed with `what`.
   absl::Status Error(int rc, std::string_view what) const;
 
+  // Copies this connection's database into `dest` (an SQLite file, created or overwritten) with
+  // SQLite's online backup API, in one step: one read transaction here, so the copy is the
+  // database as of one commit. On a WAL database that read does not block other connections'
+  // writers. The copy is left in rollback-journal mode (one file, no -wal or -shm beside it).
+  // Errors name the file that failed.
+  absl::Status BackupInto(const std::string& dest) const;
+
  private:
   Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,6 +81,10 @@ class StudyClient {
                                  const std::vector<std::string>& cell_ids = {},
                                  CurveTimes* times = nullptr);
   // One cell with its config and checkpoints (an id or a unique prefix of one).
+  // A consistent copy of the coordinator's database (the Backup call), handed to `sink` chunk by
+  // chunk (false from it ends the call); its size. The deadline is an hour: a large database
+  // takes a while to copy and send.
+  absl::StatusOr<int64_t> Backup(const std::function<bool(std::string_view)>& sink);
   absl::StatusOr<v1::DescribeCellResponse> DescribeCell(const std::string& study,
                                                         const std::string& cell_id);
   // ReadLogs; the deadline is the timeout plus the request's wait.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "coordinator/planning/study_submission.h"
 #include "coordinator/store/feeds.h"
 #include "coordinator/study/study_file.h"
+#include "db/online_backup.h"
 
 namespace onset::coordinator {
 namespace {
@@ -381,6 +383,50 @@ grpc::Status StudyServiceImpl::DescribeCell(grpc::ServerContext* context,
     out->set_bytes(point.bytes);
     std::error_code ec;
     out->set_present(!out->path().empty() && std::filesystem::is_regular_file(out->path(), ec));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::Backup(grpc::ServerContext* context,
+                                      const onset::v1::BackupRequest* /*request*/,
+                                      grpc::ServerWriter<onset::v1::BackupChunk>* writer) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (db_path_.empty() || db_path_ == ":memory:") {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "this coordinator's database is not a file: nothing to back up");
+  }
+  std::optional<common::Admission::Ticket> admitted = backups_.Enter(std::chrono::seconds(0));
+  if (!admitted) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "a backup is being taken: try again once it is done");
+  }
+  // The copy is written beside the database (its file system holds it), streamed, then deleted.
+  const std::string copy = db_path_ + ".backup-" + std::to_string(++backup_seq_);
+  absl::StatusOr<int64_t> size = db::BackupDatabaseFile(db_path_, copy);
+  if (!size.ok()) return common::ToGrpcStatus(size.status());
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } remove{copy};
+  std::ifstream in(copy, std::ios::binary);
+  if (!in) return grpc::Status(grpc::StatusCode::INTERNAL, "cannot read the backup " + copy);
+  constexpr size_t kChunk = 1 << 20;
+  std::string buffer(kChunk, '\0');
+  bool first = true;
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(kChunk));
+    const std::streamsize got = in.gcount();
+    if (got <= 0 && !first) break;
+    onset::v1::BackupChunk chunk;
+    if (first) chunk.set_total_bytes(*size);
+    chunk.set_data(buffer.data(), static_cast<size_t>(std::max<std::streamsize>(got, 0)));
+    first = false;
+    if (context->IsCancelled() || !writer->Write(chunk)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
   }
   return grpc::Status::OK;
 }

@@ -80,6 +80,12 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   grpc::Status DescribeCell(grpc::ServerContext* context,
                             const onset::v1::DescribeCellRequest* request,
                             onset::v1::DescribeCellResponse* response) override;
+  grpc::Status Backup(grpc::ServerContext* context, const onset::v1::BackupRequest* request,
+                      grpc::ServerWriter<onset::v1::BackupChunk>* writer) override;
+
+  // Lets Backup copy the database file at `db_path` (db/online_backup.h); without it Backup is
+  // FAILED_PRECONDITION. Call before serving.
+  void EnableBackups(std::string db_path) { db_path_ = std::move(db_path); }
 
   // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
   // shutdown need not wait for clients that never hang up. Thread-safe.
@@ -93,6 +99,9 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   const common::Clock& clock_;
   std::atomic<bool> stopping_{false};
   common::Admission submissions_{kConcurrentSubmissions};
+  std::string db_path_;                 // EnableBackups
+  common::Admission backups_{1};        // one copy at a time
+  std::atomic<int64_t> backup_seq_{0};  // names each copy's temporary file
 };
 
 }  // namespace onset::coordinator

@@ -26,6 +26,7 @@
 #include "coordinator/server/health_monitor.h"
 #include "coordinator/store/sqlite_store.h"
 #include "db/database_lock.h"
+#include "db/online_backup.h"
 #include "db/startup_checks.h"
 #include "onset/v1/onset.grpc.pb.h"
 
@@ -51,7 +52,9 @@ class CoordinatorServerImpl final : public CoordinatorServer {
                        config.checkpoint_root),
         worker_service_(store_.get(), store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root),
-        dashboard_api_(store_.get(), store_.get(), config.token) {}
+        dashboard_api_(store_.get(), store_.get(), config.token) {
+    study_service_.EnableBackups(config.db_path);
+  }
 
   ~CoordinatorServerImpl() override { Shutdown(); }
 
@@ -82,6 +85,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       spdlog::info("dashboard on http://{}/", dashboard_->address());
     }
     sweeper_ = std::thread([this] { Sweep(); });
+    if (config_.backup_every.count() > 0) backups_ = std::thread([this] { Backups(); });
     return absl::OkStatus();
   }
 
@@ -116,6 +120,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       server_->Wait();
     }
     if (sweeper_.joinable()) sweeper_.join();
+    if (backups_.joinable()) backups_.join();
     store_.reset();  // closes the database
     lock_.reset();   // and lets another coordinator have it
 
@@ -147,6 +152,34 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     }
   }
 
+  // Every backup_every: a rotating backup into backup_dir (db/online_backup.h), logged.
+  void Backups() {
+    while (true) {
+      {
+        common::MutexLock lock(&mu_);
+        const auto deadline = std::chrono::steady_clock::now() + config_.backup_every;
+        while (state_ == State::kRunning &&
+               sweep_cv_.wait_until(mu_, deadline) == std::cv_status::no_timeout) {
+        }
+        if (state_ != State::kRunning) return;
+      }
+      const auto started = std::chrono::steady_clock::now();
+      absl::StatusOr<std::string> written =
+          db::WriteRotatingBackup(config_.db_path, config_.backup_dir, config_.backup_keep,
+                                  common::SystemClock().WallUnixMs());
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+      if (written.ok()) {
+        spdlog::info("backup: {} in {} ms (keeping the newest {})", *written, ms,
+                     config_.backup_keep);
+      } else {
+        spdlog::error("backup into {} failed: {}", config_.backup_dir,
+                      std::string(written.status().message()));
+      }
+    }
+  }
+
   const ServerConfig config_;
   std::unique_ptr<db::DatabaseLock> lock_;  // null for an in-memory database
   std::unique_ptr<SqliteStore> store_;
@@ -160,6 +193,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   std::unique_ptr<HealthMonitor> health_;
   std::string address_;
   std::thread sweeper_;
+  std::thread backups_;
 
   common::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kRunning;
@@ -218,6 +252,12 @@ absl::Status ServerConfig::Validate() const {
         "lease_ttl: must exceed heartbeat_interval (" + std::to_string(lease_ttl.count()) +
         " ms <= " + std::to_string(heartbeat_interval.count()) + " ms)");
   }
+  if (backup_every.count() < 0)
+    return absl::InvalidArgumentError("backup_every: must not be negative");
+  if (backup_every.count() > 0 && backup_dir.empty()) {
+    return absl::InvalidArgumentError("backup_dir: name the directory for the backups");
+  }
+  if (backup_keep < 1) return absl::InvalidArgumentError("backup_keep: must be at least 1");
   if (health_interval.count() <= 0) {
     return absl::InvalidArgumentError("health_interval: must be positive");
   }

@@ -52,6 +52,11 @@ struct ServerConfig {
   std::string http_listen;
   // How often the health service's probe writes the database (health_monitor.h).
   std::chrono::milliseconds health_interval{5'000};
+  // Rotating online backups (db/online_backup.h): every backup_every (0: none) a copy into
+  // backup_dir, keeping the newest backup_keep.
+  std::chrono::seconds backup_every{0};
+  std::string backup_dir;
+  int backup_keep = 7;
 
   // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval". Reads no files.
   absl::Status Validate() const;

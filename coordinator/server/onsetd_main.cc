@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "base/durable_file.h"
@@ -32,6 +33,7 @@ struct Flags {
   std::optional<int64_t> stop_margin_ms;
   int64_t retry_backoff_ms = config.retry.base_backoff.count();
   int64_t health_interval_ms = config.health_interval.count();
+  int64_t backup_every_s = 0;
   std::string address_file;
   std::string http_address_file;
   std::string token_file;
@@ -91,6 +93,18 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "service (grpc.health.v1.Health: SERVING or NOT_SERVING)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{3600} * 1000));
+  app.add_option("--backup-every", f.backup_every_s,
+                 "take an online backup of --db this often (e.g. 6h, 30m, 1d; plain numbers are "
+                 "seconds) into --backup-dir; 0: never")
+      ->transform(CLI::AsNumberWithUnit(
+          std::map<std::string, int64_t>{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}},
+          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
+  app.add_option("--backup-dir", config.backup_dir,
+                 "where --backup-every writes its copies (onset-YYYYMMDDTHHMMSSZ.db)");
+  app.add_option("--backup-keep", config.backup_keep, "how many of those copies to keep")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   app.add_option("--address-file", f.address_file,
                  "write the bound host:port here once serving (for port 0)");
   app.add_option("--http-address-file", f.http_address_file,
@@ -129,6 +143,7 @@ int main(int argc, char** argv) {
   if (flags.stop_margin_ms) config.stop_margin = std::chrono::milliseconds(*flags.stop_margin_ms);
   config.retry.base_backoff = std::chrono::milliseconds(flags.retry_backoff_ms);
   config.health_interval = std::chrono::milliseconds(flags.health_interval_ms);
+  config.backup_every = std::chrono::seconds(flags.backup_every_s);
   const std::string token_file =
       flags.token_file.empty() ? DefaultTokenFile(config.db_path) : flags.token_file;
 

@@ -27,7 +27,9 @@ class ReadOnlyServerImpl final : public ReadOnlyServer {
         store_(std::move(store)),
         auth_(config.token),
         study_service_(store_.get(), &auth_, config.shared_checkpoints, config.checkpoint_root),
-        dashboard_api_(store_.get(), store_.get(), config.token) {}
+        dashboard_api_(store_.get(), store_.get(), config.token) {
+    study_service_.EnableBackups(config.db_path);
+  }
 
   ~ReadOnlyServerImpl() override { Shutdown(); }
 
