@@ -36,6 +36,20 @@ void RemoveQuietly(const std::string& path) {
 
 }  // namespace
 
+absl::Status QuickCheckFile(const std::string& path) {
+  Connection::Options read_only;
+  read_only.read_only = true;
+  absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path, read_only);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<Statement> check = (*db)->Prepare("PRAGMA quick_check");
+  if (!check.ok()) return check.status();
+  absl::StatusOr<bool> row = check->Step();
+  if (!row.ok()) return row.status();
+  if (*row && check->Text(0) == "ok") return absl::OkStatus();
+  return absl::DataLossError(
+      path + " fails PRAGMA quick_check: " + (*row ? check->Text(0) : std::string("no answer")));
+}
+
 absl::StatusOr<int64_t> BackupDatabaseFile(const std::string& source, const std::string& dest) {
   Connection::Options read_only;
   read_only.read_only = true;
@@ -47,25 +61,9 @@ absl::StatusOr<int64_t> BackupDatabaseFile(const std::string& source, const std:
     RemoveQuietly(partial);
     return s;
   }
-  {
-    absl::StatusOr<std::unique_ptr<Connection>> copy = Connection::Open(partial, read_only);
-    absl::Status checked = copy.status();
-    if (checked.ok()) {
-      absl::StatusOr<Statement> check = (*copy)->Prepare("PRAGMA quick_check");
-      checked = check.status();
-      if (checked.ok()) {
-        absl::StatusOr<bool> row = check->Step();
-        checked = row.status();
-        if (checked.ok() && (!*row || check->Text(0) != "ok")) {
-          checked = absl::DataLossError("the backup " + partial + " fails PRAGMA quick_check: " +
-                                        (*row ? check->Text(0) : std::string("no answer")));
-        }
-      }
-    }
-    if (!checked.ok()) {
-      RemoveQuietly(partial);
-      return checked;
-    }
+  if (absl::Status checked = QuickCheckFile(partial); !checked.ok()) {
+    RemoveQuietly(partial);
+    return checked;
   }
   if (absl::Status s = Sync(partial, false); !s.ok()) {
     RemoveQuietly(partial);

@@ -17,6 +17,10 @@
 
 namespace onset::db {
 
+// PRAGMA quick_check of the database file at `path`, opened read-only: OK, or DataLoss with
+// what it found (or the error that kept it from running), naming the file.
+absl::Status QuickCheckFile(const std::string& path);
+
 // Copies the database at `source` to `dest` (replaced if it exists). Returns the copy's size in
 // bytes. Errors name the file that failed; nothing is left under `dest` or beside it then.
 absl::StatusOr<int64_t> BackupDatabaseFile(const std::string& source, const std::string& dest);

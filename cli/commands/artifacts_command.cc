@@ -8,27 +8,11 @@
 
 #include "cli/exit_codes.h"
 #include "cli/views/table.h"
+#include "cli/views/watch_view.h"
 #include "proto/cell_names.h"
 
 namespace onset::cli {
 namespace {
-
-// "arch=swa window=16 ...": the cell's axes in the order the API gives them.
-std::string AxesText(const v1::Cell& cell) {
-  std::string text;
-  for (const char* axis : {"arch", "window", "pos", "tokens", "seed"}) {
-    auto it = cell.axes().find(axis);
-    if (it == cell.axes().end()) continue;
-    if (!text.empty()) text += ' ';
-    text += std::string(axis) + "=" + it->second;
-  }
-  for (const auto& [axis, value] : cell.axes()) {
-    if (axis == "arch" || axis == "window" || axis == "pos" || axis == "tokens" || axis == "seed")
-      continue;
-    text += " " + axis + "=" + value;
-  }
-  return text;
-}
 
 nlohmann::json CellJson(const v1::DescribeCellResponse& d) {
   nlohmann::json checkpoints = nlohmann::json::array();
@@ -94,7 +78,7 @@ int ArtifactsCommand(StudyClient& client, const ArtifactsOptions& options, std::
   }
   if (cells.size() == 1) {
     const v1::DescribeCellResponse& d = cells.front();
-    out << "cell " << d.cell().id() << " " << AxesText(d.cell()) << "\n"
+    out << "cell " << d.cell().id() << " " << DescribeAxes(d.cell().axes()) << "\n"
         << "checkpoint directory: "
         << (d.checkpoint_dir().empty() ? "none (no checkpoint root)" : d.checkpoint_dir())
         << "\nconfig: " << d.config_json() << "\n";

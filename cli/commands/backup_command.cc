@@ -11,27 +11,11 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/exit_codes.h"
-#include "db/sqlite.h"
+#include "db/online_backup.h"
 
 namespace onset::cli {
-namespace {
 
 namespace fs = std::filesystem;
-
-// PRAGMA quick_check of the file at `path`: "ok", or what it found (or why it could not run).
-std::string QuickCheck(const std::string& path) {
-  db::Connection::Options read_only;
-  read_only.read_only = true;
-  absl::StatusOr<std::unique_ptr<db::Connection>> db = db::Connection::Open(path, read_only);
-  if (!db.ok()) return std::string(db.status().message());
-  absl::StatusOr<db::Statement> check = (*db)->Prepare("PRAGMA quick_check");
-  if (!check.ok()) return std::string(check.status().message());
-  absl::StatusOr<bool> row = check->Step();
-  if (!row.ok()) return std::string(row.status().message());
-  return *row ? check->Text(0) : "no answer";
-}
-
-}  // namespace
 
 int BackupCommand(StudyClient& client, const std::string& out_path, std::ostream& out,
                   std::ostream& err) {
@@ -67,10 +51,9 @@ int BackupCommand(StudyClient& client, const std::string& out_path, std::ostream
     discard();
     return ReportError(size.status(), err);
   }
-  const std::string check = QuickCheck(partial);
-  if (check != "ok") {
-    err << "the copy received fails PRAGMA quick_check (" << check << "); nothing was written to "
-        << out_path << "\n";
+  if (absl::Status check = db::QuickCheckFile(partial); !check.ok()) {
+    err << "the copy received: " << check.message() << "; nothing was written to " << out_path
+        << "\n";
     discard();
     return kExitFailure;
   }
