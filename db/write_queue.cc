@@ -54,6 +54,17 @@ int64_t WriteQueue::commits() const {
   return commits_;
 }
 
+WriteQueue::Stats WriteQueue::stats() const {
+  Stats out;
+  {
+    common::MutexLock lock(&mu_);
+    out.queued = static_cast<int64_t>(queue_.size());
+    out.commits = commits_;
+  }
+  out.batch_seconds = batch_seconds_.Read();
+  return out;
+}
+
 int64_t WriteQueue::WaitForCommit(int64_t seen, int64_t timeout_ms) const {
   common::MutexLock lock(&mu_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -92,6 +103,7 @@ absl::Status WriteQueue::Reported(const absl::Status& status) {
 }
 
 void WriteQueue::RunBatch(std::deque<std::shared_ptr<Item>>& batch) {
+  const auto started = std::chrono::steady_clock::now();
   bool wrote = false;
   absl::Status begun = db_->Exec("BEGIN IMMEDIATE");
   if (begun.ok()) {
@@ -129,6 +141,8 @@ void WriteQueue::RunBatch(std::deque<std::shared_ptr<Item>>& batch) {
     begun = Reported(begun);
     for (const std::shared_ptr<Item>& item : batch) item->status = begun;
   }
+  batch_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   common::MutexLock lock(&mu_);
   if (wrote) {
     ++commits_;

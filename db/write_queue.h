@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/latency_histogram.h"
 #include "common/mutex.h"
 #include "db/sqlite.h"
 #include "db/write_failure_log.h"
@@ -78,6 +79,15 @@ class WriteQueue {
 
   const std::string& path() const { return db_->path(); }
 
+  // For monitoring: operations waiting for the next batch, and how long each batch took from
+  // BEGIN to the end of its COMMIT (or ROLLBACK), every batch counted.
+  struct Stats {
+    int64_t queued = 0;
+    int64_t commits = 0;
+    common::LatencyHistogram::Snapshot batch_seconds;
+  };
+  Stats stats() const;
+
  private:
   struct Item;
   absl::Status Submit(std::function<absl::Status(Connection&)> op, bool roll_back);
@@ -88,8 +98,9 @@ class WriteQueue {
   absl::Status Reported(const absl::Status& status);
 
   const Options options_;
-  std::unique_ptr<Connection> db_;  // used by the writer thread only
-  WriteFailureLog failure_log_;     // used by the writer thread only
+  std::unique_ptr<Connection> db_;          // used by the writer thread only
+  WriteFailureLog failure_log_;             // used by the writer thread only
+  common::LatencyHistogram batch_seconds_;  // thread-safe itself
 
   mutable common::Mutex mu_;
   std::condition_variable_any work_;               // the queue got an item, or stopping_

@@ -184,6 +184,7 @@ absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& leas
       lease_id, "lease expired: no heartbeat for " + std::to_string(ttl_.count()) + " ms",
       stop_margin_.count());
   if (s.ok()) {
+    expired_.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn("{} of study {} expired (worker {}); the cell runs again after {} ms", what,
                  lease.study, lease.worker_id, stop_margin_.count());
     return absl::OkStatus();

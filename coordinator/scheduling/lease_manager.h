@@ -6,6 +6,7 @@
 // fences every call (only the cell's current open attempt is heard).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -89,6 +90,8 @@ class LeaseManager {
   std::chrono::milliseconds ttl() const { return ttl_; }
   std::chrono::milliseconds stop_margin() const { return stop_margin_; }
   size_t ActiveLeases() const;
+  // Leases expired since this manager started (by a sweep or found expired on a call).
+  int64_t ExpiredLeases() const { return expired_.load(std::memory_order_relaxed); }
 
  private:
   struct Lease {
@@ -120,6 +123,7 @@ class LeaseManager {
   const std::chrono::milliseconds ttl_;
   const std::chrono::milliseconds stop_margin_;
 
+  std::atomic<int64_t> expired_{0};
   mutable common::Mutex mu_;
   std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease id
   common::LogThrottle expire_failures_ ABSL_GUARDED_BY(mu_);

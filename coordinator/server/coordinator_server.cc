@@ -19,6 +19,9 @@
 #include "common/tls_files.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
+#include "coordinator/monitoring/coordinator_metrics.h"
+#include "coordinator/monitoring/metrics_endpoint.h"
+#include "coordinator/monitoring/rpc_metrics.h"
 #include "coordinator/rpc/study_service.h"
 #include "coordinator/rpc/worker_service.h"
 #include "coordinator/scheduling/lease_manager.h"
@@ -52,7 +55,9 @@ class CoordinatorServerImpl final : public CoordinatorServer {
                        config.checkpoint_root),
         worker_service_(store_.get(), store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root),
-        dashboard_api_(store_.get(), store_.get(), config.token) {
+        dashboard_api_(store_.get(), store_.get(), config.token),
+        metrics_(MetricsSourcesOf(config)),
+        metrics_endpoint_(&metrics_, config.token, &common::SystemClock()) {
     study_service_.EnableBackups(config.db_path);
   }
 
@@ -63,8 +68,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         !s.ok()) {
       return s;
     }
-    absl::StatusOr<GrpcListener> grpc =
-        StartGrpcListener(config_.listen, tls, {&study_service_, &worker_service_});
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(NewRpcMetricsInterceptorFactory(&rpc_metrics_));
+    absl::StatusOr<GrpcListener> grpc = StartGrpcListener(
+        config_.listen, tls, {&study_service_, &worker_service_}, std::move(interceptors));
     if (!grpc.ok()) return grpc.status();
     server_ = std::move(grpc->server);
     address_ = grpc->address;
@@ -84,6 +92,19 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       dashboard_ = std::move(*http);
       spdlog::info("dashboard on http://{}/", dashboard_->address());
     }
+    if (!config_.metrics_listen.empty()) {
+      absl::StatusOr<std::unique_ptr<DashboardServer>> http = DashboardServer::Start(
+          config_.metrics_listen,
+          [this](const HttpRequest& request) { return metrics_endpoint_.Handle(request); });
+      if (!http.ok()) {
+        if (dashboard_) dashboard_->Stop();
+        server_->Shutdown();
+        server_.reset();
+        return http.status();
+      }
+      metrics_http_ = std::move(*http);
+      spdlog::info("metrics on http://{}/metrics", metrics_http_->address());
+    }
     sweeper_ = std::thread([this] { Sweep(); });
     if (config_.backup_every.count() > 0) backups_ = std::thread([this] { Backups(); });
     return absl::OkStatus();
@@ -92,6 +113,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   const std::string& http_address() const override {
     static const std::string kNone;
     return dashboard_ ? dashboard_->address() : kNone;
+  }
+
+  const std::string& metrics_address() const override {
+    static const std::string kNone;
+    return metrics_http_ ? metrics_http_->address() : kNone;
   }
 
   const std::string& address() const override { return address_; }
@@ -115,6 +141,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
       health_->Stop();  // before the store closes; the server's shutdown says
                         // NOT_SERVING to every watcher
     if (dashboard_) dashboard_->Stop();
+    if (metrics_http_) metrics_http_->Stop();
     if (server_) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
       server_->Wait();
@@ -136,6 +163,23 @@ class CoordinatorServerImpl final : public CoordinatorServer {
 
  private:
   enum class State { kRunning, kStopping, kDone };
+
+  // What the metrics page reads; called in the constructor, after the members it names.
+  MetricsSources MetricsSourcesOf(const ServerConfig& config) {
+    MetricsSources sources;
+    sources.studies = store_.get();
+    sources.workers = store_.get();
+    sources.open_leases = [this] { return static_cast<int64_t>(leases_.ActiveLeases()); };
+    sources.expired_leases = [this] { return leases_.ExpiredLeases(); };
+    sources.writer = [this] { return store_->WriterStats(); };
+    sources.rpcs = &rpc_metrics_;
+    sources.db_path = config.db_path;
+    sources.clock = &common::SystemClock();
+    sources.live_window = kWorkerLiveWindow;
+    sources.max_studies = config.metrics_max_studies;
+    sources.version = ONSET_VERSION;
+    return sources;
+  }
 
   void Sweep() {
     const auto period = SweepPeriod(config_.lease_ttl);
@@ -188,7 +232,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   StudyServiceImpl study_service_;
   WorkerServiceImpl worker_service_;
   DashboardApi dashboard_api_;
+  RpcMetrics rpc_metrics_;
+  CoordinatorMetrics metrics_;
+  MetricsEndpoint metrics_endpoint_;
   std::unique_ptr<DashboardServer> dashboard_;
+  std::unique_ptr<DashboardServer> metrics_http_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HealthMonitor> health_;
   std::string address_;
@@ -242,6 +290,22 @@ absl::Status ServerConfig::Validate() const {
           "would cross the network in clear text: keep it on loopback (and reach it through an "
           "SSH tunnel) or allow it (--insecure) on a network you trust");
     }
+  }
+  if (!metrics_listen.empty()) {
+    if (common::HostOf(metrics_listen).empty()) {
+      return absl::InvalidArgumentError("metrics_listen: '" + metrics_listen +
+                                        "' must be host:port, e.g. 127.0.0.1:9464");
+    }
+    if (!allow_insecure_remote && !common::IsLoopbackHost(common::HostOf(metrics_listen))) {
+      return absl::InvalidArgumentError(
+          "metrics_listen: " + metrics_listen +
+          " is reachable from other machines and the metrics page is plain HTTP, so the token "
+          "would cross the network in clear text: keep it on loopback (run Prometheus or an "
+          "agent on this machine) or allow it (--insecure) on a network you trust");
+    }
+  }
+  if (metrics_max_studies < 0) {
+    return absl::InvalidArgumentError("metrics_max_studies: must not be negative");
   }
   if (lease_ttl.count() <= 0) return absl::InvalidArgumentError("lease_ttl: must be positive");
   if (heartbeat_interval.count() <= 0) {

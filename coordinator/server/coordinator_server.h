@@ -50,6 +50,11 @@ struct ServerConfig {
   // The dashboard (dashboard_api.h) over plain HTTP on this host:port; empty = none. Like
   // `listen`, an address reachable from other machines needs allow_insecure_remote.
   std::string http_listen;
+  // Prometheus metrics (coordinator/monitoring/) at http://metrics_listen/metrics, for the
+  // coordinator's token; empty = none. Like http_listen, loopback unless allow_insecure_remote.
+  std::string metrics_listen;
+  // Studies labelled on the metrics page; the others are summed (coordinator_metrics.h).
+  int metrics_max_studies = 50;
   // How often the health service's probe writes the database (health_monitor.h).
   std::chrono::milliseconds health_interval{5'000};
   // Rotating online backups (db/online_backup.h): every backup_every (0: none) a copy into
@@ -83,6 +88,9 @@ class CoordinatorServer {
 
   // The dashboard's "host:port", empty when it is off.
   virtual const std::string& http_address() const = 0;
+
+  // The metrics page's "host:port", empty when it is off.
+  virtual const std::string& metrics_address() const = 0;
 
   // Stops accepting calls, lets in-flight calls finish, stops the lease sweeper and closes the
   // database. Idempotent; thread-safe; also run by the destructor of the implementation.

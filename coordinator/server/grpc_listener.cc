@@ -6,9 +6,11 @@
 
 namespace onset::coordinator {
 
-absl::StatusOr<GrpcListener> StartGrpcListener(const std::string& listen,
-                                               const std::optional<common::TlsKeyPair>& tls,
-                                               const std::vector<grpc::Service*>& services) {
+absl::StatusOr<GrpcListener> StartGrpcListener(
+    const std::string& listen, const std::optional<common::TlsKeyPair>& tls,
+    const std::vector<grpc::Service*>& services,
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors) {
   // The standard health service (grpc.health.v1.Health), answered without the token so that
   // probes need none: SERVING by default; the coordinator sets it (health_monitor.h).
   grpc::EnableDefaultHealthCheckService(true);
@@ -20,6 +22,7 @@ absl::StatusOr<GrpcListener> StartGrpcListener(const std::string& listen,
   // share the traffic (and a coordinator's workers) with the first.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
+  if (!interceptors.empty()) builder.experimental().SetInterceptorCreators(std::move(interceptors));
   GrpcListener out;
   out.server = builder.BuildAndStart();
   if (!out.server || port == 0) {

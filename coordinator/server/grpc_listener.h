@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include "absl/status/statusor.h"
 #include "common/tls_files.h"
@@ -22,10 +23,12 @@ struct GrpcListener {
 };
 
 // Serves `services` (not owned; they must outlive the server) on `listen` ("host:port", port 0
-// picks a free one), over TLS when `tls` is set. Unavailable naming the address when it cannot
-// be bound.
-absl::StatusOr<GrpcListener> StartGrpcListener(const std::string& listen,
-                                               const std::optional<common::TlsKeyPair>& tls,
-                                               const std::vector<grpc::Service*>& services);
+// picks a free one), over TLS when `tls` is set, every call passing through `interceptors` (in
+// order). Unavailable naming the address when it cannot be bound.
+absl::StatusOr<GrpcListener> StartGrpcListener(
+    const std::string& listen, const std::optional<common::TlsKeyPair>& tls,
+    const std::vector<grpc::Service*>& services,
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors = {});
 
 }  // namespace onset::coordinator

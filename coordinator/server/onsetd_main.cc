@@ -36,6 +36,7 @@ struct Flags {
   int64_t backup_every_s = 0;
   std::string address_file;
   std::string http_address_file;
+  std::string metrics_address_file;
   std::string token_file;
 };
 
@@ -88,6 +89,14 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "resumes on whichever worker takes it next; default: each worker's work dir");
   app.add_option("--http", config.http_listen,
                  "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (same token)");
+  app.add_option("--metrics-listen", config.metrics_listen,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464; "
+                 "scrapes present the token (Authorization: Bearer); loopback unless --insecure");
+  app.add_option("--metrics-max-studies", config.metrics_max_studies,
+                 "studies labelled in onset_cells (those with waiting or running cells first, "
+                 "then the newest); the others are summed under study=\"_other\"")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
   app.add_option("--health-interval-ms", f.health_interval_ms,
                  "how often to check that the database can be written, for the gRPC health "
                  "service (grpc.health.v1.Health: SERVING or NOT_SERVING)")
@@ -109,6 +118,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "write the bound host:port here once serving (for port 0)");
   app.add_option("--http-address-file", f.http_address_file,
                  "write the dashboard's bound host:port here once serving (for --http ...:0)");
+  app.add_option("--metrics-address-file", f.metrics_address_file,
+                 "write the metrics page's bound host:port here once serving (for "
+                 "--metrics-listen ...:0)");
 }
 
 // The token clients must present: that of the token file, made (mode 0600, with its directory)
@@ -171,7 +183,9 @@ int main(int argc, char** argv) {
                (*server)->address(), (*server)->tls() ? "TLS" : "plaintext", token_file,
                "ONSET_TOKEN");
   if (!WriteAddress("--address-file", flags.address_file, (*server)->address()) ||
-      !WriteAddress("--http-address-file", flags.http_address_file, (*server)->http_address())) {
+      !WriteAddress("--http-address-file", flags.http_address_file, (*server)->http_address()) ||
+      !WriteAddress("--metrics-address-file", flags.metrics_address_file,
+                    (*server)->metrics_address())) {
     (*server)->Shutdown();
     return 1;
   }

@@ -173,6 +173,10 @@ absl::StatusOr<std::vector<StoredPlanCell>> SqliteStore::PlanCells(const std::st
       });
 }
 
+db::WriteQueue::Stats SqliteStore::WriterStats() const {
+  return writer_ ? writer_->stats() : db::WriteQueue::Stats();
+}
+
 absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
   return Read<std::vector<StudyInfo>>(
       [&](db::Connection& db) -> absl::StatusOr<std::vector<StudyInfo>> {

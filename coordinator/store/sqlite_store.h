@@ -94,6 +94,8 @@ class SqliteStore final : public Store {
   // the database can be written now, the write's error otherwise (a full disk, a lock another
   // program holds past the busy timeout, a read-only file). The health service's probe.
   absl::Status ProbeWrite();
+  // The writer's queue and commit times (db/write_queue.h); zeros when read-only.
+  db::WriteQueue::Stats WriterStats() const;
 
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;

@@ -837,6 +837,27 @@ TEST(ServerConfigTest, OtherMachinesAreServedOnlyWithTlsOrWhenAllowed) {
   EXPECT_THAT(std::string(config.Validate().message()), StartsWith("tls_cert_file:"));
 }
 
+TEST(ServerConfigTest, TheMetricsPageStaysOnLoopbackUnlessAllowed) {
+  ServerConfig config;
+  config.db_path = "x.db";
+  config.token = kToken;
+  config.metrics_listen = "127.0.0.1:9464";
+  EXPECT_TRUE(config.Validate().ok());
+  config.metrics_listen = "9464";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("metrics_listen:"));
+  config.metrics_listen = "0.0.0.0:9464";
+  EXPECT_THAT(std::string(config.Validate().message()),
+              ::testing::AllOf(StartsWith("metrics_listen:"), HasSubstr("--insecure")));
+  // TLS on the gRPC port does not make the plain-HTTP page safe to expose.
+  config.tls_cert_file = "cert.pem";
+  config.tls_key_file = "key.pem";
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("metrics_listen:"));
+  config.allow_insecure_remote = true;
+  EXPECT_TRUE(config.Validate().ok());
+  config.metrics_max_studies = -1;
+  EXPECT_THAT(std::string(config.Validate().message()), StartsWith("metrics_max_studies:"));
+}
+
 // A coordinator serving TLS with a self-signed certificate.
 class TlsServerTest : public ::testing::Test {
  protected:

@@ -1,0 +1,36 @@
+#include "coordinator/monitoring/metrics_endpoint.h"
+
+#include "common/auth_token.h"
+#include "common/prometheus_text.h"
+
+namespace onset::coordinator {
+namespace {
+
+HttpResponse Text(int status, std::string body) {
+  return HttpResponse{status, "text/plain; charset=utf-8", std::move(body) + "\n"};
+}
+
+}  // namespace
+
+HttpResponse MetricsEndpoint::Handle(const HttpRequest& request) {
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  if (path != "/metrics") return Text(404, "no such page: " + path + " (metrics are at /metrics)");
+  if (request.method != "GET") return Text(405, "only GET is served");
+  const std::string prefix = "Bearer ";
+  if (request.authorization.rfind(prefix, 0) != 0 ||
+      !common::TokensEqual(request.authorization.substr(prefix.size()), token_)) {
+    return Text(401,
+                "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
+                "coordinator's token (onsetd.token)");
+  }
+  common::MutexLock lock(&mu_);
+  const auto now = clock_->MonotonicNow();
+  if (!have_page_ || now - rendered_ >= min_interval_) {
+    page_ = metrics_->Render();
+    rendered_ = now;
+    have_page_ = true;
+  }
+  return HttpResponse{200, common::kPrometheusContentType, page_};
+}
+
+}  // namespace onset::coordinator
