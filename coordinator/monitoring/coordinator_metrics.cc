@@ -153,6 +153,23 @@ std::string CoordinatorMetrics::Render() const {
 
   if (sources_.rpcs != nullptr) WriteRpcs(*sources_.rpcs, page);
 
+  if (sources_.notifications) {
+    const NotificationCounts n = sources_.notifications();
+    page.Family("onset_notifications_sent_total", Type::kCounter,
+                "Webhook notifications delivered (--notify-url), over every URL.");
+    page.Sample("onset_notifications_sent_total", {}, static_cast<double>(n.sent));
+    page.Family("onset_notification_failures_total", Type::kCounter,
+                "Webhook POSTs that failed (each try of each URL).");
+    page.Sample("onset_notification_failures_total", {}, static_cast<double>(n.failed_attempts));
+    page.Family("onset_notifications_dropped_total", Type::kCounter,
+                "Webhook notifications given up: out of tries, refused, or pushed out of a full "
+                "queue.");
+    page.Sample("onset_notifications_dropped_total", {}, static_cast<double>(n.dropped));
+    page.Family("onset_notifications_queued", Type::kGauge,
+                "Webhook notifications waiting to be sent, over every URL.");
+    page.Sample("onset_notifications_queued", {}, static_cast<double>(n.queued));
+  }
+
   const db::WriteQueue::Stats writer = sources_.writer();
   page.Family("onset_db_write_queue_depth", Type::kGauge,
               "Database writes waiting for the writer's next transaction.");

@@ -26,6 +26,14 @@
 
 namespace onset::coordinator {
 
+// What the webhook queues did (coordinator/notify/notifier.h), summed over their URLs.
+struct NotificationCounts {
+  int64_t sent = 0;
+  int64_t failed_attempts = 0;
+  int64_t dropped = 0;
+  int64_t queued = 0;
+};
+
 struct MetricsSources {
   StudyStore* studies = nullptr;
   WorkerStore* workers = nullptr;
@@ -33,6 +41,8 @@ struct MetricsSources {
   std::function<int64_t()> expired_leases;  // LeaseManager::ExpiredLeases
   std::function<db::WriteQueue::Stats()> writer;
   const RpcMetrics* rpcs = nullptr;
+  // Unset: no webhooks configured, the families left out.
+  std::function<NotificationCounts()> notifications;
   // The database file: its size, its WAL's and the free space of its file system. Empty or an
   // in-memory database: those families are left out.
   std::string db_path;

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "common/listen_address.h"
+#include "common/log_throttle.h"
 #include "common/mutex.h"
 #include "common/tls_files.h"
 #include "coordinator/dashboard/dashboard_api.h"
@@ -22,6 +23,8 @@
 #include "coordinator/monitoring/coordinator_metrics.h"
 #include "coordinator/monitoring/metrics_endpoint.h"
 #include "coordinator/monitoring/rpc_metrics.h"
+#include "coordinator/notify/event_detector.h"
+#include "coordinator/notify/webhook_poster.h"
 #include "coordinator/rpc/study_service.h"
 #include "coordinator/rpc/worker_service.h"
 #include "coordinator/scheduling/lease_manager.h"
@@ -81,6 +84,23 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         std::vector<std::string>{v1::StudyService::service_full_name(),
                                  v1::WorkerService::service_full_name()},
         config_.health_interval);
+    // Before the metrics page, which reads notifier_.
+    if (!config_.notify_urls.empty()) {
+      poster_ = NewCurlPoster();
+      notifier_ = std::make_unique<Notifier>(config_.notify_urls, poster_.get(),
+                                             &common::SystemClock(), config_.notify);
+      detector_ = std::make_unique<EventDetector>(store_.get(), store_.get(), store_.get(),
+                                                  &common::SystemClock(), kWorkerLiveWindow);
+      // A detector that cannot read the store now starts at the next poll instead: events
+      // written before then are not announced, as for events before any start.
+      detector_started_ = detector_->Start();
+      if (const absl::Status& s = detector_started_; !s.ok()) {
+        spdlog::warn("notifications: cannot read the event log yet ({}); retrying",
+                     std::string(s.message()));
+      }
+      notify_ = std::thread([this] { Notify(); });
+      spdlog::info("notifications to {} URL(s)", config_.notify_urls.size());
+    }
     if (!config_.http_listen.empty()) {
       absl::StatusOr<std::unique_ptr<DashboardServer>> http =
           DashboardServer::Start(config_.http_listen, &dashboard_api_);
@@ -148,8 +168,10 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     }
     if (sweeper_.joinable()) sweeper_.join();
     if (backups_.joinable()) backups_.join();
-    store_.reset();  // closes the database
-    lock_.reset();   // and lets another coordinator have it
+    if (notify_.joinable()) notify_.join();
+    if (notifier_) notifier_->Stop();  // a POST in flight ends within its timeout
+    store_.reset();                    // closes the database
+    lock_.reset();                     // and lets another coordinator have it
 
     common::MutexLock lock(&mu_);
     state_ = State::kDone;
@@ -173,6 +195,18 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     sources.expired_leases = [this] { return leases_.ExpiredLeases(); };
     sources.writer = [this] { return store_->WriterStats(); };
     sources.rpcs = &rpc_metrics_;
+    if (!config.notify_urls.empty()) {
+      sources.notifications = [this] {
+        NotificationCounts counts;
+        if (!notifier_) return counts;
+        const Notifier::Stats s = notifier_->stats();
+        counts.sent = s.sent;
+        counts.failed_attempts = s.failed_attempts;
+        counts.dropped = s.dropped;
+        counts.queued = s.queued;
+        return counts;
+      };
+    }
     sources.db_path = config.db_path;
     sources.clock = &common::SystemClock();
     sources.live_window = kWorkerLiveWindow;
@@ -193,6 +227,46 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         if (state_ != State::kRunning) return;
       }
       leases_.ExpireLeases();  // without mu_: it writes to the store
+    }
+  }
+
+  // Notifications: the event detector polls the store whenever it changes, and every
+  // kNotifyPoll at least (a worker going stale is time passing, not a write); what it finds is
+  // handed to the notifier's queues, which never block this thread.
+  void Notify() {
+    static constexpr int64_t kNotifyPollMs = 2000;
+    bool started = detector_started_.ok();
+    int64_t seen = store_->ChangeVersion();
+    common::LogThrottle failures(common::SystemClock(), std::chrono::minutes(1));
+    while (true) {
+      {
+        common::MutexLock lock(&mu_);
+        if (state_ != State::kRunning) return;
+      }
+      // Bounded, so that Shutdown is noticed within one poll.
+      seen = store_->WaitForChange(seen, kNotifyPollMs);
+      {
+        common::MutexLock lock(&mu_);
+        if (state_ != State::kRunning) return;
+      }
+      absl::Status status;
+      if (!started) {
+        status = detector_->Start();
+        started = status.ok();
+      }
+      if (status.ok()) {
+        absl::StatusOr<std::vector<Notification>> found = detector_->Poll();
+        if (found.ok()) {
+          for (const Notification& n : *found) notifier_->Publish(n);
+          if (failures.Recovered()) spdlog::info("notifications: the store can be read again");
+        } else {
+          status = found.status();
+        }
+      }
+      int64_t left_out = 0;
+      if (!status.ok() && failures.Occurred(1, &left_out)) {
+        spdlog::warn("notifications: cannot read the store ({}); trying again", status.ToString());
+      }
     }
   }
 
@@ -242,6 +316,12 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   std::string address_;
   std::thread sweeper_;
   std::thread backups_;
+  // Notifications, when notify_urls are given: the POSTs, their queues, what is worth telling.
+  std::unique_ptr<WebhookPoster> poster_;
+  std::unique_ptr<Notifier> notifier_;
+  std::unique_ptr<EventDetector> detector_;  // used by notify_ only, after Init
+  absl::Status detector_started_;            // its first Start, in Init
+  std::thread notify_;
 
   common::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kRunning;
@@ -302,6 +382,11 @@ absl::Status ServerConfig::Validate() const {
           " is reachable from other machines and the metrics page is plain HTTP, so the token "
           "would cross the network in clear text: keep it on loopback (run Prometheus or an "
           "agent on this machine) or allow it (--insecure) on a network you trust");
+    }
+  }
+  for (const std::string& url : notify_urls) {
+    if (absl::Status s = CheckWebhookUrl(url); !s.ok()) {
+      return absl::InvalidArgumentError("notify_urls: " + std::string(s.message()));
     }
   }
   if (metrics_max_studies < 0) {

@@ -10,10 +10,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/cells/failure_policy.h"
+#include "coordinator/notify/notifier.h"
 #include "coordinator/store/store.h"
 
 namespace onset::coordinator {
@@ -55,6 +57,11 @@ struct ServerConfig {
   std::string metrics_listen;
   // Studies labelled on the metrics page; the others are summed (coordinator_metrics.h).
   int metrics_max_studies = 50;
+  // Webhooks (coordinator/notify/): each gets a JSON POST when a study ends, a cell fails for
+  // good or the last live worker is lost while cells wait. http:// or https:// URLs.
+  std::vector<std::string> notify_urls;
+  // Options of their queues (retries, backoff, timeouts; notifier.h).
+  Notifier::Options notify;
   // How often the health service's probe writes the database (health_monitor.h).
   std::chrono::milliseconds health_interval{5'000};
   // Rotating online backups (db/online_backup.h): every backup_every (0: none) a copy into

@@ -97,6 +97,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "then the newest); the others are summed under study=\"_other\"")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000));
+  app.add_option("--notify-url", config.notify_urls,
+                 "POST a JSON event (with a 'text' line, as Slack-style webhooks show it) to this "
+                 "http(s) URL when a study ends, a cell fails for good or the last live worker is "
+                 "lost while cells wait; repeatable");
   app.add_option("--health-interval-ms", f.health_interval_ms,
                  "how often to check that the database can be written, for the gRPC health "
                  "service (grpc.health.v1.Health: SERVING or NOT_SERVING)")

@@ -23,7 +23,8 @@ namespace onset::coordinator {
 
 // A change of a cell's state, from the durable event log (one row per change, in order).
 struct CellEvent {
-  int64_t seq = 0;  // grows with every event of the coordinator; resume after the last seen
+  int64_t seq = 0;    // grows with every event of the coordinator; resume after the last seen
+  std::string study;  // the study's name
   std::string cell_id;
   std::map<std::string, std::string> axes;
   std::optional<CellState> from;  // nullopt: the cell was added to the study
@@ -52,6 +53,12 @@ class FeedStore {
   // unknown study.
   virtual absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study,
                                                              int64_t after_seq, int limit) = 0;
+  // The events of every study with seq > after_seq, oldest first, at most `limit`: the
+  // coordinator-wide tail that notifications follow.
+  virtual absl::StatusOr<std::vector<CellEvent>> EventsAfter(int64_t after_seq, int limit) = 0;
+  // The seq of the newest event (0 when there is none), so that a follower can start at the
+  // end of the log instead of its beginning.
+  virtual absl::StatusOr<int64_t> LastEventSeq() = 0;
   // A counter that grows whenever something is written. WaitForChange blocks until it exceeds
   // `seen` or `timeout_ms` passed, and returns it; a watcher polls with it instead of a timer.
   virtual int64_t ChangeVersion() = 0;

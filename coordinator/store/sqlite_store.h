@@ -135,6 +135,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<StudySnapshot> SnapshotStudy(const std::string& name) override;
   absl::StatusOr<std::vector<CellEvent>> StudyEvents(const std::string& study, int64_t after_seq,
                                                      int limit) override;
+  absl::StatusOr<std::vector<CellEvent>> EventsAfter(int64_t after_seq, int limit) override;
+  absl::StatusOr<int64_t> LastEventSeq() override;
   int64_t ChangeVersion() override;
   int64_t WaitForChange(int64_t seen, int64_t timeout_ms) override;
   absl::StatusOr<int> AppendLogs(const std::string& lease_id,

@@ -36,6 +36,33 @@ absl::StatusOr<int64_t> LastSeq(db::Connection& db) {
   return row ? stmt.Int(0) : 0;
 }
 
+// The columns every event read selects, in the order ReadEvents expects them.
+constexpr const char* kEventColumns =
+    "e.seq, s.name, c.hash, c.axes_json, e.old_state, e.new_state, e.at, e.attempt, e.worker_id, "
+    "e.reason FROM cell_events e JOIN cells c ON c.id = e.cell_id JOIN studies s ON s.id = "
+    "e.study_id";
+
+// The events `stmt` (selecting kEventColumns) returns.
+absl::StatusOr<std::vector<CellEvent>> ReadEvents(db::Statement& stmt) {
+  std::vector<CellEvent> events;
+  while (true) {
+    ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return events;
+    CellEvent e;
+    e.seq = stmt.Int(0);
+    e.study = stmt.Text(1);
+    e.cell_id = stmt.Text(2);
+    e.axes = rows::ParseAxes(stmt.Text(3));
+    if (!stmt.IsNull(4)) e.from = CellStateFromName(stmt.Text(4));
+    e.to = CellStateFromName(stmt.Text(5)).value_or(CellState::kQueued);
+    e.at_unix_ms = stmt.Int(6);
+    e.attempt = static_cast<int>(stmt.Int(7));
+    e.worker_id = stmt.Text(8);
+    e.reason = stmt.Text(9);
+    events.push_back(std::move(e));
+  }
+}
+
 struct CellMatch {
   int64_t row;
   std::string study;
@@ -143,30 +170,29 @@ absl::StatusOr<std::vector<CellEvent>> SqliteStore::StudyEvents(const std::strin
   return Read<std::vector<CellEvent>>(
       [&](db::Connection& db) -> absl::StatusOr<std::vector<CellEvent>> {
         ONSET_ASSIGN_OR_RETURN(int64_t id, rows::StudyId(db, study));
-        ONSET_ASSIGN_OR_RETURN(
-            db::Statement stmt,
-            db.Prepare("SELECT e.seq, c.hash, c.axes_json, e.old_state, e.new_state, e.at, "
-                       "e.attempt, e.worker_id, e.reason FROM cell_events e "
-                       "JOIN cells c ON c.id = e.cell_id WHERE e.study_id = ? AND e.seq > ? "
-                       "ORDER BY e.seq LIMIT ?"));
+        ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                               db.Prepare(std::string("SELECT ") + kEventColumns +
+                                          " WHERE e.study_id = ? AND e.seq > ? "
+                                          "ORDER BY e.seq LIMIT ?"));
         stmt.BindAll(id, after_seq, std::max(1, limit));
-        std::vector<CellEvent> events;
-        while (true) {
-          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-          if (!row) return events;
-          CellEvent e;
-          e.seq = stmt.Int(0);
-          e.cell_id = stmt.Text(1);
-          e.axes = rows::ParseAxes(stmt.Text(2));
-          if (!stmt.IsNull(3)) e.from = CellStateFromName(stmt.Text(3));
-          e.to = CellStateFromName(stmt.Text(4)).value_or(CellState::kQueued);
-          e.at_unix_ms = stmt.Int(5);
-          e.attempt = static_cast<int>(stmt.Int(6));
-          e.worker_id = stmt.Text(7);
-          e.reason = stmt.Text(8);
-          events.push_back(std::move(e));
-        }
+        return ReadEvents(stmt);
       });
+}
+
+absl::StatusOr<std::vector<CellEvent>> SqliteStore::EventsAfter(int64_t after_seq, int limit) {
+  return Read<std::vector<CellEvent>>(
+      [&](db::Connection& db) -> absl::StatusOr<std::vector<CellEvent>> {
+        // A range of the primary key, whatever the length of the log.
+        ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                               db.Prepare(std::string("SELECT ") + kEventColumns +
+                                          " WHERE e.seq > ? ORDER BY e.seq LIMIT ?"));
+        stmt.BindAll(after_seq, std::max(1, limit));
+        return ReadEvents(stmt);
+      });
+}
+
+absl::StatusOr<int64_t> SqliteStore::LastEventSeq() {
+  return Read<int64_t>([&](db::Connection& db) { return LastSeq(db); });
 }
 
 int64_t SqliteStore::ChangeVersion() {

@@ -136,6 +136,17 @@ TEST_F(CoordinatorMetricsTest, PastTheBoundTheOtherStudiesAreSummed) {
   EXPECT_THAT(two, HasSubstr("onset_cells{study=\"_other\",state=\"queued\"} 0\n"));
 }
 
+TEST_F(CoordinatorMetricsTest, WebhookCountsOnlyWhenWebhooksAreConfigured) {
+  EXPECT_THAT(CoordinatorMetrics(Sources()).Render(), Not(HasSubstr("onset_notification")));
+  MetricsSources sources = Sources();
+  sources.notifications = [] { return NotificationCounts{5, 4, 3, 2}; };
+  const std::string page = CoordinatorMetrics(sources).Render();
+  EXPECT_THAT(page, HasSubstr("onset_notifications_sent_total 5\n"));
+  EXPECT_THAT(page, HasSubstr("onset_notification_failures_total 4\n"));
+  EXPECT_THAT(page, HasSubstr("onset_notifications_dropped_total 3\n"));
+  EXPECT_THAT(page, HasSubstr("onset_notifications_queued 2\n"));
+}
+
 TEST_F(CoordinatorMetricsTest, AnInMemoryDatabaseHasNoFileFamilies) {
   MetricsSources sources = Sources();
   sources.db_path = ":memory:";

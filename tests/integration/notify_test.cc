@@ -1,0 +1,243 @@
+// The real onsetd's webhook notifications (--notify-url), told to three local receivers at once:
+// one that answers 200, one that answers 500 to everything, one that takes the request and never
+// answers. The first gets, each once and in order, a cell failed for good, the study's end and
+// the last live worker lost while cells wait, as JSON with a `text` line; the failing one is
+// retried with backoff; the hanging one delays neither the others nor a lease; no secret path
+// reaches the log; onsetd still stops cleanly. Skips when onsetd or onset is not built.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/integration/harness.h"
+#include "worker/coordinator_client.h"
+
+namespace onset {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kStudy[] = R"(model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}
+train: {batch_tokens: 1K, micro_batch: 4}
+eval: {every_tokens: 10K, heldout_seqs: 4, niah_lengths: [64], niah_samples: 2}
+grid: {arch: [full, "swa:1"], window: [16], tokens: [20K], seeds: 1}
+)";
+
+// An HTTP/1.1 receiver on a loopback port: records each request's body, then answers `status`
+// and closes, or (status 0) holds the connection unanswered until it stops.
+class Receiver {
+ public:
+  explicit Receiver(int status) : status_(status) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd_, 16) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~Receiver() {
+    stop_ = true;
+    thread_.join();
+    for (int c : held_) close(c);
+    close(fd_);
+  }
+
+  // A URL with a secret in its path, as Slack's are.
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/hooks/SECRETPATH?key=SECRETKEY";
+  }
+  std::vector<std::string> bodies() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bodies_;
+  }
+  int requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(bodies_.size());
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      std::string request;
+      char buffer[4096];
+      size_t body_at = std::string::npos, length = 0;
+      while (!stop_) {
+        pollfd q{c, POLLIN, 0};
+        if (poll(&q, 1, 50) <= 0) continue;
+        const ssize_t n = read(c, buffer, sizeof(buffer));
+        if (n <= 0) break;
+        request.append(buffer, static_cast<size_t>(n));
+        if (body_at == std::string::npos &&
+            (body_at = request.find("\r\n\r\n")) != std::string::npos) {
+          body_at += 4;
+          std::string lower = request.substr(0, body_at);
+          for (char& ch : lower) ch = static_cast<char>(tolower(ch));
+          const size_t cl = lower.find("content-length:");
+          if (cl != std::string::npos) length = std::stoul(lower.substr(cl + 15));
+        }
+        if (body_at != std::string::npos && request.size() >= body_at + length) break;
+      }
+      if (body_at != std::string::npos) {
+        std::lock_guard<std::mutex> lock(mu_);
+        bodies_.push_back(request.substr(body_at, length));
+      }
+      if (status_ == 0) {
+        held_.push_back(c);  // never answered
+        continue;
+      }
+      const std::string reply = "HTTP/1.1 " + std::to_string(status_) +
+                                " X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+      (void)!write(c, reply.data(), reply.size());
+      close(c);
+    }
+  }
+
+  const int status_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::vector<int> held_;  // the serving thread's
+  std::mutex mu_;
+  std::vector<std::string> bodies_;
+};
+
+class NotifyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE"}) {
+      unsetenv(name);
+    }
+    dir_ = fs::temp_directory_path() / ("onset-notify-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(30));
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  testing::Ran Onset(std::vector<std::string> args) {
+    args.insert(args.begin(),
+                {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
+    testing::Child child = testing::Start(launcher_, "onset", std::move(args));
+    return testing::Finish(child, std::chrono::seconds(60));
+  }
+
+  std::string Write(const std::string& name) {
+    const std::string path = (dir_ / (name + ".yaml")).string();
+    std::ofstream(path) << "name: " << name << "\n" << kStudy;
+    return path;
+  }
+
+  // The kinds `receiver` was sent, once it has at least `n` (30 s at most).
+  static std::vector<nlohmann::json> WaitForEvents(Receiver& receiver, size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (receiver.bodies().size() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::vector<nlohmann::json> out;
+    for (const std::string& body : receiver.bodies()) {
+      out.push_back(nlohmann::json::parse(body, nullptr, false));
+    }
+    return out;
+  }
+
+  fs::path dir_;
+  worker::PosixProcessLauncher launcher_;
+  testing::Daemon daemon_;
+};
+
+TEST_F(NotifyTest, EventsReachAWorkingReceiverWhateverTheOthersDo) {
+  std::string missing;
+  if (!testing::HaveBinaries({"onsetd", "onset"}, &missing))
+    GTEST_SKIP() << missing << " not built";
+  Receiver ok(200), failing(500), hanging(0);
+  daemon_ = testing::StartDaemon(
+      launcher_, dir_,
+      {"--notify-url", ok.url(), "--notify-url", failing.url(), "--notify-url", hanging.url(),
+       "--max-failures", "1", "--heartbeat-interval-ms", "200", "--lease-ttl-ms", "2000"});
+  ASSERT_FALSE(daemon_.address.empty());
+  ASSERT_EQ(Onset({"submit", Write("told")}).code, 0);
+
+  // A worker takes a cell and its trainer crashes: with --max-failures 1 it fails for good.
+  auto client = worker::NewGrpcCoordinatorClient(daemon_.address, {daemon_.token, ""});
+  auto registered = client->Register("notify-test", {"cpu:0"}, "test", "");
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  auto lease = client->Lease(registered->worker_id, {"cpu:0"});
+  ASSERT_TRUE(lease.ok() && lease->job.has_value()) << lease.status();
+  const std::string failed_cell = lease->job->cell_id;
+  worker::JobResult crashed;
+  crashed.outcome = worker::JobOutcome::kFailed;
+  crashed.exit_code = 1;
+  crashed.reason = "exit code 1";
+  const auto leased_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client->Finish(registered->worker_id, lease->job->lease_id, crashed).ok());
+  // The hanging receiver holds a POST meanwhile; leases are not held up by it.
+  EXPECT_LT(std::chrono::steady_clock::now() - leased_at, std::chrono::seconds(5));
+
+  // The other cell cancelled: the study has ended.
+  ASSERT_EQ(Onset({"cancel", "told"}).code, 0);
+  std::vector<nlohmann::json> events = WaitForEvents(ok, 2);
+  ASSERT_EQ(events.size(), 2u) << ok.bodies().size();
+  EXPECT_EQ(events[0]["kind"], "cell_failed");
+  EXPECT_EQ(events[0]["study"], "told");
+  EXPECT_EQ(events[0]["cell_id"], failed_cell);
+  EXPECT_THAT(events[0]["text"].get<std::string>(), HasSubstr("failed for good"));
+  EXPECT_EQ(events[1]["kind"], "study_ended");
+  EXPECT_EQ(events[1]["study"], "told");
+  EXPECT_EQ(events[1]["cells_by_state"]["failed"], 1);
+  EXPECT_EQ(events[1]["cells_by_state"]["cancelled"], 1);
+  EXPECT_THAT(events[1]["text"].get<std::string>(), HasSubstr("\"told\" ended"));
+
+  // Cells wait in another study and the only worker exits: the last live worker is lost.
+  ASSERT_EQ(Onset({"submit", Write("waiting")}).code, 0);
+  ASSERT_TRUE(client->Deregister(registered->worker_id).ok());
+  events = WaitForEvents(ok, 3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2]["kind"], "workers_lost");
+  EXPECT_EQ(events[2]["cells_waiting"], 2);
+  EXPECT_THAT(events[2]["text"].get<std::string>(), HasSubstr("no live worker"));
+
+  // Nothing more for the working receiver; the failing one was tried again (backoff 1 s, 2 s);
+  // the hanging one holds its first POST.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_EQ(ok.requests(), 3);
+  EXPECT_GE(failing.requests(), 3) << "retries of the first event";
+  EXPECT_EQ(nlohmann::json::parse(failing.bodies()[1])["kind"], "cell_failed");
+  EXPECT_EQ(hanging.requests(), 1);
+
+  // A POST held by the hanging receiver ends within its 10 s timeout.
+  const auto stopping = std::chrono::steady_clock::now();
+  const worker::ExitStatus stopped = daemon_.child.process->Terminate(std::chrono::seconds(30));
+  EXPECT_TRUE(stopped.Succeeded()) << stopped.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(20));
+  const std::string log = daemon_.child.process->StderrTail();
+  EXPECT_THAT(log, HasSubstr("notifications to 3 URL(s)"));
+  EXPECT_THAT(log, HasSubstr("HTTP 500"));
+  EXPECT_THAT(log, Not(HasSubstr("SECRET")));
+}
+
+}  // namespace
+}  // namespace onset
