@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,6 +101,33 @@ class Heartbeats {
   Latencies phases_[kMaxPhases];
 };
 
+// GET http://ADDRESS/metrics with the token, within 60 s.
+absl::StatusOr<std::string> GetMetrics(const std::string& address, const std::string& token) {
+  namespace http = boost::beast::http;
+  try {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::resolver resolver(io);
+    boost::beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(60));
+    const size_t colon = address.rfind(':');
+    stream.connect(resolver.resolve(address.substr(0, colon), address.substr(colon + 1)));
+    http::request<http::empty_body> request(http::verb::get, "/metrics", 11);
+    request.set(http::field::host, address);
+    request.set(http::field::authorization, "Bearer " + token);
+    http::write(stream, request);
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    http::read(stream, buffer, parser);
+    if (parser.get().result_int() != 200) {
+      return absl::UnavailableError("HTTP " + std::to_string(parser.get().result_int()));
+    }
+    return parser.get().body();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(e.what());
+  }
+}
+
 }  // namespace
 
 int RunCostsBench(const CostsOptions& options) {
@@ -109,6 +140,9 @@ int RunCostsBench(const CostsOptions& options) {
   OnsetdOptions onsetd_options;
   onsetd_options.binary = (fs::path(options.bin_dir) / "onsetd").string();
   onsetd_options.dir = dir;
+  const std::string metrics_file = (fs::path(dir) / "metrics-addr").string();
+  onsetd_options.flags = {"--metrics-listen", "127.0.0.1:0", "--metrics-address-file",
+                          metrics_file};
   auto onsetd = OnsetdProcess::Start(onsetd_options);
   if (!onsetd.ok()) {
     std::fprintf(stderr, "%s\n", onsetd.status().ToString().c_str());
@@ -268,6 +302,43 @@ int RunCostsBench(const CostsOptions& options) {
   report("ListWorkers, all (" + std::to_string(listed) + " in " + std::to_string(pages + 1) +
              " pages)",
          Ms(Clock::now() - start));
+
+  // 6. An online backup of the database as it now stands, through the Backup call (what `onset
+  // backup` and --backup-every do), the copy discarded.
+  {
+    int64_t received = 0;
+    start = Clock::now();
+    absl::StatusOr<int64_t> size = client.Backup([&](std::string_view chunk) {
+      received += static_cast<int64_t>(chunk.size());
+      return true;
+    });
+    if (!size.ok()) fail("Backup", size.status());
+    report("Backup (" + std::to_string(received >> 20) + " MiB)", Ms(Clock::now() - start));
+  }
+
+  // 7. Scrapes of /metrics with every study and worker above, twenty times one second apart
+  // (a page younger than a second is served again, so each is read anew).
+  {
+    std::ifstream in(metrics_file);
+    std::string address;
+    std::getline(in, address);
+    Latencies scrapes;
+    size_t bytes = 0;
+    start = Clock::now();
+    for (int i = 0; i < 20 && !address.empty(); ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      const auto one = Clock::now();
+      absl::StatusOr<std::string> page = GetMetrics(address, daemon.security().token);
+      if (!page.ok()) {
+        fail("GET /metrics", page.status());
+        break;
+      }
+      bytes = page->size();
+      scrapes.Add(Ms(Clock::now() - one));
+    }
+    report("GET /metrics x20, 1 s apart", Ms(Clock::now() - start));
+    std::printf("  each: %s; %zu bytes\n", scrapes.Summary().c_str(), bytes);
+  }
 
   heartbeats.Stop();
   const bool alive = daemon.Alive();
