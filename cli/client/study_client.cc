@@ -276,6 +276,18 @@ absl::StatusOr<v1::DescribeCellResponse> StudyClient::DescribeCell(const std::st
   return response;
 }
 
+absl::Status StudyClient::RecordExport(const std::string& study, const std::string& cell_id,
+                                       const v1::CellExport& exported) {
+  v1::RecordExportRequest request;
+  request.set_study(study);
+  request.set_cell_id(cell_id);
+  *request.mutable_exported() = exported;
+  v1::RecordExportResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout_);
+  return Convert("RecordExport", stub_->RecordExport(&context, request, &response));
+}
+
 absl::StatusOr<StudyClient::Curves> StudyClient::Metrics(const std::string& study,
                                                          const std::vector<std::string>& metrics,
                                                          const std::vector<std::string>& cell_ids,

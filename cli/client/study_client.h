@@ -85,6 +85,9 @@ class StudyClient {
   // chunk (false from it ends the call); its size. The deadline is an hour: a large database
   // takes a while to copy and send.
   absl::StatusOr<int64_t> Backup(const std::function<bool(std::string_view)>& sink);
+  // Records an export of the cell (RecordExport).
+  absl::Status RecordExport(const std::string& study, const std::string& cell_id,
+                            const v1::CellExport& exported);
   absl::StatusOr<v1::DescribeCellResponse> DescribeCell(const std::string& study,
                                                         const std::string& cell_id);
   // ReadLogs; the deadline is the timeout plus the request's wait.

@@ -23,6 +23,15 @@ nlohmann::json CellJson(const v1::DescribeCellResponse& d) {
                            {"path", c.path()},
                            {"present", c.present()}});
   }
+  nlohmann::json exports = nlohmann::json::array();
+  for (const v1::CellExport& e : d.exports()) {
+    exports.push_back({{"format", e.format()},
+                       {"host", e.host()},
+                       {"path", e.path()},
+                       {"bytes", e.bytes()},
+                       {"tokens", e.tokens()},
+                       {"at_unix_ms", e.at_unix_ms()}});
+  }
   nlohmann::json axes = nlohmann::json::object();
   for (const auto& [axis, value] : d.cell().axes()) axes[axis] = value;
   nlohmann::json config = nlohmann::json::parse(d.config_json(), nullptr, false);
@@ -33,7 +42,8 @@ nlohmann::json CellJson(const v1::DescribeCellResponse& d) {
           {"axes", axes},
           {"config", config.is_discarded() ? nlohmann::json(d.config_json()) : config},
           {"checkpoint_dir", d.checkpoint_dir()},
-          {"checkpoints", checkpoints}};
+          {"checkpoints", checkpoints},
+          {"exports", exports}};
 }
 
 }  // namespace
@@ -84,6 +94,18 @@ int ArtifactsCommand(StudyClient& client, const ArtifactsOptions& options, std::
         << "\nconfig: " << d.config_json() << "\n";
   }
   out << table.Render();
+  // Exports, where the clients that wrote them said they are.
+  Table exports({"CELL", "FORMAT", "TOKENS", "BYTES", "WHERE"});
+  for (size_t c : {2u, 3u}) exports.AlignRight(c);
+  size_t exported = 0;
+  for (const v1::DescribeCellResponse& d : cells) {
+    for (const v1::CellExport& e : d.exports()) {
+      exports.AddRow({d.cell().id(), e.format(), e.tokens() > 0 ? FormatTokens(e.tokens()) : "?",
+                      std::to_string(e.bytes()), e.host() + ":" + e.path()});
+      ++exported;
+    }
+  }
+  if (exported > 0) out << "\nexports (onset export-model):\n" << exports.Render();
   if (missing > 0) {
     out << missing
         << " recorded checkpoint(s) are no longer there: the trainer keeps the newest "
@@ -101,7 +123,7 @@ void AddArtifactsCommand(CLI::App& app, CommandTable& table) {
   CLI::App* sub = app.add_subcommand(
       "artifacts",
       "what a study's cells produced and where: checkpoints (tokens, size, path, whether still "
-      "there) and config, from the coordinator's records");
+      "there), config and exports, from the coordinator's records");
   sub->add_option("STUDY", options->study, "study name")->required();
   sub->add_option("CELL", options->cell, "one cell: its id, or a unique prefix of one");
   sub->add_flag("--json", options->json, "print JSON (with each cell's config)");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -162,6 +163,44 @@ std::string ChooseCheckpoint(const ExportModelOptions& options,
   return "";
 }
 
+// The size of `path`: a file's, or the files' under a directory; 0 when it cannot be read.
+int64_t SizeOf(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return static_cast<int64_t>(fs::file_size(path, ec));
+  int64_t total = 0;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += static_cast<int64_t>(it->file_size(ec));
+  }
+  return total;
+}
+
+// Tells the coordinator where the export is (RecordExport), so that `onset artifacts` lists it.
+// A coordinator that cannot record it (the read-only view of a data directory no coordinator
+// serves) costs a note, not the export.
+void RecordTheExport(StudyClient& client, const ExportModelOptions& options,
+                     const v1::DescribeCellResponse& cell, const std::string& checkpoint,
+                     std::ostream& err) {
+  v1::CellExport exported;
+  exported.set_format(options.format);
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+  exported.set_host(host);
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(options.out, ec);
+  exported.set_path(ec ? options.out : absolute.lexically_normal().string());
+  exported.set_bytes(SizeOf(options.out));
+  for (const v1::CellCheckpoint& c : cell.checkpoints()) {
+    if (!c.path().empty() && fs::equivalent(c.path(), checkpoint, ec)) {
+      exported.set_tokens(c.tokens());
+      break;
+    }
+  }
+  if (absl::Status s = client.RecordExport(options.study, cell.cell().id(), exported); !s.ok()) {
+    err << "note: the export was not recorded by the coordinator (" << s.message()
+        << "), so onset artifacts will not list it\n";
+  }
+}
+
 }  // namespace
 
 int ExportModelCommand(StudyClient& client, const ExportModelOptions& options, std::ostream& out,
@@ -230,6 +269,7 @@ int ExportModelCommand(StudyClient& client, const ExportModelOptions& options, s
       !WriteLmEvalTask(options, trainer, config, exported_checkpoint, scratch.path(), out, err)) {
     return kExitFailure;
   }
+  RecordTheExport(client, options, *cell, exported_checkpoint, err);
   return kExitOk;
 }
 

@@ -384,7 +384,52 @@ grpc::Status StudyServiceImpl::DescribeCell(grpc::ServerContext* context,
     std::error_code ec;
     out->set_present(!out->path().empty() && std::filesystem::is_regular_file(out->path(), ec));
   }
+  for (const CellExport& e : outputs->exports) {
+    onset::v1::CellExport* out = response->add_exports();
+    out->set_format(e.format);
+    out->set_host(e.host);
+    out->set_path(e.path);
+    out->set_bytes(e.bytes);
+    out->set_tokens(e.tokens);
+    out->set_at_unix_ms(e.at_unix_ms);
+  }
   return grpc::Status::OK;
+}
+
+grpc::Status StudyServiceImpl::RecordExport(grpc::ServerContext* context,
+                                            const onset::v1::RecordExportRequest* request,
+                                            onset::v1::RecordExportResponse* /*response*/) {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  const onset::v1::CellExport& e = request->exported();
+  const auto invalid = [](const std::string& message) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+  };
+  // Shown in a terminal: no control characters (protobuf has checked the UTF-8).
+  const auto printable = [](const std::string& text) {
+    return std::none_of(text.begin(), text.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  };
+  if (request->cell_id().empty()) return invalid("cell_id: name a cell");
+  if (e.format() != "safetensors" && e.format() != "hf") {
+    return invalid("exported.format: must be safetensors or hf");
+  }
+  if (e.host().empty() || e.host().size() > 255 || !printable(e.host())) {
+    return invalid("exported.host: must be 1 to 255 bytes without control characters");
+  }
+  if (e.path().empty() || e.path().front() != '/' || e.path().size() > 4096 ||
+      !printable(e.path())) {
+    return invalid(
+        "exported.path: must be an absolute path of at most 4096 bytes without "
+        "control characters");
+  }
+  if (e.bytes() < 0 || e.tokens() < 0) {
+    return invalid("exported.bytes, exported.tokens: must not be negative");
+  }
+  absl::StatusOr<std::vector<std::string>> ids =
+      store_->ResolveCellIds(request->study(), {request->cell_id()});
+  if (!ids.ok()) return common::ToGrpcStatus(ids.status());
+  return common::ToGrpcStatus(store_->RecordExport(
+      request->study(), ids->front(), {e.format(), e.host(), e.path(), e.bytes(), e.tokens(), 0}));
 }
 
 grpc::Status StudyServiceImpl::Backup(grpc::ServerContext* context,

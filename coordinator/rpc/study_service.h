@@ -80,6 +80,9 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   grpc::Status DescribeCell(grpc::ServerContext* context,
                             const onset::v1::DescribeCellRequest* request,
                             onset::v1::DescribeCellResponse* response) override;
+  grpc::Status RecordExport(grpc::ServerContext* context,
+                            const onset::v1::RecordExportRequest* request,
+                            onset::v1::RecordExportResponse* response) override;
   grpc::Status Backup(grpc::ServerContext* context, const onset::v1::BackupRequest* request,
                       grpc::ServerWriter<onset::v1::BackupChunk>* writer) override;
 

@@ -26,11 +26,26 @@ struct CellResult {
   std::map<std::string, double> final_metrics;  // name -> value at its largest tokens count
 };
 
-// DescribeCell's answer: a cell, its config and the checkpoints its lineage recorded.
+// One export of a cell (`onset export-model`), as the client that wrote it reported it: the
+// files are wherever that client ran.
+struct CellExport {
+  std::string format;  // "safetensors" or "hf"
+  std::string host;    // the machine it was written on
+  std::string path;    // the file or directory there
+  int64_t bytes = 0;   // its size
+  int64_t tokens = 0;  // tokens trained by the checkpoint it was made from
+  int64_t at_unix_ms = 0;
+};
+// Exports kept per cell: the newest; an older one is forgotten as a new one is recorded.
+inline constexpr int kMaxCellExports = 64;
+
+// DescribeCell's answer: a cell, its config, the checkpoints its lineage recorded and its
+// exports.
 struct CellOutputs {
   CellInfo cell;
   std::string config_json;               // canonical cell config; a trunk's: its spec
   std::vector<ResumePoint> checkpoints;  // the newest first, at most kMaxDescribedCheckpoints
+  std::vector<CellExport> exports;       // the newest first, at most kMaxCellExports
 };
 inline constexpr int kMaxDescribedCheckpoints = 64;
 
@@ -72,6 +87,10 @@ class ResultStore {
   // unknown study or cell.
   virtual absl::StatusOr<CellOutputs> DescribeCell(const std::string& study,
                                                    const std::string& cell_id) = 0;
+  // Records an export of the cell `cell_id` (a full id) of `study`, stamped now; the cell keeps
+  // its newest kMaxCellExports. NotFound for an unknown study or cell.
+  virtual absl::Status RecordExport(const std::string& study, const std::string& cell_id,
+                                    const CellExport& exported) = 0;
   virtual absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,

@@ -234,9 +234,50 @@ absl::StatusOr<CellOutputs> SqliteStore::DescribeCell(const std::string& study,
     CellOutputs out;
     out.cell = std::move(found.front());
     out.config_json = stmt.Text(1);
+    const int64_t cell_row = stmt.Int(0);
     ONSET_ASSIGN_OR_RETURN(out.checkpoints,
-                           rows::ResumePoints(db, stmt.Int(0), kMaxDescribedCheckpoints));
+                           rows::ResumePoints(db, cell_row, kMaxDescribedCheckpoints));
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement exports,
+        db.Prepare("SELECT format, host, path, bytes, tokens, at_unix_ms FROM cell_exports "
+                   "WHERE cell_id = ?1 ORDER BY id DESC LIMIT ?2"));
+    exports.BindAll(cell_row, kMaxCellExports);
+    while (true) {
+      ONSET_ASSIGN_OR_RETURN(bool more, exports.Step());
+      if (!more) break;
+      out.exports.push_back({exports.Text(0), exports.Text(1), exports.Text(2), exports.Int(3),
+                             exports.Int(4), exports.Int(5)});
+    }
     return out;
+  });
+}
+
+absl::Status SqliteStore::RecordExport(const std::string& study, const std::string& cell_id,
+                                       const CellExport& exported) {
+  if (!writer_) return ReadOnlyError();
+  const int64_t now = clock_.WallUnixMs();
+  return writer_->Run([&](db::Connection& db) -> absl::Status {
+    ONSET_ASSIGN_OR_RETURN(int64_t study_id, rows::StudyId(db, study));
+    ONSET_ASSIGN_OR_RETURN(db::Statement find,
+                           db.Prepare("SELECT id FROM cells WHERE study_id = ?1 AND hash = ?2"));
+    find.BindAll(study_id, cell_id);
+    ONSET_ASSIGN_OR_RETURN(bool found, find.Step());
+    if (!found) return absl::NotFoundError(absl::StrCat("study ", study, " has no cell ", cell_id));
+    const int64_t cell_row = find.Int(0);
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement insert,
+        db.Prepare("INSERT INTO cell_exports (cell_id, format, host, path, bytes, tokens, "
+                   "at_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    ONSET_RETURN_IF_ERROR(insert
+                              .BindAll(cell_row, exported.format, exported.host, exported.path,
+                                       exported.bytes, exported.tokens, now)
+                              .Run());
+    // The newest kMaxCellExports stay.
+    ONSET_ASSIGN_OR_RETURN(
+        db::Statement trim,
+        db.Prepare("DELETE FROM cell_exports WHERE cell_id = ?1 AND id NOT IN (SELECT id FROM "
+                   "cell_exports WHERE cell_id = ?1 ORDER BY id DESC LIMIT ?2)"));
+    return trim.BindAll(cell_row, kMaxCellExports).Run();
   });
 }
 

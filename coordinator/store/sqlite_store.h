@@ -146,6 +146,8 @@ class SqliteStore final : public Store {
       const std::string& study) override;
   absl::StatusOr<CellOutputs> DescribeCell(const std::string& study,
                                            const std::string& cell_id) override;
+  absl::Status RecordExport(const std::string& study, const std::string& cell_id,
+                            const CellExport& exported) override;
   absl::Status ForEachMetricPoint(
       const std::string& study, const std::vector<std::string>& metrics,
       const std::vector<std::string>& cell_ids,

@@ -61,3 +61,53 @@ def test_a_deleted_checkpoint_is_recorded_but_not_present(study_data, onset_cli,
 def test_an_unknown_cell_is_named(study_data, onset_cli):
     result = artifacts(onset_cli, study_data, "ffffffffffffffff")
     assert result.returncode != 0 and "ffffffffffffffff" in result.stderr
+
+
+def test_an_export_is_recorded_by_the_coordinator_and_listed(study_data, onset_cli, tmp_path):
+    """`onset export-model` tells the coordinator where it wrote the export; `onset artifacts`
+    lists it (format, host, path, size). Without a coordinator to record it (the read-only view
+    of a data directory) the export is still written, with a note."""
+    import socket
+
+    import servers
+    from conftest import binary
+
+    branch = next(c for c in json.loads(artifacts(onset_cli, study_data, "--json").stdout)["cells"]
+                  if c["role"] == "branch")
+    checkpoint = next(c["path"] for c in branch["checkpoints"] if c["present"])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE", "ONSET_DATA_DIR")}
+
+    # No coordinator serves the data directory: written, not recorded, said so.
+    plain = str(tmp_path / "unrecorded")
+    result = subprocess.run([onset_cli, "export-model", STUDY, branch["id"], "--out", plain,
+                             "--checkpoint", checkpoint, "--data-dir", study_data],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "not recorded" in result.stderr
+    assert os.path.isfile(os.path.join(plain, "model.safetensors"))
+
+    database = servers.copy_database(study_data, str(tmp_path / "db"))
+    with servers.coordinator(binary("onsetd"), database) as (grpc, _, token_file):
+        remote = ["--coordinator", grpc, "--token-file", token_file]
+        out = str(tmp_path / "exported")
+        result = subprocess.run([onset_cli, "export-model", STUDY, branch["id"][:8], "--out", out,
+                                 "--checkpoint", checkpoint, *remote],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        assert result.returncode == 0, result.stderr
+        assert "not recorded" not in result.stderr
+        listed = subprocess.run([onset_cli, "artifacts", STUDY, branch["id"], "--json", *remote],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        assert listed.returncode == 0, listed.stderr
+        exports = json.loads(listed.stdout)["cells"][0]["exports"]
+        size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
+        assert len(exports) == 1
+        assert exports[0]["format"] == "safetensors"
+        assert exports[0]["path"] == out
+        assert exports[0]["host"] == socket.gethostname()
+        assert exports[0]["bytes"] == size
+        text = subprocess.run([onset_cli, "artifacts", STUDY, *remote], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+        assert "exports (onset export-model):" in text.stdout
+        assert f"{socket.gethostname()}:{out}" in text.stdout

@@ -540,6 +540,32 @@ TEST_F(SqliteStoreTest, ACellIsDescribedWithItsConfigAndCheckpoints) {
   EXPECT_TRUE(absl::IsNotFound(store_->DescribeCell("nope", job.cell_id).status()));
 }
 
+// RecordExport: a cell's exports, the newest first, the newest kMaxCellExports kept; NotFound for
+// a cell or study that is not there.
+TEST_F(SqliteStoreTest, ExportsAreRecordedNewestFirstAndBounded) {
+  ASSERT_TRUE(store_->AddStudy(Study(testing::kSmallStudy)).ok());
+  ClaimedJob job = Claim();
+  for (int i = 0; i < kMaxCellExports + 3; ++i) {
+    ASSERT_TRUE(store_
+                    ->RecordExport("small", job.cell_id,
+                                   {"hf", "host", "/out/" + std::to_string(i), 100 + i, 2000, 0})
+                    .ok());
+  }
+  absl::StatusOr<CellOutputs> described = store_->DescribeCell("small", job.cell_id);
+  ASSERT_TRUE(described.ok()) << described.status();
+  ASSERT_EQ(described->exports.size(), static_cast<size_t>(kMaxCellExports));
+  EXPECT_EQ(described->exports.front().path, "/out/" + std::to_string(kMaxCellExports + 2));
+  EXPECT_EQ(described->exports.front().bytes, 100 + kMaxCellExports + 2);
+  EXPECT_EQ(described->exports.front().format, "hf");
+  EXPECT_EQ(described->exports.front().tokens, 2000);
+  EXPECT_GT(described->exports.front().at_unix_ms, 0);
+  EXPECT_EQ(described->exports.back().path, "/out/3");
+  EXPECT_TRUE(absl::IsNotFound(
+      store_->RecordExport("small", "0000000000000000", {"hf", "h", "/x", 1, 0, 0})));
+  EXPECT_TRUE(
+      absl::IsNotFound(store_->RecordExport("nope", job.cell_id, {"hf", "h", "/x", 1, 0, 0})));
+}
+
 // A claim whose reply never reached its worker (no call
 // ever named the lease) costs the cell nothing, however often it happens, and the cell waits out
 // the stop margin before anyone claims it again.
