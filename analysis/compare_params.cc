@@ -58,6 +58,34 @@ absl::StatusOr<CompareSpec> ParseCompareParams(const CompareParams& params,
     }
     spec.baseline = {params.baseline.substr(0, eq), params.baseline.substr(eq + 1)};
   }
+  {
+    char* end = nullptr;
+    errno = 0;
+    spec.level = std::strtod(params.level.c_str(), &end);
+    if (params.level.empty() || end == params.level.c_str() || *end != '\0' ||
+        !(spec.level >= 0.5 && spec.level <= 0.999)) {
+      return Invalid("level", "a number from 0.5 to 0.999, e.g. 0.95", params.level);
+    }
+  }
+  {
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(params.bootstrap.c_str(), &end, 10);
+    if (params.bootstrap.empty() || *end != '\0' || errno == ERANGE || n < 100 || n > 100000) {
+      return Invalid("bootstrap", "an integer from 100 to 100000", params.bootstrap);
+    }
+    spec.bootstrap_resamples = static_cast<int>(n);
+  }
+  {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long seed = std::strtoull(params.bootstrap_seed.c_str(), &end, 10);
+    if (params.bootstrap_seed.empty() || params.bootstrap_seed[0] == '-' || *end != '\0' ||
+        errno == ERANGE) {
+      return Invalid("bootstrap-seed", "an unsigned integer", params.bootstrap_seed);
+    }
+    spec.bootstrap_seed = seed;
+  }
   return spec;
 }
 

@@ -11,12 +11,15 @@
 namespace onset::analysis {
 
 struct CompareParams {
-  std::string metric;              // any metric name the trainer reports; required
-  std::string threshold;           // a finite number; empty: none given
-  std::string direction = "auto";  // auto (down for losses, else up), up or down
-  std::string x = "tokens";        // tokens or flops
-  std::string by;                  // comma-separated axes; empty: every axis but seed
-  std::string baseline;            // AXIS=VALUE, both non-empty; empty: none
+  std::string metric;                // any metric name the trainer reports; required
+  std::string threshold;             // a finite number; empty: none given
+  std::string direction = "auto";    // auto (down for losses, else up), up or down
+  std::string x = "tokens";          // tokens or flops
+  std::string by;                    // comma-separated axes; empty: every axis but seed
+  std::string baseline;              // AXIS=VALUE, both non-empty; empty: none
+  std::string level = "0.95";        // of the intervals: a number in [0.5, 0.999]
+  std::string bootstrap = "2000";    // the speed-up's resamples: an integer in [100, 100000]
+  std::string bootstrap_seed = "1";  // the resampling's seed: an unsigned integer
 };
 
 // The spec of `params`. `threshold_required`: a comparison needs one (a plot does not; without

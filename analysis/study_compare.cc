@@ -173,20 +173,28 @@ CompareRow& RowFor(const v1::Cell& cell, CompareTable* table,
 
 // A row's statistics over its cells: the seed summary, the Kaplan-Meier emergence, the cost
 // ranges and the control's median.
-void SummariseRow(CompareRow* row) {
+void SummariseRow(const CompareSpec& spec, CompareRow* row) {
   row->summary = Summarise(row->cells);
   std::vector<Crossing> crossings;
-  for (const CellSummary& c : row->cells) crossings.push_back(c.crossing);
+  std::vector<double> finals, mean_logs;
+  for (const CellSummary& c : row->cells) {
+    crossings.push_back(c.crossing);
+    if (c.final_value) finals.push_back(*c.final_value);
+    if (c.mean_log) mean_logs.push_back(*c.mean_log);
+  }
   row->emergence = KaplanMeier(crossings);
+  row->median_interval = KaplanMeierMedianInterval(crossings, spec.level);
+  row->final_spread = SpreadOf(finals);
+  row->mean_log_spread = SpreadOf(mean_logs);
   row->params = RangeOf(
       row->costs, [](const CellCost& c) { return static_cast<double>(c.non_embedding_params); });
   row->flops_per_token =
       RangeOf(row->costs, [](const CellCost& c) { return c.train_flops_per_token; });
-  std::vector<double> finals;
+  std::vector<double> controls;
   for (const std::optional<double>& r : row->controls) {
-    if (r) finals.push_back(*r);
+    if (r) controls.push_back(*r);
   }
-  if (!finals.empty()) row->control_median = Median(finals);
+  if (!controls.empty()) row->control_median = Median(controls);
 }
 
 // Each row's speed-up over the row that matches it but for the baseline's axis.
@@ -199,6 +207,14 @@ void SetBaselines(const CompareSpec& spec, CompareTable* table) {
     const CompareRow& base = table->rows[*found];
     row.speed_up = SpeedUpOver(row.emergence.median, base.emergence.median);
     row.seedwise = SpeedUpOver(row.summary.max, base.summary.min);
+    std::vector<Crossing> mine, theirs;
+    for (const CellSummary& c : row.cells) mine.push_back(c.crossing);
+    for (const CellSummary& c : base.cells) theirs.push_back(c.crossing);
+    if (&row != &base) {
+      row.speed_up_interval = BootstrapSpeedUp(
+          mine, theirs, {spec.bootstrap_resamples, spec.bootstrap_seed, spec.level});
+      row.logrank = LogRankTest(mine, theirs);
+    }
   }
 }
 
@@ -253,12 +269,17 @@ CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
     }
   }
   table.eval_points.assign(eval_points.begin(), eval_points.end());
-  for (CompareRow& row : table.rows) SummariseRow(&row);
+  for (CompareRow& row : table.rows) SummariseRow(spec, &row);
   if (!spec.baseline.first.empty()) SetBaselines(spec, &table);
   return table;
 }
 
 namespace {
+
+nlohmann::json SpreadJson(const std::optional<Spread>& s) {
+  if (!s) return nullptr;
+  return {{"n", s->n}, {"mean", s->mean}, {"sd", s->sd}, {"min", s->min}, {"max", s->max}};
+}
 
 nlohmann::json SpeedUpJson(const SpeedUp& s) {
   static const char* kKinds[] = {"exact", "at_least", "at_most", "unknown"};
@@ -319,8 +340,13 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
                         {"max", CrossingJson(s.max, spec.x)},
                         {"emergence", {{"steps", steps}, {"by_eval_point", by_point}}},
                         {"cells", cells}};
+    g["median_interval"] = {{"level", row.median_interval.level},
+                            {"lower", CrossingJson(row.median_interval.lower, spec.x)},
+                            {"upper", CrossingJson(row.median_interval.upper, spec.x)}};
     g["final_median"] = Optional(s.final_median);
+    g["final"] = SpreadJson(row.final_spread);
     g["mean_over_log_tokens_median"] = Optional(s.mean_log_median);
+    g["mean_over_log_tokens"] = SpreadJson(row.mean_log_spread);
     if (control) g["control_final_median"] = Optional(row.control_median);
     g["non_embedding_params"] = RangeJson(row.params);
     g["train_flops_per_token"] = RangeJson(row.flops_per_token);
@@ -329,6 +355,21 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
       g["speed_up"] = SpeedUpJson(row.speed_up);
       g["speed_up"]["baseline_axes"] = table.rows[row.baseline_row].axes;
       g["seedwise_speed_up"] = SpeedUpJson(row.seedwise);
+      if (row.baseline_row != static_cast<size_t>(&row - table.rows.data())) {
+        const SpeedUpInterval& i = row.speed_up_interval;
+        g["speed_up"]["interval"] = {{"level", spec.level},
+                                     {"lower", SpeedUpJson(i.lower)},
+                                     {"upper", SpeedUpJson(i.upper)},
+                                     {"resamples", i.resamples},
+                                     {"bounded_resamples", i.bounded},
+                                     {"unknown_resamples", i.unknown},
+                                     {"seed", spec.bootstrap_seed}};
+        g["logrank"] = row.logrank.defined ? nlohmann::json{{"statistic", row.logrank.statistic},
+                                                            {"p_value", row.logrank.p_value},
+                                                            {"observed", row.logrank.observed_a},
+                                                            {"expected", row.logrank.expected_a}}
+                                           : nlohmann::json(nullptr);
+      }
     }
     groups.push_back(g);
   }

@@ -15,7 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/bootstrap.h"
 #include "analysis/convergence.h"
+#include "analysis/logrank.h"
+#include "analysis/median_interval.h"
+#include "analysis/spread.h"
 #include "analysis/survival.h"
 #include "onset/v1/onset.pb.h"
 
@@ -43,6 +47,11 @@ struct CompareSpec {
   std::vector<std::string> by;                   // empty: every display axis but seed
   std::pair<std::string, std::string> baseline;  // axis, value; empty axis: none
   XAxis x = XAxis::kTokens;
+  // The uncertainty shown with every answer: the level of the median's interval and the
+  // speed-up's, and the bootstrap's resamples and seed (bootstrap.h).
+  double level = 0.95;
+  int bootstrap_resamples = 2000;
+  uint64_t bootstrap_seed = 1;
 };
 
 // A cell's model, as the coordinator sizes it (v1::Cell); 0 when unknown (an older
@@ -69,10 +78,13 @@ struct CompareRow {
   std::vector<CellCost> costs;     // parallel to cells
   // Parallel to cells: the final value of the table's control_metric, when it has one.
   std::vector<std::optional<double>> controls;
-  GroupSummary summary;         // order statistics: min and max (and the finals)
-  Emergence emergence;          // Kaplan-Meier: crossed k/n and the median the table reports
-  std::optional<Range> params;  // non-embedding parameters over the cells that know
-  std::optional<Range> flops_per_token;  // training FLOPs per token likewise
+  GroupSummary summary;                // order statistics: min and max (and the finals)
+  Emergence emergence;                 // Kaplan-Meier: crossed k/n and the median the table reports
+  MedianInterval median_interval;      // the median's interval at spec.level
+  std::optional<Spread> final_spread;  // the final value over the cells
+  std::optional<Spread> mean_log_spread;  // the mean over log tokens over the cells
+  std::optional<Range> params;            // non-embedding parameters over the cells that know
+  std::optional<Range> flops_per_token;   // training FLOPs per token likewise
   std::optional<double> control_median;
   bool has_baseline = false;
   size_t baseline_row = 0;  // the index of the baseline group, when has_baseline
@@ -81,6 +93,10 @@ struct CompareRow {
   // baseline min / group max: at least 1 when every cell of the group crossed before every
   // cell of the baseline (its slowest seed against the baseline's fastest).
   SpeedUp seedwise;
+  // With a baseline: the speed-up's percentile-bootstrap interval over both groups' seeds, and
+  // the log-rank test of the two emergence curves.
+  SpeedUpInterval speed_up_interval;
+  LogRank logrank;
 };
 
 struct CompareTable {

@@ -92,7 +92,7 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
                    std::ostream& err) {
   const std::optional<CompareSpec> parsed =
       ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by,
-                 options.baseline},
+                 options.baseline, options.level, options.bootstrap, options.bootstrap_seed},
                 /*threshold_required=*/true, err);
   if (!parsed) return kExitBadInput;
   const CompareSpec& spec = *parsed;
@@ -305,6 +305,22 @@ void AddCompareCommand(CLI::App& app, CommandTable& table) {
       ->add_option("--x", compare->x,
                    "count tokens, or training FLOPs (tokens x FLOPs per token): flops")
       ->check(CLI::IsMember({"tokens", "flops"}))
+      ->capture_default_str();
+  compare_app
+      ->add_option("--level", compare->level,
+                   "confidence level of the intervals: the median's (Brookmeyer-Crowley) and the "
+                   "speed-up's (percentile bootstrap over seeds)")
+      ->type_name("FLOAT")
+      ->capture_default_str();
+  compare_app
+      ->add_option("--bootstrap", compare->bootstrap,
+                   "resamples of the seeds for the speed-up's interval")
+      ->type_name("INT")
+      ->capture_default_str();
+  compare_app
+      ->add_option("--bootstrap-seed", compare->bootstrap_seed,
+                   "seed of the resampling (the same seed gives the same interval)")
+      ->type_name("INT")
       ->capture_default_str();
   compare_app->add_flag("--json", compare->json, "print JSON");
   table.push_back({compare_app, Needs::kReader, "", "", [compare](const CommandContext& c) {

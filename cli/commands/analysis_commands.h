@@ -21,6 +21,9 @@ struct CompareOptions {
   std::string by;                  // comma-separated axes; empty: every axis but seed
   std::string baseline;            // AXIS=VALUE or empty
   std::string x = "tokens";        // tokens or flops: what T(x) and the speed-up count
+  std::string level = "0.95";      // of the intervals
+  std::string bootstrap = "2000";  // the speed-up interval's resamples
+  std::string bootstrap_seed = "1";
   bool json = false;
 };
 // Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis). Beside a NIAH

@@ -12,6 +12,13 @@
 namespace onset::cli {
 namespace {
 
+// "95%" for 0.95, "99.9%" for 0.999.
+std::string Percent(double level) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", level * 100);
+  return buf;
+}
+
 std::string Number(double v) {
   if (!std::isfinite(v)) return "-";
   return FormatValue(v);
@@ -33,6 +40,46 @@ std::string DescribeSpeedUp(const analysis::SpeedUp& s) {
       return "?";
   }
   return "-";
+}
+
+// "1.60x [0.90x, 2.80x]": a speed-up with its interval, or alone when the interval is unknown.
+std::string DescribeSpeedUpWithInterval(const analysis::SpeedUp& s,
+                                        const analysis::SpeedUpInterval& i) {
+  if (i.lower.kind == analysis::SpeedUp::kUnknown && i.upper.kind == analysis::SpeedUp::kUnknown) {
+    return DescribeSpeedUp(s) + " [?]";
+  }
+  return DescribeSpeedUp(s) + " [" + DescribeSpeedUp(i.lower) + ", " + DescribeSpeedUp(i.upper) +
+         "]";
+}
+
+// Whether the interval may hold 1x: its lower end at or below 1 (or unknown) and its upper end
+// at or above 1 (or unknown); an end that is a bound counts as reaching as far as it may.
+bool IntervalHoldsOne(const analysis::SpeedUpInterval& i) {
+  const auto may_be_at_most_one = [](const analysis::SpeedUp& s) {
+    return s.kind == analysis::SpeedUp::kUnknown || s.kind == analysis::SpeedUp::kAtMost ||
+           s.value <= 1;
+  };
+  const auto may_be_at_least_one = [](const analysis::SpeedUp& s) {
+    return s.kind == analysis::SpeedUp::kUnknown || s.kind == analysis::SpeedUp::kAtLeast ||
+           s.value >= 1;
+  };
+  return may_be_at_most_one(i.lower) && may_be_at_least_one(i.upper);
+}
+
+// "0.81 +-0.05": the mean and standard deviation over the cells ("-" when none).
+std::string DescribeSpread(const std::optional<analysis::Spread>& s) {
+  if (!s) return "-";
+  if (s->n < 2) return Number(s->mean);
+  return Number(s->mean) + " +-" + Number(s->sd);
+}
+
+// "p=0.031", "p<0.001", "-" when undefined.
+std::string DescribeP(const analysis::LogRank& t) {
+  if (!t.defined) return "-";
+  if (t.p_value < 0.001) return "p<0.001";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p=%.3f", t.p_value);
+  return buf;
 }
 
 // At most `n` of `points`, spread evenly over their indices (the first and the last kept).
@@ -101,7 +148,7 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
   if (control) headers.push_back(key_swap ? "KEY-SWAP" : "COPY-RATE");
   headers.push_back("MEAN/LOG-T");
   if (sized) Append(&headers, {"PARAMS", "FLOPS/TOK"});
-  if (baseline) Append(&headers, {"SPEED-UP", "SEED-WISE"});
+  if (baseline) Append(&headers, {"SPEED-UP", "SEED-WISE", "LOG-RANK"});
   Table out(headers);
   for (size_t c = first; c < headers.size(); ++c) out.AlignRight(c);
   for (const CompareRow& row : table.rows) {
@@ -114,18 +161,25 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
     cells.push_back(censored.empty() ? std::to_string(s.n)
                                      : absl::StrCat(s.n, " (", absl::StrJoin(censored, ", "), ")"));
     cells.push_back(absl::StrCat(row.emergence.crossed, "/", row.emergence.n));
-    cells.push_back(FormatCrossing(row.emergence.median, spec.x));
+    const analysis::MedianInterval& mi = row.median_interval;
+    cells.push_back(FormatCrossing(row.emergence.median, spec.x) + " [" +
+                    FormatCrossing(mi.lower, spec.x) + ", " + FormatCrossing(mi.upper, spec.x) +
+                    "]");
     cells.push_back(FormatCrossing(s.min, spec.x) + " - " + FormatCrossing(s.max, spec.x));
-    cells.push_back(s.final_median ? Number(*s.final_median) : "-");
+    cells.push_back(DescribeSpread(row.final_spread));
     if (control) cells.push_back(row.control_median ? Number(*row.control_median) : "-");
-    cells.push_back(s.mean_log_median ? Number(*s.mean_log_median) : "-");
+    cells.push_back(DescribeSpread(row.mean_log_spread));
     if (sized) {
       cells.push_back(DescribeRange(row.params));
       cells.push_back(DescribeRange(row.flops_per_token));
     }
     if (baseline) {
-      cells.push_back(row.has_baseline ? DescribeSpeedUp(row.speed_up) : "-");
+      const bool own = row.has_baseline && &table.rows[row.baseline_row] == &row;
+      cells.push_back(!row.has_baseline ? "-"
+                      : own             ? DescribeSpeedUp(row.speed_up)
+                            : DescribeSpeedUpWithInterval(row.speed_up, row.speed_up_interval));
       cells.push_back(row.has_baseline ? DescribeSpeedUp(row.seedwise) : "-");
+      cells.push_back(row.has_baseline && !own ? DescribeP(row.logrank) : "-");
     }
     out.AddRow(std::move(cells));
   }
@@ -133,19 +187,37 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
       spec.metric,
       spec.direction == analysis::Direction::kUp ? " >= " : " <= ", FormatValue(spec.threshold),
       spec.x == XAxis::kFlops ? ": training FLOPs to threshold" : ": tokens to threshold",
-      " over each group's cells (CROSSED: how many reached it; the median is Kaplan-Meier's, "
-      "\"<= X\": reached by the first eval point, at X; \"> X\": fewer than half reached it "
-      "within X)");
+      " over each group's cells (CROSSED: how many reached it; the median is Kaplan-Meier's "
+      "with its ",
+      Percent(spec.level),
+      " interval in brackets (Brookmeyer-Crowley), \"<= X\": reached by the first eval point, "
+      "at X; \"> X\": not reached within X, more seeds or tokens would tell); FINAL and "
+      "MEAN/LOG-T: mean +-sd over the cells");
   if (baseline) {
     absl::StrAppend(&text, "; speed-up against ", spec.baseline.first, "=", spec.baseline.second,
-                    " (SPEED-UP: of the medians; SEED-WISE: the baseline's fastest cell over the "
-                    "group's slowest, >= 1x when every cell of the group was faster)");
+                    " (SPEED-UP: of the medians, with its ", Percent(spec.level),
+                    " percentile-bootstrap interval over the seeds (", spec.bootstrap_resamples,
+                    " resamples, seed ", spec.bootstrap_seed,
+                    "); SEED-WISE: the baseline's fastest cell over the group's slowest, >= 1x "
+                    "when every cell of the group was faster; LOG-RANK: the p-value of the "
+                    "log-rank test of the group's emergence against the baseline's)");
   }
   if (control) {
     absl::StrAppend(&text, "; ", key_swap ? "KEY-SWAP" : "COPY-RATE", ": final ",
                     table.control_metric);
   }
   text += "\n" + out.Render();
+  // Where the data cannot tell the group from its baseline, say so in words.
+  if (baseline) {
+    for (const CompareRow& row : table.rows) {
+      if (!row.has_baseline || &table.rows[row.baseline_row] == &row) continue;
+      if (!IntervalHoldsOne(row.speed_up_interval)) continue;
+      std::vector<std::string> axes;
+      for (const std::string& a : table.by) axes.push_back(a + "=" + row.axes.at(a));
+      absl::StrAppend(&text, absl::StrJoin(axes, " "), ": the speed-up's ", Percent(spec.level),
+                      " interval includes 1x: these seeds cannot tell it from the baseline\n");
+    }
+  }
   // How many cells of each group had crossed by each eval point.
   if (!table.eval_points.empty()) {
     const std::vector<int64_t> points = Spread(table.eval_points, 10);

@@ -198,17 +198,19 @@ HttpResponse MetricCurves(ResultStore& store, const std::string& study, const st
   return Json(200, {{"metric", metric}, {"curves", out}});
 }
 
-// GET /api/studies/STUDY/compare?metric=M&threshold=V[&direction=&x=&by=&baseline=], the
+// GET /api/studies/STUDY/compare?metric=M&threshold=V[&direction=&x=&by=&baseline=&level=
+// &bootstrap=&bootstrap_seed=], the
 // parameters parsed as `onset compare` parses its flags (analysis/compare_params.h).
 HttpResponse CompareGroups(StudyStore& studies, ResultStore& results, const std::string& study,
                            const std::string& metric, Query& query) {
   const auto param = [&query](const char* name, const char* absent) {
     return query.count(name) ? query[name] : std::string(absent);
   };
-  absl::StatusOr<analysis::CompareSpec> parsed =
-      analysis::ParseCompareParams({metric, query["threshold"], param("direction", "auto"),
-                                    param("x", "tokens"), query["by"], query["baseline"]},
-                                   /*threshold_required=*/true);
+  absl::StatusOr<analysis::CompareSpec> parsed = analysis::ParseCompareParams(
+      {metric, query["threshold"], param("direction", "auto"), param("x", "tokens"), query["by"],
+       query["baseline"], param("level", "0.95"), param("bootstrap", "2000"),
+       param("bootstrap_seed", "1")},
+      /*threshold_required=*/true);
   if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
   const analysis::CompareSpec& spec = *parsed;
   absl::StatusOr<v1::GetStudyResponse> got = StudyProto(studies, study, /*grid_points_only=*/true);

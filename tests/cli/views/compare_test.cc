@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace onset::cli {
@@ -71,8 +72,13 @@ TEST(CompareTest, GroupsSeedsAndComputesSpeedUpsAgainstTheBaseline) {
   EXPECT_THAT(text, HasSubstr("<= 0.25x"));
   EXPECT_THAT(text, HasSubstr("1 cells have no niah/acc point yet"));
   // The first-point crossing is a bound, never a bare number.
-  EXPECT_THAT(text, HasSubstr("swa        2 (2 <=)      2/2   <= 1M  <= 1M - <= 1M"));
-  EXPECT_THAT(text, HasSubstr("lightning   1 (1 >)      0/1    > 8M    > 8M - > 8M"));
+  // So are the ends of its interval.
+  EXPECT_THAT(text, HasSubstr("swa        2 (2 <=)      2/2  <= 1M [<= 1M, <= 1M]  <= 1M - <= 1M"));
+  EXPECT_THAT(text, HasSubstr("lightning   1 (1 >)      0/1     > 8M [> 8M, > 8M]    > 8M - > 8M"));
+  // The speed-up's bootstrap interval beside it, and the log-rank test's p-value.
+  EXPECT_THAT(text, HasSubstr(">= 2.00x [>= 2.00x, >= 2.00x]   >= 2.00x   p=0.083"));
+  EXPECT_THAT(text, HasSubstr("95% percentile-bootstrap interval over the seeds (2000 resamples, "
+                              "seed 1)"));
   // How many cells had crossed by each eval point.
   EXPECT_THAT(text, HasSubstr("cells past 0.5 by tokens seen (crossed/observed):\n"
                               "ARCH        1M   4M\n"
@@ -117,10 +123,10 @@ TEST(CompareTest, SizesCopyRatesAndFlops) {
   std::string error;
   CompareTable table = Compare(study, curves, spec, &error);
   std::string text = RenderCompare(table, spec);
-  EXPECT_THAT(text, HasSubstr("FINAL  COPY-RATE  MEAN/LOG-T  PARAMS  FLOPS/TOK  SPEED-UP"));
+  EXPECT_THAT(text, HasSubstr("FINAL  COPY-RATE  MEAN/LOG-T  PARAMS  FLOPS/TOK"));
   EXPECT_THAT(text, HasSubstr("COPY-RATE: final niah/control/distractor_copy_rate"));
-  EXPECT_THAT(text, HasSubstr("0.25         0.5    1.2M       7.5M     1.00x"));
-  EXPECT_THAT(text, HasSubstr("0.9          -         0.7    800K         5M  >= 2.00x"));
+  EXPECT_THAT(text, HasSubstr("0.8 +-0       0.25     0.5 +-0    1.2M       7.5M"));
+  EXPECT_THAT(text, HasSubstr("0.9 +-0          -     0.7 +-0    800K         5M  >= 2.00x"));
 
   // Counted in FLOPs: full crosses at 2M x 7.5M = 1.5e13, swa by 1M x 5M = 5e12.
   spec.x = XAxis::kFlops;
@@ -146,6 +152,80 @@ TEST(CompareTest, AnUnknownAxisIsRefused) {
   error.clear();
   Compare(Study(), Curves5(), spec, &error);
   EXPECT_THAT(error, HasSubstr("--baseline: optimizer"));
+}
+
+}  // namespace
+}  // namespace onset::cli
+
+namespace onset::cli {
+namespace {
+
+// Three seeds a side whose crossings overlap (full at 1.5M, 2M, 3M; swa at 1.2M, 2.5M, 3.5M):
+// the medians differ, but the speed-up's interval includes 1x and the text says so; --json
+// carries the intervals, the log-rank test and the spreads.
+TEST(CompareTest, IntervalsAndTheWordsWhenTheyIncludeOne) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  Curves curves;
+  const double full[] = {1.5e6, 2e6, 3e6}, swa[] = {1.2e6, 2.5e6, 3.5e6};
+  for (int i = 0; i < 6; ++i) {
+    v1::Cell* c = study.add_cells();
+    c->set_id("c" + std::to_string(i));
+    c->set_state(v1::CELL_STATE_SUCCEEDED);
+    c->set_tokens_budget(8'000'000);
+    (*c->mutable_axes())["arch"] = i < 3 ? "full" : "swa";
+    (*c->mutable_axes())["seed"] = std::to_string(i % 3);
+    const double cross = i < 3 ? full[i] : swa[i - 3];
+    // 0 at 1M, 1 at 4M in log tokens: crosses 0.5 where log(t) is halfway, so pick the value at
+    // 1M and 4M that put the crossing at `cross`.
+    const double f = std::log(cross / 1e6) / std::log(4.0);
+    curves[c->id()]["niah/acc"] = {{1'000'000, 0.5 - f}, {4'000'000, 1.5 - f}};
+  }
+  CompareSpec spec;
+  spec.metric = "niah/acc";
+  spec.threshold = 0.5;
+  spec.baseline = {"arch", "full"};
+  std::string error;
+  const CompareTable table = Compare(study, curves, spec, &error);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(table.rows.size(), 2u);
+  const CompareRow& row = table.rows[1];
+  EXPECT_NEAR(row.emergence.median.at, 2.5e6, 1);
+  EXPECT_NEAR(row.median_interval.lower.at, 1.2e6, 1);
+  EXPECT_NEAR(row.median_interval.upper.at, 3.5e6, 1);
+  EXPECT_LT(row.speed_up_interval.lower.value, 1);
+  EXPECT_GT(row.speed_up_interval.upper.value, 1);
+  EXPECT_TRUE(row.logrank.defined);
+  EXPECT_GT(row.logrank.p_value, 0.5);
+
+  const std::string text = RenderCompare(table, spec);
+  EXPECT_THAT(text, HasSubstr("2.5M [1.2M, 3.5M]"));
+  EXPECT_THAT(text, HasSubstr("arch=swa: the speed-up's 95% interval includes 1x: these seeds "
+                              "cannot tell it from the baseline"));
+  EXPECT_THAT(text, Not(HasSubstr("arch=full: the speed-up")));
+
+  const nlohmann::json json = nlohmann::json::parse(CompareJson(table, spec));
+  const nlohmann::json& g = json["groups"][1];
+  EXPECT_EQ(g["median_interval"]["level"], 0.95);
+  EXPECT_NEAR(g["median_interval"]["lower"]["tokens"].get<double>(), 1.2e6, 1);
+  EXPECT_NEAR(g["median_interval"]["upper"]["tokens"].get<double>(), 3.5e6, 1);
+  EXPECT_EQ(g["speed_up"]["interval"]["resamples"], 2000);
+  EXPECT_EQ(g["speed_up"]["interval"]["seed"], 1);
+  EXPECT_EQ(g["speed_up"]["interval"]["lower"]["kind"], "exact");
+  EXPECT_GT(g["logrank"]["p_value"].get<double>(), 0.5);
+  EXPECT_EQ(g["final"]["n"], 3);
+  EXPECT_TRUE(g["mean_over_log_tokens"].contains("sd"));
+  EXPECT_FALSE(json["groups"][0].contains("logrank"));  // the baseline itself
+
+  // Another level and seed: the same median, a narrower interval at 50%.
+  spec.level = 0.5;
+  spec.bootstrap_seed = 9;
+  const CompareTable narrow = Compare(study, curves, spec, &error);
+  EXPECT_GE(narrow.rows[1].median_interval.lower.at, row.median_interval.lower.at);
+  EXPECT_LE(narrow.rows[1].median_interval.upper.at, row.median_interval.upper.at);
+  EXPECT_LE(
+      narrow.rows[1].speed_up_interval.upper.value - narrow.rows[1].speed_up_interval.lower.value,
+      row.speed_up_interval.upper.value - row.speed_up_interval.lower.value);
 }
 
 }  // namespace
