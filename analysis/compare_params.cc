@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/metric_names.h"
 
 namespace onset::analysis {
 namespace {
@@ -85,6 +86,43 @@ absl::StatusOr<CompareSpec> ParseCompareParams(const CompareParams& params,
       return Invalid("bootstrap-seed", "an unsigned integer", params.bootstrap_seed);
     }
     spec.bootstrap_seed = seed;
+  }
+  if (params.best_over.empty()) {
+    if (!params.select.empty() || !params.select_on_seeds.empty()) {
+      return absl::InvalidArgumentError(
+          "select: --select and --select-on-seeds choose the value of --best-over AXIS: name it");
+    }
+    return spec;
+  }
+  spec.best_over.axis = params.best_over;
+  spec.best_over.metric = metric::kHeldoutLoss;
+  spec.best_over.rule = BestOverSpec::Rule::kMin;
+  if (!params.select.empty()) {
+    const size_t colon = params.select.rfind(':');
+    std::string rule = "min";
+    spec.best_over.metric = params.select;
+    if (colon != std::string::npos) {
+      spec.best_over.metric = params.select.substr(0, colon);
+      rule = params.select.substr(colon + 1);
+    } else if (DefaultDirection(params.select) == Direction::kUp) {
+      rule = "max";  // an accuracy is best high, a loss low
+    }
+    if (spec.best_over.metric.empty()) {
+      return Invalid("select", "METRIC[:min|max|crossing]", params.select);
+    }
+    if (rule == "min") {
+      spec.best_over.rule = BestOverSpec::Rule::kMin;
+    } else if (rule == "max") {
+      spec.best_over.rule = BestOverSpec::Rule::kMax;
+    } else if (rule == "crossing") {
+      spec.best_over.rule = BestOverSpec::Rule::kCrossing;
+    } else {
+      return Invalid("select", "METRIC[:min|max|crossing]", params.select);
+    }
+  }
+  for (absl::string_view seed :
+       absl::StrSplit(params.select_on_seeds, ',', absl::SkipWhitespace())) {
+    spec.best_over.selection_seeds.emplace(absl::StripAsciiWhitespace(seed));
   }
   return spec;
 }

@@ -20,6 +20,9 @@ struct CompareParams {
   std::string level = "0.95";        // of the intervals: a number in [0.5, 0.999]
   std::string bootstrap = "2000";    // the speed-up's resamples: an integer in [100, 100000]
   std::string bootstrap_seed = "1";  // the resampling's seed: an unsigned integer
+  std::string best_over;             // an axis chosen per group (best_over.h); empty: none
+  std::string select;                // METRIC[:min|max|crossing]; empty: eval/heldout_loss:min
+  std::string select_on_seeds;       // comma-separated seed values; empty: every cell
 };
 
 // The spec of `params`. `threshold_required`: a comparison needs one (a plot does not; without

@@ -98,12 +98,27 @@ bool GroupingAxes(const v1::GetStudyResponse& study, const CompareSpec& spec,
     for (const auto& [k, v] : c.axes()) all_axes.insert(k);
   }
   *by = spec.by;
+  const std::string& best = spec.best_over.axis;
   if (by->empty()) {
     for (const char* named : {"arch", "window", "pos", "tokens"}) {
-      if (all_axes.count(named)) by->push_back(named);
+      if (all_axes.count(named) && named != best) by->push_back(named);
     }
     for (const std::string& a : all_axes) {
-      if (a != "seed" && std::find(by->begin(), by->end(), a) == by->end()) by->push_back(a);
+      if (a != "seed" && a != best && std::find(by->begin(), by->end(), a) == by->end()) {
+        by->push_back(a);
+      }
+    }
+  }
+  if (!best.empty()) {
+    if (best == "seed") {
+      *error = "--best-over: seed is what the comparison aggregates over, not a nuisance axis";
+      return false;
+    }
+    if (std::find(by->begin(), by->end(), best) != by->end() || spec.baseline.first == best) {
+      *error = "--best-over: " + best +
+               " is chosen within each group, so it cannot also group them (--by) or be the "
+               "baseline's axis";
+      return false;
     }
   }
   for (const std::string& a : *by) {
@@ -226,10 +241,18 @@ std::vector<std::string> ControlMetrics(const std::string& metric) {
   return metric::ControlsOf(metric);
 }
 
-CompareTable Compare(const v1::GetStudyResponse& study, const Curves& curves,
+CompareTable Compare(const v1::GetStudyResponse& all_cells, const Curves& curves,
                      const CompareSpec& spec, std::string* error) {
   CompareTable table;
-  if (!GroupingAxes(study, spec, &table.by, error)) return table;
+  if (!GroupingAxes(all_cells, spec, &table.by, error)) return table;
+  // With a nuisance axis: only the cells of each group's chosen value (best_over.h).
+  v1::GetStudyResponse chosen;
+  if (!spec.best_over.axis.empty()) {
+    chosen = SelectBest(all_cells, curves, spec.best_over, table.by, spec.threshold, &table.choices,
+                        error);
+    if (!error->empty()) return table;
+  }
+  const v1::GetStudyResponse& study = spec.best_over.axis.empty() ? all_cells : chosen;
   const std::string control = PreferredControl(spec.metric, curves);
   std::set<int64_t> eval_points;
   std::map<std::map<std::string, std::string>, size_t> index;
@@ -382,6 +405,32 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
                         {"eval_points", table.eval_points},
                         {"cells_without_points", table.cells_without_points}};
   if (spec.x == XAxis::kFlops) out["cells_without_flops"] = table.cells_without_flops;
+  if (!spec.best_over.axis.empty()) {
+    nlohmann::json choices = nlohmann::json::array();
+    for (const BestOverChoice& c : table.choices) {
+      nlohmann::json scores = nlohmann::json::object();
+      for (const auto& [value, score] : c.scores) scores[value] = Optional(score);
+      nlohmann::json choice = {
+          {"axes", c.group},
+          {"chosen", c.chosen.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.chosen)},
+          {"scores", scores},
+          {"selection_cells", c.selection_cells}};
+      if (!c.medians.empty()) {
+        nlohmann::json medians = nlohmann::json::object();
+        for (const auto& [value, median] : c.medians) {
+          medians[value] = CrossingJson(median, XAxis::kTokens);
+        }
+        choice["medians"] = medians;
+      }
+      choices.push_back(choice);
+    }
+    const BestOverSpec& b = spec.best_over;
+    out["best_over"] = {{"axis", b.axis},
+                        {"metric", b.metric},
+                        {"rule", RuleName(b.rule)},
+                        {"selection_seeds", b.selection_seeds},
+                        {"choices", choices}};
+  }
   if (control) {
     out["control_metric"] = table.control_metric;
     // What the control measures, so that no reader parses its name.

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/best_over.h"
 #include "analysis/bootstrap.h"
 #include "analysis/convergence.h"
 #include "analysis/logrank.h"
@@ -52,6 +53,8 @@ struct CompareSpec {
   double level = 0.95;
   int bootstrap_resamples = 2000;
   uint64_t bootstrap_seed = 1;
+  // A nuisance axis chosen per group by a stated rule (best_over.h); axis empty: none.
+  BestOverSpec best_over;
 };
 
 // A cell's model, as the coordinator sizes it (v1::Cell); 0 when unknown (an older
@@ -110,6 +113,8 @@ struct CompareTable {
   // XAxis::kTokens: every eval point (tokens) some grouped cell has a value at, ascending;
   // what the table of crossings by eval point is read at.
   std::vector<int64_t> eval_points;
+  // With spec.best_over: each group's choice, in the study's order.
+  std::vector<BestOverChoice> choices;
 };
 
 // The NIAH controls that belong beside an accuracy, in order of preference: the key-swap rate

@@ -53,6 +53,9 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
   for (const std::string& control : analysis::ControlMetrics(spec.metric)) {
     metrics.push_back(control);
   }
+  if (!spec.best_over.axis.empty() && spec.best_over.metric != spec.metric) {
+    metrics.push_back(spec.best_over.metric);  // what chooses the nuisance axis's value
+  }
   absl::StatusOr<Curves> curves = client.Metrics(study_name, metrics);
   if (!curves.ok()) return ReportError(curves.status(), err);
   std::string error;
@@ -92,7 +95,8 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
                    std::ostream& err) {
   const std::optional<CompareSpec> parsed =
       ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by,
-                 options.baseline, options.level, options.bootstrap, options.bootstrap_seed},
+                 options.baseline, options.level, options.bootstrap, options.bootstrap_seed,
+                 options.best_over, options.select, options.select_on_seeds},
                 /*threshold_required=*/true, err);
   if (!parsed) return kExitBadInput;
   const CompareSpec& spec = *parsed;
@@ -322,6 +326,16 @@ void AddCompareCommand(CLI::App& app, CommandTable& table) {
                    "seed of the resampling (the same seed gives the same interval)")
       ->type_name("INT")
       ->capture_default_str();
+  compare_app->add_option("--best-over", compare->best_over,
+                          "an axis to choose within each group by --select instead of grouping "
+                          "by it (e.g. train.lr: each architecture at its best learning rate)");
+  compare_app->add_option("--select", compare->select,
+                          "how --best-over chooses: METRIC[:min|max|crossing], the mean final "
+                          "value or the earliest median crossing of --threshold (default: " +
+                              std::string(metric::kHeldoutLoss) + ":min)");
+  compare_app->add_option("--select-on-seeds", compare->select_on_seeds,
+                          "choose on these seeds' cells only (e.g. 0,1) and compare the others, "
+                          "so the choice is not scored on the data that made it");
   compare_app->add_flag("--json", compare->json, "print JSON");
   table.push_back({compare_app, Needs::kReader, "", "", [compare](const CommandContext& c) {
                      return CompareCommand(*c.client, *compare, *c.out, *c.err);

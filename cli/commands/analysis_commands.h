@@ -24,6 +24,9 @@ struct CompareOptions {
   std::string level = "0.95";      // of the intervals
   std::string bootstrap = "2000";  // the speed-up interval's resamples
   std::string bootstrap_seed = "1";
+  std::string best_over;        // a nuisance axis chosen per group
+  std::string select;           // its selection rule, METRIC[:min|max|crossing]
+  std::string select_on_seeds;  // the seeds that choose (the others are compared)
   bool json = false;
 };
 // Exit codes: 0, 1 (coordinator, unknown study), 2 (bad flag, unknown axis). Beside a NIAH

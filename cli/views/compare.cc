@@ -82,6 +82,46 @@ std::string DescribeP(const analysis::LogRank& t) {
   return buf;
 }
 
+// The nuisance axis's choice per group, with every value's score: the rule in words first.
+std::string RenderChoices(const CompareTable& table, const CompareSpec& spec) {
+  const analysis::BestOverSpec& b = spec.best_over;
+  std::string rule;
+  switch (b.rule) {
+    case analysis::BestOverSpec::Rule::kMin:
+      rule = "the lowest mean final " + b.metric;
+      break;
+    case analysis::BestOverSpec::Rule::kMax:
+      rule = "the highest mean final " + b.metric;
+      break;
+    case analysis::BestOverSpec::Rule::kCrossing:
+      rule = "the earliest median crossing of " + b.metric + " at " + FormatValue(spec.threshold);
+      break;
+  }
+  std::string text = absl::StrCat("\n", b.axis, " chosen per group by ", rule);
+  if (b.selection_seeds.empty()) {
+    text += " (chosen and compared on the same cells)";
+  } else {
+    absl::StrAppend(&text, ", chosen on seeds ", absl::StrJoin(b.selection_seeds, ","),
+                    " and compared on the others");
+  }
+  text += ":\n";
+  for (const analysis::BestOverChoice& c : table.choices) {
+    std::vector<std::string> axes, scores;
+    for (const auto& [a, v] : c.group) axes.push_back(a + "=" + v);
+    for (const auto& [value, score] : c.scores) {
+      const auto median = c.medians.find(value);
+      scores.push_back(value + ": " +
+                       (median != c.medians.end() ? FormatCrossing(median->second)
+                        : score                   ? Number(*score)
+                                                  : "-"));
+    }
+    absl::StrAppend(&text, "  ", axes.empty() ? "all" : absl::StrJoin(axes, " "), ": ", b.axis, "=",
+                    c.chosen.empty() ? "none (no value reported " + b.metric + ")" : c.chosen, " (",
+                    absl::StrJoin(scores, ", "), ")\n");
+  }
+  return text;
+}
+
 // At most `n` of `points`, spread evenly over their indices (the first and the last kept).
 std::vector<int64_t> Spread(const std::vector<int64_t>& points, size_t n) {
   if (points.size() <= n || n < 2) return points;
@@ -207,6 +247,7 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
                     table.control_metric);
   }
   text += "\n" + out.Render();
+  if (!spec.best_over.axis.empty()) text += RenderChoices(table, spec);
   // Where the data cannot tell the group from its baseline, say so in words.
   if (baseline) {
     for (const CompareRow& row : table.rows) {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace onset::analysis {
 namespace {
 
@@ -67,6 +69,63 @@ TEST(CompareParamsTest, RefusalsNameTheParameterAndWhatItGot) {
   CompareParams plot;
   plot.metric = "niah/acc";
   EXPECT_TRUE(ParseCompareParams(plot, /*threshold_required=*/false).ok());
+}
+
+TEST(CompareParamsTest, LevelsBootstrapAndBestOver) {
+  CompareParams p;
+  p.metric = "niah/acc";
+  p.threshold = "0.5";
+  absl::StatusOr<CompareSpec> spec = ParseCompareParams(p, true);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->level, 0.95);
+  EXPECT_EQ(spec->bootstrap_resamples, 2000);
+  EXPECT_EQ(spec->bootstrap_seed, 1u);
+  EXPECT_TRUE(spec->best_over.axis.empty());
+
+  p.level = "0.9";
+  p.bootstrap = "500";
+  p.bootstrap_seed = "42";
+  p.best_over = "lr";
+  spec = ParseCompareParams(p, true);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->level, 0.9);
+  EXPECT_EQ(spec->bootstrap_resamples, 500);
+  EXPECT_EQ(spec->bootstrap_seed, 42u);
+  EXPECT_EQ(spec->best_over.axis, "lr");
+  EXPECT_EQ(spec->best_over.metric, "eval/heldout_loss");  // by default not the answer
+  EXPECT_EQ(spec->best_over.rule, BestOverSpec::Rule::kMin);
+
+  p.select = "niah/acc";  // an accuracy: best high
+  p.select_on_seeds = "0, 1";
+  spec = ParseCompareParams(p, true);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->best_over.rule, BestOverSpec::Rule::kMax);
+  EXPECT_EQ(spec->best_over.selection_seeds, (std::set<std::string>{"0", "1"}));
+  p.select = "eval/short_loss:crossing";
+  spec = ParseCompareParams(p, true);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->best_over.metric, "eval/short_loss");
+  EXPECT_EQ(spec->best_over.rule, BestOverSpec::Rule::kCrossing);
+
+  const auto refused = [&](CompareParams q) {
+    return std::string(ParseCompareParams(q, true).status().message());
+  };
+  CompareParams bad = p;
+  bad.select = "eval/short_loss:median";
+  EXPECT_EQ(refused(bad),
+            "select: must be METRIC[:min|max|crossing], got 'eval/short_loss:median'");
+  bad = p;
+  bad.level = "95";
+  EXPECT_EQ(refused(bad), "level: must be a number from 0.5 to 0.999, e.g. 0.95, got '95'");
+  bad = p;
+  bad.bootstrap = "10";
+  EXPECT_EQ(refused(bad), "bootstrap: must be an integer from 100 to 100000, got '10'");
+  bad = p;
+  bad.bootstrap_seed = "-1";
+  EXPECT_EQ(refused(bad), "bootstrap-seed: must be an unsigned integer, got '-1'");
+  bad = p;
+  bad.best_over = "";
+  EXPECT_THAT(refused(bad), ::testing::StartsWith("select: --select and --select-on-seeds"));
 }
 
 }  // namespace
