@@ -277,6 +277,7 @@ CompareTable Compare(const v1::GetStudyResponse& all_cells, const Curves& curves
     s.final_value = FinalValue(points);
     s.mean_log = MeanOverLogTokens(points);
     row.cell_ids.push_back(cell.id());
+    if (!cell.study().empty()) ++row.studies[cell.study()];
     row.cells.push_back(s);
     row.costs.push_back(cost);
     row.controls.push_back(FinalValue(PointsOf(curves, cell.id(), control)));
@@ -374,6 +375,7 @@ std::string CompareJson(const CompareTable& table, const CompareSpec& spec) {
     g["non_embedding_params"] = RangeJson(row.params);
     g["train_flops_per_token"] = RangeJson(row.flops_per_token);
     if (!row.aliases.empty()) g["aliases"] = row.aliases;
+    if (!row.studies.empty()) g["studies"] = row.studies;
     if (row.has_baseline) {
       g["speed_up"] = SpeedUpJson(row.speed_up);
       g["speed_up"]["baseline_axes"] = table.rows[row.baseline_row].axes;

@@ -77,8 +77,9 @@ struct CompareRow {
   // pos nope).
   std::map<std::string, std::set<std::string>> aliases;
   std::vector<std::string> cell_ids;
-  std::vector<CellSummary> cells;  // crossings in the spec's x: tokens or FLOPs
-  std::vector<CellCost> costs;     // parallel to cells
+  std::map<std::string, int> studies;  // the studies its cells come from, with their counts
+  std::vector<CellSummary> cells;      // crossings in the spec's x: tokens or FLOPs
+  std::vector<CellCost> costs;         // parallel to cells
   // Parallel to cells: the final value of the table's control_metric, when it has one.
   std::vector<std::optional<double>> controls;
   GroupSummary summary;                // order statistics: min and max (and the finals)

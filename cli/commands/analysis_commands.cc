@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analysis/compare_params.h"
 #include "analysis/power_law.h"
 #include "base/metric_names.h"
+#include "cli/commands/pooled_studies.h"
 #include "cli/commands/study_commands.h"
 #include "cli/exit_codes.h"
 #include "cli/tensorboard/tensorboard_export.h"
@@ -44,11 +46,8 @@ struct Grouped {
   Curves curves;
   CompareTable table;
 };
-std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_name,
+std::optional<int> FetchAndGroup(StudyClient& client, const std::vector<std::string>& names,
                                  const CompareSpec& spec, std::ostream& err, Grouped* out) {
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(study_name);
-  if (!study.ok()) return ReportError(study.status(), err);
-  RemoveTrunks(&*study);
   std::vector<std::string> metrics = {spec.metric};
   for (const std::string& control : analysis::ControlMetrics(spec.metric)) {
     metrics.push_back(control);
@@ -56,10 +55,13 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
   if (!spec.best_over.axis.empty() && spec.best_over.metric != spec.metric) {
     metrics.push_back(spec.best_over.metric);  // what chooses the nuisance axis's value
   }
-  absl::StatusOr<Curves> curves = client.Metrics(study_name, metrics);
-  if (!curves.ok()) return ReportError(curves.status(), err);
+  // One study, or several pooled (pooled_studies.h: the same experiment counts once).
+  absl::StatusOr<PooledStudies> pooled = PoolStudies(client, names, metrics);
+  if (!pooled.ok()) return ReportError(pooled.status(), err);
+  for (const std::string& note : pooled->notes) err << note << "\n";
+  const std::string study_name = absl::StrJoin(names, ", ");
   std::string error;
-  out->table = Compare(*study, *curves, spec, &error);
+  out->table = Compare(pooled->study, pooled->curves, spec, &error);
   if (!error.empty()) {
     err << error << "\n";
     return kExitBadInput;
@@ -71,11 +73,11 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::string& study_n
   }
   if (out->table.rows.empty()) {
     err << "no cell of study " << study_name << " has reported " << spec.metric
-        << " yet (onset export " << study_name << " lists the metrics there are)\n";
+        << " yet (onset export " << names.front() << " lists the metrics there are)\n";
     return kExitFailure;
   }
-  out->study = *std::move(study);
-  out->curves = *std::move(curves);
+  out->study = std::move(pooled->study);
+  out->curves = std::move(pooled->curves);
   return std::nullopt;
 }
 
@@ -101,7 +103,7 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
   if (!parsed) return kExitBadInput;
   const CompareSpec& spec = *parsed;
   Grouped g;
-  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+  if (std::optional<int> failed = FetchAndGroup(client, options.studies, spec, err, &g)) {
     return *failed;
   }
   out << (options.json ? CompareJson(g.table, spec) : RenderCompare(g.table, spec));
@@ -114,13 +116,17 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
     err << "--emergence needs --threshold: the fraction of cells past which value\n";
     return kExitBadInput;
   }
-  const std::optional<CompareSpec> parsed =
-      ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by, ""},
-                /*threshold_required=*/false, err);
+  analysis::CompareParams params;
+  params.metric = options.metric;
+  params.threshold = options.threshold;
+  params.direction = options.direction;
+  params.x = options.x;
+  params.by = options.by;
+  const std::optional<CompareSpec> parsed = ParseSpec(params, /*threshold_required=*/false, err);
   if (!parsed) return kExitBadInput;
   const CompareSpec& spec = *parsed;
   Grouped g;
-  if (std::optional<int> failed = FetchAndGroup(client, options.study, spec, err, &g)) {
+  if (std::optional<int> failed = FetchAndGroup(client, {options.study}, spec, err, &g)) {
     return *failed;
   }
   const CompareTable& table = g.table;
@@ -148,12 +154,13 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
 
 int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out,
                std::ostream& err) {
-  const std::optional<CompareSpec> spec =
-      ParseSpec({options.metric, "", "auto", "tokens", options.by, ""},
-                /*threshold_required=*/false, err);
+  analysis::CompareParams params;
+  params.metric = options.metric;
+  params.by = options.by;
+  const std::optional<CompareSpec> spec = ParseSpec(params, /*threshold_required=*/false, err);
   if (!spec) return kExitBadInput;
   Grouped g;
-  if (std::optional<int> failed = FetchAndGroup(client, options.study, *spec, err, &g)) {
+  if (std::optional<int> failed = FetchAndGroup(client, {options.study}, *spec, err, &g)) {
     return *failed;
   }
   std::vector<FitGroup> groups;
@@ -287,7 +294,11 @@ void AddCompareCommand(CLI::App& app, CommandTable& table) {
       "compare",
       "which cells reach a metric threshold in fewer tokens: tokens-to-threshold per "
       "group of cells (seeds aggregated), final value, speed-up against a baseline");
-  compare_app->add_option("STUDY", compare->study, "study name")->required();
+  compare_app
+      ->add_option("STUDY", compare->studies,
+                   "study name; several: their cells pooled, the same experiment (configs equal "
+                   "but for the study) counted once")
+      ->required();
   compare_app
       ->add_option("--metric", compare->metric,
                    "metric name, e.g. " + metric::AtLength(metric::kNiahAcc, 512) + ", " +

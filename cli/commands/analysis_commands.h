@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "base/metric_names.h"
 #include "cli/client/study_client.h"
@@ -14,7 +15,7 @@
 namespace onset::cli {
 
 struct CompareOptions {
-  std::string study;
+  std::vector<std::string> studies;  // one, or several pooled (pooled_studies.h)
   std::string metric;
   std::string threshold;           // a number (analysis::CompareParams)
   std::string direction = "auto";  // auto (down for losses), up or down

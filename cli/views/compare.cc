@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -188,6 +189,13 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
   if (control) headers.push_back(key_swap ? "KEY-SWAP" : "COPY-RATE");
   headers.push_back("MEAN/LOG-T");
   if (sized) Append(&headers, {"PARAMS", "FLOPS/TOK"});
+  // Several studies pooled: where each group's cells come from.
+  std::set<std::string> studies;
+  for (const CompareRow& row : table.rows) {
+    for (const auto& [study, n] : row.studies) studies.insert(study);
+  }
+  const bool pooled = studies.size() > 1;
+  if (pooled) headers.push_back("STUDIES");
   if (baseline) Append(&headers, {"SPEED-UP", "SEED-WISE", "LOG-RANK"});
   Table out(headers);
   for (size_t c = first; c < headers.size(); ++c) out.AlignRight(c);
@@ -212,6 +220,11 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
     if (sized) {
       cells.push_back(DescribeRange(row.params));
       cells.push_back(DescribeRange(row.flops_per_token));
+    }
+    if (pooled) {
+      std::vector<std::string> from;
+      for (const auto& [study, n] : row.studies) from.push_back(absl::StrCat(study, ":", n));
+      cells.push_back(absl::StrJoin(from, ","));
     }
     if (baseline) {
       const bool own = row.has_baseline && &table.rows[row.baseline_row] == &row;

@@ -199,7 +199,7 @@ HttpResponse MetricCurves(ResultStore& store, const std::string& study, const st
 }
 
 // GET /api/studies/STUDY/compare?metric=M&threshold=V[&direction=&x=&by=&baseline=&level=
-// &bootstrap=&bootstrap_seed=], the
+// &bootstrap=&bootstrap_seed=&best_over=&select=&select_on_seeds=], the
 // parameters parsed as `onset compare` parses its flags (analysis/compare_params.h).
 HttpResponse CompareGroups(StudyStore& studies, ResultStore& results, const std::string& study,
                            const std::string& metric, Query& query) {
@@ -209,7 +209,7 @@ HttpResponse CompareGroups(StudyStore& studies, ResultStore& results, const std:
   absl::StatusOr<analysis::CompareSpec> parsed = analysis::ParseCompareParams(
       {metric, query["threshold"], param("direction", "auto"), param("x", "tokens"), query["by"],
        query["baseline"], param("level", "0.95"), param("bootstrap", "2000"),
-       param("bootstrap_seed", "1")},
+       param("bootstrap_seed", "1"), query["best_over"], query["select"], query["select_on_seeds"]},
       /*threshold_required=*/true);
   if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
   const analysis::CompareSpec& spec = *parsed;

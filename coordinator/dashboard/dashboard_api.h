@@ -10,7 +10,8 @@
 //   GET /api/studies/NAME/curves?metric=M[&cells=ID,ID]       points per cell
 //   GET /api/studies/NAME/compare?metric=M&threshold=X[&by=A,B][&baseline=AXIS=VALUE]
 //                                 [&direction=up|down][&x=tokens|flops][&level=0.95]
-//                                 [&bootstrap=2000][&bootstrap_seed=1]     onset compare --json
+//                                 [&bootstrap=2000][&bootstrap_seed=1][&best_over=AXIS]
+//                                 [&select=M:RULE][&select_on_seeds=0,1]   onset compare --json
 //   GET /api/studies/NAME/heads/CELL[?tokens=N]  retrieval-head scores (onset heads --json)
 //
 // Every /api/ request needs "Authorization: Bearer TOKEN", the coordinator's token (compared in
