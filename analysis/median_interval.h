@@ -36,4 +36,14 @@ struct MedianInterval {
 // ignored). No cells: both ends kUnknown.
 MedianInterval KaplanMeierMedianInterval(const std::vector<Crossing>& crossings, double level);
 
+// The pointwise band the interval inverts, as the fraction emerged (1 - S) at each event time:
+// what `onset plot --emergence` shades around each group's curve. Parallel to
+// KaplanMeier(crossings).steps.
+struct EmergedBand {
+  double at = 0;
+  double low = 0;   // 1 - the band's upper edge of S
+  double high = 0;  // 1 - its lower edge
+};
+std::vector<EmergedBand> KaplanMeierBand(const std::vector<Crossing>& crossings, double level);
+
 }  // namespace onset::analysis

@@ -122,6 +122,7 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
   params.direction = options.direction;
   params.x = options.x;
   params.by = options.by;
+  params.level = options.level;
   const std::optional<CompareSpec> parsed = ParseSpec(params, /*threshold_required=*/false, err);
   if (!parsed) return kExitBadInput;
   const CompareSpec& spec = *parsed;
@@ -368,6 +369,11 @@ void AddPlotCommand(CLI::App& app, CommandTable& table) {
   plot_app->add_option("--direction", plot->direction, "as compare's")->capture_default_str();
   plot_app->add_option("--x", plot->x, "the x axis: tokens or flops (training FLOPs)")
       ->check(CLI::IsMember({"tokens", "flops"}))
+      ->capture_default_str();
+  plot_app
+      ->add_option("--level", plot->level,
+                   "with --emergence: the confidence level of the band around each curve")
+      ->type_name("FLOAT")
       ->capture_default_str();
   plot_app->add_option("--title", plot->title, "the figure's title");
   plot_app->add_flag("--emergence", plot->emergence,

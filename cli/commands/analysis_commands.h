@@ -46,6 +46,7 @@ struct PlotCommandOptions {
   std::string title;
   // Draw each group's fraction of cells past the threshold against tokens (Kaplan-Meier)
   // instead of the metric; needs `threshold`.
+  std::string level = "0.95";  // --emergence: the band's confidence level
   bool emergence = false;
 };
 // Exit codes as compare's (2 also for --emergence without --threshold).

@@ -83,24 +83,33 @@ Band GroupBand(const CompareRow& row, const Curves& curves, const CompareSpec& s
 }
 
 // A group's Kaplan-Meier fraction emerged as a step curve over [t_lo, t_hi]: flat between
-// event times, a vertical step at each.
-Band EmergenceBand(const CompareRow& row, double t_lo, double t_hi) {
+// event times, a vertical step at each; lo and hi are the pointwise band at `level`
+// (analysis/median_interval.h KaplanMeierBand), the one the median's interval inverts.
+Band EmergenceBand(const CompareRow& row, double t_lo, double t_hi, double level) {
   Band b;
-  auto add = [&b](double t, double v) {
+  auto add = [&b](double t, double v, double lo, double hi) {
     b.tokens.push_back(t);
     b.median.push_back(v);
-    b.lo.push_back(v);
-    b.hi.push_back(v);
+    b.lo.push_back(lo);
+    b.hi.push_back(hi);
   };
-  double level = 0;
-  add(t_lo, 0);
-  for (const analysis::EmergenceStep& s : row.emergence.steps) {
+  std::vector<analysis::Crossing> crossings;
+  for (const analysis::CellSummary& c : row.cells) crossings.push_back(c.crossing);
+  const std::vector<analysis::EmergedBand> band = analysis::KaplanMeierBand(crossings, level);
+  double value = 0, lo = 0, hi = 0;
+  add(t_lo, 0, 0, 0);
+  for (size_t i = 0; i < row.emergence.steps.size(); ++i) {
+    const analysis::EmergenceStep& s = row.emergence.steps[i];
     const double at = std::clamp(s.at, t_lo, t_hi);
-    add(at, level);
-    level = s.emerged;
-    add(at, level);
+    add(at, value, lo, hi);
+    value = s.emerged;
+    if (i < band.size()) {
+      lo = band[i].low;
+      hi = band[i].high;
+    }
+    add(at, value, lo, hi);
   }
-  add(t_hi, level);
+  add(t_hi, value, lo, hi);
   return b;
 }
 
@@ -224,7 +233,8 @@ std::string ThresholdSvg(const Frame& f, double threshold) {
                       "</text>\n");
 }
 
-// Group `g`: its seeds' band (when it has several cells and this is not an emergence plot), its
+// Group `g`: its band (the seeds' range, or for an emergence plot the Kaplan-Meier curve's
+// pointwise confidence band; when it has several cells), its
 // median line, an open circle where a group that never crossed ends, and its legend entry (with
 // its T(x) when a threshold is shown).
 std::string GroupSvg(const Frame& f, size_t g, const Band& b, const CompareRow& row,
@@ -233,7 +243,8 @@ std::string GroupSvg(const Frame& f, size_t g, const Band& b, const CompareRow& 
   const char* colour = kColours[g % (sizeof kColours / sizeof *kColours)];
   const char* dash = g >= 8 ? " stroke-dasharray=\"5,2\"" : "";
   std::string svg = absl::StrCat("<g class=\"group\" data-label=\"", Escape(label), "\">\n");
-  if (!options.emergence && b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
+  // The seeds' range around a metric's median, or the band of an emergence curve.
+  if (b.tokens.size() >= 2 && row.cell_ids.size() > 1) {
     std::string band;
     for (size_t i = 0; i < b.tokens.size(); ++i) {
       absl::StrAppend(&band, i ? " L" : "M", Num(f.X(b.tokens[i])), ",", Num(f.Y(b.hi[i])));
@@ -298,7 +309,7 @@ std::string RenderSvg(const CompareTable& table, const Curves& curves, const Com
   CompareSpec shown = spec;
   if (options.emergence && std::isfinite(t_min)) {
     for (size_t g = 0; g < table.rows.size(); ++g) {
-      bands[g] = EmergenceBand(table.rows[g], t_min, t_max);
+      bands[g] = EmergenceBand(table.rows[g], t_min, t_max, spec.level);
     }
     v_min = 0;
     v_max = 1;

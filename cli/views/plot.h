@@ -3,9 +3,9 @@
 // the group's seeds, their min-max shaded), the threshold as a dashed line, each group's T(x) in
 // the legend ("<= 250K" when reached by the first eval point), and groups that never reached it
 // marked. With `emergence`, each group's Kaplan-Meier fraction of cells past the threshold
-// against tokens instead (a step curve from 0 to 1, survival.h), the 1/2 level its median is
-// read at dashed. Written by onset itself: no plotting stack, nothing fetched, readable as a
-// figure in a paper.
+// against tokens instead (a step curve from 0 to 1, survival.h) with its pointwise confidence
+// band at spec.level shaded (median_interval.h), the 1/2 level its median is read at dashed.
+// Written by onset itself: no plotting stack, nothing fetched, readable as a figure in a paper.
 #pragma once
 
 #include <string>

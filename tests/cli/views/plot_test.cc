@@ -83,10 +83,15 @@ TEST(PlotTest, TheFractionEmergedIsAStepCurveFromZeroToCrossedOverN) {
   EXPECT_THAT(svg, HasSubstr("fraction of cells with m &gt;= 0.5"));
   EXPECT_THAT(svg, HasSubstr("T = 2M, 2/3 crossed"));  // 1/3 at 1.41M, 2/3 at 2M
   EXPECT_EQ(Count(svg, "class=\"threshold\""), 1u);
-  EXPECT_EQ(Count(svg, "fill-opacity"), 0u);  // no seed band: the curve is over the seeds
+  // One band: the curve's pointwise 95% band (median_interval.h), not the seeds' range.
+  EXPECT_EQ(Count(svg, "fill-opacity"), 1u);
   // From 1M (x = 64) at 0 (y = 392) to 4M (x = 338.5) at 2/3: 5 steps' points after the first.
   EXPECT_THAT(svg, HasSubstr("class=\"curve\" d=\"M64.0,392.0 L"));
   EXPECT_THAT(svg, HasSubstr(" L338.5,154.7\""));
+  // A group of one cell has no band.
+  study.mutable_cells()->DeleteSubrange(1, 2);
+  const std::string one = RenderSvg(Compare(study, curves, spec, &error), curves, spec, options);
+  EXPECT_EQ(Count(one, "fill-opacity"), 0u);
 }
 
 TEST(PlotTest, AFirstPointCrossingIsABoundAndFlopsCanBeTheAxis) {
