@@ -123,19 +123,24 @@ int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ost
   params.x = options.x;
   params.by = options.by;
   params.level = options.level;
+  params.best_over = options.best_over;
+  params.select = options.select;
+  params.select_on_seeds = options.select_on_seeds;
   const std::optional<CompareSpec> parsed = ParseSpec(params, /*threshold_required=*/false, err);
   if (!parsed) return kExitBadInput;
   const CompareSpec& spec = *parsed;
   Grouped g;
-  if (std::optional<int> failed = FetchAndGroup(client, {options.study}, spec, err, &g)) {
+  if (std::optional<int> failed = FetchAndGroup(client, options.studies, spec, err, &g)) {
     return *failed;
   }
   const CompareTable& table = g.table;
   const Curves* curves = &g.curves;
+  err << RenderBestOverChoices(table, spec);
   PlotOptions plot;
   plot.threshold = !options.threshold.empty();
   plot.emergence = options.emergence;
-  plot.title = options.title.empty() ? options.study + ": " + options.metric : options.title;
+  plot.title = options.title.empty() ? absl::StrJoin(options.studies, " + ") + ": " + options.metric
+                                     : options.title;
   const std::string svg = RenderSvg(table, *curves, spec, plot);
   if (options.out == "-") {
     out << svg;
@@ -158,10 +163,13 @@ int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out
   analysis::CompareParams params;
   params.metric = options.metric;
   params.by = options.by;
+  params.best_over = options.best_over;
+  params.select = options.select;
+  params.select_on_seeds = options.select_on_seeds;
   const std::optional<CompareSpec> spec = ParseSpec(params, /*threshold_required=*/false, err);
   if (!spec) return kExitBadInput;
   Grouped g;
-  if (std::optional<int> failed = FetchAndGroup(client, {options.study}, *spec, err, &g)) {
+  if (std::optional<int> failed = FetchAndGroup(client, options.studies, *spec, err, &g)) {
     return *failed;
   }
   std::vector<FitGroup> groups;
@@ -179,6 +187,7 @@ int FitCommand(StudyClient& client, const FitOptions& options, std::ostream& out
   }
   out << (options.json ? FitJson(options.metric, options.min_tokens, groups)
                        : RenderFit(options.metric, g.table.by, groups));
+  if (!options.json) out << RenderBestOverChoices(g.table, *spec);
   return kExitOk;
 }
 
@@ -288,6 +297,21 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, const std::
 
 namespace {
 
+// --best-over, --select, --select-on-seeds: compare's, plot's and fit's (best_over.h).
+void AddSelectionFlags(CLI::App* app, std::string* best_over, std::string* select,
+                       std::string* select_on_seeds) {
+  app->add_option("--best-over", *best_over,
+                  "an axis to choose within each group by --select instead of grouping by it "
+                  "(e.g. train.lr: each architecture at its best learning rate)");
+  app->add_option("--select", *select,
+                  "how --best-over chooses: METRIC[:min|max|crossing], the mean final value or "
+                  "the earliest median crossing of --threshold (default: " +
+                      std::string(metric::kHeldoutLoss) + ":min)");
+  app->add_option("--select-on-seeds", *select_on_seeds,
+                  "choose on these seeds' cells only (e.g. 0,1) and use the others, so the "
+                  "choice is not scored on the data that made it");
+}
+
 // compare: tokens-to-threshold per group.
 void AddCompareCommand(CLI::App& app, CommandTable& table) {
   auto compare = std::make_shared<CompareOptions>();
@@ -338,16 +362,7 @@ void AddCompareCommand(CLI::App& app, CommandTable& table) {
                    "seed of the resampling (the same seed gives the same interval)")
       ->type_name("INT")
       ->capture_default_str();
-  compare_app->add_option("--best-over", compare->best_over,
-                          "an axis to choose within each group by --select instead of grouping "
-                          "by it (e.g. train.lr: each architecture at its best learning rate)");
-  compare_app->add_option("--select", compare->select,
-                          "how --best-over chooses: METRIC[:min|max|crossing], the mean final "
-                          "value or the earliest median crossing of --threshold (default: " +
-                              std::string(metric::kHeldoutLoss) + ":min)");
-  compare_app->add_option("--select-on-seeds", compare->select_on_seeds,
-                          "choose on these seeds' cells only (e.g. 0,1) and compare the others, "
-                          "so the choice is not scored on the data that made it");
+  AddSelectionFlags(compare_app, &compare->best_over, &compare->select, &compare->select_on_seeds);
   compare_app->add_flag("--json", compare->json, "print JSON");
   table.push_back({compare_app, Needs::kReader, "", "", [compare](const CommandContext& c) {
                      return CompareCommand(*c.client, *compare, *c.out, *c.err);
@@ -361,7 +376,8 @@ void AddPlotCommand(CLI::App& app, CommandTable& table) {
       "plot",
       "a metric against tokens (log axis) as an SVG: one line per group of cells, the "
       "seeds' range shaded, the threshold dashed, groups that never reached it circled");
-  plot_app->add_option("STUDY", plot->study, "study name")->required();
+  plot_app->add_option("STUDY", plot->studies, "study name; several: pooled, as compare's")
+      ->required();
   plot_app->add_option("--metric", plot->metric, "metric name, e.g. niah/acc@512")->required();
   plot_app->add_option("--threshold", plot->threshold, "draw this value and each group's T(x)")
       ->type_name("FLOAT");
@@ -379,6 +395,7 @@ void AddPlotCommand(CLI::App& app, CommandTable& table) {
   plot_app->add_flag("--emergence", plot->emergence,
                      "draw each group's fraction of cells past --threshold against tokens "
                      "(Kaplan-Meier) instead of the metric");
+  AddSelectionFlags(plot_app, &plot->best_over, &plot->select, &plot->select_on_seeds);
   plot_app->add_option("--out", plot->out, "the SVG file to write ('-': stdout)")->required();
   table.push_back({plot_app, Needs::kReader, "", "", [plot](const CommandContext& c) {
                      return PlotCommand(*c.client, *plot, *c.out, *c.err);
@@ -390,13 +407,15 @@ void AddFitCommand(CLI::App& app, CommandTable& table) {
   auto fit = std::make_shared<FitOptions>();
   CLI::App* fit_app = app.add_subcommand(
       "fit", "fit L(D) = E + B (D/D0)^-beta to a loss against tokens per group of cells");
-  fit_app->add_option("STUDY", fit->study, "study name")->required();
+  fit_app->add_option("STUDY", fit->studies, "study name; several: pooled, as compare's")
+      ->required();
   fit_app->add_option("--metric", fit->metric, "a loss metric")->capture_default_str();
   fit_app->add_option("--by", fit->by, "group by these axes (default: every axis but seed)");
   fit_app
       ->add_option("--min-tokens", fit->min_tokens,
                    "fit the points from this many tokens on (leave out the warm-up)")
       ->check(CLI::NonNegativeNumber);
+  AddSelectionFlags(fit_app, &fit->best_over, &fit->select, &fit->select_on_seeds);
   fit_app->add_flag("--json", fit->json, "print JSON");
   table.push_back({fit_app, Needs::kReader, "", "", [fit](const CommandContext& c) {
                      return FitCommand(*c.client, *fit, *c.out, *c.err);

@@ -36,7 +36,7 @@ int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostr
                    std::ostream& err);
 
 struct PlotCommandOptions {
-  std::string study;
+  std::vector<std::string> studies;  // one, or several pooled (as compare's)
   std::string metric;
   std::string by;         // as compare's
   std::string threshold;  // drawn, and T(x) in the legend, when given (not empty)
@@ -48,16 +48,18 @@ struct PlotCommandOptions {
   // instead of the metric; needs `threshold`.
   std::string level = "0.95";  // --emergence: the band's confidence level
   bool emergence = false;
+  std::string best_over, select, select_on_seeds;  // as compare's
 };
 // Exit codes as compare's (2 also for --emergence without --threshold).
 int PlotCommand(StudyClient& client, const PlotCommandOptions& options, std::ostream& out,
                 std::ostream& err);
 
 struct FitOptions {
-  std::string study;
+  std::vector<std::string> studies;  // one, or several pooled (as compare's)
   std::string metric = metric::kHeldoutLoss;
   std::string by;          // as compare's
   int64_t min_tokens = 0;  // fit only the points from this many tokens on (skip warm-up)
+  std::string best_over, select, select_on_seeds;  // as compare's
   bool json = false;
 };
 // L(D) = E + B (D / D0)^-beta per group, the group's cells (seeds) pooled (analysis/power_law.h).

@@ -83,8 +83,8 @@ std::string DescribeP(const analysis::LogRank& t) {
   return buf;
 }
 
-// The nuisance axis's choice per group, with every value's score: the rule in words first.
-std::string RenderChoices(const CompareTable& table, const CompareSpec& spec) {
+// (declared in compare.h)
+std::string RenderChoicesImpl(const CompareTable& table, const CompareSpec& spec) {
   const analysis::BestOverSpec& b = spec.best_over;
   std::string rule;
   switch (b.rule) {
@@ -148,6 +148,10 @@ void Append(std::vector<std::string>* to, const std::vector<std::string>& more) 
 }
 
 }  // namespace
+
+std::string RenderBestOverChoices(const CompareTable& table, const CompareSpec& spec) {
+  return spec.best_over.axis.empty() ? std::string() : RenderChoicesImpl(table, spec);
+}
 
 std::string FormatX(double at, XAxis x) {
   return x == XAxis::kFlops ? FormatFlops(at)
@@ -260,7 +264,7 @@ std::string RenderCompare(const CompareTable& table, const CompareSpec& spec) {
                     table.control_metric);
   }
   text += "\n" + out.Render();
-  if (!spec.best_over.axis.empty()) text += RenderChoices(table, spec);
+  if (!spec.best_over.axis.empty()) text += RenderChoicesImpl(table, spec);
   // Where the data cannot tell the group from its baseline, say so in words.
   if (baseline) {
     for (const CompareRow& row : table.rows) {

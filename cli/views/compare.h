@@ -28,6 +28,9 @@ std::string FormatCrossing(const analysis::Crossing& c, XAxis x = XAxis::kTokens
 // A point on the x axis: tokens as "250K", FLOPs as "2.35e15".
 std::string FormatX(double at, XAxis x);
 std::string RenderCompare(const CompareTable& table, const CompareSpec& spec);
+// With spec.best_over: the rule in words, then per group the value chosen and every value's
+// score (best_over.h); "" without it. Part of RenderCompare; plot and fit print it alone.
+std::string RenderBestOverChoices(const CompareTable& table, const CompareSpec& spec);
 // The grouping axes as table headers: "ARCH", "WINDOW", ...
 std::vector<std::string> GroupHeaders(const CompareTable& table);
 

@@ -200,7 +200,7 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
     absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
     ASSERT_TRUE(db.ok()) << db.status();
     EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-    EXPECT_EQ(CountTables(db->get()), 9);
+    EXPECT_EQ(CountTables(db->get()), 10);
     ASSERT_TRUE((*db)
                     ->Exec("INSERT INTO workers (id, host, slots, version, registered_at, "
                            "last_seen_at, devices) VALUES ('w', 'h', 1, 'v', 1, 1, '')")
@@ -209,7 +209,7 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-  EXPECT_EQ(CountTables(db->get()), 9);
+  EXPECT_EQ(CountTables(db->get()), 10);
   absl::StatusOr<Statement> stmt = (*db)->Prepare("SELECT COUNT(*) FROM workers");
   ASSERT_TRUE(stmt.ok());
   ASSERT_TRUE(*stmt->Step());
@@ -281,7 +281,7 @@ TEST(SchemaTest, ReadOnlyOpenNeedsTheFileAtThisVersionAndWritesNothing) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabaseReadOnly(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-  EXPECT_EQ(CountTables(db->get()), 9);
+  EXPECT_EQ(CountTables(db->get()), 10);
   EXPECT_FALSE((*db)->Exec("INSERT INTO workers VALUES ('w', 'h', 1, 'v', 1, 1, '')").ok());
   EXPECT_FALSE((*db)->Exec("PRAGMA user_version = 1").ok());
 }
