@@ -220,13 +220,14 @@ TEST_F(NotifyTest, EventsReachAWorkingReceiverWhateverTheOthersDo) {
   EXPECT_EQ(events[2]["cells_waiting"], 2);
   EXPECT_THAT(events[2]["text"].get<std::string>(), HasSubstr("no live worker"));
 
-  // Nothing more for the working receiver; the failing one was tried again (backoff 1 s, 2 s);
-  // the hanging one holds its first POST.
+  // Nothing more for the working receiver; the failing one was tried again (backoff 1 s, 2 s).
   std::this_thread::sleep_for(std::chrono::seconds(4));
   EXPECT_EQ(ok.requests(), 3);
   EXPECT_GE(failing.requests(), 3) << "retries of the first event";
   EXPECT_EQ(nlohmann::json::parse(failing.bodies()[1])["kind"], "cell_failed");
-  EXPECT_EQ(hanging.requests(), 1);
+  // It holds its first POST for the 10 s timeout; a slow machine may have reached the retry.
+  EXPECT_GE(hanging.requests(), 1);
+  EXPECT_EQ(nlohmann::json::parse(hanging.bodies()[0])["kind"], "cell_failed");
 
   // A POST held by the hanging receiver ends within its 10 s timeout.
   const auto stopping = std::chrono::steady_clock::now();
