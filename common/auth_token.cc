@@ -123,6 +123,12 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
   return token;
 }
 
+bool BearerHeaderCarries(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view kPrefix = "Bearer ";
+  return authorization.substr(0, kPrefix.size()) == kPrefix &&
+         TokensEqual(authorization.substr(kPrefix.size()), token);
+}
+
 bool TokensEqual(std::string_view a, std::string_view b) {
   // Digests have one length, so the comparison leaks neither the position of the first
   // difference nor the length of the expected token.

@@ -38,6 +38,10 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path);
 // Whether the tokens are equal, in a time that does not depend on where they differ.
 bool TokensEqual(std::string_view a, std::string_view b);
 
+// Whether an HTTP Authorization header is "Bearer TOKEN" with this token (compared as
+// TokensEqual does): what the dashboard and the metrics page ask of a request.
+bool BearerHeaderCarries(std::string_view authorization, std::string_view token);
+
 // Where a client looks for its token, in this order: the --token-file flag, ONSET_TOKEN,
 // ONSET_TOKEN_FILE, then `default_file` when that file exists (the CLI's onset-data/onsetd.token).
 struct TokenSources {

@@ -238,9 +238,7 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
     return HttpResponse{200, "text/html; charset=utf-8", DashboardPage()};
   }
   if (path.rfind("/api/", 0) != 0) return Error(404, "no such page: " + path);
-  const std::string prefix = "Bearer ";
-  if (request.authorization.rfind(prefix, 0) != 0 ||
-      !common::TokensEqual(request.authorization.substr(prefix.size()), token_)) {
+  if (!common::BearerHeaderCarries(request.authorization, token_)) {
     return Error(401,
                  "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
                  "coordinator's token (onsetd.token)");

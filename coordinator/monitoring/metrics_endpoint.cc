@@ -16,9 +16,7 @@ HttpResponse MetricsEndpoint::Handle(const HttpRequest& request) {
   const std::string path = request.target.substr(0, request.target.find('?'));
   if (path != "/metrics") return Text(404, "no such page: " + path + " (metrics are at /metrics)");
   if (request.method != "GET") return Text(405, "only GET is served");
-  const std::string prefix = "Bearer ";
-  if (request.authorization.rfind(prefix, 0) != 0 ||
-      !common::TokensEqual(request.authorization.substr(prefix.size()), token_)) {
+  if (!common::BearerHeaderCarries(request.authorization, token_)) {
     return Text(401,
                 "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
                 "coordinator's token (onsetd.token)");

@@ -129,6 +129,15 @@ TEST(ValidateTokenTest, AcceptsVisibleAsciiOnly) {
   EXPECT_FALSE(ValidateToken("caf\xc3\xa9").ok());
 }
 
+TEST(BearerHeaderTest, OnlyBearerAndTheWholeToken) {
+  EXPECT_TRUE(BearerHeaderCarries("Bearer abc", "abc"));
+  EXPECT_FALSE(BearerHeaderCarries("abc", "abc"));
+  EXPECT_FALSE(BearerHeaderCarries("Basic abc", "abc"));
+  EXPECT_FALSE(BearerHeaderCarries("Bearer ab", "abc"));
+  EXPECT_FALSE(BearerHeaderCarries("Bearer abcd", "abc"));
+  EXPECT_FALSE(BearerHeaderCarries("", "abc"));
+}
+
 TEST(TokensEqualTest, ComparesWholeTokens) {
   EXPECT_TRUE(TokensEqual("abc", "abc"));
   EXPECT_FALSE(TokensEqual("abc", "abd"));

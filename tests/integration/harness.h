@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -248,5 +249,40 @@ inline std::map<std::string, int> PointsPerCell(const fs::path& db, const std::s
              [&](sqlite3_stmt* row) { counts[Text(row, 0)] = sqlite3_column_int(row, 1); });
   return counts;
 }
+
+// A test against a real onsetd of its own: no client setting taken from the environment, a fresh
+// directory DIR/`prefix`-PID (removed at the end unless the test failed), onsetd (started by the
+// test with StartDaemon into daemon_) stopped at the end, and `onset` run against it.
+class OnsetdTest : public ::testing::Test {
+ protected:
+  explicit OnsetdTest(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  void SetUp() override {
+    for (const char* name : {"ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE"}) {
+      unsetenv(name);
+    }
+    dir_ = fs::temp_directory_path() / (prefix_ + "-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    // A POST in flight to a webhook may take its 10 s timeout at shutdown.
+    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(30));
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // `onset ARGS` against daemon_, within 60 s.
+  Ran Onset(std::vector<std::string> args) {
+    args.insert(args.begin(),
+                {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
+    Child child = Start(launcher_, "onset", std::move(args));
+    return Finish(child, std::chrono::seconds(60));
+  }
+
+  const std::string prefix_;
+  fs::path dir_;
+  PosixProcessLauncher launcher_;
+  Daemon daemon_;
+};
 
 }  // namespace onset::testing

@@ -98,27 +98,12 @@ std::optional<std::string> Installed(const std::string& name) {
   return std::nullopt;
 }
 
-class MetricsTest : public ::testing::Test {
+class MetricsTest : public testing::OnsetdTest {
  protected:
-  void SetUp() override {
-    for (const char* name : {"ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE"}) {
-      unsetenv(name);
-    }
-    dir_ = fs::temp_directory_path() / ("onset-metrics-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  MetricsTest() : OnsetdTest("onset-metrics") {}
   void TearDown() override {
     if (prometheus_.process) prometheus_.process->Terminate(std::chrono::seconds(10));
-    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(10));
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  testing::Ran Onset(std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
-    testing::Child child = testing::Start(launcher_, "onset", std::move(args));
-    return testing::Finish(child, std::chrono::seconds(60));
+    OnsetdTest::TearDown();
   }
 
   // The value Prometheus at `address` holds now for the instant query `query`, or "" while it
@@ -155,9 +140,6 @@ class MetricsTest : public ::testing::Test {
     return seen;
   }
 
-  fs::path dir_;
-  worker::PosixProcessLauncher launcher_;
-  testing::Daemon daemon_;
   testing::Child prometheus_;
 };
 

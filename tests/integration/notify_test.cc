@@ -123,27 +123,9 @@ class Receiver {
   std::vector<std::string> bodies_;
 };
 
-class NotifyTest : public ::testing::Test {
+class NotifyTest : public testing::OnsetdTest {
  protected:
-  void SetUp() override {
-    for (const char* name : {"ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE"}) {
-      unsetenv(name);
-    }
-    dir_ = fs::temp_directory_path() / ("onset-notify-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(30));
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  testing::Ran Onset(std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
-    testing::Child child = testing::Start(launcher_, "onset", std::move(args));
-    return testing::Finish(child, std::chrono::seconds(60));
-  }
+  NotifyTest() : OnsetdTest("onset-notify") {}
 
   std::string Write(const std::string& name) {
     const std::string path = (dir_ / (name + ".yaml")).string();
@@ -163,10 +145,6 @@ class NotifyTest : public ::testing::Test {
     }
     return out;
   }
-
-  fs::path dir_;
-  worker::PosixProcessLauncher launcher_;
-  testing::Daemon daemon_;
 };
 
 TEST_F(NotifyTest, EventsReachAWorkingReceiverWhateverTheOthersDo) {

@@ -26,27 +26,9 @@ train: {batch_tokens: 1K, micro_batch: 4}
 eval: {every_tokens: 10K, heldout_seqs: 4, niah_lengths: [64], niah_samples: 2}
 )";
 
-class PooledCompareTest : public ::testing::Test {
+class PooledCompareTest : public testing::OnsetdTest {
  protected:
-  void SetUp() override {
-    for (const char* name : {"ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE"}) {
-      unsetenv(name);
-    }
-    dir_ = fs::temp_directory_path() / ("onset-pooled-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(10));
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  testing::Ran Onset(std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
-    testing::Child child = testing::Start(launcher_, "onset", std::move(args));
-    return testing::Finish(child, std::chrono::seconds(60));
-  }
+  PooledCompareTest() : OnsetdTest("onset-pooled") {}
 
   std::string Write(const std::string& name, int seeds) {
     const std::string path = (dir_ / (name + ".yaml")).string();
@@ -82,10 +64,6 @@ class PooledCompareTest : public ::testing::Test {
       ASSERT_TRUE(client->Finish(registered->worker_id, lease->job->lease_id, done).ok());
     }
   }
-
-  fs::path dir_;
-  worker::PosixProcessLauncher launcher_;
-  testing::Daemon daemon_;
 };
 
 TEST_F(PooledCompareTest, TwoStudiesAsOneTheSameExperimentOnce) {

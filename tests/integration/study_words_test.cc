@@ -26,37 +26,15 @@ eval: {every_tokens: 10K, heldout_seqs: 4, niah_lengths: [64], niah_samples: 2}
 grid: {arch: [full], tokens: [20K], seeds: 1}
 )";
 
-class StudyWordsTest : public ::testing::Test {
+class StudyWordsTest : public testing::OnsetdTest {
  protected:
-  void SetUp() override {
-    for (const char* name : {"ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE"}) {
-      unsetenv(name);
-    }
-    dir_ = fs::temp_directory_path() / ("onset-words-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (daemon_.child.process) daemon_.child.process->Terminate(std::chrono::seconds(10));
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  testing::Ran Onset(std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"--coordinator", daemon_.address, "--token-file", daemon_.token_file});
-    testing::Child child = testing::Start(launcher_, "onset", std::move(args));
-    return testing::Finish(child, std::chrono::seconds(60));
-  }
+  StudyWordsTest() : OnsetdTest("onset-words") {}
 
   std::string Write(const std::string& name, const std::string& head) {
     const std::string path = (dir_ / name).string();
     std::ofstream(path) << head << kGrid;
     return path;
   }
-
-  fs::path dir_;
-  worker::PosixProcessLauncher launcher_;
-  testing::Daemon daemon_;
 };
 
 TEST_F(StudyWordsTest, DescriptionAndTagsInStatusTagsGrowTheDescriptionStays) {
