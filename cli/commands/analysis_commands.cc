@@ -212,24 +212,16 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
 
 namespace {
 
-// What every export format writes: the study's grid cells and their points with their times.
-struct ExportData {
-  v1::GetStudyResponse study;
-  Curves curves;
-  analysis::CurveTimes times;
-};
-
-absl::StatusOr<ExportData> FetchExport(StudyClient& client, const ExportOptions& options) {
-  ExportData data;
-  absl::StatusOr<v1::GetStudyResponse> study = client.Get(options.study);
-  if (!study.ok()) return study.status();
-  data.study = *std::move(study);
-  RemoveTrunks(&data.study);
-  absl::StatusOr<Curves> curves =
-      client.Metrics(options.study, SplitList(options.metrics), {}, &data.times);
-  if (!curves.ok()) return curves.status();
-  data.curves = *std::move(curves);
-  return data;
+// What every export format writes: the studies' grid cells and their points with their times;
+// several studies pooled as compare pools them (the same experiment once).
+absl::StatusOr<PooledStudies> FetchExport(StudyClient& client, const ExportOptions& options,
+                                          std::ostream& err) {
+  absl::StatusOr<PooledStudies> pooled =
+      PoolStudies(client, options.studies, SplitList(options.metrics), /*with_times=*/true);
+  if (pooled.ok()) {
+    for (const std::string& note : pooled->notes) err << note << "\n";
+  }
+  return pooled;
 }
 
 }  // namespace
@@ -241,9 +233,9 @@ int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostrea
         << options.format << "'\n";
     return kExitBadInput;
   }
-  absl::StatusOr<ExportData> data = FetchExport(client, options);
+  absl::StatusOr<PooledStudies> data = FetchExport(client, options, err);
   if (!data.ok()) return ReportError(data.status(), err);
-  WriteExport(options.study, data->study, data->curves, &data->times,
+  WriteExport(options.studies.front(), data->study, data->curves, &data->times,
               options.format == "csv" ? ExportFormat::kCsv : ExportFormat::kJsonLines, out);
   return kExitOk;
 }
@@ -254,18 +246,18 @@ int TensorBoardExportCommand(StudyClient& client, const ExportOptions& options,
     err << "--format tensorboard: give the directory to write with --out DIR\n";
     return kExitBadInput;
   }
-  absl::StatusOr<ExportData> data = FetchExport(client, options);
+  absl::StatusOr<PooledStudies> data = FetchExport(client, options, err);
   if (!data.ok()) return ReportError(data.status(), err);
   std::map<std::string, std::string> configs;
   for (const v1::Cell& cell : data->study.cells()) {
     if (data->curves.count(cell.id()) == 0) continue;
     absl::StatusOr<v1::DescribeCellResponse> described =
-        client.DescribeCell(options.study, cell.id());
+        client.DescribeCell(cell.study(), cell.id());
     if (!described.ok()) return ReportError(described.status(), err);
     configs[cell.id()] = described->config_json();
   }
-  if (absl::Status s = tensorboard::WriteTensorBoard(options.study, data->study, data->curves,
-                                                     &data->times, configs, dir);
+  if (absl::Status s = tensorboard::WriteTensorBoard(options.studies.front(), data->study,
+                                                     data->curves, &data->times, configs, dir);
       !s.ok()) {
     err << "--out: " << s.message() << "\n";
     return kExitFailure;
@@ -454,11 +446,15 @@ void AddExportCommand(CLI::App& app, CommandTable& table) {
     std::string out;
   };
   auto exports = std::make_shared<ExportFlags>();
-  CLI::App* export_app =
-      app.add_subcommand("export",
-                         "every metric point of a study's cells, as CSV or JSON lines, or as "
-                         "TensorBoard runs (one per cell) in the directory --out names");
-  export_app->add_option("STUDY", exports->options.study, "study name")->required();
+  CLI::App* export_app = app.add_subcommand(
+      "export",
+      "every metric point of a study's (or several studies') cells, as CSV or JSON lines, or as "
+      "TensorBoard runs (one per cell) in the directory --out names");
+  export_app
+      ->add_option("STUDY", exports->options.studies,
+                   "study name; several: their cells pooled as compare's (the same experiment "
+                   "once), each row naming its cell's study")
+      ->required();
   export_app->add_option("--format", exports->options.format, "csv, jsonl or tensorboard")
       ->check(CLI::IsMember({"csv", "jsonl", "tensorboard"}))
       ->capture_default_str();

@@ -71,11 +71,11 @@ int HeadsCommand(StudyClient& client, const std::string& study, const std::strin
                  int64_t at_tokens, bool json, std::ostream& out, std::ostream& err);
 
 struct ExportOptions {
-  std::string study;
+  std::vector<std::string> studies;  // one, or several pooled (pooled_studies.h)
   std::string format = "csv";  // csv, jsonl or tensorboard (a directory: tensorboard_export.h)
   std::string metrics;         // comma-separated names; empty: all
 };
-// One row per metric point: study, cell_id, state, every display axis (CSV columns
+// One row per metric point: study (the cell's), cell_id, state, every display axis (CSV columns
 // "axis.NAME", JSON object "axes"), metric, tokens, value (NaN: an empty CSV field, JSON null),
 // at_unix_ms (when it was measured; not known: an empty CSV field, JSON null).
 int ExportCommand(StudyClient& client, const ExportOptions& options, std::ostream& out,

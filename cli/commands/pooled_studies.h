@@ -1,34 +1,37 @@
-// Several studies read as one (`onset compare S1 S2 ...`): a follow-up study (more seeds, another
-// window) compared together with the first. Their cells and curves are pooled and grouped by
-// axes as one study's are; a cell's id hashes its study's name too, so the same grid point
-// submitted in two studies is two cells that trained the same model on the same data: cells
-// whose configs differ only in their study are one experiment and count once (the first
-// study's, in the order given), with a note saying which was used and a warning when their
-// results differ.
+// Several studies read as one through the coordinator client (analysis/study_pool.h says how
+// they are pooled): compare, plot, fit and export take several studies.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/study_pool.h"
 #include "cli/client/study_client.h"
 
 namespace onset::cli {
 
-struct PooledStudies {
-  v1::GetStudyResponse study;      // every kept cell (each with its own study), trunks removed
-  StudyClient::Curves curves;      // of `metrics`, per kept cell
-  std::vector<std::string> notes;  // duplicates counted once, results that differ
+using analysis::PooledStudies;
+
+// analysis::StudySource over the coordinator's client.
+class ClientStudySource : public analysis::StudySource {
+ public:
+  explicit ClientStudySource(StudyClient* client) : client_(client) {}
+  absl::StatusOr<v1::GetStudyResponse> GridCells(const std::string& study) override;
+  absl::StatusOr<analysis::Curves> StudyCurves(const std::string& study,
+                                               const std::vector<std::string>& metrics,
+                                               analysis::CurveTimes* times) override;
+  absl::StatusOr<std::string> CellConfig(const std::string& study,
+                                         const std::string& cell_id) override;
+
+ private:
+  StudyClient* const client_;
 };
 
-// Reads `names` (in order; each at most once) and their curves of `metrics`; the first metric
-// is the one whose final values are compared between duplicates. Errors as the client's (an
-// unknown study: NotFound naming it).
+// analysis::PoolStudies through `client`.
 absl::StatusOr<PooledStudies> PoolStudies(StudyClient& client,
                                           const std::vector<std::string>& names,
-                                          const std::vector<std::string>& metrics);
-
-// A cell's config without its study's name: equal for the same experiment in two studies.
-std::string ConfigWithoutStudy(const std::string& config_json);
+                                          const std::vector<std::string>& metrics,
+                                          bool with_times = false);
 
 }  // namespace onset::cli

@@ -92,7 +92,8 @@ absl::Status WriteTensorBoard(const std::string& study_name, const v1::GetStudyR
     EventFile file(Seconds(first_ms));
     auto config = configs.find(cell.id());
     file.AddText("cell", 0, Seconds(first_ms),
-                 CellText(study_name, cell, config == configs.end() ? nullptr : &config->second));
+                 CellText(cell.study().empty() ? study_name : cell.study(), cell,
+                          config == configs.end() ? nullptr : &config->second));
     for (const auto& [metric, points] : c->second) {
       const std::vector<int64_t>* at = nullptr;
       if (cell_times != nullptr) {

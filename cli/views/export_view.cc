@@ -56,13 +56,14 @@ void WriteExport(const std::string& study_name, const v1::GetStudyResponse& stud
     auto c = curves.find(cell.id());
     if (c == curves.end()) continue;
     const std::string state(wire::StateName(cell.state()));
+    const std::string& cell_study = cell.study().empty() ? study_name : cell.study();
     for (const auto& [metric, points] : c->second) {
       const std::vector<int64_t>* at = TimesOf(times, cell.id(), metric);
       for (size_t i = 0; i < points.size(); ++i) {
         const auto& [tokens, value] = points[i];
         const int64_t at_unix_ms = at != nullptr && i < at->size() ? (*at)[i] : 0;
         if (csv) {
-          out << CsvField(study_name) << "," << cell.id() << "," << state;
+          out << CsvField(cell_study) << "," << cell.id() << "," << state;
           for (const std::string& a : axes) {
             auto it = cell.axes().find(a);
             out << "," << (it == cell.axes().end() ? "" : CsvField(it->second));
@@ -71,7 +72,7 @@ void WriteExport(const std::string& study_name, const v1::GetStudyResponse& stud
           if (at_unix_ms > 0) out << at_unix_ms;
           out << "\n";
         } else {
-          nlohmann::json row = {{"study", study_name}, {"cell_id", cell.id()}, {"state", state},
+          nlohmann::json row = {{"study", cell_study}, {"cell_id", cell.id()}, {"state", state},
                                 {"axes", cell.axes()}, {"metric", metric},     {"tokens", tokens}};
           row["value"] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
           row["at_unix_ms"] = at_unix_ms > 0 ? nlohmann::json(at_unix_ms) : nlohmann::json(nullptr);

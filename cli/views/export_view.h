@@ -11,7 +11,8 @@ namespace onset::cli {
 
 enum class ExportFormat { kCsv, kJsonLines };
 
-// Writes a row per point of `curves` for each cell of `study` (in its order): study, cell_id,
+// Writes a row per point of `curves` for each cell of `study` (in its order): study (the
+// cell's; `study_name` for a cell that names none), cell_id,
 // state, the cell's axes (CSV: a column "axis.NAME" per axis any cell has, so that the tokens
 // axis, the budget, is not taken for a point's tokens; JSON: an "axes" object), metric, tokens
 // value (not finite: empty in CSV, null in JSON) and at_unix_ms, when the point was measured in

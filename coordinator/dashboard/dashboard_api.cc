@@ -16,6 +16,7 @@
 #include "analysis/study_compare.h"
 #include "base/metric_names.h"
 #include "common/auth_token.h"
+#include "coordinator/dashboard/store_study_source.h"
 #include "coordinator/rpc/proto_convert.h"
 
 namespace onset::coordinator {
@@ -66,39 +67,6 @@ std::string ProtoJson(const google::protobuf::Message& m) {
   return json;
 }
 
-// The study and its cells; `grid_points_only` leaves out trunks (jobs, not grid points: they
-// have no curves of their own), for what reads results.
-absl::StatusOr<v1::GetStudyResponse> StudyProto(StudyStore& store, const std::string& name,
-                                                bool grid_points_only = false) {
-  absl::StatusOr<StudyDetail> detail = store.GetStudy(name);
-  if (!detail.ok()) return detail.status();
-  v1::GetStudyResponse out;
-  ToProto(detail->study, out.mutable_study());
-  for (const CellInfo& cell : detail->cells) {
-    if (grid_points_only && cell.role == CellRole::kTrunk) continue;
-    ToProto(cell, out.add_cells());
-  }
-  return out;
-}
-
-// With `times`, also when each point was measured (0: not known).
-absl::StatusOr<analysis::Curves> Curves(ResultStore& store, const std::string& study,
-                                        const std::vector<std::string>& metrics,
-                                        const std::vector<std::string>& cells,
-                                        analysis::CurveTimes* times = nullptr) {
-  analysis::Curves curves;
-  absl::Status s = store.ForEachMetricPoint(study, metrics, cells,
-                                            [&](const std::string& cell, const std::string& metric,
-                                                int64_t tokens, double value, int64_t at_unix_ms) {
-                                              curves[cell][metric].emplace_back(tokens, value);
-                                              if (times != nullptr)
-                                                (*times)[cell][metric].push_back(at_unix_ms);
-                                              return true;
-                                            });
-  if (!s.ok()) return s;
-  return curves;
-}
-
 using Query = std::map<std::string, std::string>;
 
 // "a=1&b=x%20y" -> {a: 1, b: "x y"}; a key without '=' maps to "".
@@ -144,7 +112,7 @@ HttpResponse StudyPage(StudyStore& store, const std::string& study, Query& query
 HttpResponse HeadScores(ResultStore& store, const std::string& study, const std::string& cell,
                         Query& query) {
   const int64_t at = std::strtoll(query["tokens"].c_str(), nullptr, 10);
-  absl::StatusOr<analysis::Curves> curves = Curves(store, study, {}, {cell});
+  absl::StatusOr<analysis::Curves> curves = StudyCurves(store, study, {}, {cell});
   if (!curves.ok()) return FromStatus(curves.status());
   const auto it = curves->find(cell);
   const analysis::HeadMap map = analysis::BuildHeadMap(
@@ -172,20 +140,48 @@ HttpResponse MetricList(ResultStore& store, const std::string& study) {
   return Json(200, {{"metrics", out}, {"first", first}});
 }
 
-// GET /api/studies/STUDY/curves?metric=M[&cells=A,B]: per cell, the points' tokens, values
-// (null: not finite) and at_unix_ms (when each was measured; null: not known).
-HttpResponse MetricCurves(ResultStore& store, const std::string& study, const std::string& metric,
-                          Query& query) {
+// The studies a request reads: STUDY, then those ?with= names (pooled, analysis/study_pool.h).
+std::vector<std::string> StudiesOf(const std::string& study, Query& query) {
+  std::vector<std::string> names = {study};
+  for (std::string& other : List(query["with"])) names.push_back(std::move(other));
+  return names;
+}
+
+// GET /api/studies/STUDY/curves?metric=M[&cells=A,B][&with=S2,S3]: per cell, the points' tokens,
+// values (null: not finite) and at_unix_ms (when each was measured; null: not known); with
+// ?with=, the cells of those studies too (the same experiment once, as compare pools them).
+HttpResponse MetricCurves(StudyStore& studies, ResultStore& store, const std::string& study,
+                          const std::string& metric, Query& query) {
   analysis::CurveTimes times;
-  absl::StatusOr<analysis::Curves> curves =
-      Curves(store, study, {metric}, List(query["cells"]), &times);
+  absl::StatusOr<analysis::Curves> curves;
+  const std::vector<std::string> names = StudiesOf(study, query);
+  const std::vector<std::string> only = List(query["cells"]);
+  if (names.size() == 1) {
+    curves = StudyCurves(store, study, {metric}, only, &times);
+  } else {
+    StoreStudySource source(&studies, &store);
+    absl::StatusOr<analysis::PooledStudies> pooled =
+        analysis::PoolStudies(source, names, {metric}, /*with_times=*/true);
+    if (!pooled.ok()) return FromStatus(pooled.status());
+    curves = std::move(pooled->curves);
+    times = std::move(pooled->times);
+    if (!only.empty()) {
+      analysis::Curves chosen;
+      for (const std::string& id : only) {
+        if (auto c = curves->find(id); c != curves->end()) chosen[id] = std::move(c->second);
+      }
+      curves = std::move(chosen);
+    }
+  }
   if (!curves.ok()) return FromStatus(curves.status());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [cell, by_metric] : *curves) {
+    auto m = by_metric.find(metric);
+    if (m == by_metric.end()) continue;
     nlohmann::json tokens = nlohmann::json::array(), values = nlohmann::json::array(),
                    at = nlohmann::json::array();
     const std::vector<int64_t>& cell_times = times[cell][metric];
-    const std::vector<std::pair<int64_t, double>>& points = by_metric.at(metric);
+    const std::vector<std::pair<int64_t, double>>& points = m->second;
     for (size_t i = 0; i < points.size(); ++i) {
       const auto& [t, v] = points[i];
       tokens.push_back(t);
@@ -213,18 +209,28 @@ HttpResponse CompareGroups(StudyStore& studies, ResultStore& results, const std:
       /*threshold_required=*/true);
   if (!parsed.ok()) return Error(400, std::string(parsed.status().message()));
   const analysis::CompareSpec& spec = *parsed;
-  absl::StatusOr<v1::GetStudyResponse> got = StudyProto(studies, study, /*grid_points_only=*/true);
-  if (!got.ok()) return FromStatus(got.status());
   std::vector<std::string> metrics = {metric};
   for (const std::string& control : analysis::ControlMetrics(metric)) {
     metrics.push_back(control);  // shown beside the accuracy
   }
-  absl::StatusOr<analysis::Curves> curves = Curves(results, study, metrics, {});
-  if (!curves.ok()) return FromStatus(curves.status());
+  if (!spec.best_over.axis.empty() && spec.best_over.metric != metric) {
+    metrics.push_back(spec.best_over.metric);  // what chooses the nuisance axis's value
+  }
+  // One study, or several pooled (?with=): the same experiment counts once.
+  StoreStudySource source(&studies, &results);
+  absl::StatusOr<analysis::PooledStudies> pooled =
+      analysis::PoolStudies(source, StudiesOf(study, query), metrics);
+  if (!pooled.ok()) return FromStatus(pooled.status());
   std::string error;
-  const analysis::CompareTable table = analysis::Compare(*got, *curves, spec, &error);
+  const analysis::CompareTable table =
+      analysis::Compare(pooled->study, pooled->curves, spec, &error);
   if (!error.empty()) return Error(400, error);
-  return HttpResponse{200, "application/json", analysis::CompareJson(table, spec)};
+  if (pooled->notes.empty()) {
+    return HttpResponse{200, "application/json", analysis::CompareJson(table, spec)};
+  }
+  nlohmann::json out = nlohmann::json::parse(analysis::CompareJson(table, spec));
+  out["notes"] = pooled->notes;
+  return Json(200, out);
 }
 
 }  // namespace
@@ -260,7 +266,7 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   if (metric.empty()) {
     return Error(400, "metric: required, e.g. ?metric=" + metric::AtLength(metric::kNiahAcc, 256));
   }
-  if (parts[2] == "curves") return MetricCurves(*results_, study, metric, query);
+  if (parts[2] == "curves") return MetricCurves(*studies_, *results_, study, metric, query);
   if (parts[2] == "compare") return CompareGroups(*studies_, *results_, study, metric, query);
   return Error(404, "no such API: " + path);
 }

@@ -7,11 +7,14 @@
 //                                               (onset status; 2000 by default, at most 10000;
 //                                               next_page_token leads on)
 //   GET /api/studies/NAME/metrics               the names of the metrics its cells reported
-//   GET /api/studies/NAME/curves?metric=M[&cells=ID,ID]       points per cell
+//   GET /api/studies/NAME/curves?metric=M[&cells=ID,ID][&with=S2,S3]   points per cell
 //   GET /api/studies/NAME/compare?metric=M&threshold=X[&by=A,B][&baseline=AXIS=VALUE]
 //                                 [&direction=up|down][&x=tokens|flops][&level=0.95]
 //                                 [&bootstrap=2000][&bootstrap_seed=1][&best_over=AXIS]
-//                                 [&select=M:RULE][&select_on_seeds=0,1]   onset compare --json
+//                                 [&select=M:RULE][&select_on_seeds=0,1][&with=S2,S3]
+//                                                             onset compare NAME S2 S3 --json
+// ?with= pools those studies' cells with NAME's as `onset compare NAME S2 S3` does (the same
+// experiment once, analysis/study_pool.h; the reply's "notes" say what was counted once).
 //   GET /api/studies/NAME/heads/CELL[?tokens=N]  retrieval-head scores (onset heads --json)
 //
 // Every /api/ request needs "Authorization: Bearer TOKEN", the coordinator's token (compared in

@@ -159,7 +159,42 @@ TEST(DashboardBrowserTest, ThePageShowsTheCellsCurvesAndTheClisNumbers) {
     EXPECT_NEAR(page_tokens[g], want, 1e-6 * want) << "group " << g;
   }
 
+  // The controls for studies side by side and a nuisance axis: a second study of the same grid
+  // (its cells the same experiments, so they count once) and the architecture chosen per
+  // positional scheme by held-out loss; the page says what the CLI chose.
   worker.process->Terminate(std::chrono::seconds(10));
+  std::string second = kStudy;
+  second.replace(second.find("name: browse"), 12, "name: browse2");
+  std::ofstream(dir / "browse2.yaml") << second;
+  Child submit2 = Start(launcher, "onset",
+                        {"--coordinator", address, "--token-file", token_file, "submit",
+                         (dir / "browse2.yaml").string()});
+  ASSERT_TRUE(submit2.process->Wait().Succeeded()) << submit2.process->StderrTail();
+  Child best = Start(launcher, "onset",
+                     {"--coordinator", address, "--token-file", token_file, "compare", "browse",
+                      "browse2", "--metric", "train/loss", "--threshold", threshold, "--by", "pos",
+                      "--best-over", "arch", "--json"});
+  ASSERT_TRUE(best.process->Wait().Succeeded()) << best.process->StderrTail();
+  const nlohmann::json chose = nlohmann::json::parse(best.Out());
+  ASSERT_EQ(chose["best_over"]["choices"].size(), 1u) << best.Out();
+  const std::string chosen = chose["best_over"]["choices"][0]["chosen"].get<std::string>();
+  const std::string pooled =
+      page("study=browse&metric=train/loss&threshold=" + std::string(threshold) +
+               "&by=pos&best_over=arch&with=browse2",
+           "chrome-pooled");
+  EXPECT_EQ(CountMatches(pooled, R"(<td class="t" data-tokens="[0-9])"), 1u)
+      << pooled.substr(pooled.find("compare-table"), 3000);
+  EXPECT_EQ(CountMatches(pooled,
+                         "best over arch: per group the value with the lowest final "
+                         "eval/heldout_loss"),
+            1u);
+  const std::string pos = chose["best_over"]["choices"][0]["axes"]["pos"].get<std::string>();
+  EXPECT_EQ(CountMatches(pooled, "pos=" + pos + ": arch=" + chosen + "<"), 1u);
+  EXPECT_EQ(CountMatches(pooled,
+                         "4 cell\\(s\\) of browse2 are the same experiment as cells of "
+                         "browse"),
+            1u);
+
   daemon.process->Terminate(std::chrono::seconds(10));
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }

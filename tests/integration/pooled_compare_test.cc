@@ -10,7 +10,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/integration/harness.h"
 #include "worker/coordinator_client.h"
@@ -103,6 +105,19 @@ TEST_F(PooledCompareTest, TwoStudiesAsOneTheSameExperimentOnce) {
       Onset({"compare", "a", "zz", "--metric", "niah/acc", "--threshold", "0.5"});
   EXPECT_NE(unknown.code, 0);
   EXPECT_THAT(unknown.err, HasSubstr("zz"));
+
+  // export pools as compare does: a's 2 cells and b's 2 new ones, 2 points each, each row
+  // naming its cell's study.
+  const testing::Ran exported = Onset({"export", "a", "b", "--format", "jsonl"});
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  EXPECT_THAT(exported.err, HasSubstr("2 cell(s) of b are the same experiment as cells of a"));
+  std::map<std::string, int> rows_of;
+  std::istringstream lines(exported.out);
+  for (std::string line; std::getline(lines, line);) {
+    ++rows_of[nlohmann::json::parse(line)["study"].get<std::string>()];
+  }
+  EXPECT_EQ(rows_of, (std::map<std::string, int>{{"a", 4}, {"b", 4}}));
+  EXPECT_NE(Onset({"export", "a", "a"}).code, 0);  // a study twice is refused
 }
 
 }  // namespace

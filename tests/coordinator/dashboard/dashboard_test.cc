@@ -200,6 +200,93 @@ TEST_F(DashboardTest, CompareRefusesWhatTheCliRefuses) {
   EXPECT_THAT(r.body, HasSubstr("threshold: must be a finite number, got 'inf'"));
 }
 
+// Studies side by side and a nuisance axis chosen by a stated rule, as `onset compare A B
+// --best-over train.lr` reads them: b's seed-0 cells are a's (configs equal but for the study)
+// and count once; each group's learning rate is the one with the lower held-out loss on the
+// selection seed, and the groups compare the other seed's cells.
+TEST_F(DashboardTest, ComparesStudiesTogetherWithTheBestOfAnAxis) {
+  const auto spec = [](const std::string& study, const std::string& arch, const std::string& lr,
+                       int seed) {
+    CellSpec c;
+    c.axes = {{"arch", arch}, {"tokens", "4000"}, {"seed", std::to_string(seed)}, {"train.lr", lr}};
+    c.config_json =
+        nlohmann::json({{"study", study}, {"arch", arch}, {"lr", lr}, {"seed", seed}}).dump();
+    c.id = study + "-" + arch + "-" + lr + "-" + std::to_string(seed);
+    c.tokens_budget = 4000;
+    return c;
+  };
+  std::vector<CellSpec> a, b;
+  for (const std::string arch : {"full", "gdn"}) {
+    for (const std::string lr : {"1e-3", "1e-2"}) {
+      a.push_back(spec("a", arch, lr, 0));
+      b.push_back(spec("b", arch, lr, 0));  // a's experiment again
+      b.push_back(spec("b", arch, lr, 1));
+    }
+  }
+  ASSERT_TRUE(store_->AddStudy({"a", "", "a.yaml", "name: a", a}).ok());
+  ASSERT_TRUE(store_->AddStudy({"b", "", "b.yaml", "name: b", b}).ok());
+  absl::StatusOr<std::string> worker = testing::WorkerId(store_->RegisterWorker({"h", 1, "v"}));
+  ASSERT_TRUE(worker.ok());
+  // The learning rate that wins: 1e-2 for full, 1e-3 for gdn (lower held-out loss); gdn's
+  // accuracy crosses 0.5 at 1000 tokens, full's at 2000, whichever rate.
+  int reported = 0;
+  while (true) {
+    absl::StatusOr<std::optional<ClaimedJob>> job = store_->ClaimNextCell(*worker, {"cpu:0"});
+    ASSERT_TRUE(job.ok());
+    if (!job->has_value()) break;
+    const std::string& id = (*job)->cell_id;
+    if (id.find('-') == std::string::npos) continue;  // the small study's
+    ++reported;
+    const bool gdn = id.find("gdn") != std::string::npos;
+    const bool high_lr = id.find("1e-2") != std::string::npos;
+    const double heldout = (gdn != high_lr) ? 2.0 : 3.0;
+    const double at_2000 = id[0] == 'b' && id.back() == '0' ? 0.75 : 0.8;  // b's rerun differs
+    ASSERT_TRUE(store_
+                    ->AddMetrics((*job)->lease_id, {{"acc", 1000, gdn ? 0.6 : 0.1},
+                                                    {"acc", 2000, gdn ? 0.9 : at_2000},
+                                                    {"eval/heldout_loss", 2000, heldout}})
+                    .ok());
+  }
+  ASSERT_EQ(reported, 12);
+
+  HttpResponse r =
+      Get("/api/studies/a/compare?metric=acc&threshold=0.5&by=arch&with=b&best_over=train.lr&"
+          "select_on_seeds=0");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json got = nlohmann::json::parse(r.body);
+  ASSERT_EQ(got["groups"].size(), 2u) << r.body;
+  for (const nlohmann::json& g : got["groups"]) {
+    EXPECT_EQ(g["n"], 1) << g.dump();  // seed 1 alone: seed 0 chose
+    EXPECT_EQ(g["studies"], nlohmann::json({{"b", 1}})) << g.dump();
+  }
+  ASSERT_EQ(got["best_over"]["choices"].size(), 2u);
+  std::map<std::string, std::string> chosen;
+  for (const nlohmann::json& c : got["best_over"]["choices"]) {
+    chosen[c["axes"]["arch"].get<std::string>()] = c["chosen"].get<std::string>();
+  }
+  EXPECT_EQ(chosen, (std::map<std::string, std::string>{{"full", "1e-2"}, {"gdn", "1e-3"}}));
+  EXPECT_EQ(got["best_over"]["metric"], "eval/heldout_loss");
+  ASSERT_TRUE(got.contains("notes")) << r.body;
+  const std::string notes = got["notes"].dump();
+  EXPECT_THAT(notes, HasSubstr("4 cell(s) of b are the same experiment as cells of a"));
+  EXPECT_THAT(notes, HasSubstr("warning: the same experiment gave different final acc"));
+
+  // Without the selection seeds the duplicates count once: 2 seeds per group and rate.
+  r = Get("/api/studies/a/compare?metric=acc&threshold=0.5&by=arch,train.lr&with=b");
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const nlohmann::json& g : nlohmann::json::parse(r.body)["groups"]) {
+    EXPECT_EQ(g["n"], 2) << g.dump();
+    EXPECT_EQ(g["studies"], nlohmann::json({{"a", 1}, {"b", 1}})) << g.dump();
+  }
+  // The curves of both, the same experiment once: 4 of a and 4 new of b.
+  const nlohmann::json curves =
+      nlohmann::json::parse(Get("/api/studies/a/curves?metric=acc&with=b").body);
+  EXPECT_EQ(curves["curves"].size(), 8u);
+  EXPECT_EQ(Get("/api/studies/a/compare?metric=acc&threshold=0.5&with=nope").status, 404);
+  EXPECT_THAT(Get("/api/studies/a/compare?metric=acc&threshold=0.5&with=a").body,
+              HasSubstr("each at most once"));
+}
+
 // A WSD trunk is listed with the study's cells (status), but has no curves and is no grid point
 // to compare.
 TEST_F(DashboardTest, TrunksAreListedButNeitherCurvesNorComparedCells) {
