@@ -4,6 +4,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "model/nn/fused_cpu_ops.h"
 #include "model/nn/gated_delta_net.h"
 #include "model/nn/linear_attention.h"
 
@@ -63,12 +64,12 @@ at::Tensor RecurrentMixer::Convolve(const at::Tensor& qkv, Mode mode, LayerCache
 
 at::Tensor RecurrentMixer::Output(const at::Tensor& y, const at::Tensor& gate,
                                   const at::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = head_dim_;
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   at::Tensor o;
   {
     NoAutocast fp32;
-    o = at::rms_norm(y.transpose(1, 2), {D}, head_norm_weight_, kNormEps);  // (B, T, H, D)
-    o = MaskHeads(o, /*head_dim=*/2);                                       // (B, T, H, D)
+    o = RmsNorm(y.transpose(1, 2), head_norm_weight_, kNormEps);  // (B, T, H, D)
+    o = MaskHeads(o, /*head_dim=*/2);                             // (B, T, H, D)
   }
   o = o.reshape({B, T, C}).to(x.scalar_type()) * at::silu(gate);  // (B, T, C)
   return out_(o);                                                 // (B, T, C)

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "model/nn/fused_cpu_ops.h"
+
 namespace onset::model {
 
 RopeTables RopeTables::Make(int64_t offset, int64_t T, int64_t D, double base,
@@ -14,6 +16,8 @@ RopeTables RopeTables::Make(int64_t offset, int64_t T, int64_t D, double base,
 }
 
 at::Tensor ApplyRope(const at::Tensor& x, const RopeTables& rope, int64_t time_dim) {
+  // (B, T, N, D), the training layout: one pass on the CPU (fused_cpu_ops.h).
+  if (time_dim == 1 && x.dim() == 4) return RopeBTND(x, rope.cos, rope.sin);
   const int64_t half = x.size(-1) / 2;
   // Tables shaped (T, 1, ..., 1, D/2) to broadcast over the dims between T and D.
   std::vector<int64_t> shape(static_cast<size_t>(x.dim() - time_dim), 1);

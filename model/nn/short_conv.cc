@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/nn/fused_cpu_ops.h"
+
 namespace onset::model {
 
 ShortConvImpl::ShortConvImpl(int64_t channels, int64_t kernel) : kernel_(kernel) {
@@ -13,11 +15,8 @@ ShortConvImpl::ShortConvImpl(int64_t channels, int64_t kernel) : kernel_(kernel)
 }
 
 at::Tensor ShortConvImpl::forward(const at::Tensor& x) {
-  const int64_t T = x.size(1), C = x.size(2), K = kernel_;
-  at::Tensor w = weight.to(x.scalar_type()).unsqueeze(1);  // (C, 1, K)
-  at::Tensor y = at::conv1d(x.transpose(1, 2), w, /*bias=*/{}, /*stride=*/1,
-                            /*padding=*/K - 1, /*dilation=*/1, /*groups=*/C);  // (B, C, T + K - 1)
-  return at::silu(y.narrow(2, 0, T).transpose(1, 2));                          // (B, T, C)
+  // One pass on the CPU; a depthwise conv1d and SiLU elsewhere (fused_cpu_ops.h).
+  return ShortConvSilu(x, weight);  // (B, T, C)
 }
 
 at::Tensor ShortConvImpl::Prefill(const at::Tensor& x, at::Tensor* state) {

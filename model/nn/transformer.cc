@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <torch/nn/init.h>
 
 #include "model/config/vocab.h"
 #include "model/nn/attention.h"
 #include "model/nn/attention_backend.h"
+#include "model/nn/fused_cpu_ops.h"
 #include "model/nn/linear_mixers.h"
 
 namespace onset::model {
@@ -19,8 +21,9 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
-  // x * rsqrt(mean(x^2) + eps) * weight, as one ATen op (fused kernels where available).
-  return at::rms_norm(x, {weight.size(0)}, weight.to(x.scalar_type()), eps_);  // (..., dim)
+  // x * rsqrt(mean(x^2) + eps) * weight: one pass on the CPU (fused_cpu_ops.h), at::rms_norm's
+  // fused kernel on CUDA.
+  return RmsNorm(x, weight, eps_);  // (..., dim)
 }
 
 at::Tensor Mixer::Apply(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
@@ -89,10 +92,9 @@ AttentionMixer::Qkv AttentionMixer::Project(const at::Tensor& x, const MixerCont
   at::Tensor qk = parts[0];                 // (B, T, H+G, D)
   at::Tensor v = parts[1].transpose(1, 2);  // (B, G, T, D)
   if (qk_norm_weight_.defined()) {
-    qk = at::rms_norm(qk, {D}, std::nullopt, kNormEps);                      // (B, T, H+G, D)
     at::Tensor w = qk_norm_weight_.to(qk.scalar_type());                     // (2, 1, D)
     at::Tensor gains = at::cat({w[0].expand({H, D}), w[1].expand({G, D})});  // (H+G, D)
-    qk = qk * gains;                                                         // (B, T, H+G, D)
+    qk = RmsNorm(qk, gains, kNormEps);                                       // (B, T, H+G, D)
   }
   if (use_rope_) qk = ApplyRope(qk, *ctx.rope, /*time_dim=*/1);  // (B, T, H+G, D)
   at::Tensor q = qk.narrow(2, 0, H).transpose(1, 2);             // (B, H, T, D)
@@ -181,9 +183,8 @@ SwiGluImpl::SwiGluImpl(int64_t d_model, int64_t hidden) {
 }
 
 at::Tensor SwiGluImpl::forward(const at::Tensor& x) {
-  auto gate_up = gate_up_(x).chunk(2, -1);           // 2 x (B, T, F)
-  at::Tensor h = at::silu(gate_up[0]) * gate_up[1];  // (B, T, F)
-  return down_(h);                                   // (B, T, C)
+  at::Tensor h = SwiGluActivation(gate_up_(x));  // (B, T, 2F) -> (B, T, F)
+  return down_(h);                               // (B, T, C)
 }
 
 BlockImpl::BlockImpl(const ModelConfig& config, int layer) {
@@ -191,12 +192,18 @@ BlockImpl::BlockImpl(const ModelConfig& config, int layer) {
   mixer_ = register_module("mixer", MakeMixer(config, layer));
   norm2_ = register_module("norm2", RMSNorm(config.d_model));
   mlp_ = register_module("mlp", SwiGlu(config.d_model, config.resolved_mlp_hidden()));
+  mixer_scope_ = std::string("forward/mixer ") + config.pattern.at(layer);
 }
 
 at::Tensor BlockImpl::forward(const at::Tensor& x, const MixerContext& ctx, MixerPass pass,
                               LayerCache* cache) {
-  at::Tensor h = x + mixer_->Apply(norm1_(x), ctx, pass, cache);  // (B, T, C)
-  return h + mlp_(norm2_(h));                                     // (B, T, C)
+  at::Tensor h;
+  {
+    RECORD_USER_SCOPE(mixer_scope_);
+    h = x + mixer_->Apply(norm1_(x), ctx, pass, cache);  // (B, T, C)
+  }
+  RECORD_USER_SCOPE("forward/mlp");
+  return h + mlp_(norm2_(h));  // (B, T, C)
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
@@ -228,6 +235,7 @@ void TransformerImpl::InitWeights() {
 }
 
 at::Tensor TransformerImpl::Logits(at::Tensor x) {
+  RECORD_USER_SCOPE("forward/logits");
   x = norm_f_(x);                                                            // (B, T, C)
   at::Tensor logits = lm_head_ ? lm_head_(x) : at::linear(x, wte_->weight);  // (B, T, V)
   return logits.to(at::kFloat);                                              // (B, T, V)

@@ -166,6 +166,8 @@ class BlockImpl : public torch::nn::Module {
   RMSNorm norm1_{nullptr}, norm2_{nullptr};
   std::shared_ptr<Mixer> mixer_;
   SwiGlu mlp_{nullptr};
+  // The profiler scope of the mixer's forward, "forward/mixer F" for an F layer (step_phases.h).
+  std::string mixer_scope_;
 };
 TORCH_MODULE(Block);
 

@@ -1,5 +1,7 @@
 #include "model/training/optimizer.h"
 
+#include "model/training/fused_adamw.h"
+
 namespace onset::model {
 namespace {
 
@@ -36,7 +38,7 @@ std::unique_ptr<torch::optim::AdamW> MakeAdamW(const torch::nn::Module& model,
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   param_groups.emplace_back(groups.decay, options(train.weight_decay));
   param_groups.emplace_back(groups.no_decay, options(0.0));
-  return std::make_unique<torch::optim::AdamW>(param_groups, torch::optim::AdamWOptions(train.lr));
+  return std::make_unique<FusedAdamW>(param_groups, torch::optim::AdamWOptions(train.lr));
 }
 
 void SetLearningRate(torch::optim::AdamW& optimizer, double lr) {

@@ -25,7 +25,7 @@ struct ParamGroups {
 ParamGroups SplitForWeightDecay(const torch::nn::Module& model);
 
 // Group 0 = decayed, group 1 = not decayed. The learning rate starts at train.lr; the trainer
-// overwrites it every step with SetLearningRate.
+// overwrites it every step with SetLearningRate. The update is ATen's fused one (fused_adamw.h).
 std::unique_ptr<torch::optim::AdamW> MakeAdamW(const torch::nn::Module& model,
                                                const TrainConfig& train);
 

@@ -1,5 +1,7 @@
 #include "model/training/trainer.h"
 
+#include <ATen/record_function.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -123,12 +125,17 @@ double Trainer::Step(double lr) {
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));  // ()
   for (int64_t done = share.first; done < share.end; done += config_.train.micro_batch) {
     const int64_t n = std::min<int64_t>(config_.train.micro_batch, share.end - done);
-    at::Tensor weights;                                    // (n, T) or undefined
-    at::Tensor batch = NextBatch(n, &weights);             // (n, T + 1)
+    at::Tensor weights;  // (n, T) or undefined
+    at::Tensor batch;    // (n, T + 1)
+    {
+      RECORD_USER_SCOPE("step/data");
+      batch = NextBatch(n, &weights);
+    }
     at::Tensor x = batch.narrow(1, 0, batch.size(1) - 1);  // (n, T)
     at::Tensor y = batch.narrow(1, 1, batch.size(1) - 1);  // (n, T)
     at::Tensor loss, objective;
     {
+      RECORD_USER_SCOPE("step/forward");
       AutocastScope autocast(bf16_, device_.type());
       at::Tensor logits = model_(x);  // (n, T, V)
       if (!weights.defined()) {
@@ -143,14 +150,34 @@ double Trainer::Step(double lr) {
         objective = (per_target * w).sum() / w.sum();  // the weighted mean
       }
     }
-    // Weight each micro-batch by its share of the step so the gradient is the step mean.
-    (objective * (static_cast<double>(n) / seqs_per_step_)).backward();
+    {
+      // Weight each micro-batch by its share of the step so the gradient is the step mean.
+      RECORD_USER_SCOPE("step/backward");
+      (objective * (static_cast<double>(n) / seqs_per_step_)).backward();
+    }
     loss_sum += loss.detach() * n;
   }
   parallel_.SumGradients(model_->parameters(), loss_sum);
+  const bool reports = (steps_ + 1) % config_.train.log_every_steps == 0;
+  {
+    RECORD_USER_SCOPE("step/clip");
+    ClipOrMeasureGradients(reports);
+  }
+  {
+    RECORD_USER_SCOPE("step/optimizer");
+    optimizer_->step();
+  }
+  const double loss = loss_sum.item<double>() / static_cast<double>(seqs_per_step_);
+
+  tokens_ += tokens_per_step();
+  steps_ += 1;
+  throughput_.AddStep(Seconds(Clock::now() - t0), tokens_per_step(), loss);
+  return loss;
+}
+
+void Trainer::ClipOrMeasureGradients(bool reports) {
   // train/grad_norm: measured when clipping measures it anyway, else only on the steps that
   // report it (a norm costs a device sync), never changing the gradients.
-  const bool reports = (steps_ + 1) % config_.train.log_every_steps == 0;
   if (config_.train.grad_clip > 0) {
     grad_norm_ = torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.train.grad_clip);
     grad_norm_step_ = steps_ + 1;
@@ -158,13 +185,6 @@ double Trainer::Step(double lr) {
     grad_norm_ = GradientNorm(model_->parameters());
     grad_norm_step_ = steps_ + 1;
   }
-  optimizer_->step();
-  const double loss = loss_sum.item<double>() / static_cast<double>(seqs_per_step_);
-
-  tokens_ += tokens_per_step();
-  steps_ += 1;
-  throughput_.AddStep(Seconds(Clock::now() - t0), tokens_per_step(), loss);
-  return loss;
 }
 
 at::Tensor Trainer::NextBatch(int64_t seqs, at::Tensor* weights) {
@@ -313,6 +333,7 @@ void Trainer::EmitTrain(double lr) {
 }
 
 void Trainer::Evaluate() {
+  RECORD_USER_SCOPE("eval");
   const auto t0 = Clock::now();
   std::map<std::string, double> metrics =
       evaluator_->Run(model_, bf16_, /*final_eval=*/span_->FinalEval(tokens_));

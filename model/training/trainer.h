@@ -140,6 +140,9 @@ class Trainer {
  private:
   bool lead() const { return parallel_.lead(); }
   double Step(double lr);  // one timed optimizer step; returns the mean micro-batch loss
+  // Clips the gradients to train.grad_clip (measuring their norm), or measures the norm alone on
+  // a step that `reports` it.
+  void ClipOrMeasureGradients(bool reports);
   // (seqs, seq_len + 1) int64 on device_; with train.answer_loss_weight != 1, *weights
   // receives each target's weight in the loss, (seqs, seq_len) float.
   at::Tensor NextBatch(int64_t seqs, at::Tensor* weights);
