@@ -19,7 +19,7 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
   run_app->add_option("FILE", run->file, "study file (YAML)")->required();
   run_app->add_option("--workers", run->workers,
                       "CPU slots: trainers run at once, fewer when cells need several (default: "
-                      "cores/2, min 2)");
+                      "one per core, each trainer one thread)");
   run_app->add_option("--trainer", run->trainer_path,
                       "the trainer to run (default: onset-train next to onset); any program that "
                       "keeps onset-train's contract (docs/trainer.md)");

@@ -237,8 +237,10 @@ int ReportResults(StudyClient& client, const std::string& study, const std::set<
 }  // namespace
 
 int DefaultWorkers(unsigned cores) {
-  if (cores <= 2) return 2;
-  return static_cast<int>(cores / 2);
+  // One single-threaded trainer per core: on 2 cores, two cells of one thread trained 1.3-1.5x
+  // the tokens per second of one cell of two threads (docs/cpu-benchmark.md), small models'
+  // steps being too short to share well between threads. Unknown (0): two.
+  return cores == 0 ? 2 : static_cast<int>(cores);
 }
 
 int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, std::ostream& out,

@@ -12,7 +12,7 @@ struct RunOptions {
   std::string file;                     // the study file
   std::string data_dir = "onset-data";  // onset.db, onsetd.token, coordinator.addr, work/
   // CPU slots of the embedded worker: trainers run at once, or fewer when cells need several
-  // (resources.devices). 0: one per two cores, at least 1 (2 on a 2-core machine).
+  // (resources.devices). 0: one per core (DefaultWorkers).
   int workers = 0;
   bool json = false;          // print the final results as JSON
   bool print_results = true;  // false: no results at the end (failures still on stderr)
