@@ -9,12 +9,13 @@
 //
 // --composite runs the composite ATen forms instead of the fused CPU kernels (fused_cpu_ops.h),
 // the control of what they save; --default-malloc leaves glibc's allocator as it is (heap_reuse.h:
-// onset-train keeps freed memory for the next step). --ops N adds the N ATen operators (forward and backward) with the most self time in the
-// training steps: each operator's time less that of the operators it called. Observing every
-// operator costs time of its own, so the scope table of an --ops run reads slower.
-// prints, per scope, its milliseconds per step and its share of the training wall time; the
-// config's evaluations but the last and its checkpoints are switched off unless --keep-eval.
-// The model's scopes count training steps only (an evaluation's forwards are in "eval").
+// onset-train keeps freed memory for the next step). --ops N adds the N ATen operators (forward and
+// backward) with the most self time in the training steps: each operator's time less that of the
+// operators it called. Observing every operator costs time of its own, so the scope table of an
+// --ops run reads slower. prints, per scope, its milliseconds per step and its share of the
+// training wall time; the config's evaluations but the last and its checkpoints are switched off
+// unless --keep-eval. The model's scopes count training steps only (an evaluation's forwards are in
+// "eval").
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
@@ -152,11 +153,11 @@ int main(int argc, char** argv) {
                             .needsInputs(false)
                             .needsOutputs(false));
   if (ops > 0) {
-    at::addGlobalCallback(at::RecordFunctionCallback(OnOpEnter, OnOpExit)
-                              .scopes({at::RecordScope::FUNCTION,
-                                       at::RecordScope::BACKWARD_FUNCTION})
-                              .needsInputs(false)
-                              .needsOutputs(false));
+    at::addGlobalCallback(
+        at::RecordFunctionCallback(OnOpEnter, OnOpExit)
+            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION})
+            .needsInputs(false)
+            .needsOutputs(false));
   }
   onset::model::MemorySink sink;
   onset::model::Trainer trainer(cell, at::kCPU, &sink);
@@ -168,15 +169,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no step was trained\n");
     return 1;
   }
-  std::printf("%s %s d_model=%d T=%d micro_batch=%d, %lld steps of %lld tokens, %d thread(s), "
-              "%s: %.1f s, %.0f tokens/s\n",
-              cell.model.arch.c_str(), cell.model.pattern.c_str(), cell.model.d_model,
-              cell.model.seq_len, cell.train.micro_batch, static_cast<long long>(steps),
-              static_cast<long long>(cell.train.batch_tokens), threads,
-              composite ? (default_malloc ? "composite ops, default malloc" : "composite ops")
-                        : (default_malloc ? "fused CPU ops, default malloc" : "fused CPU ops"),
-              wall,
-              static_cast<double>(steps * cell.train.batch_tokens) / wall);
+  std::printf(
+      "%s %s d_model=%d T=%d micro_batch=%d, %lld steps of %lld tokens, %d thread(s), "
+      "%s: %.1f s, %.0f tokens/s\n",
+      cell.model.arch.c_str(), cell.model.pattern.c_str(), cell.model.d_model, cell.model.seq_len,
+      cell.train.micro_batch, static_cast<long long>(steps),
+      static_cast<long long>(cell.train.batch_tokens), threads,
+      composite ? (default_malloc ? "composite ops, default malloc" : "composite ops")
+                : (default_malloc ? "fused CPU ops, default malloc" : "fused CPU ops"),
+      wall, static_cast<double>(steps * cell.train.batch_tokens) / wall);
   std::printf("| scope | ms/step | share |\n|---|---|---|\n");
   double outer = 0;
   for (const auto& [name, seconds] : totals) {

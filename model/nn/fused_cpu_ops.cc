@@ -37,8 +37,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             double eps) {
     const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D, R = WeightRows(weight);
-    at::Tensor y = at::empty_like(x);                        // (..., D)
-    at::Tensor rstd = at::empty({rows}, x.options());        // (rows)
+    at::Tensor y = at::empty_like(x);                  // (..., D)
+    at::Tensor rstd = at::empty({rows}, x.options());  // (rows)
     const float* xp = x.const_data_ptr<float>();
     const float* wp = R > 0 ? weight.const_data_ptr<float>() : nullptr;
     float* yp = y.mutable_data_ptr<float>();
@@ -167,8 +167,8 @@ struct RopeFunction : public torch::autograd::Function<RopeFunction> {
                             const at::Tensor& sin) {
     at::Tensor y = at::empty_like(x);
     const int64_t T = x.size(1), N = x.size(2), D = x.size(3);
-    RotateRows(x.const_data_ptr<float>(), cos.const_data_ptr<float>(),
-               sin.const_data_ptr<float>(), x.numel() / std::max<int64_t>(1, D), T, N, D,
+    RotateRows(x.const_data_ptr<float>(), cos.const_data_ptr<float>(), sin.const_data_ptr<float>(),
+               x.numel() / std::max<int64_t>(1, D), T, N, D,
                /*inverse=*/false, y.mutable_data_ptr<float>());
     ctx->save_for_backward({cos, sin});
     ctx->saved_data["T"] = T;
@@ -296,7 +296,7 @@ struct SwiGluFunction : public torch::autograd::Function<SwiGluFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up) {
     const int64_t rows = gate_up.size(0), F = gate_up.size(1) / 2;
     at::Tensor sig = at::sigmoid(gate_up.narrow(1, 0, F)).contiguous();  // (rows, F)
-    at::Tensor h = at::empty({rows, F}, gate_up.options());               // (rows, F)
+    at::Tensor h = at::empty({rows, F}, gate_up.options());              // (rows, F)
     const float* gu = gate_up.const_data_ptr<float>();
     const float* sp = sig.const_data_ptr<float>();
     float* hp = h.mutable_data_ptr<float>();
@@ -349,7 +349,7 @@ bool FusedCpuOps() { return g_fused.load(std::memory_order_relaxed); }
 
 at::Tensor CompositeRmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   const int64_t D = x.size(-1);
-  if (!weight.defined()) return at::rms_norm(x, {D}, std::nullopt, eps);   // (..., D)
+  if (!weight.defined()) return at::rms_norm(x, {D}, std::nullopt, eps);  // (..., D)
   if (weight.dim() == 1) return at::rms_norm(x, {D}, weight.to(x.scalar_type()), eps);
   return at::rms_norm(x, {D}, std::nullopt, eps) * weight.to(x.scalar_type());  // (..., R, D)
 }
@@ -369,11 +369,11 @@ at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 
 at::Tensor CompositeRopeBTND(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t T = x.size(1), half = x.size(-1) / 2;
-  at::Tensor c = cos.to(x.scalar_type()).view({T, 1, half});       // (T, 1, D/2)
-  at::Tensor s = sin.to(x.scalar_type()).view({T, 1, half});       // (T, 1, D/2)
-  at::Tensor x1 = x.narrow(-1, 0, half);                           // (B, T, N, D/2)
-  at::Tensor x2 = x.narrow(-1, half, half);                        // (B, T, N, D/2)
-  return at::cat({x1 * c - x2 * s, x1 * s + x2 * c}, -1);          // (B, T, N, D)
+  at::Tensor c = cos.to(x.scalar_type()).view({T, 1, half});  // (T, 1, D/2)
+  at::Tensor s = sin.to(x.scalar_type()).view({T, 1, half});  // (T, 1, D/2)
+  at::Tensor x1 = x.narrow(-1, 0, half);                      // (B, T, N, D/2)
+  at::Tensor x2 = x.narrow(-1, half, half);                   // (B, T, N, D/2)
+  return at::cat({x1 * c - x2 * s, x1 * s + x2 * c}, -1);     // (B, T, N, D)
 }
 
 at::Tensor RopeBTND(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -395,8 +395,8 @@ at::Tensor CompositeShortConvSilu(const at::Tensor& x, const at::Tensor& weight)
 }
 
 at::Tensor ShortConvSilu(const at::Tensor& x, const at::Tensor& weight) {
-  TORCH_CHECK(x.dim() == 3 && weight.dim() == 2 && weight.size(0) == x.size(2),
-              "ShortConvSilu: x ", x.sizes(), " and weight ", weight.sizes(), " do not fit");
+  TORCH_CHECK(x.dim() == 3 && weight.dim() == 2 && weight.size(0) == x.size(2), "ShortConvSilu: x ",
+              x.sizes(), " and weight ", weight.sizes(), " do not fit");
   if (!TakesFused(x) || weight.scalar_type() != at::kFloat) {
     return CompositeShortConvSilu(x, weight);
   }
@@ -404,8 +404,8 @@ at::Tensor ShortConvSilu(const at::Tensor& x, const at::Tensor& weight) {
 }
 
 at::Tensor CompositeSwiGluActivation(const at::Tensor& gate_up) {
-  auto parts = gate_up.chunk(2, -1);       // 2 x (..., F)
-  return at::silu(parts[0]) * parts[1];    // (..., F)
+  auto parts = gate_up.chunk(2, -1);     // 2 x (..., F)
+  return at::silu(parts[0]) * parts[1];  // (..., F)
 }
 
 at::Tensor SwiGluActivation(const at::Tensor& gate_up) {

@@ -55,9 +55,9 @@ TEST(FusedCpuOpsTest, RmsNormMatchesTheCompositeFormWithEveryKindOfWeight) {
     const at::Tensor x = at::randn({3, 37, 5, 24}) * 3;  // rows not a multiple of the grain
     // No weight, a (D) gain, and per-head (R, D) gains as the QK-norm's.
     std::vector<at::Tensor> weights(1);  // none
-  weights.push_back(at::randn({24}));
-  weights.push_back(at::randn({5, 24}));
-  for (const at::Tensor& w : weights) {
+    weights.push_back(at::randn({24}));
+    weights.push_back(at::randn({5, 24}));
+    for (const at::Tensor& w : weights) {
       const auto fused = [&](const std::vector<at::Tensor>& in) {
         return RmsNorm(in[0], in.size() > 1 ? in[1] : at::Tensor(), 1e-6);
       };
@@ -78,10 +78,11 @@ TEST(FusedCpuOpsTest, RmsNormMatchesTheCompositeFormWithEveryKindOfWeight) {
             1e-5);
   // The control: another eps is visible at this scale.
   const at::Tensor small = at::randn({4, 16}) * 1e-3;
-  EXPECT_GT(MaxDifference([&](const auto& in) { return RmsNorm(in[0], at::Tensor(), 1e-6); },
-                          [&](const auto& in) { return CompositeRmsNorm(in[0], at::Tensor(), 1e-5); },
-                          Inputs(small)),
-            1e-3);
+  EXPECT_GT(
+      MaxDifference([&](const auto& in) { return RmsNorm(in[0], at::Tensor(), 1e-6); },
+                    [&](const auto& in) { return CompositeRmsNorm(in[0], at::Tensor(), 1e-5); },
+                    Inputs(small)),
+      1e-3);
 }
 
 TEST(FusedCpuOpsTest, RopeMatchesTheCompositeForm) {
@@ -91,10 +92,10 @@ TEST(FusedCpuOpsTest, RopeMatchesTheCompositeForm) {
                                       at::pow(10000.0, -at::arange(0, D, 2, at::kDouble) / D));
   const at::Tensor cos = angles.cos().to(at::kFloat), sin = angles.sin().to(at::kFloat);
   const at::Tensor x = at::randn({3, T, 5, D});
-  EXPECT_LT(MaxDifference([&](const auto& in) { return RopeBTND(in[0], cos, sin); },
-                          [&](const auto& in) { return CompositeRopeBTND(in[0], cos, sin); },
-                          Inputs(x)),
-            1e-6);
+  EXPECT_LT(
+      MaxDifference([&](const auto& in) { return RopeBTND(in[0], cos, sin); },
+                    [&](const auto& in) { return CompositeRopeBTND(in[0], cos, sin); }, Inputs(x)),
+      1e-6);
   // A strided view (queries and keys split from one projection) is read as it is.
   const at::Tensor wide = at::randn({3, T, 7, D}).narrow(2, 1, 5);
   EXPECT_LT(MaxDifference([&](const auto& in) { return RopeBTND(in[0], cos, sin); },
@@ -130,10 +131,11 @@ TEST(FusedCpuOpsTest, ShortConvolutionMatchesTheCompositeForm) {
   at::set_num_threads(1);
   // The control: the taps reversed are another convolution.
   const at::Tensor x = at::randn({2, 9, 6}), w = at::randn({6, 4});
-  EXPECT_GT(MaxDifference([](const auto& in) { return ShortConvSilu(in[0], in[1]); },
-                          [](const auto& in) { return CompositeShortConvSilu(in[0], in[1].flip(1)); },
-                          Inputs(x, w)),
-            1e-2);
+  EXPECT_GT(
+      MaxDifference([](const auto& in) { return ShortConvSilu(in[0], in[1]); },
+                    [](const auto& in) { return CompositeShortConvSilu(in[0], in[1].flip(1)); },
+                    Inputs(x, w)),
+      1e-2);
 }
 
 TEST(FusedCpuOpsTest, SwiGluMatchesTheCompositeForm) {

@@ -51,8 +51,8 @@ double MaxRelativeDifference(const std::vector<at::Tensor>& a, const std::vector
 
 TEST(FusedAdamWTest, UpdatesAsAdamWDoesUpToRounding) {
   at::manual_seed(1);
-  const std::vector<at::Tensor> start = {at::randn({64, 32}), at::randn({32, 64}),
-                                         at::randn({32}), at::randn({7})};
+  const std::vector<at::Tensor> start = {at::randn({64, 32}), at::randn({32, 64}), at::randn({32}),
+                                         at::randn({7})};
   std::vector<at::Tensor> a = Copies(start), b = Copies(start);
   AdamW plain(Groups({a[0], a[1]}, {a[2], a[3]}));
   FusedAdamW fused(Groups({b[0], b[1]}, {b[2], b[3]}));
@@ -148,14 +148,11 @@ TEST(FusedAdamWTest, StateLoadsAcrossBothWays) {
 // (relative) of each other over 40 steps, docs/trainer.md's tolerance.
 TEST(FusedAdamWTest, ATrainingRunsLossesMatchAdamWsWithinTheStatedTolerance) {
   CellConfig cell;
-  auto error = ParseCellConfig({{"model",
-                                 {{"layers", 2},
-                                  {"d_model", 32},
-                                  {"heads", 2},
-                                  {"seq_len", 32},
-                                  {"arch", "gdn:1"}}},
-                                {"train", {{"lr", 3e-3}, {"weight_decay", 0.1}}}},
-                               &cell);
+  auto error = ParseCellConfig(
+      {{"model",
+        {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"seq_len", 32}, {"arch", "gdn:1"}}},
+       {"train", {{"lr", 3e-3}, {"weight_decay", 0.1}}}},
+      &cell);
   ASSERT_FALSE(error) << error->ToString();
   const auto run = [&](bool fused) {
     torch::manual_seed(3);
@@ -166,11 +163,11 @@ TEST(FusedAdamWTest, ATrainingRunsLossesMatchAdamWsWithinTheStatedTolerance) {
     } else {
       ParamGroups g = SplitForWeightDecay(*model);
       std::vector<torch::optim::OptimizerParamGroup> groups;
-      groups.emplace_back(g.decay, std::make_unique<AdamWOptions>(
-                                       AdamWOptions(cell.train.lr)
-                                           .betas({cell.train.beta1, cell.train.beta2})
-                                           .eps(1e-8)
-                                           .weight_decay(cell.train.weight_decay)));
+      groups.emplace_back(
+          g.decay, std::make_unique<AdamWOptions>(AdamWOptions(cell.train.lr)
+                                                      .betas({cell.train.beta1, cell.train.beta2})
+                                                      .eps(1e-8)
+                                                      .weight_decay(cell.train.weight_decay)));
       groups.emplace_back(g.no_decay, std::make_unique<AdamWOptions>(
                                           AdamWOptions(cell.train.lr)
                                               .betas({cell.train.beta1, cell.train.beta2})
