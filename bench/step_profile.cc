@@ -50,7 +50,6 @@ struct ScopeStart : at::ObserverContext {
 
 std::mutex totals_mutex;
 std::map<std::string, double> totals;  // scope -> seconds
-std::map<std::string, int64_t> calls;  // scope -> times entered
 
 // Operators: self seconds by name, from a stack of the open operators' child time.
 struct OpStart : at::ObserverContext {
@@ -80,7 +79,6 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* context) {
       std::chrono::duration<double>(Clock::now() - static_cast<ScopeStart*>(context)->at).count();
   std::lock_guard<std::mutex> lock(totals_mutex);
   totals[fn.name()] += seconds;
-  calls[fn.name()] += 1;
 }
 
 std::unique_ptr<at::ObserverContext> OnOpEnter(const at::RecordFunction&) {

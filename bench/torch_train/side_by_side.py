@@ -30,7 +30,6 @@ the ratios of the medians. On --device cuda every contender trains in bf16 autoc
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -89,7 +88,7 @@ def cell_config(name, steps, threads, device):
                      "niah_depths": [0.5], "niah_samples": 1}}
 
 
-def check_same_function(name, trainer, work, device):
+def check_same_function(name, trainer, work):
     """onset-train's logits of a sequence against the contender's on onset's exported weights."""
     config_path = os.path.join(work, name + "-check.json")
     with open(config_path, "w") as f:
@@ -238,7 +237,7 @@ def main(argv):
     results = {}
     with tempfile.TemporaryDirectory(prefix="onset-side-by-side-") as work:
         for name in names:
-            config = check_same_function(name, trainer, work, args.device)
+            config = check_same_function(name, trainer, work)
             config["train"].update(cell_config(name, 1, args.threads, args.device)["train"])
             contenders = {"eager": TorchTrainer(config, False, args.device)}
             compile_warmup = 0.0

@@ -171,16 +171,13 @@ struct RopeFunction : public torch::autograd::Function<RopeFunction> {
                x.numel() / std::max<int64_t>(1, D), T, N, D,
                /*inverse=*/false, y.mutable_data_ptr<float>());
     ctx->save_for_backward({cos, sin});
-    ctx->saved_data["T"] = T;
-    ctx->saved_data["N"] = N;
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor dy = grads[0].contiguous();
-    const int64_t T = ctx->saved_data["T"].toInt(), N = ctx->saved_data["N"].toInt();
-    const int64_t D = dy.size(-1);
+    const int64_t T = dy.size(1), N = dy.size(2), D = dy.size(3);  // dy (B, T, N, D)
     at::Tensor dx = at::empty_like(dy);
     RotateRows(dy.const_data_ptr<float>(), saved[0].const_data_ptr<float>(),
                saved[1].const_data_ptr<float>(), dy.numel() / std::max<int64_t>(1, D), T, N, D,

@@ -97,6 +97,17 @@ TEST(FusedAdamWTest, SkipsParametersWithoutAGradient) {
   EXPECT_FALSE(at::equal(p, at::ones({3})));
 }
 
+// `from`'s state saved and loaded into `to`, as a checkpoint carries it.
+void CarryState(const torch::optim::Optimizer& from, torch::optim::Optimizer* to) {
+  std::stringstream bytes;
+  torch::serialize::OutputArchive out;
+  from.save(out);
+  out.save_to(bytes);
+  torch::serialize::InputArchive in;
+  in.load_from(bytes);
+  to->load(in);
+}
+
 // A checkpoint of either optimizer loads into the other and the run goes on as it would have.
 TEST(FusedAdamWTest, StateLoadsAcrossBothWays) {
   at::manual_seed(2);
@@ -107,16 +118,9 @@ TEST(FusedAdamWTest, StateLoadsAcrossBothWays) {
     for (at::Tensor& p : a) p.mutable_grad() = at::randn_like(p);
     fused.step();
   }
-  std::stringstream saved;
-  torch::serialize::OutputArchive out;
-  fused.save(out);
-  out.save_to(saved);
-
   std::vector<at::Tensor> b = Copies(a);
   AdamW plain(Groups({b[0]}, {b[1]}));
-  torch::serialize::InputArchive in;
-  in.load_from(saved);
-  plain.load(in);
+  CarryState(fused, &plain);
   for (size_t i = 0; i < a.size(); ++i) {
     auto& fs = static_cast<AdamWParamState&>(*fused.state().at(a[i].unsafeGetTensorImpl()));
     auto& ps = static_cast<AdamWParamState&>(*plain.state().at(b[i].unsafeGetTensorImpl()));
@@ -125,15 +129,9 @@ TEST(FusedAdamWTest, StateLoadsAcrossBothWays) {
     EXPECT_TRUE(at::equal(fs.exp_avg_sq(), ps.exp_avg_sq()));
   }
   // And back: a FusedAdamW resumed from AdamW's state takes step 6 as the first one would.
-  std::stringstream again;
-  torch::serialize::OutputArchive out2;
-  plain.save(out2);
-  out2.save_to(again);
   std::vector<at::Tensor> c = Copies(a);
   FusedAdamW resumed(Groups({c[0]}, {c[1]}));
-  torch::serialize::InputArchive in2;
-  in2.load_from(again);
-  resumed.load(in2);
+  CarryState(plain, &resumed);
   for (size_t i = 0; i < a.size(); ++i) {
     const at::Tensor g = at::randn_like(a[i]);
     a[i].mutable_grad() = g.clone();
