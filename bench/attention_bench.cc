@@ -6,7 +6,7 @@
 //
 //   onset-attention-bench [--device cuda|cpu] [--dtype bf16|fp16|fp32] [--seq 4096,16384,32768]
 //                         [--windows 128,512,2048] [--batch 1] [--heads 16] [--kv-heads 16]
-//                         [--head-dim 128] [--backends custom,flash,sdpa-band,blocked]
+//                         [--head-dim 128] [--backends custom,flash,sdpa-band,blocked,tiled]
 //                         [--iters 10] [--out FILE.jsonl]
 //   onset-attention-bench --check [--device cuda] [--backends ...] [--max-seq T]
 //   onset-attention-bench --linear [--device cuda] [--dtype bf16] [--seq ...] [--heads 16]
@@ -110,6 +110,7 @@ int Check(const at::Device& device, const std::vector<std::string>& backends, in
     }
     for (at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
       if (*backend == AttentionBackend::kFlash && dtype == at::kFloat) continue;
+      if (*backend == AttentionBackend::kTiled && dtype != at::kFloat) continue;  // fp32 only
       const double tol = dtype == at::kBFloat16 ? 3e-2 : dtype == at::kHalf ? 5e-3 : 2e-4;
       for (const Case& c : onset::kernels::kCheckCases) {
         if (max_seq > 0 && c.T > max_seq) continue;
@@ -209,7 +210,7 @@ void Linear(const at::Device& device, at::ScalarType dtype, const std::vector<in
 int main(int argc, char** argv) {
   std::string device_name = torch::cuda::is_available() ? "cuda" : "cpu", dtype_name = "bf16";
   std::string seqs = "4096,16384,32768", windows = "128,512,2048", out_path;
-  std::string backends = "custom,flash,sdpa-band,blocked";
+  std::string backends = "custom,flash,sdpa-band,blocked,tiled";
   int64_t batch = 1, heads = 16, kv_heads = 16, head_dim = 128, iters = 10, max_seq = 0;
   bool check = false, linear = false;
   CLI::App app{"Times every attention backend, forward and forward+backward.",

@@ -4,6 +4,7 @@ side: training tokens per second of forward, backward and optimiser step.
 
     bench/torch_train/side_by_side.py --bin-dir build/bin [--models demo-ff,demo-df,ff-d256]
         [--reps 5] [--steps 30] [--warmup 5] [--threads 1] [--device cpu|cuda] [--json OUT]
+        [--sdpa-control] [--no-compile]
 
 For each model:
 
@@ -24,8 +25,10 @@ For each model:
    (compilation) is reported apart and excluded.
 
 Prints per model the median tokens/s of each contender with its min-max over repetitions and
-the ratios of the medians. On --device cuda every contender trains in bf16 autocast
-(train.precision bf16), as onset does there.
+the ratios of the medians. --sdpa-control adds onset-train with its attention through SDPA, the
+contenders' kernel (--attention-backend sdpa-band), to the interleaving: how much of the lead is
+onset's attention kernel and how much the rest. On --device cuda every contender trains in bf16
+autocast (train.precision bf16), as onset does there.
 """
 
 import argparse
@@ -119,13 +122,15 @@ def check_same_function(name, trainer, work):
     return config
 
 
-def onset_rep(name, trainer, work, warmup, steps, threads, device):
-    """onset-train's tokens/s over `steps` steps after `warmup`, by its own step timer."""
+def onset_rep(name, trainer, work, warmup, steps, threads, device, attention="auto"):
+    """onset-train's tokens/s over `steps` steps after `warmup`, by its own step timer, its F and
+    S layers through `attention` (an --attention-backend)."""
     config_path = os.path.join(work, f"{name}-time.json")
     with open(config_path, "w") as f:
         json.dump(cell_config(name, warmup + steps, threads, device), f)
     out = run([trainer, "--config", config_path, "--threads", str(threads), "--device", device,
-               "--metrics-fd", "1", "--checkpoint-dir", os.path.join(work, f"{name}-time-ckpt")])
+               "--attention-backend", attention, "--metrics-fd", "1",
+               "--checkpoint-dir", os.path.join(work, f"{name}-time-ckpt")])
     rates = []
     for line in out.splitlines():
         event = json.loads(line)
@@ -223,6 +228,9 @@ def main(argv):
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave torch.compile out (a quick check of the rest)")
+    parser.add_argument("--sdpa-control", action="store_true",
+                        help="also time onset-train with SDPA attention, the contenders' kernel "
+                             "(--attention-backend sdpa-band): how much of the lead is attention")
     args = parser.parse_args(argv)
     trainer = os.path.join(args.bin_dir, "onset-train")
     if not os.access(trainer, os.X_OK):
@@ -250,13 +258,14 @@ def main(argv):
                 compile_warmup = time.perf_counter() - t0
             for _ in range(args.warmup):
                 contenders["eager"].step()
-            order = ["onset", *contenders]
+            order = ["onset", *(["onset-sdpa"] if args.sdpa_control else []), *contenders]
             rates = {who: [] for who in order}
             for rep in range(args.reps):
                 for who in order[rep % len(order):] + order[:rep % len(order)]:
-                    if who == "onset":
+                    if who in ("onset", "onset-sdpa"):
                         rate = onset_rep(name, trainer, work, args.warmup, args.steps,
-                                         args.threads, args.device)
+                                         args.threads, args.device,
+                                         "sdpa-band" if who == "onset-sdpa" else "auto")
                     else:
                         rate = contenders[who].timed(args.steps)
                     rates[who].append(rate)
@@ -268,6 +277,8 @@ def main(argv):
                 "onset_over_eager": s["onset"]["median"] / s["eager"]["median"],
                 "onset_over_compile": (s["onset"]["median"] / s["compile"]["median"]
                                        if "compile" in s else None),
+                "onset_sdpa_over_eager": (s["onset-sdpa"]["median"] / s["eager"]["median"]
+                                          if "onset-sdpa" in s else None),
                 "compile_warmup_seconds": compile_warmup,
                 "threads": args.threads, "device": args.device, "steps": args.steps,
                 "reps": args.reps, "tokens_per_step": contenders["eager"].tokens_per_step}
@@ -279,6 +290,11 @@ def main(argv):
             if "compile" in s else ("- | ", "-")
         print(f"| {name} | {fmt(s['onset'])} | {fmt(s['eager'])} | {compiled[0]}"
               f"{r['onset_over_eager']:.2f}x | {compiled[1]} |")
+    for name, r in results.items():
+        if r["onset_sdpa_over_eager"] is not None:
+            print(f"control, {name}: onset-train with SDPA attention "
+                  f"{fmt(r['tokens_per_second']['onset-sdpa'])}, "
+                  f"{r['onset_sdpa_over_eager']:.2f}x eager")
     print(f"\ntokens/s of forward, backward and optimiser step: medians of {args.reps} interleaved "
           f"repetitions of {args.steps} steps (min-max), {args.threads} thread(s), "
           f"{args.device}; torch.compile's warm-up excluded: " +

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "model/nn/attention.h"
+#include "model/nn/cpu_tiled_attention.h"
 #include "model/nn/swa_flash_op.h"
 
 namespace onset::model {
@@ -18,6 +19,7 @@ constexpr Named kBackends[] = {
     {AttentionBackend::kAuto, "auto"},       {AttentionBackend::kCustom, "custom"},
     {AttentionBackend::kFlash, "flash"},     {AttentionBackend::kSdpaBand, "sdpa-band"},
     {AttentionBackend::kBlocked, "blocked"}, {AttentionBackend::kMath, "math"},
+    {AttentionBackend::kTiled, "tiled"},
 };
 
 bool HalfPrecision(const at::Tensor& t) {
@@ -70,6 +72,9 @@ std::optional<std::string> AttentionBackendUnavailable(AttentionBackend backend,
   if (backend == AttentionBackend::kFlash && !device.is_cuda()) {
     return "LibTorch's flash attention runs on CUDA only";
   }
+  if (backend == AttentionBackend::kTiled && !device.is_cpu()) {
+    return "the tiled attention runs on the CPU only";
+  }
   return std::nullopt;
 }
 
@@ -82,8 +87,13 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const int64_t groups = q.size(1) / k.size(1);
   const int64_t T = q.size(2);
   if (backend == AttentionBackend::kAuto) {
-    backend =
-        q.is_cuda() && HalfPrecision(q) ? AttentionBackend::kFlash : AttentionBackend::kBlocked;
+    if (q.is_cuda() && HalfPrecision(q)) {
+      backend = AttentionBackend::kFlash;
+    } else if (TiledAttentionTakes(q)) {
+      backend = AttentionBackend::kTiled;
+    } else {
+      backend = AttentionBackend::kBlocked;
+    }
   }
   switch (backend) {
     case AttentionBackend::kCustom:
@@ -99,6 +109,8 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
       return BandMaskAttention(q, RepeatKv(k, groups), RepeatKv(v, groups), window);
     case AttentionBackend::kMath:
       return ReferenceAttention(q, RepeatKv(k, groups), RepeatKv(v, groups), window);
+    case AttentionBackend::kTiled:
+      return TiledCausalAttention(q, k, v, window);  // (B, H, T, D)
     case AttentionBackend::kBlocked:
     case AttentionBackend::kAuto:
       break;

@@ -4,12 +4,15 @@
 // and the devices and dtypes they take.
 //
 //   auto       the default: on CUDA LibTorch's flash kernels (fp16/bf16) or SDPA otherwise; on
-//              the CPU the blocked O(T*W) path when it saves work, SDPA otherwise
+//              the CPU `tiled` for float32, for other dtypes the blocked O(T*W) path when it
+//              saves work and SDPA otherwise
 //   custom     kernels/swa_attention.cu (CUDA, when built with nvcc): O(T*W) work
 //   flash      LibTorch's FlashAttention-2 with window_size_left (CUDA, fp16/bf16)
 //   sdpa-band  scaled_dot_product_attention with a (T, T) band mask: O(T^2)
 //   blocked    chunks of W queries against 2W keys through SDPA: O(T*W)
 //   math       explicit scores, mask and softmax (ReferenceAttention): O(T^2) memory
+//   tiled      cpu_tiled_attention.h: query tiles against their visible keys through BLAS,
+//              O(T*W) work, the log-sum-exp kept for the backward (CPU, float32)
 //
 // auto stays on LibTorch's flash kernels on CUDA until the custom kernel is measured faster on
 // the GPU (bench/gpu/run.sh); no GPU figure exists yet.
@@ -23,11 +26,11 @@
 
 namespace onset::model {
 
-enum class AttentionBackend { kAuto, kCustom, kFlash, kSdpaBand, kBlocked, kMath };
+enum class AttentionBackend { kAuto, kCustom, kFlash, kSdpaBand, kBlocked, kMath, kTiled };
 
 std::optional<AttentionBackend> ParseAttentionBackend(const std::string& name);
 const char* AttentionBackendName(AttentionBackend backend);
-// "auto, custom, flash, sdpa-band, blocked, math".
+// "auto, custom, flash, sdpa-band, blocked, math, tiled".
 std::string AttentionBackendNames();
 
 // Whether `backend` can run on `device` in this build; the reason when it cannot.

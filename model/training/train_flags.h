@@ -49,7 +49,7 @@ struct TrainFlags {
 inline constexpr const char* kTrainUsage =
     "usage: onset-train --config FILE.json [--metrics-fd N] [--device auto|cpu|cuda] "
     "[--threads N] [--checkpoint-dir DIR] [--resume | --resume-from FILE ...] [--nproc N] "
-    "[--dist-timeout SECONDS] [--attention-backend auto|custom|flash|sdpa-band|blocked|math] "
+    "[--dist-timeout SECONDS] [--attention-backend auto|custom|flash|sdpa-band|blocked|math|tiled] "
     "[--branch-from FILE] [--supervisor-fd N]";
 
 // Accepts "--flag value" and "--flag=value". Returns an error message naming the flag.

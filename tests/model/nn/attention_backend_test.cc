@@ -61,11 +61,12 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AttentionBackendTest, NamesRoundTripAndUnknownOnesAreRefused) {
   for (AttentionBackend b :
        {AttentionBackend::kAuto, AttentionBackend::kCustom, AttentionBackend::kFlash,
-        AttentionBackend::kSdpaBand, AttentionBackend::kBlocked, AttentionBackend::kMath}) {
+        AttentionBackend::kSdpaBand, AttentionBackend::kBlocked, AttentionBackend::kMath,
+        AttentionBackend::kTiled}) {
     EXPECT_EQ(ParseAttentionBackend(AttentionBackendName(b)), b);
   }
   EXPECT_FALSE(ParseAttentionBackend("fast").has_value());
-  EXPECT_EQ(AttentionBackendNames(), "auto, custom, flash, sdpa-band, blocked, math");
+  EXPECT_EQ(AttentionBackendNames(), "auto, custom, flash, sdpa-band, blocked, math, tiled");
 }
 
 TEST(AttentionBackendTest, CudaOnlyBackendsSayWhyTheyCannotRunOnTheCpu) {
@@ -75,6 +76,22 @@ TEST(AttentionBackendTest, CudaOnlyBackendsSayWhyTheyCannotRunOnTheCpu) {
   EXPECT_FALSE(AttentionBackendUnavailable(AttentionBackend::kBlocked, cpu).has_value());
   at::Tensor x = at::randn({1, 2, 8, 64});
   EXPECT_THROW(Attention(x, x, x, 4, AttentionBackend::kCustom), c10::Error);
+}
+
+// On the CPU, auto takes the tiled kernel for float32 (the same bits) and another path for
+// float64, which the tiled kernel does not take.
+TEST(AttentionBackendTest, AutoTakesTheTiledKernelForFloat32OnTheCpu) {
+  at::manual_seed(1);
+  at::Tensor q = at::randn({2, 4, 70, 8}), k = at::randn({2, 2, 70, 8});
+  for (int64_t window : {0, 9}) {
+    EXPECT_TRUE(at::equal(Attention(q, k, k, window, AttentionBackend::kAuto),
+                          Attention(q, k, k, window, AttentionBackend::kTiled)));
+  }
+  at::Tensor q64 = q.to(at::kDouble), k64 = k.to(at::kDouble);
+  EXPECT_EQ(Attention(q64, k64, k64, 0, AttentionBackend::kAuto).scalar_type(), at::kDouble);
+  EXPECT_THROW(Attention(q64, k64, k64, 0, AttentionBackend::kTiled), c10::Error);
+  EXPECT_TRUE(
+      AttentionBackendUnavailable(AttentionBackend::kTiled, at::Device(at::kCUDA, 0)).has_value());
 }
 
 }  // namespace
