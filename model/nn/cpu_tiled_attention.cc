@@ -5,9 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
+
+#include "model/nn/cpu_vector.h"
 
 // The Fortran BLAS sgemm of the BLAS LibTorch links (MKL in the x86 wheels, which export it).
 // Weak: a LibTorch without it leaves this null and the products go through at::mm.
@@ -51,41 +52,10 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   }
 }
 
-// exp(x) for x <= 88 in a form the compiler vectorises: 2^n * exp(r) with n = round(x / ln 2),
-// r = x - n ln 2 split in two constants (Cody and Waite), |r| <= ln 2 / 2, exp(r) by Cephes'
-// degree-6 polynomial: relative error below 2e-7. Below -87 it returns about 1e-38 * exp(r)
-// instead of the true value (smaller than every probability the callers keep).
-inline float FastExp(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;  // 1.5 * 2^23
-  const float shifted = x * kLog2e + kRound;  // n in the low mantissa bits, rounded to nearest
-  const float n = shifted - kRound;
-  const float r = x - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  int32_t bits;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  const int32_t scale_bits = (bits - 0x4B400000 + 127) << 23;  // 2^n
-  float scale;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  return y * scale;
-}
-
-// The rows' elementwise passes, each one vectorised loop, built twice on x86-64 with GCC: for
-// AVX2 (8 floats a vector) and for the baseline (SSE2, 4), the loader picking one per CPU.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ONSET_ROW_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define ONSET_ROW_KERNEL
-#endif
+// The rows' elementwise passes, each one vectorised loop built per CPU (cpu_vector.h).
 
 // x[0, n) <- softmax(x); returns log(sum(exp(x))). n >= 1.
-ONSET_ROW_KERNEL float SoftmaxRow(float* x, int64_t n) {
+ONSET_SIMD_CLONES float SoftmaxRow(float* x, int64_t n) {
   float m = x[0];
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
@@ -103,18 +73,18 @@ ONSET_ROW_KERNEL float SoftmaxRow(float* x, int64_t n) {
 }
 
 // x[0, n) <- exp(x - shift).
-ONSET_ROW_KERNEL void ExpRow(float* x, int64_t n, float shift) {
+ONSET_SIMD_CLONES void ExpRow(float* x, int64_t n, float shift) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) x[j] = FastExp(x[j] - shift);
 }
 
 // dp[0, n) <- p * (dp - delta).
-ONSET_ROW_KERNEL void SoftmaxGradRow(const float* p, float* dp, int64_t n, float delta) {
+ONSET_SIMD_CLONES void SoftmaxGradRow(const float* p, float* dp, int64_t n, float delta) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - delta);
 }
 
-ONSET_ROW_KERNEL float Dot(const float* a, const float* b, int64_t n) {
+ONSET_SIMD_CLONES float Dot(const float* a, const float* b, int64_t n) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
   for (int64_t j = 0; j < n; ++j) dot += a[j] * b[j];

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "model/nn/cpu_vector.h"
+
 namespace onset::model {
 namespace {
 
@@ -186,11 +188,55 @@ struct RopeFunction : public torch::autograd::Function<RopeFunction> {
   }
 };
 
+// ---- SiLU and SwiGLU rows, built per CPU (cpu_vector.h) ------------------------------------
+
+// s = sigmoid(pre), y = pre * s over n floats.
+ONSET_SIMD_CLONES void SiluRows(const float* pre, float* s, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float si = 1.0f / (1.0f + FastExp(-pre[i]));
+    s[i] = si;
+    y[i] = pre[i] * si;
+  }
+}
+
+// Rows of gate_up (2F: the gate, then up): s = sigmoid(gate), h = gate * s * up.
+ONSET_SIMD_CLONES void SwiGluRows(const float* gate_up, float* s, float* h, int64_t rows,
+                                  int64_t F) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* g = gate_up + r * 2 * F;
+    float* sr = s + r * F;
+    float* o = h + r * F;
+#pragma omp simd
+    for (int64_t i = 0; i < F; ++i) {
+      const float si = 1.0f / (1.0f + FastExp(-g[i]));
+      sr[i] = si;
+      o[i] = g[i] * si * g[F + i];
+    }
+  }
+}
+
+// d gate = dh up s (1 + g (1 - s)), d up = dh g s.
+ONSET_SIMD_CLONES void SwiGluBackwardRows(const float* gate_up, const float* s, const float* dh,
+                                          float* dgu, int64_t rows, int64_t F) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* g = gate_up + r * 2 * F;
+    const float* sr = s + r * F;
+    const float* d = dh + r * F;
+    float* o = dgu + r * 2 * F;
+#pragma omp simd
+    for (int64_t i = 0; i < F; ++i) {
+      o[i] = d[i] * g[F + i] * sr[i] * (1.0f + g[i] * (1.0f - sr[i]));
+      o[F + i] = d[i] * g[i] * sr[i];
+    }
+  }
+}
+
 // ---- Short convolution + SiLU --------------------------------------------------------------
 
 struct ShortConvSiluFunction : public torch::autograd::Function<ShortConvSiluFunction> {
   // x (B, T, C) contiguous, weight (C, K) contiguous -> (B, T, C). pre = the convolution,
-  // s = sigmoid(pre) (ATen's vectorised kernel), y = pre * s.
+  // s = sigmoid(pre), y = pre * s.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight) {
     const int64_t B = x.size(0), T = x.size(1), C = x.size(2), K = weight.size(1);
     at::Tensor pre = at::empty_like(x);  // (B, T, C)
@@ -212,8 +258,13 @@ struct ShortConvSiluFunction : public torch::autograd::Function<ShortConvSiluFun
         }
       }
     });
-    at::Tensor s = at::sigmoid(pre);  // (B, T, C)
-    at::Tensor y = pre * s;           // (B, T, C)
+    at::Tensor s = at::empty_like(x);  // (B, T, C) sigmoid(pre)
+    at::Tensor y = at::empty_like(x);  // (B, T, C)
+    float* sp = s.mutable_data_ptr<float>();
+    float* yp = y.mutable_data_ptr<float>();
+    at::parallel_for(0, B * T, kGrainRows, [&](int64_t begin, int64_t end) {
+      SiluRows(pp + begin * C, sp + begin * C, yp + begin * C, (end - begin) * C);
+    });
     ctx->save_for_backward({x, weight, pre, s});
     return y;
   }
@@ -288,23 +339,17 @@ struct ShortConvSiluFunction : public torch::autograd::Function<ShortConvSiluFun
 // ---- SwiGLU --------------------------------------------------------------------------------
 
 struct SwiGluFunction : public torch::autograd::Function<SwiGluFunction> {
-  // gate_up (rows, 2F) contiguous -> (rows, F): silu(gate) * up, the sigmoid by ATen's
-  // vectorised kernel, the rest in one pass.
+  // gate_up (rows, 2F) contiguous -> (rows, F): silu(gate) * up in one pass, the gate's
+  // sigmoid kept for the backward.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_up) {
     const int64_t rows = gate_up.size(0), F = gate_up.size(1) / 2;
-    at::Tensor sig = at::sigmoid(gate_up.narrow(1, 0, F)).contiguous();  // (rows, F)
-    at::Tensor h = at::empty({rows, F}, gate_up.options());              // (rows, F)
+    at::Tensor sig = at::empty({rows, F}, gate_up.options());  // (rows, F)
+    at::Tensor h = at::empty({rows, F}, gate_up.options());    // (rows, F)
     const float* gu = gate_up.const_data_ptr<float>();
-    const float* sp = sig.const_data_ptr<float>();
+    float* sp = sig.mutable_data_ptr<float>();
     float* hp = h.mutable_data_ptr<float>();
     at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float* g = gu + r * 2 * F;
-        const float* s = sp + r * F;
-        float* o = hp + r * F;
-#pragma omp simd
-        for (int64_t i = 0; i < F; ++i) o[i] = g[i] * s[i] * g[F + i];
-      }
+      SwiGluRows(gu + begin * 2 * F, sp + begin * F, hp + begin * F, end - begin, F);
     });
     ctx->save_for_backward({gate_up, sig});
     return h;
@@ -323,17 +368,8 @@ struct SwiGluFunction : public torch::autograd::Function<SwiGluFunction> {
     const float* dp = dh.const_data_ptr<float>();
     float* op = dgu.mutable_data_ptr<float>();
     at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float* g = gu + r * 2 * F;
-        const float* s = sp + r * F;
-        const float* d = dp + r * F;
-        float* o = op + r * 2 * F;
-#pragma omp simd
-        for (int64_t i = 0; i < F; ++i) {
-          o[i] = d[i] * g[F + i] * s[i] * (1.0f + g[i] * (1.0f - s[i]));
-          o[F + i] = d[i] * g[i] * s[i];
-        }
-      }
+      SwiGluBackwardRows(gu + begin * 2 * F, sp + begin * F, dp + begin * F, op + begin * 2 * F,
+                         end - begin, F);
     });
     return {dgu};
   }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/nn/linear_attention.h"
+#include "model/nn/unit_lower_solve.h"
 
 namespace onset::model {
 
@@ -20,14 +21,13 @@ at::Tensor GatedDeltaNetChunked(const at::Tensor& q, const at::Tensor& k, const 
   at::Tensor decay = SegmentDecay(b, b, /*strict=*/false);  // (B, H, N, C, C)
 
   // UT transform: solve (I + A) [W_v | W_k] = [beta V | beta exp(b) K] for every chunk.
-  at::Tensor kk = at::matmul(kc, kc.transpose(-2, -1));                        // (B, H, N, C, C)
-  at::Tensor A = (kk * decay * bc).tril(-1);                                   // (B, H, N, C, C)
-  at::Tensor eye = at::eye(C, q.options());                                    // (C, C)
+  at::Tensor kk = at::matmul(kc, kc.transpose(-2, -1));  // (B, H, N, C, C)
+  // A's diagonal and upper part are never read (the solve takes I + its strictly lower part).
+  at::Tensor A = kk * decay * bc;                                              // (B, H, N, C, C)
   at::Tensor rhs = at::cat({vc * bc, kc * (bc * b.exp().unsqueeze(-1))}, -1);  // (B, H, N, C, V+K)
-  at::Tensor W = at::linalg_solve_triangular(A + eye, rhs, /*upper=*/false, /*left=*/true,
-                                             /*unitriangular=*/true);  // (B, H, N, C, V+K)
-  at::Tensor w_v = W.narrow(-1, 0, V);                                 // (B, H, N, C, V)
-  at::Tensor w_k = W.narrow(-1, V, K);                                 // (B, H, N, C, K)
+  at::Tensor W = UnitLowerSolve(A, rhs);                                       // (B, H, N, C, V+K)
+  at::Tensor w_v = W.narrow(-1, 0, V);                                         // (B, H, N, C, V)
+  at::Tensor w_k = W.narrow(-1, V, K);                                         // (B, H, N, C, K)
 
   at::Tensor qk = at::matmul(qc, kc.transpose(-2, -1)) * decay;  // (B, H, N, C, C)
   at::Tensor q_decayed = qc * b.exp().unsqueeze(-1);             // (B, H, N, C, K)
