@@ -5,11 +5,13 @@
 // without the profile.
 //
 //   onset-step-profile --config CELL.json [--threads 1] [--tokens N] [--keep-eval] [--ops N]
-//                      [--composite] [--default-malloc]
+//                      [--composite] [--default-malloc] [--attention-backend NAME]
 //
 // --composite runs the composite ATen forms instead of the fused CPU kernels (fused_cpu_ops.h),
 // the control of what they save; --default-malloc leaves glibc's allocator as it is (heap_reuse.h:
-// onset-train keeps freed memory for the next step). --ops N adds the N ATen operators (forward and
+// onset-train keeps freed memory for the next step); --attention-backend picks the F and S layers'
+// attention as onset-train's flag does (sdpa-band: LibTorch's SDPA, the control of the tiled
+// kernel). --ops N adds the N ATen operators (forward and
 // backward) with the most self time in the training steps: each operator's time less that of the
 // operators it called. Observing every operator costs time of its own, so the scope table of an
 // --ops run reads slower. prints, per scope, its milliseconds per step and its share of the
@@ -35,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config/cell_config.h"
+#include "model/nn/attention_backend.h"
 #include "model/nn/fused_cpu_ops.h"
 #include "model/training/heap_reuse.h"
 #include "model/training/metrics_writer.h"
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
   int ops = 0;
   bool composite = false;
   bool default_malloc = false;
+  std::string attention = "auto";
   app.add_option("--config", config_path, "a cell config (JSON), e.g. a cell's config.json")
       ->required();
   app.add_option("--threads", threads, "intra-op threads")->check(CLI::PositiveNumber);
@@ -120,7 +124,20 @@ int main(int argc, char** argv) {
   app.add_flag("--composite", composite, "the composite ATen forms, not the fused CPU kernels");
   app.add_flag("--default-malloc", default_malloc,
                "leave glibc's thresholds as they are (onset-train keeps freed memory)");
+  app.add_option("--attention-backend", attention,
+                 "F and S layers' attention: " + onset::model::AttentionBackendNames())
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const auto backend = onset::model::ParseAttentionBackend(attention);
+  if (!backend) {
+    std::fprintf(stderr, "--attention-backend: unknown '%s' (one of %s)\n", attention.c_str(),
+                 onset::model::AttentionBackendNames().c_str());
+    return 2;
+  }
+  if (auto why = onset::model::AttentionBackendUnavailable(*backend, at::Device(at::kCPU))) {
+    std::fprintf(stderr, "--attention-backend %s: %s\n", attention.c_str(), why->c_str());
+    return 2;
+  }
 
   std::ifstream in(config_path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -145,6 +162,7 @@ int main(int argc, char** argv) {
   }
   at::set_num_threads(threads);
   onset::model::SetFusedCpuOps(!composite);
+  onset::model::SetAttentionBackend(*backend);
   if (!default_malloc) onset::model::KeepFreedMemory();  // as onset-train does
   at::addGlobalCallback(at::RecordFunctionCallback(OnEnter, OnExit)
                             .scopes({at::RecordScope::USER_SCOPE})
@@ -169,13 +187,13 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%s %s d_model=%d T=%d micro_batch=%d, %lld steps of %lld tokens, %d thread(s), "
-      "%s: %.1f s, %.0f tokens/s\n",
+      "%s, attention %s: %.1f s, %.0f tokens/s\n",
       cell.model.arch.c_str(), cell.model.pattern.c_str(), cell.model.d_model, cell.model.seq_len,
       cell.train.micro_batch, static_cast<long long>(steps),
       static_cast<long long>(cell.train.batch_tokens), threads,
       composite ? (default_malloc ? "composite ops, default malloc" : "composite ops")
                 : (default_malloc ? "fused CPU ops, default malloc" : "fused CPU ops"),
-      wall, static_cast<double>(steps * cell.train.batch_tokens) / wall);
+      attention.c_str(), wall, static_cast<double>(steps * cell.train.batch_tokens) / wall);
   std::printf("| scope | ms/step | share |\n|---|---|---|\n");
   double outer = 0;
   for (const auto& [name, seconds] : totals) {

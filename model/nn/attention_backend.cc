@@ -89,7 +89,7 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   if (backend == AttentionBackend::kAuto) {
     if (q.is_cuda() && HalfPrecision(q)) {
       backend = AttentionBackend::kFlash;
-    } else if (TiledAttentionTakes(q)) {
+    } else if (TiledAttentionTakes(q) && TiledKeysPerTile(T, window) <= kTiledAutoMaxKeys) {
       backend = AttentionBackend::kTiled;
     } else {
       backend = AttentionBackend::kBlocked;

@@ -4,8 +4,9 @@
 // and the devices and dtypes they take.
 //
 //   auto       the default: on CUDA LibTorch's flash kernels (fp16/bf16) or SDPA otherwise; on
-//              the CPU `tiled` for float32, for other dtypes the blocked O(T*W) path when it
-//              saves work and SDPA otherwise
+//              the CPU `tiled` for float32 when a tile sees at most 1024 keys (any window up
+//              to 961, or T <= 1024), else the blocked O(T*W) path when it saves work and SDPA
+//              otherwise
 //   custom     kernels/swa_attention.cu (CUDA, when built with nvcc): O(T*W) work
 //   flash      LibTorch's FlashAttention-2 with window_size_left (CUDA, fp16/bf16)
 //   sdpa-band  scaled_dot_product_attention with a (T, T) band mask: O(T^2)

@@ -46,6 +46,15 @@ inline constexpr int64_t kTiledQueryRows = 64;
 // Whether TiledCausalAttention takes these inputs: float32 CPU tensors with D > 0.
 bool TiledAttentionTakes(const at::Tensor& q);
 
+// The most keys one tile sees: T without a window, else min(T, R + W - 1).
+int64_t TiledKeysPerTile(int64_t T, int64_t window);
+
+// Where the auto backend stops taking the tiled kernel: a (64, K) tile of scores past 1024 keys
+// leaves a core's L2, and at T = 2048 and 4096 without a window the forward ran 10-16% slower
+// than SDPA's on one core (forward and backward together 3-7% faster; docs/cpu-benchmark.md).
+// Windows keep K at R + W - 1, so sliding-window layers take it at any T.
+inline constexpr int64_t kTiledAutoMaxKeys = 1024;
+
 // Causal attention with `window` (<= 0 or >= T: full). q (B, H, T, D); k, v (B, G, T, D), float32
 // on the CPU. Returns (B, H, T, D), differentiable in q, k and v.
 at::Tensor TiledCausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

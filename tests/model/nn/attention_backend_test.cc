@@ -78,8 +78,8 @@ TEST(AttentionBackendTest, CudaOnlyBackendsSayWhyTheyCannotRunOnTheCpu) {
   EXPECT_THROW(Attention(x, x, x, 4, AttentionBackend::kCustom), c10::Error);
 }
 
-// On the CPU, auto takes the tiled kernel for float32 (the same bits) and another path for
-// float64, which the tiled kernel does not take.
+// On the CPU, auto takes the tiled kernel for float32 (the same bits) while a tile sees at most
+// 1024 keys, and another path for float64, which the tiled kernel does not take.
 TEST(AttentionBackendTest, AutoTakesTheTiledKernelForFloat32OnTheCpu) {
   at::manual_seed(1);
   at::Tensor q = at::randn({2, 4, 70, 8}), k = at::randn({2, 2, 70, 8});
@@ -87,6 +87,12 @@ TEST(AttentionBackendTest, AutoTakesTheTiledKernelForFloat32OnTheCpu) {
     EXPECT_TRUE(at::equal(Attention(q, k, k, window, AttentionBackend::kAuto),
                           Attention(q, k, k, window, AttentionBackend::kTiled)));
   }
+  // Past 1024 keys a tile, full attention goes back to SDPA; a window keeps the tiles small.
+  at::Tensor ql = at::randn({1, 2, 1100, 8}), kl = at::randn({1, 1, 1100, 8});
+  EXPECT_TRUE(at::equal(Attention(ql, kl, kl, 0, AttentionBackend::kAuto),
+                        Attention(ql, kl, kl, 0, AttentionBackend::kSdpaBand)));
+  EXPECT_TRUE(at::equal(Attention(ql, kl, kl, 100, AttentionBackend::kAuto),
+                        Attention(ql, kl, kl, 100, AttentionBackend::kTiled)));
   at::Tensor q64 = q.to(at::kDouble), k64 = k.to(at::kDouble);
   EXPECT_EQ(Attention(q64, k64, k64, 0, AttentionBackend::kAuto).scalar_type(), at::kDouble);
   EXPECT_THROW(Attention(q64, k64, k64, 0, AttentionBackend::kTiled), c10::Error);

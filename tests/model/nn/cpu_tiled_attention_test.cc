@@ -99,16 +99,18 @@ TEST_P(TiledAttentionTest, MatchesTheReferenceForwardAndBackward) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, TiledAttentionTest,
-    ::testing::Values(Case{2, 4, 4, 37, 8, 0},     // one partial tile
-                      Case{1, 2, 2, 1, 4, 0},      // one position
-                      Case{1, 2, 2, 64, 16, 0},    // exactly one tile
-                      Case{2, 2, 1, 200, 16, 0},   // MQA, three tiles and a part
-                      Case{1, 6, 3, 150, 8, 5},    // GQA, a window inside a tile
-                      Case{1, 4, 2, 300, 16, 1},   // window 1: each query sees itself
-                      Case{1, 2, 2, 257, 8, 100},  // a window across tiles
-                      Case{1, 2, 2, 129, 8, 64},   // a window of one tile
-                      Case{2, 2, 2, 90, 8, 90},    // window T: full causal
-                      Case{1, 2, 2, 40, 8, 500})   // window past T
+    ::testing::Values(Case{2, 4, 4, 37, 8, 0},      // one partial tile
+                      Case{1, 2, 2, 1, 4, 0},       // one position
+                      Case{1, 2, 2, 64, 16, 0},     // exactly one tile
+                      Case{2, 2, 1, 200, 16, 0},    // MQA, three tiles and a part
+                      Case{1, 6, 3, 150, 8, 5},     // GQA, a window inside a tile
+                      Case{1, 4, 2, 300, 16, 1},    // window 1: each query sees itself
+                      Case{1, 2, 2, 257, 8, 100},   // a window across tiles
+                      Case{1, 2, 2, 129, 8, 64},    // a window of one tile
+                      Case{2, 2, 2, 90, 8, 90},     // window T: full causal
+                      Case{1, 2, 2, 40, 8, 500},    // window past T
+                      Case{1, 2, 1, 1100, 8, 0},    // a long sequence, 18 tiles
+                      Case{1, 2, 1, 1100, 8, 300})  // and a window across five tiles
 );
 
 // The model passes q, k and v as (B, T, N, D) projections transposed: the kernel reads them in
