@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -23,12 +24,14 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+std::atomic<bool> g_sgemm{true};
+
 // Row-major C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C, beta 0 or 1 (0: C is not
 // read). op(X) = X^T when trans_x; X is then stored (k, m) (or (n, k)). ld*: row strides.
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (sgemm_ != nullptr) {
+  if (sgemm_ != nullptr && g_sgemm.load(std::memory_order_relaxed)) {
     // Column-major BLAS sees each row-major matrix transposed: C^T = op(B)^T op(A)^T.
     const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
     const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb),
@@ -258,6 +261,11 @@ at::Tensor RowsContiguous(const at::Tensor& x) {
 }
 
 }  // namespace
+
+void SetTiledAttentionUsesSgemm(bool on) { g_sgemm.store(on, std::memory_order_relaxed); }
+bool TiledAttentionUsesSgemm() {
+  return sgemm_ != nullptr && g_sgemm.load(std::memory_order_relaxed);
+}
 
 bool TiledAttentionTakes(const at::Tensor& q) {
   return q.device().is_cpu() && q.scalar_type() == at::kFloat && q.dim() == 4 && q.size(3) > 0;

@@ -43,6 +43,11 @@ namespace onset::model {
 // that a (R, K) tile of a few thousand keys stays in a core's cache.
 inline constexpr int64_t kTiledQueryRows = 64;
 
+// Whether the products go through the BLAS's sgemm (when LibTorch exports one, as its x86 wheels
+// do) or through at::mm (a LibTorch without it). Tests set false to check the second path.
+void SetTiledAttentionUsesSgemm(bool on);
+bool TiledAttentionUsesSgemm();
+
 // Whether TiledCausalAttention takes these inputs: float32 CPU tensors with D > 0.
 bool TiledAttentionTakes(const at::Tensor& q);
 

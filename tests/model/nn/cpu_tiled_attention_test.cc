@@ -130,6 +130,19 @@ TEST(TiledAttentionStridesTest, StridedViewsGiveWhatContiguousCopiesGive) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(at::equal(a.grads[i], b.grads[i])) << i;
 }
 
+// A LibTorch without an exported sgemm takes at::mm for the products: the same function.
+TEST(TiledAttentionBlasTest, TheProductsThroughAtMmGiveTheSameFunction) {
+  const Case c{2, 4, 2, 150, 16, 40};
+  const Inputs in = MakeInputs(c, 12);
+  EXPECT_TRUE(TiledAttentionUsesSgemm());  // this LibTorch (the torch wheel) exports it
+  const Result blas = Tiled(in, c.window);
+  SetTiledAttentionUsesSgemm(false);
+  const Result mm = Tiled(in, c.window);
+  SetTiledAttentionUsesSgemm(true);
+  EXPECT_LT(WorstRelative(mm, blas), 1e-5);
+  EXPECT_LT(WorstRelative(mm, Reference(in, c.window)), 2e-5);
+}
+
 // A head's work is one task whatever the thread count: 1 and 2 threads give the same bits.
 TEST(TiledAttentionThreadsTest, OneAndTwoThreadsGiveTheSameBits) {
   const Case c{2, 4, 2, 130, 16, 0};
