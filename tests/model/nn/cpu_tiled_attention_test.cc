@@ -15,9 +15,7 @@
 #include "model/config/cell_config.h"
 #include "model/nn/attention.h"
 #include "model/nn/attention_backend.h"
-#include "model/nn/transformer.h"
-
-#include <torch/optim/adamw.h>
+#include "tests/model/nn/short_training_run.h"
 
 namespace onset::model {
 namespace {
@@ -215,21 +213,7 @@ TEST(TiledAttentionTrainingTest, LossesMatchSdpaWithinTheStatedTolerance) {
   ASSERT_EQ(cell.model.pattern, "SF");
   const auto run = [&](AttentionBackend backend) {
     SetAttentionBackend(backend);
-    torch::manual_seed(3);
-    Transformer model(cell.model);
-    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-3));
-    at::manual_seed(4);
-    std::vector<double> losses;
-    for (int step = 0; step < 40; ++step) {
-      at::Tensor tokens = at::randint(0, 64, {4, 81}, at::kLong);  // (4, T + 1)
-      optimizer.zero_grad();
-      at::Tensor logits = model(tokens.narrow(1, 0, 80));  // (4, T, V)
-      at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                               tokens.narrow(1, 1, 80).reshape({-1}));
-      loss.backward();
-      optimizer.step();
-      losses.push_back(loss.item<double>());
-    }
+    std::vector<double> losses = ShortTrainingRunLosses(cell.model, /*batch=*/4);
     SetAttentionBackend(AttentionBackend::kAuto);
     return losses;
   };

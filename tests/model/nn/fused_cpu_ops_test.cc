@@ -6,11 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "model/config/cell_config.h"
-#include "model/nn/transformer.h"
+#include "tests/model/nn/short_training_run.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/optim/adamw.h>
 
 namespace onset::model {
 namespace {
@@ -183,21 +182,7 @@ TEST(FusedCpuOpsTest, ATrainingRunsLossesMatchTheCompositeFormsWithinTheStatedTo
   ASSERT_TRUE(cell.model.LayerUsesShortConv(0));
   const auto run = [&](bool fused) {
     SetFusedCpuOps(fused);
-    torch::manual_seed(3);
-    Transformer model(cell.model);
-    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(3e-3));
-    at::manual_seed(4);
-    std::vector<double> losses;
-    for (int step = 0; step < 40; ++step) {
-      at::Tensor tokens = at::randint(0, 64, {8, 33}, at::kLong);  // (8, T + 1)
-      optimizer.zero_grad();
-      at::Tensor logits = model(tokens.narrow(1, 0, 32));  // (8, T, V)
-      at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                               tokens.narrow(1, 1, 32).reshape({-1}));
-      loss.backward();
-      optimizer.step();
-      losses.push_back(loss.item<double>());
-    }
+    std::vector<double> losses = ShortTrainingRunLosses(cell.model, /*batch=*/8);
     SetFusedCpuOps(true);
     return losses;
   };
