@@ -120,9 +120,9 @@ Strided Read(const at::Tensor& x) {
 // Query rows per tile: kTiledQueryRows, fewer when T is shorter.
 int64_t TileRows(int64_t T) { return std::max<int64_t>(1, std::min(kTiledQueryRows, T)); }
 
-// The longest key range of a tile of `rows` queries: those plus the window's reach to the left.
-int64_t MaxTileKeys(int64_t T, int64_t window, int64_t rows) {
-  return window > 0 ? std::min(T, rows + window - 1) : T;
+// The longest key range of a tile: its queries plus the window's reach to the left.
+int64_t MaxTileKeys(int64_t T, int64_t window) {
+  return window > 0 ? std::min(T, TileRows(T) + window - 1) : T;
 }
 
 std::unique_ptr<float[]> Scratch(int64_t n) { return std::unique_ptr<float[]>(new float[n]); }
@@ -130,7 +130,8 @@ std::unique_ptr<float[]> Scratch(int64_t n) { return std::unique_ptr<float[]>(ne
 // Forward of head (b, h): o rows (T, D) at stride o_row, lse (T).
 void ForwardHead(const float* q, int64_t q_row, const float* k, int64_t k_row, const float* v,
                  int64_t v_row, float* o, int64_t o_row, float* lse, int64_t T, int64_t D,
-                 int64_t window, float scale, int64_t rows, float* s_tile) {
+                 int64_t window, float scale, float* s_tile) {
+  const int64_t rows = TileRows(T);
   for (int64_t s = 0; s < T; s += rows) {
     const int64_t e = std::min(T, s + rows), R = e - s;
     const int64_t ks = FirstKey(s, window), K = e - ks;
@@ -152,8 +153,9 @@ void ForwardHead(const float* q, int64_t q_row, const float* k, int64_t k_row, c
 void BackwardHead(const float* q, int64_t q_row, const float* k, int64_t k_row, const float* v,
                   int64_t v_row, const float* o, int64_t o_row, const float* d_o, int64_t do_row,
                   const float* lse, float* dq, int64_t dq_row, float* dk, float* dv,
-                  int64_t dkv_row, int64_t T, int64_t D, int64_t window, float scale, int64_t rows,
-                  float* p_tile, float* dp_tile, float* delta) {
+                  int64_t dkv_row, int64_t T, int64_t D, int64_t window, float scale, float* p_tile,
+                  float* dp_tile, float* delta) {
+  const int64_t rows = TileRows(T);
   for (int64_t s = 0; s < T; s += rows) {
     const int64_t e = std::min(T, s + rows), R = e - s;
     const int64_t ks = FirstKey(s, window), K = e - ks;
@@ -199,7 +201,7 @@ struct TiledAttentionFunction : public torch::autograd::Function<TiledAttentionF
     const Strided qs = Read(q), ks = Read(k), vs = Read(v);
     float* op = out.mutable_data_ptr<float>();
     float* lp = lse.mutable_data_ptr<float>();
-    const int64_t rows = TileRows(T), tile = rows * MaxTileKeys(T, window, rows);
+    const int64_t tile = TileRows(T) * MaxTileKeys(T, window);
     at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
       auto s_tile = Scratch(tile);
       for (int64_t bh = begin; bh < end; ++bh) {
@@ -207,7 +209,7 @@ struct TiledAttentionFunction : public torch::autograd::Function<TiledAttentionF
         ForwardHead(qs.data + b * qs.batch + h * qs.head, qs.row,
                     ks.data + b * ks.batch + g * ks.head, ks.row,
                     vs.data + b * vs.batch + g * vs.head, vs.row, op + (b * T * H + h) * D, H * D,
-                    lp + bh * T, T, D, window, scale, rows, s_tile.get());
+                    lp + bh * T, T, D, window, scale, s_tile.get());
       }
     });
     at::Tensor o = out.transpose(1, 2);  // (B, H, T, D)
@@ -233,10 +235,10 @@ struct TiledAttentionFunction : public torch::autograd::Function<TiledAttentionF
     float* dqp = dq.mutable_data_ptr<float>();
     float* dkp = dk.mutable_data_ptr<float>();
     float* dvp = dv.mutable_data_ptr<float>();
-    const int64_t rows = TileRows(T), tile = rows * MaxTileKeys(T, window, rows);
+    const int64_t tile = TileRows(T) * MaxTileKeys(T, window);
     // One task per key/value head: its query heads' dK and dV sums stay in one thread.
     at::parallel_for(0, B * G, 1, [&](int64_t begin, int64_t end) {
-      auto p_tile = Scratch(tile), dp_tile = Scratch(tile), delta = Scratch(rows);
+      auto p_tile = Scratch(tile), dp_tile = Scratch(tile), delta = Scratch(TileRows(T));
       for (int64_t bg = begin; bg < end; ++bg) {
         const int64_t b = bg / G, g = bg % G;
         for (int64_t h = g * groups; h < (g + 1) * groups; ++h) {
@@ -246,7 +248,7 @@ struct TiledAttentionFunction : public torch::autograd::Function<TiledAttentionF
               os.data + b * os.batch + h * os.head, os.row, ds.data + b * ds.batch + h * ds.head,
               ds.row, lp + (b * H + h) * T, dqp + (b * T * H + h) * D, H * D,
               dkp + (b * T * G + g) * D, dvp + (b * T * G + g) * D, G * D, T, D, window, scale,
-              rows, p_tile.get(), dp_tile.get(), delta.get());
+              p_tile.get(), dp_tile.get(), delta.get());
         }
       }
     });
@@ -272,7 +274,7 @@ bool TiledAttentionTakes(const at::Tensor& q) {
 }
 
 int64_t TiledKeysPerTile(int64_t T, int64_t window) {
-  return MaxTileKeys(T, window >= T ? 0 : window, TileRows(T));
+  return MaxTileKeys(T, window >= T ? 0 : window);
 }
 
 at::Tensor TiledCausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -25,6 +25,21 @@ bool TakesFused(const at::Tensor& x) {
          x.scalar_type() == at::kFloat;
 }
 
+// Sums over rows of per-row contributions to one accumulator of `size` floats, without two
+// threads adding into one float: each thread adds its rows into a copy of its own, then the
+// copies are summed. add(acc, begin, end) adds rows [begin, end) into acc. -> (size).
+template <typename AddRows>
+at::Tensor SumOverRows(int64_t rows, int64_t size, const at::TensorOptions& options,
+                       const AddRows& add) {
+  const int threads = at::get_num_threads();
+  at::Tensor partial = at::zeros({threads, size}, options);  // (threads, size)
+  float* pp = partial.mutable_data_ptr<float>();
+  at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
+    add(pp + static_cast<int64_t>(at::get_thread_num()) * size, begin, end);
+  });
+  return partial.sum(0);  // (size)
+}
+
 // ---- RMSNorm -------------------------------------------------------------------------------
 
 // Weight rows: 0 for none (an empty tensor: autograd functions take no undefined inputs), 1 for
@@ -111,22 +126,16 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     });
     at::Tensor dw;
     if (R > 0) {
-      // Per thread, its rows' sums; then the threads' sums (no two threads write one row).
-      const int threads = at::get_num_threads();
-      at::Tensor partial = at::zeros({threads, R, D}, x.options());  // (threads, R, D)
-      float* pp = partial.mutable_data_ptr<float>();
-      at::parallel_for(0, rows, kGrainRows, [&](int64_t begin, int64_t end) {
-        float* acc = pp + static_cast<int64_t>(at::get_thread_num()) * R * D;
-        for (int64_t r = begin; r < end; ++r) {
-          const float* xr = xp + r * D;
-          const float* gr = gp + r * D;
-          float* ar = acc + (r % R) * D;
-          const float s = sp[r];
+      dw = SumOverRows(rows, R * D, x.options(), [&](float* acc, int64_t begin, int64_t end) {
+             for (int64_t r = begin; r < end; ++r) {
+               const float* xr = xp + r * D;
+               const float* gr = gp + r * D;
+               float* ar = acc + (r % R) * D;
+               const float s = sp[r];
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) ar[i] += gr[i] * xr[i] * s;
-        }
-      });
-      dw = partial.sum(0).view(weight.sizes());  // weight's shape
+               for (int64_t i = 0; i < D; ++i) ar[i] += gr[i] * xr[i] * s;
+             }
+           }).view(weight.sizes());  // weight's shape
     }
     return {dx, dw, at::Tensor()};
   }
@@ -312,26 +321,23 @@ struct ShortConvSiluFunction : public torch::autograd::Function<ShortConvSiluFun
         }
       }
     });
-    // dw: per thread, the sums of its rows as (K, C), then the threads' sums, transposed.
-    const int threads = at::get_num_threads();
-    at::Tensor partial = at::zeros({threads, K, C}, x.options());  // (threads, K, C)
-    float* pp = partial.mutable_data_ptr<float>();
-    at::parallel_for(0, B * T, kGrainRows, [&](int64_t begin, int64_t end) {
-      float* acc = pp + static_cast<int64_t>(at::get_thread_num()) * K * C;
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t t = r % T;
-        const float* d = dp + r * C;
-        for (int64_t j = 0; j < K; ++j) {
-          const int64_t lag = K - 1 - j;
-          if (lag > t) continue;
-          const float* in = xp + (r - lag) * C;
-          float* a = acc + j * C;
+    // dw: the rows' sums as (K, C), transposed.
+    at::Tensor sums =
+        SumOverRows(B * T, K * C, x.options(), [&](float* acc, int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            const int64_t t = r % T;
+            const float* d = dp + r * C;
+            for (int64_t j = 0; j < K; ++j) {
+              const int64_t lag = K - 1 - j;
+              if (lag > t) continue;
+              const float* in = xp + (r - lag) * C;
+              float* a = acc + j * C;
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) a[c] += d[c] * in[c];
-        }
-      }
-    });
-    at::Tensor dw = partial.sum(0).transpose(0, 1).contiguous();  // (C, K)
+              for (int64_t c = 0; c < C; ++c) a[c] += d[c] * in[c];
+            }
+          }
+        });
+    at::Tensor dw = sums.view({K, C}).transpose(0, 1).contiguous();  // (C, K)
     return {dx, dw};
   }
 };
