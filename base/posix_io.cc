@@ -9,6 +9,12 @@
 #include <cstring>
 
 namespace onset::base {
+
+std::string HostName(const std::string& fallback) {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return fallback;
+  return name;
+}
 namespace {
 
 const char* KindOf(mode_t mode) {

@@ -7,6 +7,9 @@
 
 namespace onset::base {
 
+// This machine's host name (gethostname), or `fallback` when it has none to tell.
+std::string HostName(const std::string& fallback);
+
 // Writes all of `data` to `fd`, retrying short writes and writes interrupted by a signal
 // (EINTR). Returns 0, or the errno of the write that failed (EIO for a write that wrote
 // nothing without saying why). What was written before a failure stays written.

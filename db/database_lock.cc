@@ -10,15 +10,10 @@
 #include <system_error>
 
 #include "base/lock_file.h"
+#include "base/posix_io.h"
 
 namespace onset::db {
 namespace {
-
-std::string Hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "this host";
-  return name;
-}
 
 // What the lock file says about its holder: "pid N on HOST", or a note when it says nothing
 // (the holder has not written it yet, or the file was emptied by hand).
@@ -77,7 +72,8 @@ absl::StatusOr<std::unique_ptr<DatabaseLock>> DatabaseLock::Acquire(const std::s
     return absl::FailedPreconditionError(why);
   }
   // Ours now: say who holds it. A failure here only makes a rival's message vaguer.
-  const std::string holder = "pid " + std::to_string(getpid()) + " on " + Hostname() + "\n";
+  const std::string holder =
+      "pid " + std::to_string(getpid()) + " on " + base::HostName("this host") + "\n";
   if (ftruncate(fd, 0) == 0) {
     (void)!pwrite(fd, holder.data(), holder.size(), 0);
   }

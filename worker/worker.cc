@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/posix_io.h"
 #include "worker/devices.h"
 #include "worker/idle_timer.h"
 
@@ -23,12 +24,6 @@ constexpr std::chrono::milliseconds kDeregisterTimeout{3000};
 // The coordinator refuses the token: no retry can succeed.
 bool IsRefused(const absl::Status& status) {
   return absl::IsUnauthenticated(status) || absl::IsPermissionDenied(status);
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
 }
 
 }  // namespace
@@ -109,7 +104,7 @@ bool Worker::WaitFor(std::chrono::milliseconds delay) {
 }
 
 bool Worker::Register() {
-  const std::string host = config_.host.empty() ? HostName() : config_.host;
+  const std::string host = config_.host.empty() ? base::HostName("unknown") : config_.host;
   std::chrono::milliseconds backoff = kInitialBackoff;
   while (true) {
     absl::StatusOr<Registration> r =

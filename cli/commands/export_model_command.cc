@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -13,6 +12,7 @@
 
 #include "base/durable_file.h"
 #include "base/metric_names.h"
+#include "base/posix_io.h"
 #include "cli/commands/captured_process.h"
 #include "cli/exit_codes.h"
 #include "proto/cell_names.h"
@@ -182,9 +182,7 @@ void RecordTheExport(StudyClient& client, const ExportModelOptions& options,
                      std::ostream& err) {
   v1::CellExport exported;
   exported.set_format(options.format);
-  char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
-  exported.set_host(host);
+  exported.set_host(base::HostName("localhost"));
   std::error_code ec;
   const fs::path absolute = fs::absolute(options.out, ec);
   exported.set_path(ec ? options.out : absolute.lexically_normal().string());
