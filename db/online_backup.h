@@ -1,12 +1,12 @@
 // Online backups of a coordinator's database (docs/operating-onsetd.md, "Backup and restore"):
-// a consistent copy taken while onsetd serves the file, which `onsetd --db COPY` serves as is.
+// a consistent copy taken while onsetd serves the file, stamped as a backup, which `onsetd --db
+// COPY` serves as a restore (db/instance.h).
 //
-// The copy is read through a read-only connection of its own with SQLite's online backup API
-// in one step, so it is the database as of one commit; in WAL mode that read blocks no writer
-// (leases, heartbeats and points go on; the WAL grows while the copy is read, since no
-// checkpoint can pass it). It is written to a temporary file beside the destination, checked
-// with PRAGMA quick_check, synced, and renamed into place, so a crash never leaves a torn file
-// under the destination's name.
+// The copy is a snapshot stream (snapshot_stream.h: one read transaction of a connection of its
+// own, so it is the database as of one commit and blocks no writer) written by a
+// BackupFileWriter (backup_file.h: beside the destination, checked, stamped and renamed into
+// place; never over anything but an earlier backup; leaving a reserve of free space). Nothing is
+// written on the database's own disk unless the destination is there.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "db/backup_file.h"
 
 namespace onset::db {
 
@@ -21,14 +22,11 @@ namespace onset::db {
 // what it found (or the error that kept it from running), naming the file.
 absl::Status QuickCheckFile(const std::string& path);
 
-// Copies the database at `source` to `dest` (replaced if it exists). Returns the copy's size in
-// bytes. Errors name the file that failed; nothing is left under `dest` or beside it then.
-absl::StatusOr<int64_t> BackupDatabaseFile(const std::string& source, const std::string& dest);
-
-// A backup of `source` into `dir` (created if missing) named onset-YYYYMMDDTHHMMSSZ.db after
-// `unix_ms`, then deletes all but the newest `keep` (>= 1) files of that pattern in `dir`.
-// Returns the new file's path.
-absl::StatusOr<std::string> WriteRotatingBackup(const std::string& source, const std::string& dir,
-                                                int keep, int64_t unix_ms);
+// Copies the database at `source` to `dest` as a backup stamped with `stamp` (its taken_unix_ms
+// as given: the caller's clock at the start). Returns the copy's size in bytes. Errors name the
+// file that failed and what to do; nothing is left under `dest` or beside it then.
+absl::StatusOr<int64_t> BackupDatabaseFile(const std::string& source, const std::string& dest,
+                                           const BackupFileOptions& options,
+                                           const BackupStamp& stamp);
 
 }  // namespace onset::db

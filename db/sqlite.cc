@@ -160,6 +160,10 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
     if (absl::Status s = db->Exec("PRAGMA query_only=ON;"); !s.ok()) return s;
     return db;
   }
+  if (options.keep_journal_mode) {
+    if (absl::Status s = db->Exec("PRAGMA foreign_keys=ON;"); !s.ok()) return s;
+    return db;
+  }
   // journal_mode answers with a row ("wal", or "memory" for :memory:); Exec ignores it.
   if (absl::Status s = db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                                 "PRAGMA foreign_keys=ON;");
@@ -203,53 +207,6 @@ bool Connection::ReadOnly() const { return sqlite3_db_readonly(db_, "main") == 1
 
 absl::Status Connection::Error(int rc, std::string_view what) const {
   return SqliteStatus(rc, path_, sqlite3_errmsg(db_), "database " + path_, std::string(what));
-}
-
-absl::Status Connection::BackupInto(const std::string& dest) const {
-  sqlite3* out = nullptr;
-  int rc = sqlite3_open_v2(dest.c_str(), &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  auto close = [&out] {
-    if (out != nullptr) sqlite3_close(out);
-    out = nullptr;
-  };
-  if (rc != SQLITE_OK) {
-    absl::Status s = SqliteStatus(rc, dest, out ? sqlite3_errmsg(out) : sqlite3_errstr(rc),
-                                  "database " + dest, "opening the backup");
-    close();
-    return s;
-  }
-  sqlite3_busy_timeout(out, 5000);
-  sqlite3_backup* backup = sqlite3_backup_init(out, "main", db_, "main");
-  if (backup == nullptr) {
-    absl::Status s = SqliteStatus(sqlite3_errcode(out), dest, sqlite3_errmsg(out),
-                                  "database " + dest, "starting the backup");
-    close();
-    return s;
-  }
-  rc = sqlite3_backup_step(backup, -1);  // every page under one read transaction
-  const int finished = sqlite3_backup_finish(backup);
-  if (rc != SQLITE_DONE || finished != SQLITE_OK) {
-    const int code = rc != SQLITE_DONE ? rc : finished;
-    absl::Status s = SqliteStatus(code, path_, sqlite3_errmsg(out), "database " + path_,
-                                  "backing up into " + dest);
-    close();
-    return s;
-  }
-  // A copy is one self-contained file: the rollback journal, not WAL (whose -wal and -shm files
-  // a reader would create beside it). Whoever serves it turns WAL on again.
-  rc = sqlite3_exec(out, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) {
-    absl::Status s = SqliteStatus(rc, dest, sqlite3_errmsg(out), "database " + dest,
-                                  "setting the backup's journal mode");
-    close();
-    return s;
-  }
-  rc = sqlite3_close(out);
-  out = nullptr;
-  if (rc != SQLITE_OK) {
-    return SqliteStatus(rc, dest, sqlite3_errstr(rc), "database " + dest, "closing the backup");
-  }
-  return absl::OkStatus();
 }
 
 // ----- WriteTransaction ------------------------------------------------------------------------

@@ -105,6 +105,10 @@ class Connection {
     // created or changed, not even the journal mode. A WAL database's -wal and -shm files are
     // still shared with its writers, so reads see their commits.
     bool read_only = false;
+    // Leave the file's journal mode as its header says (a backup's copy is one file in
+    // rollback-journal mode and stays so) and set no pragma besides busy_timeout and
+    // foreign_keys; for files that are not served.
+    bool keep_journal_mode = false;
   };
 
   // Opens `path`, creating the file if missing (not its directory); ":memory:" gives a private
@@ -134,12 +138,9 @@ class Connection {
   // A status for the connection's latest error code/message, prefixed with `what`.
   absl::Status Error(int rc, std::string_view what) const;
 
-  // Copies this connection's database into `dest` (an SQLite file, created or overwritten) with
-  // SQLite's online backup API, in one step: one read transaction here, so the copy is the
-  // database as of one commit. On a WAL database that read does not block other connections'
-  // writers. The copy is left in rollback-journal mode (one file, no -wal or -shm beside it).
-  // Errors name the file that failed.
-  absl::Status BackupInto(const std::string& dest) const;
+  // The SQLite handle, for the C APIs this layer does not wrap (the online backup of
+  // db/snapshot_stream.cc). The connection keeps owning it.
+  sqlite3* handle() const { return db_; }
 
  private:
   Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

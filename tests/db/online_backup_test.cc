@@ -1,6 +1,7 @@
 // Online backups: a copy taken while another connection keeps committing is consistent (passes
 // integrity_check), holds every row committed before it began, is one file in rollback-journal
-// mode, and the copy finishes although writes never pause; rotating backups keep the newest N.
+// mode stamped as a backup, and the copy finishes although writes never pause; what fails leaves
+// nothing behind.
 #include "db/online_backup.h"
 
 #include <gtest/gtest.h>
@@ -8,10 +9,11 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 #include <vector>
 
+#include "db/instance.h"
+#include "db/schema.h"
 #include "db/sqlite.h"
 #include "tests/testing/temp_dir.h"
 
@@ -36,10 +38,17 @@ std::string Text(Connection& db, const std::string& sql) {
   return stmt->Text(0);
 }
 
-TEST(OnlineBackupTest, ACopyTakenWhileWritesGoOnIsConsistentAndComplete) {
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(OnlineBackupTest, ACopyTakenWhileWritesGoOnIsConsistentCompleteAndStamped) {
   testutil::TempDir dir;
   const std::string path = dir.File("onset.db");
-  absl::StatusOr<std::unique_ptr<Connection>> writer = Connection::Open(path);
+  absl::StatusOr<std::unique_ptr<Connection>> writer = OpenDatabase(path);
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_TRUE((*writer)->Exec("CREATE TABLE points (id INTEGER PRIMARY KEY, value TEXT)").ok());
   // Enough rows that the copy takes a while.
@@ -60,7 +69,8 @@ TEST(OnlineBackupTest, ACopyTakenWhileWritesGoOnIsConsistentAndComplete) {
   });
   while (committed < 100) std::this_thread::yield();
   const int64_t before = Count(**writer, "SELECT COUNT(*) FROM points");
-  absl::StatusOr<int64_t> size = BackupDatabaseFile(path, dir.File("copy.db"));
+  absl::StatusOr<int64_t> size = BackupDatabaseFile(path, dir.File("copy.db"), BackupFileOptions{},
+                                                    BackupStamp{1234, "a test"});
   const int64_t during = committed;
   while (committed < during + 100) std::this_thread::yield();  // writes went on
   stop = true;
@@ -78,46 +88,44 @@ TEST(OnlineBackupTest, ACopyTakenWhileWritesGoOnIsConsistentAndComplete) {
   EXPECT_GE(Count(**copy, "SELECT COUNT(*) FROM points"), before);
   EXPECT_LE(Count(**copy, "SELECT COUNT(*) FROM points"),
             Count(**writer, "SELECT COUNT(*) FROM points"));
-  // Nothing beside it: no temporary file, no -wal or -shm.
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir.path())) files.push_back(e.path().filename());
-  std::sort(files.begin(), files.end());
-  EXPECT_EQ(files,
+  copy->reset();
+  absl::StatusOr<std::optional<BackupStamp>> stamp = ReadBackupStamp(dir.File("copy.db"));
+  ASSERT_TRUE(stamp.ok()) << stamp.status();
+  ASSERT_TRUE(stamp->has_value());
+  EXPECT_EQ((*stamp)->taken_unix_ms, 1234);
+  EXPECT_EQ((*stamp)->source, "a test");
+  // The source is no backup, and nothing is left beside the copy: no temporary file, no journal,
+  // no -wal or -shm.
+  absl::StatusOr<std::optional<BackupStamp>> source = ReadBackupStamp(path);
+  ASSERT_TRUE(source.ok());
+  EXPECT_FALSE(source->has_value());
+  EXPECT_EQ(Files(dir.path()),
             (std::vector<std::string>{"copy.db", "onset.db", "onset.db-shm", "onset.db-wal"}));
 }
 
 TEST(OnlineBackupTest, AMissingSourceIsNamedAndLeavesNothing) {
   testutil::TempDir dir;
-  absl::StatusOr<int64_t> size = BackupDatabaseFile(dir.File("nope.db"), dir.File("copy.db"));
+  absl::StatusOr<int64_t> size = BackupDatabaseFile(dir.File("nope.db"), dir.File("copy.db"),
+                                                    BackupFileOptions{}, BackupStamp{});
   ASSERT_FALSE(size.ok());
   EXPECT_NE(std::string(size.status().message()).find("nope.db"), std::string::npos);
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
-TEST(OnlineBackupTest, RotatingBackupsKeepTheNewest) {
+TEST(OnlineBackupTest, ADatabaseWithoutTheInstanceRowCannotBeStampedAndLeavesNothing) {
   testutil::TempDir dir;
-  const std::string path = dir.File("onset.db");
   {
-    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(path);
+    absl::StatusOr<std::unique_ptr<Connection>> db = Connection::Open(dir.File("other.db"));
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec("CREATE TABLE t (x INTEGER)").ok());
   }
-  const std::string backups = dir.File("backups");
-  fs::create_directories(backups);
-  std::ofstream(backups + "/notes.txt") << "not a backup: left alone\n";
-  const int64_t t0 = 1'796'558'400'000;  // 2026-12-06T12:00:00Z
-  std::vector<std::string> written;
-  for (int i = 0; i < 4; ++i) {
-    absl::StatusOr<std::string> file = WriteRotatingBackup(path, backups, 2, t0 + i * 3'600'000);
-    ASSERT_TRUE(file.ok()) << file.status();
-    written.push_back(fs::path(*file).filename());
+  absl::StatusOr<int64_t> size = BackupDatabaseFile(dir.File("other.db"), dir.File("copy.db"),
+                                                    BackupFileOptions{}, BackupStamp{});
+  ASSERT_FALSE(size.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(size.status())) << size.status();
+  for (const std::string& file : Files(dir.path())) {
+    EXPECT_EQ(file.rfind("other.db", 0), 0u) << file << " was left behind";
   }
-  EXPECT_EQ(written.front(), "onset-20261206T120000Z.db");
-  std::vector<std::string> left;
-  for (const auto& e : fs::directory_iterator(backups)) left.push_back(e.path().filename());
-  std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"notes.txt", "onset-20261206T140000Z.db",
-                                            "onset-20261206T150000Z.db"}));
 }
 
 }  // namespace
