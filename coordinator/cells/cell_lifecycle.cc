@@ -114,7 +114,7 @@ Step ApplyClaim(const CellLife& cell, const Context& ctx) {
   CellLife& next = step.next;
   next.state = CellState::kRunning;
   next.retry_at_unix_ms = 0;
-  next.attempt = cell.attempt + 1;
+  next.attempt = std::max(cell.attempt, ctx.attempt_floor) + 1;
   next.attempt_open = true;
   next.attempt_lineage = cell.lineage;
   next.contacted = false;

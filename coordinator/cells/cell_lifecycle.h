@@ -123,6 +123,9 @@ struct Context {
   // After a lease expires, how long its worker may still take to stop the trainer (it stops it
   // before its own view of the lease runs out): the cell is not claimed before.
   int64_t stop_margin_ms = 0;
+  // A claim numbers its attempt above this as well as above the cell's last one: the floor of the
+  // database's generation (db/instance.h), so that no two generations share an attempt number.
+  int attempt_floor = 0;
 };
 
 enum class Verdict {

@@ -15,6 +15,7 @@
 #include "coordinator/store/sqlite_store.h"
 #include "coordinator/store/sqlite_trunks.h"
 #include "coordinator/study/model_cost.h"
+#include "db/instance.h"
 
 namespace onset::coordinator {
 namespace {
@@ -32,15 +33,25 @@ struct LeasedAttempt {
   int64_t max_tokens = 0;  // 0: no bound
 };
 
+// The attempt of `lease_id`, which must be of the database's current generation: an attempt
+// of an earlier one ran in a timeline a restore lost (db/instance.h), and nothing it says is
+// heard.
 absl::StatusOr<LeasedAttempt> FindLease(db::Connection& db, const std::string& lease_id) {
   ONSET_ASSIGN_OR_RETURN(
       db::Statement stmt,
-      db.Prepare("SELECT id, cell_id, attempt, worker_id, max_tokens FROM attempts "
-                 "WHERE lease_id = ?"));
+      db.Prepare("SELECT a.id, a.cell_id, a.attempt, a.worker_id, a.max_tokens, a.generation, "
+                 "i.generation FROM attempts a, instance i WHERE a.lease_id = ? AND i.id = 1"));
   stmt.BindAll(lease_id);
   ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
     return absl::FailedPreconditionError("lease " + lease_id + " is unknown; stop the job");
+  }
+  if (stmt.Int(5) < stmt.Int(6)) {
+    return absl::FailedPreconditionError(
+        "lease " + lease_id + " (attempt " + std::to_string(stmt.Int(2)) +
+        ") belongs to generation " + std::to_string(stmt.Int(5)) +
+        " of this database, which was restored from a backup since (generation " +
+        std::to_string(stmt.Int(6)) + "): stop the job; nothing more is recorded for it");
   }
   return LeasedAttempt{stmt.Int(0), stmt.Int(1), static_cast<int>(stmt.Int(2)), stmt.Text(3),
                        stmt.Int(4)};
@@ -98,6 +109,8 @@ life::Context SqliteStore::LifeContext(int64_t stop_margin_ms) const {
   context.policy = policy_;
   context.now_unix_ms = clock_.WallUnixMs();
   context.stop_margin_ms = stop_margin_ms;
+  context.attempt_floor =
+      static_cast<int>(db::AttemptFloor(generation_.load(std::memory_order_relaxed)));
   return context;
 }
 
@@ -229,6 +242,11 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
                                               worker_id + " (" + rows::JoinDevices(own) + ")");
           }
         }
+        // After a restore no cell is claimed until the workers of the lost timeline have had
+        // their time to stop its trainers (InstanceStore::StartServing).
+        if (now < claims_from_unix_ms_.load(std::memory_order_relaxed)) {
+          return std::optional<ClaimedJob>();
+        }
 
         // The claim rule (coordinator/cells/claim_rule.h: NextClaim) as an indexed query: the first
         // cell in queue order that is queued, or done waiting out its backoff, needs no more
@@ -299,15 +317,16 @@ absl::StatusOr<std::optional<ClaimedJob>> SqliteStore::ClaimNextCell(
         }
 
         job.lease_id = common::RandomHex(kLeaseIdBytes);
-        job.attempt = cell.life.attempt + 1;
+        job.attempt = std::max(cell.life.attempt, context.attempt_floor) + 1;
         ONSET_ASSIGN_OR_RETURN(
             db::Statement insert,
             db.Prepare("INSERT INTO attempts (cell_id, attempt, worker_id, lease_id, started_at, "
-                       "devices, lineage, contacted, own_checkpoint_dir, max_tokens) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, 0, 1, ?)"));
+                       "devices, lineage, contacted, own_checkpoint_dir, max_tokens, generation) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?)"));
         insert.BindAll(cell_row, job.attempt, worker_id, job.lease_id, now,
                        rows::JoinDevices(job.devices), cell.life.lineage,
-                       MaxPointTokens(job.config_json, cell.tokens_budget));
+                       MaxPointTokens(job.config_json, cell.tokens_budget),
+                       generation_.load(std::memory_order_relaxed));
         ONSET_RETURN_IF_ERROR(insert.Run());
         // After the attempt exists, so that the state change's event names it.
         ONSET_ASSIGN_OR_RETURN(life::Step step, lifecycle::Apply(db, cell, life::Claim{}, context));

@@ -19,6 +19,7 @@
 #include "coordinator/store/sqlite_rows.h"
 #include "coordinator/store/sqlite_studies.h"
 #include "coordinator/store/sqlite_trunks.h"
+#include "db/instance.h"
 #include "db/schema.h"
 
 namespace onset::coordinator {
@@ -50,10 +51,13 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   if (!in_memory && options.readers > 0) {
     ONSET_ASSIGN_OR_RETURN(readers, db::ReadPool::Open(path, options.readers));
   }
+  ONSET_ASSIGN_OR_RETURN(db::InstanceInfo instance, db::ReadInstance(*db));
   auto writer = std::make_unique<db::WriteQueue>(std::move(db),
                                                  db::WriteQueue::Options{options.max_write_batch});
-  return std::unique_ptr<SqliteStore>(
+  std::unique_ptr<SqliteStore> store(
       new SqliteStore(std::move(writer), std::move(readers), clock, policy, options));
+  store->AdoptInstance(instance);
+  return store;
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::OpenReadOnly(const std::string& path,

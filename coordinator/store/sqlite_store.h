@@ -1,6 +1,7 @@
 // Store on one SQLite file (schema in db/migrations/).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,7 +21,8 @@ namespace onset::coordinator {
 
 // Split by area: sqlite_store.cc (opening, studies, listings, results), sqlite_leases.cc (workers,
 // claims, the calls of a lease), sqlite_cell_requests.cc (cancel, rerun), sqlite_store_feeds.cc
-// (events, logs, metric streams); every change of a cell goes through sqlite_lifecycle.h.
+// (events, logs, metric streams), sqlite_instance.cc (generations, restores, backups' records);
+// every change of a cell goes through sqlite_lifecycle.h.
 //
 // One writer and a pool of readers (db/write_queue.h, db/read_pool.h): every write runs on the
 // writer's thread, batched with the writes that queued up meanwhile into one transaction; reads
@@ -153,6 +155,13 @@ class SqliteStore final : public Store {
       const std::vector<std::string>& cell_ids,
       const std::function<bool(const std::string& cell_id, const std::string& metric,
                                int64_t tokens, double value, int64_t at_unix_ms)>& point) override;
+  // sqlite_instance.cc
+  absl::StatusOr<ServingStart> StartServing(int64_t highest_generation_seen,
+                                            int64_t claim_wait_ms) override;
+  absl::StatusOr<db::InstanceInfo> Instance() override;
+  absl::Status RecordBackup(const db::RecordedBackup& backup) override;
+  absl::StatusOr<std::vector<db::RecordedBackup>> RecordedBackups() override;
+  absl::Status ForgetBackup(const std::string& path) override;
 
  private:
   SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,
@@ -178,8 +187,11 @@ class SqliteStore final : public Store {
   // Before a registration: when max_workers_ rows exist, forgets the stalest workers that ran
   // nothing (Options::max_workers); ResourceExhausted when none may be forgotten. On the writer.
   absl::Status MakeRoomForAWorker(db::Connection& db, int64_t now);
-  // The lifecycle's context now: the retry policy, the wall time and `stop_margin_ms`.
+  // The lifecycle's context now: the retry policy, the wall time, `stop_margin_ms` and the
+  // generation's attempt floor.
   life::Context LifeContext(int64_t stop_margin_ms) const;
+  // Takes the generation and the claims' opening from the instance row as it now is.
+  void AdoptInstance(const db::InstanceInfo& info);
 
   // Runs `op` on a reader (or, for an in-memory database, on the writer, changing nothing).
   template <typename T>
@@ -205,6 +217,10 @@ class SqliteStore final : public Store {
   const std::chrono::milliseconds forget_workers_after_{std::chrono::hours(1)};
   const common::Clock& clock_;
   const RetryPolicy policy_;
+  // The database's generation (db/instance.h) and when claims open, as of the last
+  // AdoptInstance: attempts of earlier generations are refused, new ones numbered above its floor.
+  std::atomic<int64_t> generation_{1};
+  std::atomic<int64_t> claims_from_unix_ms_{0};
 };
 
 }  // namespace onset::coordinator

@@ -1,8 +1,9 @@
 // The coordinator's durable state, as domain operations, by area: each area is an interface of
 // its own with its records (study_store.h, worker_store.h, lease_store.h, cell_request_store.h,
-// result_store.h, feed_store.h, log_store.h), and every consumer takes only the areas it uses.
-// No gRPC or SQLite here: SqliteStore implements them together (so that one transaction can span
-// areas where the cell lifecycle needs it); tests fake only the areas they change.
+// result_store.h, feed_store.h, log_store.h, instance_store.h), and every consumer takes only the
+// areas it uses. No gRPC or SQLite here: SqliteStore implements them together (so that one
+// transaction can span areas where the cell lifecycle needs it); tests fake only the areas they
+// change.
 //
 // Thread-safety: implementations are safe to call from any thread. Errors shared by all methods:
 // Unavailable (may pass: busy, disk full) or Internal for database failures (the message names
@@ -11,6 +12,7 @@
 
 #include "coordinator/store/cell_request_store.h"
 #include "coordinator/store/feed_store.h"
+#include "coordinator/store/instance_store.h"
 #include "coordinator/store/lease_store.h"
 #include "coordinator/store/log_store.h"
 #include "coordinator/store/result_store.h"
@@ -26,7 +28,8 @@ class Store : public StudyStore,
               public CellRequestStore,
               public ResultStore,
               public FeedStore,
-              public LogStore {
+              public LogStore,
+              public InstanceStore {
  public:
   ~Store() override = default;
 };

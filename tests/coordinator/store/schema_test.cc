@@ -193,6 +193,34 @@ TEST(SchemaTest, VersionSevenMarksTheBranchesWhoseCheckpointExistsReady) {
   EXPECT_EQ(stmt->Text(0), "t=1 b1=1 b2=0 c=1");
 }
 
+// Version 15 makes every database generation 1, no backup, its attempts of generation 1 and its
+// claims open; it records no rotating backup.
+TEST(SchemaTest, VersionFifteenMakesADatabaseGenerationOneWithItsAttempts) {
+  TempDir dir;
+  const std::string path = dir.File("v14.db");
+  ASSERT_NO_FATAL_FAILURE(MakeDatabaseAt(path, 14, R"sql(
+      INSERT INTO studies (id, name, description, source_name, source_yaml, created_at)
+        VALUES (1, 's', '', '', '', 0);
+      INSERT INTO cells (id, study_id, hash, axes_json, config_json, tokens_budget, created_at,
+                         updated_at)
+        VALUES (1, 1, 'c', '{}', '{}', 300, 0, 0);
+      INSERT INTO workers (id, host, slots, version, registered_at, last_seen_at, devices)
+        VALUES ('w', 'h', 1, 'v', 0, 0, '');
+      INSERT INTO attempts (id, cell_id, attempt, worker_id, lease_id, started_at)
+        VALUES (1, 1, 1, 'w', 'l', 0);
+  )sql"));
+  absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<Statement> stmt = (*db)->Prepare(
+      "SELECT i.generation || '|' || COALESCE(i.backup_taken_unix_ms, 'none') || '|' || "
+      "i.claims_from_unix_ms || '|' || a.generation || '|' || (SELECT COUNT(*) FROM backups) "
+      "FROM instance i, attempts a");
+  ASSERT_TRUE(stmt.ok()) << stmt.status();
+  ASSERT_TRUE(*stmt->Step());
+  EXPECT_EQ(stmt->Text(0), "1|none|0|1|0");
+  EXPECT_FALSE(*stmt->Step());
+}
+
 TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   TempDir dir;
   const std::string path = dir.File("onset.db");
@@ -200,7 +228,7 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
     absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
     ASSERT_TRUE(db.ok()) << db.status();
     EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-    EXPECT_EQ(CountTables(db->get()), 10);
+    EXPECT_EQ(CountTables(db->get()), 12);
     ASSERT_TRUE((*db)
                     ->Exec("INSERT INTO workers (id, host, slots, version, registered_at, "
                            "last_seen_at, devices) VALUES ('w', 'h', 1, 'v', 1, 1, '')")
@@ -209,7 +237,7 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-  EXPECT_EQ(CountTables(db->get()), 10);
+  EXPECT_EQ(CountTables(db->get()), 12);
   absl::StatusOr<Statement> stmt = (*db)->Prepare("SELECT COUNT(*) FROM workers");
   ASSERT_TRUE(stmt.ok());
   ASSERT_TRUE(*stmt->Step());
@@ -281,7 +309,7 @@ TEST(SchemaTest, ReadOnlyOpenNeedsTheFileAtThisVersionAndWritesNothing) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabaseReadOnly(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-  EXPECT_EQ(CountTables(db->get()), 10);
+  EXPECT_EQ(CountTables(db->get()), 12);
   EXPECT_FALSE((*db)->Exec("INSERT INTO workers VALUES ('w', 'h', 1, 'v', 1, 1, '')").ok());
   EXPECT_FALSE((*db)->Exec("PRAGMA user_version = 1").ok());
 }
