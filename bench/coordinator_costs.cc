@@ -308,11 +308,11 @@ int RunCostsBench(const CostsOptions& options) {
   {
     int64_t received = 0;
     start = Clock::now();
-    absl::StatusOr<int64_t> size = client.Backup([&](std::string_view chunk) {
-      received += static_cast<int64_t>(chunk.size());
-      return true;
+    const absl::Status backed_up = client.Backup([&](const v1::BackupChunk& chunk) {
+      received += static_cast<int64_t>(chunk.data().size());
+      return absl::OkStatus();
     });
-    if (!size.ok()) fail("Backup", size.status());
+    if (!backed_up.ok()) fail("Backup", backed_up);
     report("Backup (" + std::to_string(received >> 20) + " MiB)", Ms(Clock::now() - start));
   }
 

@@ -238,27 +238,23 @@ absl::StatusOr<v1::ReadLogsResponse> StudyClient::ReadLogs(const v1::ReadLogsReq
   return response;
 }
 
-absl::StatusOr<int64_t> StudyClient::Backup(const std::function<bool(std::string_view)>& sink) {
+absl::Status StudyClient::Backup(
+    const std::function<absl::Status(const v1::BackupChunk&)>& on_chunk) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));
   std::unique_ptr<grpc::ClientReader<v1::BackupChunk>> reader =
       stub_->Backup(&context, v1::BackupRequest());
   v1::BackupChunk chunk;
-  int64_t total = -1, received = 0;
+  absl::Status stopped;
   while (reader->Read(&chunk)) {
-    if (total < 0) total = chunk.total_bytes();
-    received += static_cast<int64_t>(chunk.data().size());
-    if (!sink(chunk.data())) {
+    stopped = on_chunk(chunk);
+    if (!stopped.ok()) {
       context.TryCancel();
       break;
     }
   }
-  if (auto s = Convert("Backup", reader->Finish()); !s.ok()) return s;
-  if (received != total) {
-    return absl::DataLossError("Backup: received " + std::to_string(received) + " of " +
-                               std::to_string(total) + " bytes");
-  }
-  return total;
+  absl::Status finished = Convert("Backup", reader->Finish());
+  return stopped.ok() ? finished : stopped;
 }
 
 absl::StatusOr<v1::DescribeCellResponse> StudyClient::DescribeCell(const std::string& study,

@@ -81,10 +81,10 @@ class StudyClient {
                                  const std::vector<std::string>& cell_ids = {},
                                  CurveTimes* times = nullptr);
   // One cell with its config and checkpoints (an id or a unique prefix of one).
-  // A consistent copy of the coordinator's database (the Backup call), handed to `sink` chunk by
-  // chunk (false from it ends the call); its size. The deadline is an hour: a large database
-  // takes a while to copy and send.
-  absl::StatusOr<int64_t> Backup(const std::function<bool(std::string_view)>& sink);
+  // A consistent copy of the coordinator's database (the Backup call), handed to `on_chunk` chunk
+  // by chunk (its error ends the call and is returned). The deadline is an hour: a large
+  // database takes a while to copy and send.
+  absl::Status Backup(const std::function<absl::Status(const v1::BackupChunk&)>& on_chunk);
   // Records an export of the cell (RecordExport).
   absl::Status RecordExport(const std::string& study, const std::string& cell_id,
                             const v1::CellExport& exported);

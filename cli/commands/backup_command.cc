@@ -1,82 +1,106 @@
 #include "cli/commands/backup_command.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
+#include "base/posix_io.h"
 #include "cli/exit_codes.h"
-#include "db/online_backup.h"
+#include "db/backup_file.h"
 
 namespace onset::cli {
+namespace {
 
-namespace fs = std::filesystem;
+// The files the coordinator holds, as its first chunk names them: they are files of this
+// machine only when the coordinator runs here.
+std::vector<db::FileIdentity> HeldHere(const v1::BackupChunk& first) {
+  std::vector<db::FileIdentity> held;
+  if (first.host().empty() || first.host() != base::HostName("")) return held;
+  for (const v1::HeldFile& f : first.held_files()) {
+    held.push_back({f.device(), f.inode(), f.what()});
+  }
+  return held;
+}
 
-int BackupCommand(StudyClient& client, const std::string& out_path, std::ostream& out,
+}  // namespace
+
+int BackupCommand(StudyClient& client, const BackupOptions& options, std::ostream& out,
                   std::ostream& err) {
-  if (out_path.empty()) {
+  if (options.out.empty()) {
     err << "--out: name the file to write\n";
     return kExitBadInput;
   }
-  std::error_code ec;
-  if (fs::is_directory(out_path, ec)) {
-    err << "--out: " << out_path << " is a directory: name a file\n";
+  // What can be told here is told before the coordinator starts a copy.
+  if (absl::Status s = db::CheckBackupDestination(options.out, {}); !s.ok()) {
+    err << s.message() << "\n";
     return kExitBadInput;
   }
-  const std::string partial = out_path + ".partial-" + std::to_string(::getpid());
-  std::FILE* file = std::fopen(partial.c_str(), "wb");
-  if (file == nullptr) {
-    err << "cannot write " << partial << ": " << std::strerror(errno) << "\n";
-    return kExitFailure;
-  }
-  bool write_failed = false;
-  absl::StatusOr<int64_t> size = client.Backup([&](std::string_view data) {
-    if (std::fwrite(data.data(), 1, data.size(), file) != data.size()) write_failed = true;
-    return !write_failed;
+  std::unique_ptr<db::BackupFileWriter> writer;
+  db::BackupStamp stamp;
+  bool local_error = false;
+  absl::Status status = client.Backup([&](const v1::BackupChunk& chunk) -> absl::Status {
+    if (!writer) {
+      db::BackupFileOptions file_options;
+      file_options.held = HeldHere(chunk);
+      file_options.reserve_bytes = options.reserve_bytes;
+      absl::StatusOr<std::unique_ptr<db::BackupFileWriter>> created =
+          db::BackupFileWriter::Create(options.out, std::move(file_options));
+      if (!created.ok()) {
+        local_error = true;
+        return created.status();
+      }
+      writer = std::move(*created);
+      stamp = db::BackupStamp{chunk.taken_unix_ms(), chunk.source()};
+      if (absl::Status s = writer->Start({chunk.total_bytes(), 0}); !s.ok()) {
+        local_error = true;
+        return s;
+      }
+    }
+    absl::Status written = writer->Piece(chunk.offset(), chunk.data());
+    local_error = !written.ok();
+    return written;
   });
-  const bool synced = std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-  std::fclose(file);
-  auto discard = [&] { fs::remove(partial, ec); };
-  if (write_failed || !synced) {
-    err << "cannot write " << partial << ": " << std::strerror(errno) << "\n";
-    discard();
+  if (!status.ok()) {
+    if (local_error && absl::IsFailedPrecondition(status)) {
+      err << status.message() << "\n";
+      return kExitBadInput;
+    }
+    err << status.message() << "; nothing was written to " << options.out << "\n";
     return kExitFailure;
   }
+  if (!writer) {
+    err << "Backup: the coordinator sent no copy; nothing was written to " << options.out << "\n";
+    return kExitFailure;
+  }
+  absl::StatusOr<int64_t> size = writer->Finish(stamp);
   if (!size.ok()) {
-    discard();
-    return ReportError(size.status(), err);
+    err << size.status().message() << "\n";
+    return absl::IsFailedPrecondition(size.status()) ? kExitBadInput : kExitFailure;
   }
-  if (absl::Status check = db::QuickCheckFile(partial); !check.ok()) {
-    err << "the copy received: " << check.message() << "; nothing was written to " << out_path
-        << "\n";
-    discard();
-    return kExitFailure;
-  }
-  fs::rename(partial, out_path, ec);
-  if (ec) {
-    err << "cannot rename " << partial << " to " << out_path << ": " << ec.message() << "\n";
-    discard();
-    return kExitFailure;
-  }
-  out << "backup -> " << out_path << " (" << *size
-      << " bytes, PRAGMA quick_check ok; serve it with onsetd --db " << out_path << ")\n";
+  out << "backup -> " << options.out << " (" << *size
+      << " bytes, PRAGMA quick_check ok, stamped as a backup: onsetd --db " << options.out
+      << " serves it as a restore; docs/operating-onsetd.md says how)\n";
   return kExitOk;
 }
 
 void AddBackupCommand(CLI::App& app, CommandTable& table) {
-  auto out_path = std::make_shared<std::string>();
+  auto options = std::make_shared<BackupOptions>();
+  options->reserve_bytes = db::kDefaultBackupReserveBytes;
   CLI::App* sub = app.add_subcommand(
       "backup",
-      "a consistent copy of the coordinator's database, taken while it serves, which onsetd "
-      "--db serves as it is");
-  sub->add_option("--out", *out_path, "the file to write")->required();
-  table.push_back({sub, Needs::kReader, "", "", [out_path](const CommandContext& c) {
-                     return BackupCommand(*c.client, *out_path, *c.out, *c.err);
+      "a consistent copy of the coordinator's database, taken while it serves, stamped as a "
+      "backup: onsetd --db serves it as a restore");
+  sub->add_option("--out", options->out,
+                  "the file to write: a new file or an earlier backup, never a database in use")
+      ->required();
+  sub->add_option("--reserve", options->reserve_bytes,
+                  "free space to leave on --out's disk: the copy does not start, or stops, "
+                  "rather than leave less (e.g. 512M, 2G)")
+      ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false))
+      ->capture_default_str();
+  table.push_back({sub, Needs::kReader, "", "", [options](const CommandContext& c) {
+                     return BackupCommand(*c.client, *options, *c.out, *c.err);
                    }});
 }
 

@@ -73,6 +73,7 @@ class EmbeddedCoordinator {
     coordinator::ServerConfig config;
     config.db_path = (fs::path(data_dir) / "onset.db").string();
     config.token = token;
+    config.token_file = (fs::path(data_dir) / common::kTokenFileName).string();
     config.listen = "127.0.0.1:0";
     config.lease_ttl = std::chrono::seconds(30);
     config.heartbeat_interval = std::chrono::seconds(1);

@@ -1,21 +1,21 @@
 #include "coordinator/rpc/study_service.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 
+#include "base/posix_io.h"
 #include "common/grpc_status.h"
 #include "coordinator/cells/checkpoint_layout.h"
 #include "coordinator/cells/rerun_selection.h"
 #include "coordinator/planning/study_submission.h"
 #include "coordinator/store/feeds.h"
 #include "coordinator/study/study_file.h"
-#include "db/online_backup.h"
+#include "db/backup_destination.h"
+#include "db/snapshot_stream.h"
 
 namespace onset::coordinator {
 namespace {
@@ -437,43 +437,60 @@ grpc::Status StudyServiceImpl::Backup(grpc::ServerContext* context,
                                       grpc::ServerWriter<onset::v1::BackupChunk>* writer) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   if (db_path_.empty() || db_path_ == ":memory:") {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "this coordinator's database is not a file: nothing to back up");
+    return common::ToGrpcStatus(absl::FailedPreconditionError(
+        "this coordinator's database is not a file: nothing to back up"));
   }
-  std::optional<common::Admission::Ticket> admitted = backups_.Enter(std::chrono::seconds(0));
+  std::optional<common::Admission::Ticket> admitted = backups_.Enter(kBackupWait);
   if (!admitted) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        "a backup is being taken: try again once it is done");
+    return common::ToGrpcStatus(absl::UnavailableError(
+        "the coordinator is busy taking another backup: try again once it is done"));
   }
-  // The copy is written beside the database (its file system holds it), streamed, then deleted.
-  const std::string copy = db_path_ + ".backup-" + std::to_string(++backup_seq_);
-  absl::StatusOr<int64_t> size = db::BackupDatabaseFile(db_path_, copy);
-  if (!size.ok()) return common::ToGrpcStatus(size.status());
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
+  // The copy streams from one read transaction straight into the reply: nothing is written on
+  // the coordinator's disk, and a client that stops reading loses the call (watchdog_).
+  class ReplySink final : public db::SnapshotSink {
+   public:
+    ReplySink(grpc::ServerContext* context, grpc::ServerWriter<onset::v1::BackupChunk>* writer,
+              WriteWatchdog* watchdog, std::chrono::milliseconds limit,
+              onset::v1::BackupChunk first)
+        : context_(context),
+          writer_(writer),
+          watchdog_(watchdog),
+          limit_(limit),
+          chunk_(std::move(first)) {}
+    absl::Status Start(const db::SnapshotInfo& info) override {
+      chunk_.set_total_bytes(info.bytes);
+      return absl::OkStatus();
     }
-  } remove{copy};
-  std::ifstream in(copy, std::ios::binary);
-  if (!in) return grpc::Status(grpc::StatusCode::INTERNAL, "cannot read the backup " + copy);
-  constexpr size_t kChunk = 1 << 20;
-  std::string buffer(kChunk, '\0');
-  bool first = true;
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(kChunk));
-    const std::streamsize got = in.gcount();
-    if (got <= 0 && !first) break;
-    onset::v1::BackupChunk chunk;
-    if (first) chunk.set_total_bytes(*size);
-    chunk.set_data(buffer.data(), static_cast<size_t>(std::max<std::streamsize>(got, 0)));
-    first = false;
-    if (context->IsCancelled() || !writer->Write(chunk)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    absl::Status Piece(int64_t offset, std::string_view bytes) override {
+      chunk_.set_offset(offset);
+      chunk_.set_data(bytes.data(), bytes.size());
+      const bool written = watchdog_->Write(context_, writer_, chunk_, limit_);
+      chunk_.Clear();  // the first chunk's header goes once
+      if (!written) {
+        return absl::CancelledError("the client stopped reading the backup or went away");
+      }
+      return absl::OkStatus();
     }
+
+   private:
+    grpc::ServerContext* const context_;
+    grpc::ServerWriter<onset::v1::BackupChunk>* const writer_;
+    WriteWatchdog* const watchdog_;
+    const std::chrono::milliseconds limit_;
+    onset::v1::BackupChunk chunk_;
+  };
+  onset::v1::BackupChunk first;
+  first.set_taken_unix_ms(clock_.WallUnixMs());
+  first.set_host(base::HostName(""));
+  first.set_source("onsetd on " + base::HostName("an unnamed host") + " serving " + db_path_);
+  for (const db::FileIdentity& held : db::HeldFiles(db_path_, others_held_)) {
+    onset::v1::HeldFile* out = first.add_held_files();
+    out->set_device(held.device);
+    out->set_inode(held.inode);
+    out->set_what(held.what);
   }
-  return grpc::Status::OK;
+  ReplySink sink(context, writer, &watchdog_, stalled_reader_limit_, std::move(first));
+  return common::ToGrpcStatus(db::StreamSnapshot(db_path_, sink));
 }
 
 }  // namespace onset::coordinator

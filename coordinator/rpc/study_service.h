@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/grpc_auth.h"
 #include "coordinator/rpc/proto_convert.h"
+#include "coordinator/rpc/write_watchdog.h"
 #include "coordinator/store/store.h"
 #include "coordinator/study/grid.h"
 #include "onset/v1/onset.grpc.pb.h"
@@ -33,6 +34,10 @@ inline constexpr std::chrono::minutes kWorkerLiveWindow{10};
 // RESOURCE_EXHAUSTED (try again).
 inline constexpr int kConcurrentSubmissions = 2;
 inline constexpr std::chrono::seconds kSubmissionWait{60};
+
+// One backup at a time (each holds a read transaction, which lets the WAL grow); another waits
+// this long for it, then gets UNAVAILABLE saying a backup is being taken.
+inline constexpr std::chrono::seconds kBackupWait{5};
 
 // Thread-safe (stateless besides the store and the submissions' admission). `store` and `auth` must
 // outlive the service; every call is refused with UNAUTHENTICATED unless `auth` accepts it.
@@ -86,9 +91,19 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   grpc::Status Backup(grpc::ServerContext* context, const onset::v1::BackupRequest* request,
                       grpc::ServerWriter<onset::v1::BackupChunk>* writer) override;
 
-  // Lets Backup copy the database file at `db_path` (db/online_backup.h); without it Backup is
-  // FAILED_PRECONDITION. Call before serving.
-  void EnableBackups(std::string db_path) { db_path_ = std::move(db_path); }
+  // Lets Backup stream the database file at `db_path` (db/snapshot_stream.h); without it Backup
+  // is FAILED_PRECONDITION. `others_held` (path, what it is), with the database's own files, are
+  // what a client must never replace with the copy (db/backup_destination.h). Call before
+  // serving.
+  void EnableBackups(std::string db_path,
+                     std::vector<std::pair<std::string, std::string>> others_held = {}) {
+    db_path_ = std::move(db_path);
+    others_held_ = std::move(others_held);
+  }
+
+  // How long a streamed reply (a backup's chunk) may wait for its reader before the call is
+  // cancelled (write_watchdog.h). Call before serving.
+  void SetStalledReaderLimit(std::chrono::milliseconds limit) { stalled_reader_limit_ = limit; }
 
   // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
   // shutdown need not wait for clients that never hang up. Thread-safe.
@@ -102,9 +117,11 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
   const common::Clock& clock_;
   std::atomic<bool> stopping_{false};
   common::Admission submissions_{kConcurrentSubmissions};
-  std::string db_path_;                 // EnableBackups
-  common::Admission backups_{1};        // one copy at a time
-  std::atomic<int64_t> backup_seq_{0};  // names each copy's temporary file
+  std::string db_path_;  // EnableBackups
+  std::vector<std::pair<std::string, std::string>> others_held_;
+  common::Admission backups_{1};  // one copy at a time
+  WriteWatchdog watchdog_;        // every streamed reply waits for its reader a bounded time
+  std::chrono::milliseconds stalled_reader_limit_ = kStalledReaderLimit;
 };
 
 }  // namespace onset::coordinator

@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/posix_io.h"
 #include "common/auth_token.h"
 #include "common/clock.h"
 #include "common/grpc_auth.h"
@@ -31,8 +32,10 @@
 #include "coordinator/server/grpc_listener.h"
 #include "coordinator/server/health_monitor.h"
 #include "coordinator/store/sqlite_store.h"
+#include "db/backup_destination.h"
+#include "db/backup_rotation.h"
 #include "db/database_lock.h"
-#include "db/online_backup.h"
+#include "db/instance.h"
 #include "db/startup_checks.h"
 #include "onset/v1/onset.grpc.pb.h"
 
@@ -61,7 +64,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         dashboard_api_(store_.get(), store_.get(), config.token),
         metrics_(MetricsSourcesOf(config)),
         metrics_endpoint_(&metrics_, config.token, &common::SystemClock()) {
-    study_service_.EnableBackups(config.db_path);
+    std::vector<std::pair<std::string, std::string>> others_held;
+    if (!config.token_file.empty()) others_held.emplace_back(config.token_file, "the token file");
+    if (!config.tls_key_file.empty()) others_held.emplace_back(config.tls_key_file, "the TLS key");
+    study_service_.EnableBackups(config.db_path, std::move(others_held));
+    study_service_.SetStalledReaderLimit(config.stalled_reader_limit);
   }
 
   ~CoordinatorServerImpl() override { Shutdown(); }
@@ -270,8 +277,10 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     }
   }
 
-  // Every backup_every: a rotating backup into backup_dir (db/online_backup.h), logged.
+  // Every backup_every: a rotating backup into backup_dir (db/backup_rotation.h), logged.
   void Backups() {
+    std::vector<std::pair<std::string, std::string>> others;
+    if (!config_.token_file.empty()) others.emplace_back(config_.token_file, "the token file");
     while (true) {
       {
         common::MutexLock lock(&mu_);
@@ -282,19 +291,28 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         if (state_ != State::kRunning) return;
       }
       const auto started = std::chrono::steady_clock::now();
-      absl::StatusOr<std::string> written =
-          db::WriteRotatingBackup(config_.db_path, config_.backup_dir, config_.backup_keep,
-                                  common::SystemClock().WallUnixMs());
+      db::BackupFileOptions options;
+      options.held = db::HeldFiles(config_.db_path, others);
+      options.reserve_bytes = config_.backup_reserve_bytes;
+      absl::StatusOr<db::RotationResult> rotated = db::RotateBackup(
+          config_.db_path, config_.backup_dir, config_.backup_keep,
+          common::SystemClock().WallUnixMs(),
+          "onsetd on " + base::HostName("an unnamed host") + " serving " + config_.db_path, options,
+          *store_);
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now() - started)
                           .count();
-      if (written.ok()) {
-        spdlog::info("backup: {} in {} ms (keeping the newest {})", *written, ms,
-                     config_.backup_keep);
-      } else {
+      if (!rotated.ok()) {
         spdlog::error("backup into {} failed: {}", config_.backup_dir,
-                      std::string(written.status().message()));
+                      std::string(rotated.status().message()));
+        continue;
       }
+      spdlog::info("backup: {} ({} bytes) in {} ms (keeping the newest {})", rotated->path,
+                   rotated->bytes, ms, config_.backup_keep);
+      for (const std::string& deleted : rotated->deleted) {
+        spdlog::info("backup: deleted {}, the oldest beyond --backup-keep", deleted);
+      }
+      for (const std::string& spared : rotated->spared) spdlog::warn("backup: {}", spared);
     }
   }
 
@@ -328,6 +346,38 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   std::condition_variable_any sweep_cv_;
   std::condition_variable_any done_cv_;
 };
+
+// Before serving a database file: a backup's copy served for the first time starts a new
+// generation (InstanceStore::StartServing), whose claims wait until every worker of the lost
+// timeline has stopped its trainer: it stops it before its own view of its lease runs out, at most
+// lease_ttl after its last heartbeat, which was before this start; the stop margin covers its
+// last step. The generation mark beside the file outlives the file a later restore replaces.
+absl::Status StartGeneration(const ServerConfig& config, SqliteStore& store) {
+  const std::chrono::milliseconds wait =
+      config.lease_ttl + config.stop_margin.value_or(config.heartbeat_interval);
+  const int64_t mark = db::ReadGenerationMark(config.db_path);
+  absl::StatusOr<ServingStart> start = store.StartServing(mark, wait.count());
+  if (!start.ok()) return start.status();
+  const db::InstanceInfo& now = start->instance;
+  if (start->restored) {
+    spdlog::warn(
+        "database {} is a backup served for the first time: a restore. Generation {} begins "
+        "(the backup was taken at unix ms {} by {}); {} attempt(s) it held open were handed "
+        "back, attempts are numbered from {} on, and no cell is claimed for {} ms, until the "
+        "workers of the lost timeline have stopped",
+        config.db_path, now.generation, now.restored_from.taken_unix_ms, now.restored_from.source,
+        start->handed_back, db::AttemptFloor(now.generation) + 1, wait.count());
+  } else if (now.claims_from_unix_ms > common::SystemClock().WallUnixMs()) {
+    spdlog::info("claims stay closed until unix ms {} (a restore's wait is not over)",
+                 now.claims_from_unix_ms);
+  }
+  if (mark < now.generation) {
+    if (absl::Status s = db::WriteGenerationMark(config.db_path, now.generation); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -407,6 +457,12 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError("backup_dir: name the directory for the backups");
   }
   if (backup_keep < 1) return absl::InvalidArgumentError("backup_keep: must be at least 1");
+  if (stalled_reader_limit.count() <= 0) {
+    return absl::InvalidArgumentError("stalled_reader_limit: must be positive");
+  }
+  if (backup_reserve_bytes < 0) {
+    return absl::InvalidArgumentError("backup_reserve_bytes: must not be negative");
+  }
   if (health_interval.count() <= 0) {
     return absl::InvalidArgumentError("health_interval: must be positive");
   }
@@ -440,6 +496,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
       SqliteStore::Open(config.db_path, common::SystemClock(), config.retry);
   if (!store.ok()) return store.status();
+  if (lock) {
+    if (absl::Status s = StartGeneration(config, **store); !s.ok()) return s;
+  }
   auto server = std::make_unique<CoordinatorServerImpl>(config, std::move(lock), std::move(*store));
   if (absl::Status s = server->Init(tls); !s.ok()) return s;
   spdlog::info("coordinator serving {} ({}, database {}, lease ttl {} ms)", server->address(),

@@ -17,6 +17,7 @@
 #include "coordinator/cells/failure_policy.h"
 #include "coordinator/notify/notifier.h"
 #include "coordinator/store/store.h"
+#include "db/backup_file.h"
 
 namespace onset::coordinator {
 
@@ -29,6 +30,8 @@ struct ServerConfig {
   bool skip_quick_check = false;
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free port
   std::string token;  // every call must carry it; see common/auth_token.h for files
+  // The file `token` was read from, if any: a backup never replaces it (db/backup_destination.h).
+  std::string token_file;
   // PEM files; both set: TLS (read at Start), both empty: plaintext.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -64,11 +67,16 @@ struct ServerConfig {
   Notifier::Options notify;
   // How often the health service's probe writes the database (health_monitor.h).
   std::chrono::milliseconds health_interval{5'000};
-  // Rotating online backups (db/online_backup.h): every backup_every (0: none) a copy into
-  // backup_dir, keeping the newest backup_keep.
+  // Rotating online backups (db/backup_rotation.h): every backup_every (0: none) a copy into
+  // backup_dir, keeping the newest backup_keep of those it wrote, and leaving at least
+  // backup_reserve_bytes free on backup_dir's disk.
   std::chrono::seconds backup_every{0};
   std::string backup_dir;
   int backup_keep = 7;
+  int64_t backup_reserve_bytes = db::kDefaultBackupReserveBytes;
+  // How long a streamed reply may wait for a client that stopped reading before its call is
+  // cancelled (coordinator/rpc/write_watchdog.h).
+  std::chrono::milliseconds stalled_reader_limit{30'000};
 
   // Names the first bad field, e.g. "lease_ttl: must exceed heartbeat_interval". Reads no files.
   absl::Status Validate() const;
@@ -77,7 +85,9 @@ struct ServerConfig {
 class CoordinatorServer {
  public:
   // Locks the database (db/database_lock.h: one coordinator per file, held until Shutdown),
-  // checks it (db/startup_checks.h), opens and migrates it, binds the port and starts serving.
+  // checks it (db/startup_checks.h), opens and migrates it, starts its generation (a backup's
+  // copy served for the first time is a restore: InstanceStore::StartServing, with the claims
+  // closed for lease_ttl plus the stop margin), binds the port and starts serving.
   // Errors: InvalidArgument for a bad config or TLS file, NotFound for a missing TLS file,
   // Unavailable when the port cannot be bound; for the database (the message names the file and
   // says what to do) FailedPrecondition when another process holds its lock, or it is empty,

@@ -34,6 +34,7 @@ struct Flags {
   int64_t retry_backoff_ms = config.retry.base_backoff.count();
   int64_t health_interval_ms = config.health_interval.count();
   int64_t backup_every_s = 0;
+  int64_t stalled_reader_limit_ms = config.stalled_reader_limit.count();
   std::string address_file;
   std::string http_address_file;
   std::string metrics_address_file;
@@ -115,9 +116,21 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
   app.add_option("--backup-dir", config.backup_dir,
                  "where --backup-every writes its copies (onset-YYYYMMDDTHHMMSSZ.db)");
-  app.add_option("--backup-keep", config.backup_keep, "how many of those copies to keep")
+  app.add_option("--backup-keep", config.backup_keep,
+                 "how many of the copies it wrote to keep (it deletes only files it wrote and no "
+                 "coordinator has served since)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  app.add_option("--backup-reserve", config.backup_reserve_bytes,
+                 "free space a backup leaves on --backup-dir's disk: it does not start, or stops, "
+                 "rather than leave less (e.g. 512M, 2G; plain numbers are bytes)")
+      ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false))
+      ->capture_default_str();
+  app.add_option("--stalled-reader-limit-ms", f.stalled_reader_limit_ms,
+                 "how long a streamed reply (a backup, a submission's answer, a watch) may wait "
+                 "for a client that stopped reading before the call is cancelled")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600} * 1000));
   app.add_option("--address-file", f.address_file,
                  "write the bound host:port here once serving (for port 0)");
   app.add_option("--http-address-file", f.http_address_file,
@@ -160,6 +173,7 @@ int main(int argc, char** argv) {
   config.retry.base_backoff = std::chrono::milliseconds(flags.retry_backoff_ms);
   config.health_interval = std::chrono::milliseconds(flags.health_interval_ms);
   config.backup_every = std::chrono::seconds(flags.backup_every_s);
+  config.stalled_reader_limit = std::chrono::milliseconds(flags.stalled_reader_limit_ms);
   const std::string token_file =
       flags.token_file.empty() ? DefaultTokenFile(config.db_path) : flags.token_file;
 
@@ -177,6 +191,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   config.token = std::move(*token);
+  config.token_file = token_file;
   auto server = onset::coordinator::CoordinatorServer::Start(config);
   if (!server.ok()) {
     // The message says what is wrong and what to do; the code adds nothing for a person.
