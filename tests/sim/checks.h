@@ -9,7 +9,14 @@
 //   4. a succeeded cell has its whole curve, a point at every step, and none past its budget;
 //   5. failures are counted only for real ones: a counted crash is one the trainer made, a
 //      counted loss is of an attempt whose trainer ran;
-//   6. every cell ended (succeeded, failed, diverged or cancelled) in the time it was given.
+//   6. every cell ended (succeeded, failed, diverged or cancelled) in the time it was given, and
+//      every cell that is still to exist (those the study files made, less what a restore lost)
+//      is in the database: nothing recorded was lost.
+//
+// After a restore (docs/operating-onsetd.md) one promise is weaker, as stated there: a trainer of
+// the lost timeline may have pruned a checkpoint the restored copy names, so a named checkpoint
+// found missing by a trainer that started after a restore is no violation (the trainer goes on
+// from an earlier one, or from scratch).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +33,10 @@ struct CheckInput {
   // Cell id -> when the latest `rerun --fresh` of it that the coordinator accepted was sent
   // (unix ms).
   std::map<std::string, int64_t> fresh_reruns;
+  // Cell ids that must be in the database (empty: not checked).
+  std::vector<std::string> expected_cells;
+  // When restores happened (unix ms), in order.
+  std::vector<int64_t> restores_unix_ms;
 };
 
 // What the cells came to, for the report.
@@ -36,7 +47,8 @@ struct CellCounts {
   int diverged = 0;
   int unfinished = 0;
   int attempts = 0;
-  int trainers = 0;  // START lines
+  int trainers = 0;               // START lines
+  int missing_after_restore = 0;  // named checkpoints a restore's lost timeline had pruned
 };
 
 // Every broken promise, one line each; empty when all hold. `counts` is filled in.

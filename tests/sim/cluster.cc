@@ -47,7 +47,8 @@ bool Alive(const std::unique_ptr<worker::Process>& p) {
 
 }  // namespace
 
-Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
+Cluster::Cluster(ClusterConfig config)
+    : config_(std::move(config)), db_(config_.dir + "/onset.db") {
   fs::create_directories(config_.dir);
   fs::create_directories(JournalDir());
   port_ = FreePort();
@@ -60,7 +61,9 @@ Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
 
 Cluster::~Cluster() { Stop(); }
 
-std::string Cluster::Db() const { return config_.dir + "/onset.db"; }
+std::string Cluster::Db() const { return db_; }
+std::string Cluster::TokenFile() const { return config_.dir + "/" + common::kTokenFileName; }
+std::string Cluster::RotationDir() const { return config_.dir + "/rotation"; }
 std::string Cluster::JournalDir() const { return config_.dir + "/journal"; }
 std::string Cluster::Log(const std::string& name) const {
   return config_.dir + "/" + name + ".log";
@@ -100,6 +103,18 @@ bool Cluster::StartDaemon(std::string* why) {
                   std::to_string(config_.max_failures),
                   "--checkpoint-root",
                   config_.dir + "/checkpoints"};
+  if (config_.stalled_reader_limit_ms > 0) {
+    options.args.push_back("--stalled-reader-limit-ms");
+    options.args.push_back(std::to_string(config_.stalled_reader_limit_ms));
+  }
+  if (config_.backup_every_s > 0) {
+    for (const std::string& arg :
+         {std::string("--backup-every"), std::to_string(config_.backup_every_s),
+          std::string("--backup-dir"), RotationDir(), std::string("--backup-keep"),
+          std::to_string(config_.backup_keep)}) {
+      options.args.push_back(arg);
+    }
+  }
   options.env["LD_PRELOAD"] = config_.bin_dir + "/libonset-sim-full-disk.so";
   options.env["ONSET_SIM_FULL_DISK"] = config_.dir + "/disk-full";
   options.on_stderr_line = ToFile(Log("onsetd"));
@@ -138,6 +153,47 @@ void Cluster::SignalDaemon(int sig) {
 }
 
 bool Cluster::DaemonRuns() const { return Alive(daemon_); }
+
+void Cluster::ServeDb(std::string path) { db_ = std::move(path); }
+
+bool Cluster::RestoreBackup(const std::string& backup, std::string* why) {
+  if (Alive(daemon_)) SignalDaemon(SIGTERM);
+  std::error_code ec;
+  for (const char* suffix : {"-wal", "-shm"}) fs::remove(db_ + suffix, ec);
+  fs::copy_file(backup, db_, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    *why = "cannot copy " + backup + " to " + db_ + ": " + ec.message();
+    return false;
+  }
+  return StartDaemon(why);
+}
+
+CliRun Cluster::RunCli(std::vector<std::string> args, std::chrono::milliseconds limit) {
+  worker::SpawnOptions options;
+  options.program = config_.bin_dir + "/onset";
+  options.args = {"--coordinator", address_, "--token-file", TokenFile()};
+  options.args.insert(options.args.end(), args.begin(), args.end());
+  options.stderr_tail_lines = 200;
+  auto out = std::make_shared<std::string>();
+  auto mu = std::make_shared<std::mutex>();
+  options.on_stdout_line = [out, mu](std::string line) {
+    std::lock_guard<std::mutex> lock(*mu);
+    *out += line + "\n";
+  };
+  CliRun run;
+  absl::StatusOr<std::unique_ptr<worker::Process>> p = launcher_.Spawn(std::move(options));
+  if (!p.ok()) {
+    run.err = std::string(p.status().message());
+    return run;
+  }
+  if (!(*p)->WaitFor(limit)) (*p)->Terminate(std::chrono::seconds(2));
+  const worker::ExitStatus status = (*p)->Wait();
+  run.code = status.Exited() ? status.exit_code : 128 + status.signal;
+  run.err = (*p)->StderrTail();
+  std::lock_guard<std::mutex> lock(*mu);
+  run.out = *out;
+  return run;
+}
 
 void Cluster::StartWorker(int i) {
   if (Alive(workers_[i])) return;

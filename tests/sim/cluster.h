@@ -25,6 +25,18 @@ struct ClusterConfig {
   int max_failures = 3;
   int step_ms = 60;        // the scripted trainer's step
   int crash_permille = 0;  // its chance per step of failing on purpose
+  // onsetd's rotating backups into DIR/rotation (--backup-every in whole seconds; 0: none).
+  int backup_every_s = 0;
+  int backup_keep = 2;
+  // onsetd's --stalled-reader-limit-ms; 0: its default (and a binary without the flag runs).
+  int64_t stalled_reader_limit_ms = 0;
+};
+
+// How a run of the `onset` CLI ended.
+struct CliRun {
+  int code = -1;  // 128 + the signal when killed; -1 when it did not start
+  std::string out;
+  std::string err;
 };
 
 class Cluster {
@@ -39,12 +51,27 @@ class Cluster {
 
   const std::string& address() const { return address_; }  // onsetd's, for clients
   const std::string& token() const { return token_; }
+  const std::string& dir() const { return config_.dir; }
+  std::string TokenFile() const;
+  // The database onsetd serves (DIR/onset.db unless ServeDb said otherwise).
   std::string Db() const;
+  std::string RotationDir() const;  // where its rotating backups go
   std::string JournalDir() const;
   int workers() const { return static_cast<int>(workers_.size()); }
 
   // onsetd: signalled (SIGKILL, SIGTERM, SIGHUP...) and waited for; started again.
   void SignalDaemon(int sig);
+  // From its next start on, onsetd serves `path` (a backup served where it lies).
+  void ServeDb(std::string path);
+  // The documented restore (docs/operating-onsetd.md): onsetd stopped with SIGTERM, `backup`
+  // copied in place of the database (its -wal and -shm removed), onsetd started again. False,
+  // with *why, when onsetd does not come up.
+  bool RestoreBackup(const std::string& backup, std::string* why);
+
+  // The real `onset` CLI against this onsetd, as an operator runs it (--coordinator and
+  // --token-file added), given up to `limit`.
+  CliRun RunCli(std::vector<std::string> args,
+                std::chrono::milliseconds limit = std::chrono::seconds(60));
   bool DaemonRuns() const;
   bool StartDaemon(std::string* why);
 
@@ -75,6 +102,7 @@ class Cluster {
   const ClusterConfig config_;
   worker::PosixProcessLauncher launcher_;
   std::string address_;
+  std::string db_;
   int port_ = 0;
   std::string token_;
   std::unique_ptr<worker::Process> daemon_;
