@@ -143,6 +143,13 @@ const sqlite3_io_methods kSinkMethods = {
     SinkFileControl,
     SinkSectorSize,
     SinkDeviceCharacteristics,
+    // Version 1: no shared memory, no memory mapping.
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 int VfsOpen(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* out_flags) {

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include "common/status_macros.h"
 #include "coordinator/store/sqlite_lifecycle.h"
@@ -29,6 +31,14 @@ absl::StatusOr<ServingStart> SqliteStore::StartServing(int64_t highest_generatio
         }
         const int64_t now = clock_.WallUnixMs();
         const int64_t generation = std::max(info.generation, highest_generation_seen) + 1;
+        // Attempt numbers travel as 32-bit integers: a generation's floor must leave room for a
+        // million attempts.
+        if (db::AttemptFloor(generation) > std::numeric_limits<int32_t>::max() - 1'000'000) {
+          return absl::FailedPreconditionError(
+              "database " + db.path() + " would start generation " + std::to_string(generation) +
+              ", past the last one whose attempts can be numbered; serve a copy made with "
+              "`sqlite3 FILE .backup COPY` instead, which starts no new generation");
+        }
         ONSET_ASSIGN_OR_RETURN(
             db::Statement update,
             db.Prepare("UPDATE instance SET generation = ?, backup_taken_unix_ms = NULL, "

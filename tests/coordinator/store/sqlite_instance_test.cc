@@ -76,8 +76,9 @@ TEST_F(SqliteInstanceTest, ARestoredCopyStartsANewGenerationThatRunsNoCellTwice)
   absl::StatusOr<LeaseStatus> old = store_->RecordProgress(running.lease_id, 1024, 1);
   EXPECT_TRUE(absl::IsFailedPrecondition(old.status())) << old.status();
   EXPECT_THAT(old.status().message(), HasSubstr("stop the job"));
-  EXPECT_TRUE(absl::IsFailedPrecondition(
-      store_->FinishAttempt(running.lease_id, AttemptEnd{AttemptOutcome::kSucceeded})));
+  AttemptEnd succeeded;
+  succeeded.outcome = AttemptOutcome::kSucceeded;
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->FinishAttempt(running.lease_id, succeeded)));
   EXPECT_EQ(testing::FindCell(*store_, "small", running.cell_id).state, CellState::kQueued);
 
   // No claim until the workers of that timeline have stopped.
