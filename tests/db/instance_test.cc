@@ -41,7 +41,7 @@ TEST(InstanceTest, OnlyAStampedCopyIsABackup) {
     absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(dir.File("onset.db"));
     ASSERT_TRUE(db.ok());
   }
-  for (const std::string& name : {"onset.db", "missing.db"}) {
+  for (const char* name : {"onset.db", "missing.db"}) {
     absl::StatusOr<std::optional<BackupStamp>> stamp = ReadBackupStamp(dir.File(name));
     ASSERT_TRUE(stamp.ok()) << name;
     EXPECT_FALSE(stamp->has_value()) << name;
