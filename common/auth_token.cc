@@ -1,12 +1,9 @@
 #include "common/auth_token.h"
 
-#include <openssl/crypto.h>
-
 #include <cstdlib>
 #include <optional>
 
 #include "base/durable_file.h"
-#include "base/sha256.h"
 #include "common/private_file.h"
 #include "common/random_id.h"
 
@@ -72,20 +69,6 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
                                          "): remove the file to have a new one made");
   }
   return token;
-}
-
-bool BearerHeaderCarries(std::string_view authorization, std::string_view token) {
-  constexpr std::string_view kPrefix = "Bearer ";
-  return authorization.substr(0, kPrefix.size()) == kPrefix &&
-         TokensEqual(authorization.substr(kPrefix.size()), token);
-}
-
-bool TokensEqual(std::string_view a, std::string_view b) {
-  // Digests have one length, so the comparison leaks neither the position of the first
-  // difference nor the length of the expected token.
-  const std::string da = base::Sha256Hex(a);
-  const std::string db = base::Sha256Hex(b);
-  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
 TokenSources TokenSources::FromEnvironment(std::string flag_file, std::string default_file) {
