@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/commands/access_commands.h"
 #include "cli/commands/analysis_commands.h"
 #include "cli/commands/artifacts_command.h"
 #include "cli/commands/backup_command.h"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   onset::cli::AddArtifactsCommand(app, commands);           // artifacts
   onset::cli::AddBackupCommand(app, commands);              // backup
   onset::cli::AddWorkersAndResultsCommands(app, commands);  // workers, results
+  onset::cli::AddAccessCommands(app, commands);             // token, audit
   onset::cli::AddRunCommand(app, commands);
   onset::cli::AddSlurmCommands(app, commands);  // slurm up
   onset::cli::AddDashboardCommand(app, commands);

@@ -1,19 +1,10 @@
 #include "common/auth_token.h"
 
-#include <fcntl.h>
-#include <openssl/crypto.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include "base/durable_file.h"
-#include "base/posix_io.h"
-#include "base/sha256.h"
+#include "common/private_file.h"
 #include "common/random_id.h"
 
 namespace onset::common {
@@ -21,29 +12,6 @@ namespace {
 
 // A token file holds one short line; anything longer is not a token file.
 constexpr size_t kMaxTokenFileBytes = 4096;
-
-std::string Errno(int err) { return std::strerror(err); }
-
-// Closes a descriptor on every return path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-std::string Octal(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof(buf), "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
 
 std::string FirstLineTrimmed(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
@@ -78,29 +46,9 @@ absl::Status ValidateToken(std::string_view token) {
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  // A FIFO or device is refused without blocking in open().
-  const base::OpenedFile opened = base::OpenRegularFile(path);
-  if (opened.err == ENOENT) return absl::NotFoundError("token file " + path + " does not exist");
-  if (opened.fd < 0 && opened.err == 0) {
-    return absl::PermissionDeniedError("token file " + path + " is " + opened.error);
-  }
-  if (opened.fd < 0) {
-    return absl::PermissionDeniedError("cannot read token file " + path + ": " + opened.error);
-  }
-  Fd fd(opened.fd);
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) {
-    return absl::PermissionDeniedError("cannot stat token file " + path + ": " + Errno(errno));
-  }
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    return absl::PermissionDeniedError("token file " + path + " is accessible by group or others" +
-                                       " (mode " + Octal(st.st_mode) + "): run chmod 600 " + path);
-  }
-  std::string text;
-  if (const int err = base::ReadUpTo(fd.get(), kMaxTokenFileBytes, &text); err != 0) {
-    return absl::PermissionDeniedError("cannot read token file " + path + ": " + Errno(err));
-  }
-  std::string token = FirstLineTrimmed(text);
+  absl::StatusOr<std::string> text = ReadPrivateFile(path, "token file", kMaxTokenFileBytes);
+  if (!text.ok()) return text.status();
+  std::string token = FirstLineTrimmed(*text);
   if (absl::Status s = ValidateToken(token); !s.ok()) {
     return absl::InvalidArgumentError("token file " + path + ": " + std::string(s.message()));
   }
@@ -121,20 +69,6 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path) {
                                          "): remove the file to have a new one made");
   }
   return token;
-}
-
-bool BearerHeaderCarries(std::string_view authorization, std::string_view token) {
-  constexpr std::string_view kPrefix = "Bearer ";
-  return authorization.substr(0, kPrefix.size()) == kPrefix &&
-         TokensEqual(authorization.substr(kPrefix.size()), token);
-}
-
-bool TokensEqual(std::string_view a, std::string_view b) {
-  // Digests have one length, so the comparison leaks neither the position of the first
-  // difference nor the length of the expected token.
-  const std::string da = base::Sha256Hex(a);
-  const std::string db = base::Sha256Hex(b);
-  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
 TokenSources TokenSources::FromEnvironment(std::string flag_file, std::string default_file) {

@@ -1,7 +1,9 @@
-// Bearer tokens: the shared secret that every call to the coordinator carries. onsetd makes one
-// on its first start and keeps it next to its database (onsetd.token, mode 0600); the CLI and the
-// workers read it from a file or from ONSET_TOKEN. A token file that group or others may access
-// is refused, as ssh refuses such a key. No gRPC here: common/grpc_auth.h puts tokens on calls.
+// Bearer tokens: the secret that every call to the coordinator carries. onsetd makes one on its
+// first start and keeps it next to its database (onsetd.token, mode 0600), an admin token; others,
+// of weaker roles, are made with `onset token create` (common/token_registry.h holds the ones a
+// coordinator accepts). The CLI and the workers read theirs from a file or from ONSET_TOKEN. A
+// token file that group or others may access is refused, as ssh refuses such a key
+// (common/private_file.h). No gRPC here: common/grpc_auth.h puts tokens on calls.
 #pragma once
 
 #include <cstddef>
@@ -34,13 +36,6 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 // it: both end up with the same token. Besides ReadTokenFile's errors, FailedPrecondition for a
 // token shorter than kMinTokenLength.
 absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path);
-
-// Whether the tokens are equal, in a time that does not depend on where they differ.
-bool TokensEqual(std::string_view a, std::string_view b);
-
-// Whether an HTTP Authorization header is "Bearer TOKEN" with this token (compared as
-// TokensEqual does): what the dashboard and the metrics page ask of a request.
-bool BearerHeaderCarries(std::string_view authorization, std::string_view token);
 
 // Where a client looks for its token, in this order: the --token-file flag, ONSET_TOKEN,
 // ONSET_TOKEN_FILE, then `default_file` when that file exists (the CLI's onset-data/onsetd.token).

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <strings.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -51,10 +52,12 @@ class BearerTokenInterceptorFactory final
 
 }  // namespace
 
-grpc::Status BearerTokenChecker::Check(const grpc::ServerContext& context) const {
+grpc::Status BearerTokenChecker::Check(const grpc::ServerContext& context,
+                                       const MethodAccess& method, Caller* caller) const {
   const auto& metadata = context.client_metadata();
   auto [begin, end] = metadata.equal_range(kAuthorizationKey);
   const char* problem = nullptr;
+  std::optional<Caller> found;
   if (begin == end) {
     problem = "no token";
   } else if (std::next(begin) != end) {
@@ -64,17 +67,28 @@ grpc::Status BearerTokenChecker::Check(const grpc::ServerContext& context) const
     const size_t prefix = sizeof(kBearerPrefix) - 1;
     if (value.size() <= prefix || strncasecmp(value.data(), kBearerPrefix, prefix) != 0) {
       problem = "not a bearer token";
-    } else if (!TokensEqual(std::string_view(value.data() + prefix, value.size() - prefix),
-                            token_)) {
-      problem = "wrong token";
+    } else {
+      found = tokens_->Find(std::string_view(value.data() + prefix, value.size() - prefix));
+      if (!found) problem = "wrong token";
     }
   }
-  if (problem == nullptr) return grpc::Status::OK;
-  LogRefusal(context.peer(), problem);
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, kUnauthenticatedMessage);
+  if (problem != nullptr) {
+    LogRefusal(context.peer(), problem);
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, kUnauthenticatedMessage);
+  }
+  if (!RoleAllows(found->role, method.needs)) {
+    // The caller holds a valid token: it may learn what its token is and what it lacks.
+    std::string message = "token '" + found->token_name + "' has role " +
+                          std::string(RoleName(found->role)) + "; " + std::string(method.method) +
+                          " needs " + std::string(RoleName(method.needs));
+    LogRefusal(context.peer(), message);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::move(message));
+  }
+  if (caller != nullptr) *caller = *std::move(found);
+  return grpc::Status::OK;
 }
 
-void BearerTokenChecker::LogRefusal(const std::string& peer, const char* problem) const {
+void BearerTokenChecker::LogRefusal(const std::string& peer, const std::string& problem) const {
   int64_t left_out = 0;
   {
     MutexLock lock(&mu_);

@@ -1,12 +1,15 @@
-// Bearer tokens and TLS on gRPC: the coordinator's check of each call's "authorization" header,
-// and client channels that put the token on every call. Tokens themselves (files, comparison)
-// live in common/auth_token.h, PEM files in common/tls_files.h, a client's settings in
-// common/client_security.h.
+// Bearer tokens and TLS on gRPC: the coordinator's check of each call's "authorization" header
+// and of the token's role against the method's, and client channels that put the token on every
+// call. Tokens themselves live in common/auth_token.h (files) and common/token_registry.h (the
+// ones a coordinator accepts, with their roles), PEM files in common/tls_files.h, a client's
+// settings in common/client_security.h.
 //
 // The check runs at the top of every handler because gRPC 1.51 offers no earlier place that
 // works without TLS: a server interceptor cannot fail a call before its handler runs, and an
-// AuthMetadataProcessor cannot be set on insecure server credentials. The coordinator's tests call
-// every method of every service without a token, so a handler that forgets the check fails them.
+// AuthMetadataProcessor cannot be set on insecure server credentials. Each handler names what it
+// needs (coordinator/rpc/method_roles.h). The coordinator's tests call every method of every
+// service without a token and with a token of a role too weak for it, so a handler that forgets
+// the check, or names another method's role, fails them.
 #pragma once
 
 #include <grpcpp/channel.h>
@@ -19,11 +22,13 @@
 #include <optional>
 #include <string>
 
+#include "common/access_role.h"
 #include "common/client_security.h"
 #include "common/clock.h"
 #include "common/log_throttle.h"
 #include "common/mutex.h"
 #include "common/tls_files.h"
+#include "common/token_registry.h"
 
 namespace onset::common {
 
@@ -35,25 +40,34 @@ inline constexpr char kUnauthenticatedMessage[] =
 // Thread-safe.
 class BearerTokenChecker {
  public:
-  // `clock` (which must outlive the checker) paces the log of refused calls.
-  explicit BearerTokenChecker(std::string token, const Clock& clock = SystemClock())
-      : token_(std::move(token)), refusals_(clock, kRefusalLogInterval) {}
+  // Accepts the tokens of `tokens`, which may change while calls are checked (a token created or
+  // revoked holds for the next call). `clock` (which must outlive the checker) paces the log of
+  // refused calls.
+  explicit BearerTokenChecker(std::shared_ptr<const TokenRegistry> tokens,
+                              const Clock& clock = SystemClock())
+      : tokens_(std::move(tokens)), refusals_(clock, kRefusalLogInterval) {}
+  // Accepts the one token `token`, as the admin kFileTokenName (a coordinator's token file).
+  explicit BearerTokenChecker(std::string_view token, const Clock& clock = SystemClock())
+      : BearerTokenChecker(TokenRegistry::WithFileToken(token), clock) {}
 
-  // OK when the call carries exactly one "authorization: Bearer <token>" header with this token
-  // (compared in constant time); UNAUTHENTICATED with kUnauthenticatedMessage otherwise, and the
-  // refusal is logged through LogRefusal.
-  grpc::Status Check(const grpc::ServerContext& context) const;
+  // OK when the call carries exactly one "authorization: Bearer <token>" header with a token of
+  // the registry whose role allows `method` (common::RoleAllows); then `caller` (when not null)
+  // is who made the call. UNAUTHENTICATED with kUnauthenticatedMessage for a missing or unknown
+  // token (a revoked one too); PERMISSION_DENIED "token 'NAME' has role ROLE; METHOD needs ROLE"
+  // for a token whose role is too weak. Refusals are logged through LogRefusal.
+  grpc::Status Check(const grpc::ServerContext& context, const MethodAccess& method,
+                     Caller* caller = nullptr) const;
 
   // Logs that a call from `peer` was refused for `problem`: the first refusal at once, then at
   // most one line per kRefusalLogInterval that counts the refusals left out and names the
   // latest, so that calls without a token (which anyone can send) cannot flood the log.
   // Thread-safe.
-  void LogRefusal(const std::string& peer, const char* problem) const;
+  void LogRefusal(const std::string& peer, const std::string& problem) const;
 
   static constexpr std::chrono::minutes kRefusalLogInterval{1};
 
  private:
-  const std::string token_;
+  const std::shared_ptr<const TokenRegistry> tokens_;
   mutable Mutex mu_;
   mutable LogThrottle refusals_ ABSL_GUARDED_BY(mu_);
 };

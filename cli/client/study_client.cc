@@ -15,14 +15,16 @@ StudyClient::StudyClient(std::string address, const common::ClientSecurity& secu
     : address_(std::move(address)),
       timeout_(timeout),
       channel_(common::NewClientChannel(address_, security)),
-      stub_(v1::StudyService::NewStub(channel_)) {}
+      stub_(v1::StudyService::NewStub(channel_)),
+      access_stub_(v1::AccessService::NewStub(channel_)) {}
 
 StudyClient::StudyClient(std::string address, std::shared_ptr<grpc::Channel> channel,
                          std::chrono::milliseconds timeout)
     : address_(std::move(address)),
       timeout_(timeout),
       channel_(std::move(channel)),
-      stub_(v1::StudyService::NewStub(channel_)) {}
+      stub_(v1::StudyService::NewStub(channel_)),
+      access_stub_(v1::AccessService::NewStub(channel_)) {}
 
 bool StudyClient::Connects(std::chrono::milliseconds within) {
   const auto deadline = std::chrono::system_clock::now() + within;
@@ -311,6 +313,55 @@ absl::StatusOr<StudyClient::Curves> StudyClient::Metrics(const std::string& stud
   }
   if (auto s = Convert("StreamMetrics", reader->Finish()); !s.ok()) return s;
   return curves;
+}
+
+absl::StatusOr<v1::CreateTokenResponse> StudyClient::CreateToken(const std::string& name,
+                                                                 const std::string& role) {
+  v1::CreateTokenRequest request;
+  request.set_name(name);
+  request.set_role(role);
+  v1::CreateTokenResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("CreateToken", access_stub_->CreateToken(&context, request, &response));
+      !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListTokensResponse> StudyClient::ListTokens() {
+  v1::ListTokensResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("ListTokens", access_stub_->ListTokens(&context, {}, &response)); !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::RevokeTokenResponse> StudyClient::RevokeToken(const std::string& name) {
+  v1::RevokeTokenRequest request;
+  request.set_name(name);
+  v1::RevokeTokenResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("RevokeToken", access_stub_->RevokeToken(&context, request, &response));
+      !s.ok()) {
+    return s;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ReadAuditResponse> StudyClient::ReadAudit(const v1::ReadAuditRequest& request) {
+  v1::ReadAuditResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (auto s = Convert("ReadAudit", access_stub_->ReadAudit(&context, request, &response));
+      !s.ok()) {
+    return s;
+  }
+  return response;
 }
 
 }  // namespace onset::cli

@@ -1,6 +1,7 @@
-// The CLI's client of the coordinator's StudyService: deadlines on every call and errors that
-// name the coordinator. Only this file pair, cli/local/run_command.cc, cli/local/connect.cc and
-// cli/local/dashboard_command.cc (which hand it a read-only server's channel) touch gRPC.
+// The CLI's client of the coordinator's StudyService and AccessService (tokens, the audit log):
+// deadlines on every call and errors that name the coordinator. Only this file pair,
+// cli/local/run_command.cc, cli/local/connect.cc and cli/local/dashboard_command.cc (which hand it
+// a read-only server's channel) touch gRPC.
 #pragma once
 
 #include <chrono>
@@ -93,6 +94,14 @@ class StudyClient {
   // ReadLogs; the deadline is the timeout plus the request's wait.
   absl::StatusOr<v1::ReadLogsResponse> ReadLogs(const v1::ReadLogsRequest& request);
 
+  // The AccessService (admin tokens only): a new token of `role` with its secret, every token,
+  // a token revoked, one page of the audit log.
+  absl::StatusOr<v1::CreateTokenResponse> CreateToken(const std::string& name,
+                                                      const std::string& role);
+  absl::StatusOr<v1::ListTokensResponse> ListTokens();
+  absl::StatusOr<v1::RevokeTokenResponse> RevokeToken(const std::string& name);
+  absl::StatusOr<v1::ReadAuditResponse> ReadAudit(const v1::ReadAuditRequest& request);
+
  private:
   absl::Status Convert(const char* rpc, const grpc::Status& status) const;
   void SetDeadline(grpc::ClientContext* context) const;
@@ -103,6 +112,7 @@ class StudyClient {
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::StudyService::Stub> stub_;
+  std::unique_ptr<v1::AccessService::Stub> access_stub_;
 };
 
 }  // namespace onset::cli

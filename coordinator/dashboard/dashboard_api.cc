@@ -15,7 +15,7 @@
 #include "analysis/head_map.h"
 #include "analysis/study_compare.h"
 #include "base/metric_names.h"
-#include "common/auth_token.h"
+#include "coordinator/dashboard/http_access.h"
 #include "coordinator/dashboard/store_study_source.h"
 #include "coordinator/rpc/proto_convert.h"
 
@@ -244,10 +244,9 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
     return HttpResponse{200, "text/html; charset=utf-8", DashboardPage()};
   }
   if (path.rfind("/api/", 0) != 0) return Error(404, "no such page: " + path);
-  if (!common::BearerHeaderCarries(request.authorization, token_)) {
-    return Error(401,
-                 "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
-                 "coordinator's token (onsetd.token)");
+  if (std::optional<HttpRefusal> refused = CheckHttpToken(
+          request.authorization, *tokens_, {"the dashboard's API", common::Role::kRead})) {
+    return Error(refused->status, refused->message);
   }
 
   std::vector<std::string> parts;

@@ -17,12 +17,15 @@
 // experiment once, analysis/study_pool.h; the reply's "notes" say what was counted once).
 //   GET /api/studies/NAME/heads/CELL[?tokens=N]  retrieval-head scores (onset heads --json)
 //
-// Every /api/ request needs "Authorization: Bearer TOKEN", the coordinator's token (compared in
-// constant time); the page asks for it once and keeps it in the browser's local storage.
+// Every /api/ request needs "Authorization: Bearer TOKEN" with a token of role read or better
+// (http_access.h; 401 without one, 403 for a worker token); the page asks for it once and keeps
+// it in the browser's local storage. Nothing here changes anything: every request is a GET.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "common/token_registry.h"
 #include "coordinator/store/result_store.h"
 #include "coordinator/store/study_store.h"
 
@@ -44,15 +47,20 @@ struct HttpResponse {
 // studies and their cells, `results` for the metrics.
 class DashboardApi {
  public:
-  DashboardApi(StudyStore* studies, ResultStore* results, std::string token)
-      : studies_(studies), results_(results), token_(std::move(token)) {}
+  // Serves the tokens of `tokens` (which may change while serving) of role read or better.
+  DashboardApi(StudyStore* studies, ResultStore* results,
+               std::shared_ptr<const common::TokenRegistry> tokens)
+      : studies_(studies), results_(results), tokens_(std::move(tokens)) {}
+  // Serves the one token `token`, an admin's (a coordinator's token file).
+  DashboardApi(StudyStore* studies, ResultStore* results, std::string_view token)
+      : DashboardApi(studies, results, common::TokenRegistry::WithFileToken(token)) {}
 
   HttpResponse Handle(const HttpRequest& request) const;
 
  private:
   StudyStore* const studies_;
   ResultStore* const results_;
-  const std::string token_;
+  const std::shared_ptr<const common::TokenRegistry> tokens_;
 };
 
 // The page, embedded at build time from coordinator/dashboard/index.html.

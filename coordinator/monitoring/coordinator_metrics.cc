@@ -156,7 +156,7 @@ std::string CoordinatorMetrics::Render() const {
   if (sources_.notifications) {
     const NotificationCounts n = sources_.notifications();
     page.Family("onset_notifications_sent_total", Type::kCounter,
-                "Webhook notifications delivered (--notify-url), over every URL.");
+                "Webhook notifications delivered (--notify-url-file), over every URL.");
     page.Sample("onset_notifications_sent_total", {}, static_cast<double>(n.sent));
     page.Family("onset_notification_failures_total", Type::kCounter,
                 "Webhook POSTs that failed (each try of each URL).");

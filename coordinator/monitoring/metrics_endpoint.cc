@@ -1,7 +1,9 @@
 #include "coordinator/monitoring/metrics_endpoint.h"
 
-#include "common/auth_token.h"
+#include <optional>
+
 #include "common/prometheus_text.h"
+#include "coordinator/dashboard/http_access.h"
 
 namespace onset::coordinator {
 namespace {
@@ -16,10 +18,9 @@ HttpResponse MetricsEndpoint::Handle(const HttpRequest& request) {
   const std::string path = request.target.substr(0, request.target.find('?'));
   if (path != "/metrics") return Text(404, "no such page: " + path + " (metrics are at /metrics)");
   if (request.method != "GET") return Text(405, "only GET is served");
-  if (!common::BearerHeaderCarries(request.authorization, token_)) {
-    return Text(401,
-                "missing or wrong token: send 'Authorization: Bearer TOKEN' with the "
-                "coordinator's token (onsetd.token)");
+  if (std::optional<HttpRefusal> refused =
+          CheckHttpToken(request.authorization, *tokens_, {"/metrics", common::Role::kRead})) {
+    return Text(refused->status, refused->message);
   }
   common::MutexLock lock(&mu_);
   const auto now = clock_->MonotonicNow();

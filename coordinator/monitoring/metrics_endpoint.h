@@ -1,7 +1,8 @@
 // GET /metrics over the coordinator's small HTTP server (dashboard_server.h): the page of
-// CoordinatorMetrics to whoever presents the coordinator's token as "Authorization: Bearer
-// TOKEN" (Prometheus: `authorization: {credentials_file: .../onsetd.token}` in the scrape
-// config). Study names are the lab's data, so the page is not public.
+// CoordinatorMetrics to whoever presents a token of role read or better as "Authorization: Bearer
+// TOKEN" (Prometheus: `authorization: {credentials_file: .../prometheus.token}` in the scrape
+// config, a token made with `onset token create prometheus --role read`; http_access.h). Study
+// names are the lab's data, so the page is not public.
 //
 // A page younger than `min_interval` is served again instead of read anew, so that a client
 // asking in a loop costs the store one read per interval, however many ask.
@@ -10,9 +11,11 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "common/mutex.h"
+#include "common/token_registry.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/monitoring/coordinator_metrics.h"
 
@@ -20,18 +23,26 @@ namespace onset::coordinator {
 
 class MetricsEndpoint {
  public:
-  // `metrics` and `clock` must outlive the endpoint.
-  MetricsEndpoint(const CoordinatorMetrics* metrics, std::string token, const common::Clock* clock,
+  // `metrics` and `clock` must outlive the endpoint; `tokens` may change while it serves.
+  MetricsEndpoint(const CoordinatorMetrics* metrics,
+                  std::shared_ptr<const common::TokenRegistry> tokens, const common::Clock* clock,
                   std::chrono::milliseconds min_interval = std::chrono::milliseconds(1000))
-      : metrics_(metrics), token_(std::move(token)), clock_(clock), min_interval_(min_interval) {}
+      : metrics_(metrics), tokens_(std::move(tokens)), clock_(clock), min_interval_(min_interval) {}
+  // For the one token `token`, an admin's (a coordinator's token file).
+  MetricsEndpoint(const CoordinatorMetrics* metrics, std::string_view token,
+                  const common::Clock* clock,
+                  std::chrono::milliseconds min_interval = std::chrono::milliseconds(1000))
+      : MetricsEndpoint(metrics, common::TokenRegistry::WithFileToken(token), clock, min_interval) {
+  }
 
-  // 200 with the page for GET /metrics with the token; 401 without it, 404 for another path,
-  // 405 for another method.
+  // 200 with the page for GET /metrics with a token of role read or better; 401 without a token
+  // the coordinator accepts, 403 for a worker token, 404 for another path, 405 for another
+  // method.
   HttpResponse Handle(const HttpRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   const CoordinatorMetrics* const metrics_;
-  const std::string token_;
+  const std::shared_ptr<const common::TokenRegistry> tokens_;
   const common::Clock* const clock_;
   const std::chrono::milliseconds min_interval_;
 

@@ -9,9 +9,11 @@
 
 #include "base/posix_io.h"
 #include "common/grpc_status.h"
+#include "coordinator/access/audit.h"
 #include "coordinator/cells/checkpoint_layout.h"
 #include "coordinator/cells/rerun_selection.h"
 #include "coordinator/planning/study_submission.h"
+#include "coordinator/rpc/method_roles.h"
 #include "coordinator/store/feeds.h"
 #include "coordinator/study/study_file.h"
 #include "db/backup_destination.h"
@@ -28,7 +30,9 @@ constexpr int kResultPageCells = 1000;
 grpc::Status StudyServiceImpl::SubmitStudy(
     grpc::ServerContext* context, const onset::v1::SubmitStudyRequest* request,
     grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  common::Caller caller;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kSubmitStudy, &caller); !s.ok())
+    return s;
   // Parsing, planning and the answer hold every cell of the study: so many at once, no more.
   std::optional<common::Admission::Ticket> admitted = submissions_.Enter(kSubmissionWait);
   if (!admitted) {
@@ -44,6 +48,11 @@ grpc::Status StudyServiceImpl::SubmitStudy(
       *store_, [&] { return ParseStudyFile(source, request->yaml(), request->base_dir()); },
       shared_checkpoints_, request->dry_run(), &planned_submission);
   if (!added.ok()) return common::ToGrpcStatus(added.status());
+  if (!request->dry_run()) {
+    Audit(*store_, caller, context->peer(), "submit", added->study.name,
+          std::to_string(added->cells_added) + " cells added, " +
+              std::to_string(added->cells.size()) + " in " + source);
+  }
   const PlannedSubmission* planned = &planned_submission;
   // The file's cells in pieces of kPageCells, each with the new ones among them.
   const std::set<std::string> fresh(added->new_cell_ids.begin(), added->new_cell_ids.end());
@@ -74,7 +83,7 @@ grpc::Status StudyServiceImpl::SubmitStudy(
 grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
                                            const onset::v1::ListStudiesRequest*,
                                            onset::v1::ListStudiesResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kListStudies); !s.ok()) return s;
   absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
   if (!studies.ok()) return common::ToGrpcStatus(studies.status());
   for (const StudyInfo& s : *studies) ToProto(s, response->add_studies());
@@ -84,7 +93,7 @@ grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
                                            const onset::v1::ListWorkersRequest* request,
                                            onset::v1::ListWorkersResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kListWorkers); !s.ok()) return s;
   WorkerQuery query;
   if (request->page_size() < 0 || request->page_size() > kMaxWorkersPerPage) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -152,7 +161,7 @@ grpc::Status StudyServiceImpl::ListWorkers(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
                                         const onset::v1::GetStudyRequest* request,
                                         onset::v1::GetStudyResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kGetStudy); !s.ok()) return s;
   absl::StatusOr<CellPage> page =
       ParsePage(request->page_size(), request->page_token(), static_cast<int>(kPageCells));
   if (!page.ok()) return common::ToGrpcStatus(page.status());
@@ -167,7 +176,7 @@ grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext* context,
                                           const onset::v1::GetResultsRequest* request,
                                           onset::v1::GetResultsResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kGetResults); !s.ok()) return s;
   absl::StatusOr<CellPage> page =
       ParsePage(request->page_size(), request->page_token(), kResultPageCells);
   if (!page.ok()) return common::ToGrpcStatus(page.status());
@@ -185,7 +194,9 @@ grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
                                            const onset::v1::CancelCellsRequest* request,
                                            onset::v1::CancelCellsResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  common::Caller caller;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kCancelCells, &caller); !s.ok())
+    return s;
   if (request->cell_ids_size() > kMaxCellIdsPerRequest) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "cell_ids: " + std::to_string(request->cell_ids_size()) + " ids, at most " +
@@ -198,6 +209,11 @@ grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
   if (!ids.ok()) return common::ToGrpcStatus(ids.status());
   absl::StatusOr<int> n = store_->CancelCells(request->study(), *ids);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
+  Audit(*store_, caller, context->peer(), "cancel", request->study(),
+        std::to_string(*n) + " cells cancelled (" +
+            (request->cell_ids().empty() ? std::string("the whole study")
+                                         : std::to_string(ids->size()) + " named") +
+            ")");
   response->set_cancelled(*n);
   return grpc::Status::OK;
 }
@@ -205,7 +221,9 @@ grpc::Status StudyServiceImpl::CancelCells(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
                                           const onset::v1::RerunCellsRequest* request,
                                           onset::v1::RerunCellsResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  common::Caller caller;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kRerunCells, &caller); !s.ok())
+    return s;
   std::vector<std::optional<CellState>> named;
   for (int s : request->states()) named.push_back(FromWire(static_cast<onset::v1::CellState>(s)));
   absl::StatusOr<std::vector<CellState>> states = RerunStates(named);
@@ -228,6 +246,8 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
   rerun.fresh = request->fresh();
   absl::StatusOr<int> n = store_->RerunCells(rerun);
   if (!n.ok()) return common::ToGrpcStatus(n.status());
+  Audit(*store_, caller, context->peer(), "rerun", request->study(),
+        std::to_string(*n) + " cells queued again" + (rerun.fresh ? ", fresh" : ""));
   response->set_queued(*n);
   return grpc::Status::OK;
 }
@@ -235,7 +255,7 @@ grpc::Status StudyServiceImpl::RerunCells(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::WatchStudy(
     grpc::ServerContext* context, const onset::v1::WatchStudyRequest* request,
     grpc::ServerWriter<onset::v1::WatchStudyResponse>* writer) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kWatchStudy); !s.ok()) return s;
   if (request->after_seq() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "after_seq: must not be negative");
   }
@@ -269,7 +289,7 @@ grpc::Status StudyServiceImpl::WatchStudy(
 grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
                                         const onset::v1::ReadLogsRequest* request,
                                         onset::v1::ReadLogsResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kReadLogs); !s.ok()) return s;
   constexpr int kMaxLimit = 10'000;
   constexpr int kMaxWaitMs = 30'000;
   if (request->limit() < 0 || request->limit() > kMaxLimit) {
@@ -312,7 +332,7 @@ grpc::Status StudyServiceImpl::ReadLogs(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
                                              const onset::v1::StreamMetricsRequest* request,
                                              grpc::ServerWriter<onset::v1::MetricsChunk>* writer) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kStreamMetrics); !s.ok()) return s;
   constexpr int kChunkPoints = 10'000;
   onset::v1::MetricsChunk chunk;
   onset::v1::CellCurve* curve = nullptr;
@@ -357,7 +377,7 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::DescribeCell(grpc::ServerContext* context,
                                             const onset::v1::DescribeCellRequest* request,
                                             onset::v1::DescribeCellResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kDescribeCell); !s.ok()) return s;
   if (request->cell_id().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "cell_id: name a cell");
   }
@@ -399,7 +419,9 @@ grpc::Status StudyServiceImpl::DescribeCell(grpc::ServerContext* context,
 grpc::Status StudyServiceImpl::RecordExport(grpc::ServerContext* context,
                                             const onset::v1::RecordExportRequest* request,
                                             onset::v1::RecordExportResponse* /*response*/) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  common::Caller caller;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kRecordExport, &caller); !s.ok())
+    return s;
   const onset::v1::CellExport& e = request->exported();
   const auto invalid = [](const std::string& message) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
@@ -428,14 +450,23 @@ grpc::Status StudyServiceImpl::RecordExport(grpc::ServerContext* context,
   absl::StatusOr<std::vector<std::string>> ids =
       store_->ResolveCellIds(request->study(), {request->cell_id()});
   if (!ids.ok()) return common::ToGrpcStatus(ids.status());
-  return common::ToGrpcStatus(store_->RecordExport(
-      request->study(), ids->front(), {e.format(), e.host(), e.path(), e.bytes(), e.tokens(), 0}));
+  if (absl::Status s =
+          store_->RecordExport(request->study(), ids->front(),
+                               {e.format(), e.host(), e.path(), e.bytes(), e.tokens(), 0});
+      !s.ok()) {
+    return common::ToGrpcStatus(s);
+  }
+  Audit(*store_, caller, context->peer(), "record-export", request->study(),
+        "cell " + ids->front() + ": " + e.format() + " at " + e.host() + ":" + e.path());
+  return grpc::Status::OK;
 }
 
 grpc::Status StudyServiceImpl::Backup(grpc::ServerContext* context,
                                       const onset::v1::BackupRequest* /*request*/,
                                       grpc::ServerWriter<onset::v1::BackupChunk>* writer) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  common::Caller caller;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kBackup, &caller); !s.ok()) return s;
+  Audit(*store_, caller, context->peer(), "backup", "", "a copy of the database requested");
   if (db_path_.empty() || db_path_ == ":memory:") {
     return common::ToGrpcStatus(absl::FailedPreconditionError(
         "this coordinator's database is not a file: nothing to back up"));

@@ -40,7 +40,9 @@ inline constexpr std::chrono::seconds kSubmissionWait{60};
 inline constexpr std::chrono::seconds kBackupWait{5};
 
 // Thread-safe (stateless besides the store and the submissions' admission). `store` and `auth` must
-// outlive the service; every call is refused with UNAUTHENTICATED unless `auth` accepts it.
+// outlive the service; every call is refused with UNAUTHENTICATED unless `auth` accepts its token,
+// and with PERMISSION_DENIED unless the token's role allows the method (method_roles.h). The calls
+// that change a study, and Backup, are written to the audit log (coordinator/access/audit.h).
 class StudyServiceImpl final : public onset::v1::StudyService::Service {
  public:
   // `shared_checkpoints`: the coordinator keeps checkpoints under a root every worker sees

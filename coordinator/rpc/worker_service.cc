@@ -10,6 +10,7 @@
 #include "common/metric_limits.h"
 #include "coordinator/cells/checkpoint_layout.h"
 #include "coordinator/cells/worker_slots.h"
+#include "coordinator/rpc/method_roles.h"
 
 namespace onset::coordinator {
 namespace {
@@ -75,9 +76,10 @@ void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset
 }
 
 grpc::Status WorkerServiceImpl::Authenticate(grpc::ServerContext& context,
+                                             const common::MethodAccess& method,
                                              const std::string& worker_id,
                                              const std::string& secret) const {
-  if (grpc::Status s = auth_->Check(context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(context, method); !s.ok()) return s;
   if (worker_id.empty() || worker_id.size() > kMaxWorkerIdBytes) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
@@ -93,7 +95,7 @@ grpc::Status WorkerServiceImpl::Authenticate(grpc::ServerContext& context,
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
                                                const onset::v1::RegisterWorkerRequest* request,
                                                onset::v1::RegisterWorkerResponse* response) {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (grpc::Status s = auth_->Check(*context, method_roles::kRegisterWorker); !s.ok()) return s;
   absl::StatusOr<int> slots = WorkerSlots(request->slots(), request->devices_size());
   if (!slots.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(slots.status().message()));
@@ -125,7 +127,8 @@ grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
                                          const onset::v1::LeaseJobRequest* request,
                                          onset::v1::LeaseJobResponse* response) {
-  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+  if (grpc::Status s = Authenticate(*context, method_roles::kLeaseJob, request->worker_id(),
+                                    request->worker_secret());
       !s.ok()) {
     return s;
   }
@@ -146,7 +149,8 @@ grpc::Status WorkerServiceImpl::LeaseJob(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const onset::v1::HeartbeatRequest* request,
                                           onset::v1::HeartbeatResponse* response) {
-  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+  if (grpc::Status s = Authenticate(*context, method_roles::kHeartbeat, request->worker_id(),
+                                    request->worker_secret());
       !s.ok()) {
     return s;
   }
@@ -171,7 +175,8 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
                                               const onset::v1::ReportMetricsRequest* request,
                                               onset::v1::ReportMetricsResponse* response) {
-  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+  if (grpc::Status s = Authenticate(*context, method_roles::kReportMetrics, request->worker_id(),
+                                    request->worker_secret());
       !s.ok()) {
     return s;
   }
@@ -205,7 +210,8 @@ grpc::Status WorkerServiceImpl::ReportMetrics(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext* context,
                                           const onset::v1::FinishJobRequest* request,
                                           onset::v1::FinishJobResponse*) {
-  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+  if (grpc::Status s = Authenticate(*context, method_roles::kFinishJob, request->worker_id(),
+                                    request->worker_secret());
       !s.ok()) {
     return s;
   }
@@ -242,7 +248,8 @@ grpc::Status WorkerServiceImpl::FinishJob(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
                                            const onset::v1::AppendLogsRequest* request,
                                            onset::v1::AppendLogsResponse* response) {
-  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+  if (grpc::Status s = Authenticate(*context, method_roles::kAppendLogs, request->worker_id(),
+                                    request->worker_secret());
       !s.ok()) {
     return s;
   }
@@ -274,7 +281,8 @@ grpc::Status WorkerServiceImpl::AppendLogs(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::DeregisterWorker(grpc::ServerContext* context,
                                                  const onset::v1::DeregisterWorkerRequest* request,
                                                  onset::v1::DeregisterWorkerResponse*) {
-  if (grpc::Status s = Authenticate(*context, request->worker_id(), request->worker_secret());
+  if (grpc::Status s = Authenticate(*context, method_roles::kDeregisterWorker, request->worker_id(),
+                                    request->worker_secret());
       !s.ok()) {
     // Saying it exits twice is no error.
     if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&

@@ -22,7 +22,8 @@ namespace onset::coordinator {
 void JobToProto(const ClaimedJob& job, const std::string& checkpoint_root, onset::v1::Job* out);
 
 // Thread-safe. `workers`, `waiting`, `leases` and `auth` must outlive the service; every call is
-// refused with UNAUTHENTICATED unless `auth` accepts it. Every call but RegisterWorker must carry
+// refused with UNAUTHENTICATED unless `auth` accepts its token, and with PERMISSION_DENIED unless
+// the token's role is worker or admin (method_roles.h). Every call but RegisterWorker must carry
 // the worker's id and its secret (WorkerStore::AuthenticateWorker). Calls about a job are accepted
 // only from the worker holding its lease (LeaseManager checks the pair of worker id and lease id)
 // while its attempt is its cell's current one (the store fences the rest).
@@ -61,9 +62,9 @@ class WorkerServiceImpl final : public onset::v1::WorkerService::Service {
                                 onset::v1::DeregisterWorkerResponse* response) override;
 
  private:
-  // The bearer token, then the worker's id and secret.
-  grpc::Status Authenticate(grpc::ServerContext& context, const std::string& worker_id,
-                            const std::string& secret) const;
+  // The bearer token and its role for `method`, then the worker's id and secret.
+  grpc::Status Authenticate(grpc::ServerContext& context, const common::MethodAccess& method,
+                            const std::string& worker_id, const std::string& secret) const;
 
   static constexpr size_t kMaxWorkerIdBytes = 256;
 

@@ -19,6 +19,7 @@
 #include "common/log_throttle.h"
 #include "common/mutex.h"
 #include "common/tls_files.h"
+#include "coordinator/access/credentials.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
 #include "coordinator/monitoring/coordinator_metrics.h"
@@ -26,6 +27,7 @@
 #include "coordinator/monitoring/rpc_metrics.h"
 #include "coordinator/notify/event_detector.h"
 #include "coordinator/notify/webhook_poster.h"
+#include "coordinator/rpc/access_service.h"
 #include "coordinator/rpc/study_service.h"
 #include "coordinator/rpc/worker_service.h"
 #include "coordinator/scheduling/lease_manager.h"
@@ -56,14 +58,17 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         store_(std::move(store)),
         leases_(store_.get(), store_.get(), &common::SystemClock(), config.lease_ttl,
                 config.stop_margin.value_or(config.heartbeat_interval)),
-        auth_(config.token),
+        tokens_(common::TokenRegistry::WithFileToken(config.token)),
+        credentials_(store_.get(), tokens_),
+        auth_(tokens_),
         study_service_(store_.get(), &auth_, !config.checkpoint_root.empty(),
                        config.checkpoint_root),
         worker_service_(store_.get(), store_.get(), &leases_, config.heartbeat_interval, &auth_,
                         config.checkpoint_root),
-        dashboard_api_(store_.get(), store_.get(), config.token),
+        access_service_(&credentials_, store_.get(), &auth_),
+        dashboard_api_(store_.get(), store_.get(), tokens_),
         metrics_(MetricsSourcesOf(config)),
-        metrics_endpoint_(&metrics_, config.token, &common::SystemClock()) {
+        metrics_endpoint_(&metrics_, tokens_, &common::SystemClock()) {
     std::vector<std::pair<std::string, std::string>> others_held;
     if (!config.token_file.empty()) others_held.emplace_back(config.token_file, "the token file");
     if (!config.tls_key_file.empty()) others_held.emplace_back(config.tls_key_file, "the TLS key");
@@ -78,18 +83,22 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         !s.ok()) {
       return s;
     }
+    // The database's tokens, before the first call is checked.
+    if (absl::Status s = credentials_.Load(); !s.ok()) return s;
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
     interceptors.push_back(NewRpcMetricsInterceptorFactory(&rpc_metrics_));
     absl::StatusOr<GrpcListener> grpc = StartGrpcListener(
-        config_.listen, tls, {&study_service_, &worker_service_}, std::move(interceptors));
+        config_.listen, tls, {&study_service_, &worker_service_, &access_service_},
+        std::move(interceptors));
     if (!grpc.ok()) return grpc.status();
     server_ = std::move(grpc->server);
     address_ = grpc->address;
     health_ = std::make_unique<HealthMonitor>(
         [this] { return store_->ProbeWrite(); }, server_->GetHealthCheckService(),
         std::vector<std::string>{v1::StudyService::service_full_name(),
-                                 v1::WorkerService::service_full_name()},
+                                 v1::WorkerService::service_full_name(),
+                                 v1::AccessService::service_full_name()},
         config_.health_interval);
     // Before the metrics page, which reads notifier_.
     if (!config_.notify_urls.empty()) {
@@ -320,9 +329,14 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   std::unique_ptr<db::DatabaseLock> lock_;  // null for an in-memory database
   std::unique_ptr<SqliteStore> store_;
   LeaseManager leases_;
+  // The tokens calls are checked against: the token file's, the database's (credentials_ loads
+  // and changes them).
+  const std::shared_ptr<common::TokenRegistry> tokens_;
+  Credentials credentials_;
   const common::BearerTokenChecker auth_;
   StudyServiceImpl study_service_;
   WorkerServiceImpl worker_service_;
+  AccessServiceImpl access_service_;
   DashboardApi dashboard_api_;
   RpcMetrics rpc_metrics_;
   CoordinatorMetrics metrics_;

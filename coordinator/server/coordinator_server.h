@@ -1,8 +1,10 @@
 // The coordinator as an object: store, scheduler and both gRPC services on one port, with the
 // standard gRPC health service (SERVING while it can write its database: health_monitor.h).
 // onsetd's main wires flags into ServerConfig and runs one; `onset run` embeds one in-process.
-// Every call must carry the bearer token (common/grpc_auth.h); TLS is optional, and a port
-// reachable from other machines is refused without it unless insecure serving is asked for.
+// Every call must carry a bearer token (common/grpc_auth.h) whose role allows it: the token file's
+// (an admin's) or one of the database's (`onset token create`, the AccessService); TLS is
+// optional, and a port reachable from other machines is refused without it unless insecure
+// serving is asked for.
 #pragma once
 
 #include <chrono>
@@ -29,7 +31,9 @@ struct ServerConfig {
   // Skip PRAGMA quick_check at start (the other start-up checks still run).
   bool skip_quick_check = false;
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free port
-  std::string token;  // every call must carry it; see common/auth_token.h for files
+  // The token file's token, an admin's (common/token_registry.h kFileTokenName); the database's
+  // tokens are served too. See common/auth_token.h for files.
+  std::string token;
   // The file `token` was read from, if any: a backup never replaces it (db/backup_destination.h).
   std::string token_file;
   // PEM files; both set: TLS (read at Start), both empty: plaintext.
@@ -55,13 +59,14 @@ struct ServerConfig {
   // The dashboard (dashboard_api.h) over plain HTTP on this host:port; empty = none. Like
   // `listen`, an address reachable from other machines needs allow_insecure_remote.
   std::string http_listen;
-  // Prometheus metrics (coordinator/monitoring/) at http://metrics_listen/metrics, for the
-  // coordinator's token; empty = none. Like http_listen, loopback unless allow_insecure_remote.
+  // Prometheus metrics (coordinator/monitoring/) at http://metrics_listen/metrics, for a token of
+  // role read or better; empty = none. Like http_listen, loopback unless allow_insecure_remote.
   std::string metrics_listen;
   // Studies labelled on the metrics page; the others are summed (coordinator_metrics.h).
   int metrics_max_studies = 50;
   // Webhooks (coordinator/notify/): each gets a JSON POST when a study ends, a cell fails for
-  // good or the last live worker is lost while cells wait. http:// or https:// URLs.
+  // good or the last live worker is lost while cells wait. http:// or https:// URLs: secrets,
+  // which onsetd reads from a file (notify_url_file.h), never from its command line.
   std::vector<std::string> notify_urls;
   // Options of their queues (retries, backoff, timeouts; notifier.h).
   Notifier::Options notify;

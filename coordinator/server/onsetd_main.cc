@@ -1,6 +1,7 @@
-// onsetd: the coordinator daemon. Parses flags, loads (or on first start creates) the token
-// every client must present, starts a CoordinatorServer, waits for SIGINT, SIGTERM, SIGHUP or
-// SIGQUIT, shuts down cleanly.
+// onsetd: the coordinator daemon. Parses flags, loads (or on first start creates) its token file
+// (an admin token; others are made with `onset token create`), reads its webhook URLs from a file,
+// starts a CoordinatorServer, waits for SIGINT, SIGTERM, SIGHUP or SIGQUIT, shuts down cleanly.
+// No flag takes a secret's value: every local user reads a command line.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -13,9 +14,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "base/durable_file.h"
 #include "common/auth_token.h"
+#include "coordinator/notify/notify_url_file.h"
 #include "coordinator/server/coordinator_server.h"
 
 namespace {
@@ -39,6 +43,7 @@ struct Flags {
   std::string http_address_file;
   std::string metrics_address_file;
   std::string token_file;
+  std::string notify_url_file;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -57,8 +62,8 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "needs --tls-cert/--tls-key or --insecure")
       ->capture_default_str();
   app.add_option("--token-file", f.token_file,
-                 "the token clients must present, created (mode 0600) if missing "
-                 "[default: onsetd.token next to --db]");
+                 "the admin token, created (mode 0600) if missing; other tokens, by role, are made "
+                 "with `onset token create` [default: onsetd.token next to --db]");
   app.add_option("--tls-cert", config.tls_cert_file, "serve TLS with this PEM certificate chain");
   app.add_option("--tls-key", config.tls_key_file, "the PEM private key of --tls-cert");
   app.add_flag("--insecure", config.allow_insecure_remote,
@@ -89,19 +94,22 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "directory all workers share (e.g. on NFS) for the cells' checkpoints, so a cell "
                  "resumes on whichever worker takes it next; default: each worker's work dir");
   app.add_option("--http", config.http_listen,
-                 "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (same token)");
+                 "serve the dashboard on this host:port, e.g. 127.0.0.1:8080 (a token of role read "
+                 "or better)");
   app.add_option("--metrics-listen", config.metrics_listen,
                  "serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464; "
-                 "scrapes present the token (Authorization: Bearer); loopback unless --insecure");
+                 "scrapes present a token of role read or better (Authorization: Bearer); "
+                 "loopback unless --insecure");
   app.add_option("--metrics-max-studies", config.metrics_max_studies,
                  "studies labelled in onset_cells (those with waiting or running cells first, "
                  "then the newest); the others are summed under study=\"_other\"")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000));
-  app.add_option("--notify-url", config.notify_urls,
-                 "POST a JSON event (with a 'text' line, as Slack-style webhooks show it) to this "
-                 "http(s) URL when a study ends, a cell fails for good or the last live worker is "
-                 "lost while cells wait; repeatable");
+  app.add_option("--notify-url-file", f.notify_url_file,
+                 "POST a JSON event (with a 'text' line, as Slack-style webhooks show it) to each "
+                 "http(s) URL in this file (one a line, '#' comments; mode 0600, as webhook URLs "
+                 "are secrets) when a study ends, a cell fails for good or the last live worker "
+                 "is lost while cells wait");
   app.add_option("--health-interval-ms", f.health_interval_ms,
                  "how often to check that the database can be written, for the gRPC health "
                  "service (grpc.health.v1.Health: SERVING or NOT_SERVING)")
@@ -149,6 +157,27 @@ absl::StatusOr<std::string> LoadToken(const std::string& token_file) {
   return onset::common::LoadOrCreateTokenFile(token_file);
 }
 
+// Why the command line is refused before it is parsed: --notify-url (which onsetd took before
+// --notify-url-file) puts a webhook URL, a secret, where every local user reads it. Empty when
+// it is not given. The message never repeats the URL.
+std::string SecretOnCommandLine(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--notify-url" || arg.rfind("--notify-url=", 0) == 0) {
+      return "--notify-url puts a webhook URL, a secret, on the command line, where every local "
+             "user reads it (/proc/PID/cmdline): write the URLs into a file only you can read "
+             "(one a line, chmod 600) and pass --notify-url-file FILE";
+    }
+  }
+  return "";
+}
+
+// The webhook URLs: those of --notify-url-file (notify_url_file.h), none without it.
+absl::StatusOr<std::vector<std::string>> NotifyUrls(const Flags& flags) {
+  if (flags.notify_url_file.empty()) return std::vector<std::string>();
+  return onset::coordinator::ReadNotifyUrlFile(flags.notify_url_file);
+}
+
 // Writes `address` to `path` (unless empty) atomically, so that a reader never sees a partial
 // address; false, logged, when it cannot.
 bool WriteAddress(const char* flag, const std::string& path, const std::string& address) {
@@ -165,6 +194,10 @@ int main(int argc, char** argv) {
   CLI::App app{"onsetd: the onset coordinator (studies, cells, leases, metrics)"};
   Flags flags;
   AddFlags(app, flags);
+  if (const std::string refused = SecretOnCommandLine(argc, argv); !refused.empty()) {
+    spdlog::error("cannot start: {}", refused);
+    return 1;
+  }
   CLI11_PARSE(app, argc, argv);
   onset::coordinator::ServerConfig config = flags.config;
   config.lease_ttl = std::chrono::milliseconds(flags.lease_ttl_ms);
@@ -184,6 +217,13 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::vector<std::string>> notify_urls = NotifyUrls(flags);
+  if (!notify_urls.ok()) {
+    spdlog::error("cannot start: {}", std::string(notify_urls.status().message()));
+    return 1;
+  }
+  config.notify_urls = *std::move(notify_urls);
 
   absl::StatusOr<std::string> token = LoadToken(token_file);
   if (!token.ok()) {

@@ -21,8 +21,9 @@ namespace onset::coordinator {
 
 // Split by area: sqlite_store.cc (opening, studies, listings, results), sqlite_leases.cc (workers,
 // claims, the calls of a lease), sqlite_cell_requests.cc (cancel, rerun), sqlite_store_feeds.cc
-// (events, logs, metric streams), sqlite_instance.cc (generations, restores, backups' records);
-// every change of a cell goes through sqlite_lifecycle.h.
+// (events, logs, metric streams), sqlite_instance.cc (generations, restores, backups' records),
+// sqlite_access.cc (tokens, the audit log); every change of a cell goes through
+// sqlite_lifecycle.h.
 //
 // One writer and a pool of readers (db/write_queue.h, db/read_pool.h): every write runs on the
 // writer's thread, batched with the writes that queued up meanwhile into one transaction; reads
@@ -54,6 +55,11 @@ class SqliteStore final : public Store {
     // attempts name them.
     int64_t max_workers = 100'000;
     std::chrono::milliseconds forget_workers_after{std::chrono::hours(1)};
+    // The bounds of access_store.h (tokens that work, token rows, audit entries kept), smaller
+    // in tests.
+    int64_t max_live_tokens = kMaxLiveTokens;
+    int64_t max_token_rows = kMaxTokenRows;
+    int64_t max_audit_entries = kMaxAuditEntries;
   };
 
   // Opens `path` (creating it and its parent directories; ":memory:" for a private in-memory
@@ -162,6 +168,12 @@ class SqliteStore final : public Store {
   absl::Status RecordBackup(const db::RecordedBackup& backup) override;
   absl::StatusOr<std::vector<db::RecordedBackup>> RecordedBackups() override;
   absl::Status ForgetBackup(const std::string& path) override;
+  absl::StatusOr<TokenRecord> AddToken(const TokenRecord& token) override;
+  absl::StatusOr<TokenRecord> RevokeToken(const std::string& name,
+                                          const std::string& revoked_by) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override;
+  absl::Status AppendAudit(const AuditRecord& entry) override;
+  absl::StatusOr<AuditPage> ReadAudit(const AuditQuery& query) override;
 
  private:
   SqliteStore(std::unique_ptr<db::WriteQueue> writer, std::unique_ptr<db::ReadPool> readers,
@@ -170,6 +182,9 @@ class SqliteStore final : public Store {
         readers_(std::move(readers)),
         max_workers_(options.max_workers),
         forget_workers_after_(options.forget_workers_after),
+        max_live_tokens_(options.max_live_tokens),
+        max_token_rows_(options.max_token_rows),
+        max_audit_entries_(options.max_audit_entries),
         clock_(clock),
         policy_(policy) {}
   // Read-only: `versions` (a read-only connection) tells other processes' commits apart.
@@ -215,6 +230,9 @@ class SqliteStore final : public Store {
   const int change_poll_ms_ = 100;
   const int64_t max_workers_ = 100'000;
   const std::chrono::milliseconds forget_workers_after_{std::chrono::hours(1)};
+  const int64_t max_live_tokens_ = kMaxLiveTokens;
+  const int64_t max_token_rows_ = kMaxTokenRows;
+  const int64_t max_audit_entries_ = kMaxAuditEntries;
   const common::Clock& clock_;
   const RetryPolicy policy_;
   // The database's generation (db/instance.h) and when claims open, as of the last

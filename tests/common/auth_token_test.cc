@@ -129,25 +129,6 @@ TEST(ValidateTokenTest, AcceptsVisibleAsciiOnly) {
   EXPECT_FALSE(ValidateToken("caf\xc3\xa9").ok());
 }
 
-TEST(BearerHeaderTest, OnlyBearerAndTheWholeToken) {
-  EXPECT_TRUE(BearerHeaderCarries("Bearer abc", "abc"));
-  EXPECT_FALSE(BearerHeaderCarries("abc", "abc"));
-  EXPECT_FALSE(BearerHeaderCarries("Basic abc", "abc"));
-  EXPECT_FALSE(BearerHeaderCarries("Bearer ab", "abc"));
-  EXPECT_FALSE(BearerHeaderCarries("Bearer abcd", "abc"));
-  EXPECT_FALSE(BearerHeaderCarries("", "abc"));
-}
-
-TEST(TokensEqualTest, ComparesWholeTokens) {
-  EXPECT_TRUE(TokensEqual("abc", "abc"));
-  EXPECT_FALSE(TokensEqual("abc", "abd"));
-  EXPECT_FALSE(TokensEqual("abc", "abcd"));
-  EXPECT_FALSE(TokensEqual("abc", ""));
-  EXPECT_TRUE(TokensEqual("", ""));
-  const std::string token(64, 'a');
-  EXPECT_FALSE(TokensEqual(token, token.substr(0, 63) + "b"));
-}
-
 TEST(ResolveClientTokenTest, FlagThenEnvironmentThenEnvironmentFileThenDefaultFile) {
   testutil::TempDir dir;
   const std::string flag = WriteWithMode(dir, "flag", "from-flag\n", 0600);

@@ -1,8 +1,10 @@
-// The real onsetd's Prometheus metrics: /metrics refuses a scrape without the token, serves the
-// text format that `promtool check metrics` accepts, counts a study's cells by state and the
-// Submit call; and a real Prometheus server (Debian's `prometheus`) scraping it on loopback sees
-// the queued cells, then the same cells cancelled. Skips when onsetd or onset is not built; the
-// promtool and Prometheus parts skip when those are not installed (scripts/test installs them).
+// The real onsetd's Prometheus metrics: /metrics refuses a scrape without a token, serves the
+// text format that `promtool check metrics` accepts to a read token made with `onset token
+// create`, counts a study's cells by state and the Submit call; and a real Prometheus server
+// (Debian's `prometheus`) scraping it on loopback with that read token, as
+// docs/operating-onsetd.md prescribes, sees the queued cells, then the same cells cancelled. Skips
+// when onsetd or onset is not built; the promtool and Prometheus parts skip when those are not
+// installed (scripts/test installs them).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -158,12 +160,19 @@ TEST_F(MetricsTest, TheTextFormatForTheTokenAndARealPrometheusSeesCellsChange) {
   EXPECT_EQ(Get(metrics, "/metrics", "not-the-token-not-the-token").status, 401);
   EXPECT_EQ(Get(metrics, "/", daemon_.token).status, 404);
 
+  // Prometheus's credential: a read token, not the admin token file.
+  const std::string read_token_file = (dir_ / "prometheus.token").string();
+  ASSERT_EQ(
+      Onset({"token", "create", "prometheus", "--role", "read", "--out", read_token_file}).code, 0);
+  absl::StatusOr<std::string> read_token = common::ReadTokenFile(read_token_file);
+  ASSERT_TRUE(read_token.ok()) << read_token.status();
+
   const std::string study = (dir_ / "watched.yaml").string();
   std::ofstream(study) << kStudy;
   ASSERT_EQ(Onset({"submit", study}).code, 0);
   // The page is read anew at most once a second.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  const HttpReply page = Get(metrics, "/metrics", daemon_.token);
+  const HttpReply page = Get(metrics, "/metrics", *read_token);
   ASSERT_EQ(page.status, 200) << page.body;
   EXPECT_EQ(page.content_type, "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(page.body.find("onset_cells{study=\"watched\",state=\"queued\"} 2\n"),
@@ -197,7 +206,7 @@ TEST_F(MetricsTest, TheTextFormatForTheTokenAndARealPrometheusSeesCellsChange) {
       << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
       << "scrape_configs:\n"
       << "  - job_name: onsetd\n"
-      << "    authorization: {type: Bearer, credentials_file: " << daemon_.token_file << "}\n"
+      << "    authorization: {type: Bearer, credentials_file: " << read_token_file << "}\n"
       << "    static_configs: [{targets: ['" << metrics << "']}]\n";
   prometheus_ = testing::Start(launcher_, *prometheus,
                                {"--config.file=" + (dir_ / "prometheus.yml").string(),

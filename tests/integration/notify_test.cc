@@ -1,9 +1,11 @@
-// The real onsetd's webhook notifications (--notify-url), told to three local receivers at once:
-// one that answers 200, one that answers 500 to everything, one that takes the request and never
-// answers. The first gets, each once and in order, a cell failed for good, the study's end and
-// the last live worker lost while cells wait, as JSON with a `text` line; the failing one is
+// The real onsetd's webhook notifications (--notify-url-file), told to three local receivers at
+// once: one that answers 200, one that answers 500 to everything, one that takes the request and
+// never answers. The first gets, each once and in order, a cell failed for good, the study's end
+// and the last live worker lost while cells wait, as JSON with a `text` line; the failing one is
 // retried with backoff; the hanging one delays neither the others nor a lease; no secret path
-// reaches the log; onsetd still stops cleanly. Skips when onsetd or onset is not built.
+// reaches the log or onsetd's command line; onsetd still stops cleanly. A URL on the command line
+// (--notify-url), or in a file others may read, is refused at start. Skips when onsetd or onset
+// is not built.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,6 +13,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -133,6 +137,25 @@ class NotifyTest : public testing::OnsetdTest {
     return path;
   }
 
+  // A notify URL file holding `urls`, mode `mode`.
+  std::string WriteUrls(const std::vector<std::string>& urls, mode_t mode = 0600) {
+    const std::string path = (dir_ / "notify-urls").string();
+    {
+      std::ofstream out(path);
+      out << "# webhooks of the lab\n";
+      for (const std::string& url : urls) out << url << "\n";
+    }
+    EXPECT_EQ(chmod(path.c_str(), mode), 0);
+    return path;
+  }
+
+  // onsetd started with `args` (on the test's database), which must exit within 30 s.
+  testing::Ran RefusedStart(std::vector<std::string> args) {
+    args.insert(args.end(), {"--db", (dir_ / "onset.db").string(), "--listen", "127.0.0.1:0"});
+    testing::Child child = testing::Start(launcher_, "onsetd", std::move(args));
+    return testing::Finish(child, std::chrono::seconds(30));
+  }
+
   // The kinds `receiver` was sent, once it has at least `n` (30 s at most).
   static std::vector<nlohmann::json> WaitForEvents(Receiver& receiver, size_t n) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -154,9 +177,18 @@ TEST_F(NotifyTest, EventsReachAWorkingReceiverWhateverTheOthersDo) {
   Receiver ok(200), failing(500), hanging(0);
   daemon_ = testing::StartDaemon(
       launcher_, dir_,
-      {"--notify-url", ok.url(), "--notify-url", failing.url(), "--notify-url", hanging.url(),
-       "--max-failures", "1", "--heartbeat-interval-ms", "200", "--lease-ttl-ms", "2000"});
+      {"--notify-url-file", WriteUrls({ok.url(), failing.url(), hanging.url()}), "--max-failures",
+       "1", "--heartbeat-interval-ms", "200", "--lease-ttl-ms", "2000"});
   ASSERT_FALSE(daemon_.address.empty());
+  // What every local user reads of onsetd names no URL.
+  std::ifstream cmdline_file("/proc/" + std::to_string(daemon_.child.process->pid()) + "/cmdline",
+                             std::ios::binary);
+  const std::string cmdline((std::istreambuf_iterator<char>(cmdline_file)),
+                            std::istreambuf_iterator<char>());
+  EXPECT_THAT(cmdline, HasSubstr("--notify-url-file"));
+  for (const char* secret : {"SECRET", "http://", "/hooks"}) {
+    EXPECT_THAT(cmdline, Not(HasSubstr(secret)));
+  }
   ASSERT_EQ(Onset({"submit", Write("told")}).code, 0);
 
   // A worker takes a cell and its trainer crashes: with --max-failures 1 it fails for good.
@@ -216,6 +248,33 @@ TEST_F(NotifyTest, EventsReachAWorkingReceiverWhateverTheOthersDo) {
   EXPECT_THAT(log, HasSubstr("notifications to 3 URL(s)"));
   EXPECT_THAT(log, HasSubstr("HTTP 500"));
   EXPECT_THAT(log, Not(HasSubstr("SECRET")));
+}
+
+// A webhook URL on the command line is refused at start, saying why and what to do instead,
+// without repeating the URL; so is a URL file that others may read.
+TEST_F(NotifyTest, AUrlOnTheCommandLineOrInAFileOthersReadIsRefused) {
+  std::string missing;
+  if (!testing::HaveBinaries({"onsetd"}, &missing)) GTEST_SKIP() << missing << " not built";
+  Receiver ok(200);
+  testing::Ran flag = RefusedStart({"--notify-url", ok.url()});
+  EXPECT_EQ(flag.code, 1);
+  EXPECT_THAT(flag.err, HasSubstr("/proc/PID/cmdline"));
+  EXPECT_THAT(flag.err, HasSubstr("--notify-url-file FILE"));
+  EXPECT_THAT(flag.err, Not(HasSubstr("SECRET")));
+
+  const std::string readable = WriteUrls({ok.url()}, 0644);
+  testing::Ran file = RefusedStart({"--notify-url-file", readable});
+  EXPECT_EQ(file.code, 1);
+  EXPECT_THAT(file.err, HasSubstr("accessible by group or others"));
+  EXPECT_THAT(file.err, HasSubstr("chmod 600 " + readable));
+  EXPECT_THAT(file.err, Not(HasSubstr("SECRET")));
+
+  const std::string bad = WriteUrls({"ftp://files.example/SECRET"});
+  testing::Ran not_http = RefusedStart({"--notify-url-file", bad});
+  EXPECT_EQ(not_http.code, 1);
+  EXPECT_THAT(not_http.err, HasSubstr(bad + ":2: webhook URL ftp://files.example/"));
+  EXPECT_THAT(not_http.err, Not(HasSubstr("SECRET")));
+  EXPECT_EQ(ok.requests(), 0);
 }
 
 }  // namespace

@@ -47,13 +47,13 @@ def test_token_travels_in_a_header(api_url, token_file, monkeypatch):
 
     token = open(token_file).read().strip()
     seen = []
-    real_urlopen = urllib.request.urlopen
+    real_open = urllib.request.OpenerDirector.open
 
-    def spy(request, *args, **kwargs):
+    def spy(opener, request, *args, **kwargs):
         seen.append(request)
-        return real_urlopen(request, *args, **kwargs)
+        return real_open(opener, request, *args, **kwargs)
 
-    monkeypatch.setattr(urllib.request, "urlopen", spy)
+    monkeypatch.setattr(urllib.request.OpenerDirector, "open", spy)
     onset.open(api_url, token=token).cells(STUDY)
     assert seen
     for request in seen:

@@ -1,7 +1,9 @@
 """Results from a coordinator's JSON API over HTTP: onsetd's --http or `onset dashboard`.
 
 Every request carries the coordinator's token as `Authorization: Bearer TOKEN`, never in the URL
-(coordinator/dashboard/dashboard_api.cc). The API serves the study's cells a page at a time
+(coordinator/dashboard/dashboard_api.cc), and goes only to the address the user gave: a redirect
+is never followed (urllib would send the token on to wherever it points) but raises
+RedirectRefused, naming where the server wanted the client to go. The API serves the study's cells a page at a time
 (/api/studies/STUDY), the metric names (/api/studies/STUDY/metrics), one metric's curves at a time
 (/api/studies/STUDY/curves?metric=M) and `onset compare`'s analysis
 (/api/studies/STUDY/compare?metric=M&threshold=X). Its curves carry each point's wall-clock time
@@ -20,6 +22,23 @@ from .cell import Cell, Point
 
 PAGE_SIZE = 10000  # the most cells the API serves in one page
 _STATE_PREFIX = "CELL_STATE_"
+
+
+class RedirectRefused(RuntimeError):
+    """The API answered with a redirect (3xx), which is not followed: the token goes only to the
+    address the user named. `location` is where the server wanted the client to go."""
+
+    def __init__(self, message, location):
+        super().__init__(message)
+        self.location = location
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the 3xx answer comes back as an HTTPError, before any request to
+    the new address is made."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
 
 
 def read_token(token=None, token_file=None):
@@ -57,7 +76,11 @@ class HttpSource:
         self.url = url.rstrip("/")
         self._token = token
         self._timeout = timeout
-        self._context = ssl.create_default_context(cafile=tls_ca) if tls_ca else None
+        context = ssl.create_default_context(cafile=tls_ca) if tls_ca else None
+        # urllib's default opener follows redirects with every header of the request, the
+        # token included, to any host: this one follows none.
+        self._opener = urllib.request.build_opener(_NoRedirects(),
+                                                   urllib.request.HTTPSHandler(context=context))
 
     def __repr__(self):
         return f"HttpSource({self.url!r})"
@@ -71,17 +94,24 @@ class HttpSource:
 
     def get(self, path, query=None):
         """GET path (?query, a dict) -> the parsed JSON reply; LookupError on 404 (no such study),
-        PermissionError on 401, RuntimeError on any other error, with the server's message."""
+        PermissionError on 401 and 403, RedirectRefused on a redirect (not followed: the token is
+        not sent there), RuntimeError on any other error, with the server's message."""
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._token}",
                                                        "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout,
-                                        context=self._context) as reply:
+            with self._opener.open(request, timeout=self._timeout) as reply:
                 return json.load(reply)
         except urllib.error.HTTPError as e:
+            if 300 <= e.code < 400:
+                location = e.headers.get("Location", "") if e.headers else ""
+                target = urllib.parse.urljoin(url, location) if location else "(no Location)"
+                raise RedirectRefused(
+                    f"{self.url}{path}: HTTP {e.code}: the server redirects to {target}; the "
+                    "redirect was not followed and the token was not sent there (open the API "
+                    "at the address it serves on)", target) from None
             try:
                 message = json.load(e).get("error", "")
             except ValueError:
@@ -89,7 +119,7 @@ class HttpSource:
             message = f"{self.url}{path}: HTTP {e.code}: {message or e.reason}"
             if e.code == 404:
                 raise LookupError(message) from None
-            if e.code == 401:
+            if e.code in (401, 403):
                 raise PermissionError(message) from None
             raise RuntimeError(message) from None
 

@@ -104,6 +104,24 @@ TEST_F(DashboardTest, ThePageIsStaticAndTheApiNeedsTheToken) {
   EXPECT_EQ(Get("/elsewhere").status, 404);
 }
 
+// The dashboard reads with any token of role read or better; a worker's token is refused with
+// what it lacks; the page itself holds no data and needs none.
+TEST_F(DashboardTest, AnyTokenOfRoleReadOrBetterReads) {
+  auto tokens = common::TokenRegistry::WithFileToken(kToken);
+  tokens->AddSecret("viewer-secret", {"viewer", common::Role::kRead});
+  tokens->AddSecret("worker-secret", {"gpu-node", common::Role::kWorker});
+  DashboardApi api(store_.get(), store_.get(), tokens);
+  EXPECT_EQ(api.Handle({"GET", "/api/studies/small", "Bearer viewer-secret"}).status, 200);
+  EXPECT_EQ(api.Handle({"GET", "/api/studies", std::string("Bearer ") + kToken}).status, 200);
+  const HttpResponse worker = api.Handle({"GET", "/api/studies", "Bearer worker-secret"});
+  EXPECT_EQ(worker.status, 403);
+  EXPECT_THAT(worker.body,
+              HasSubstr("token 'gpu-node' has role worker; the dashboard's API needs read"));
+  EXPECT_EQ(api.Handle({"GET", "/", ""}).status, 200);
+  tokens->Remove("viewer");
+  EXPECT_EQ(api.Handle({"GET", "/api/studies", "Bearer viewer-secret"}).status, 401);
+}
+
 // A study's own words reach the page: its description and tags, in the list and on its page.
 TEST_F(DashboardTest, AStudysDescriptionAndTags) {
   absl::StatusOr<StudySpec> spec =

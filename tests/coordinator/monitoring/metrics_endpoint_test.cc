@@ -55,6 +55,27 @@ TEST_F(MetricsEndpointTest, OnlyGetMetricsWithTheToken) {
   EXPECT_THAT(ok.body, HasSubstr("onset_studies 1\n"));
 }
 
+// Prometheus scrapes with a read token; a worker's token is refused with what it lacks, and a
+// token revoked since is refused as any unknown one.
+TEST_F(MetricsEndpointTest, AnyTokenOfRoleReadOrBetterScrapes) {
+  auto tokens = common::TokenRegistry::WithFileToken(kToken);
+  tokens->AddSecret("prom-secret", {"prom", common::Role::kRead});
+  tokens->AddSecret("ci-secret", {"ci", common::Role::kSubmit});
+  tokens->AddSecret("worker-secret", {"gpu-node", common::Role::kWorker});
+  MetricsEndpoint endpoint(metrics_.get(), tokens, &clock_);
+  for (const char* secret : {"prom-secret", "ci-secret", kToken}) {
+    EXPECT_EQ(endpoint.Handle({"GET", "/metrics", std::string("Bearer ") + secret}).status, 200)
+        << secret;
+  }
+  const HttpResponse worker = endpoint.Handle({"GET", "/metrics", "Bearer worker-secret"});
+  EXPECT_EQ(worker.status, 403);
+  EXPECT_THAT(worker.body, HasSubstr("token 'gpu-node' has role worker; /metrics needs read"));
+  tokens->Remove("prom");
+  const HttpResponse revoked = endpoint.Handle({"GET", "/metrics", "Bearer prom-secret"});
+  EXPECT_EQ(revoked.status, 401);
+  EXPECT_THAT(revoked.body, HasSubstr("missing or wrong token"));
+}
+
 TEST_F(MetricsEndpointTest, APageIsReadAtMostOncePerInterval) {
   const std::string auth = std::string("Bearer ") + kToken;
   EXPECT_THAT(Get("/metrics", auth).body, HasSubstr("onset_workers_registered 1\n"));

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "common/grpc_auth.h"
+#include "coordinator/rpc/method_roles.h"
 #include "coordinator/rpc/study_service.h"
 #include "db/sqlite.h"
 #include "onset/v1/onset.grpc.pb.h"
@@ -55,11 +56,12 @@ grpc::Status CallWithEmptyRequest(const std::shared_ptr<grpc::Channel>& channel,
   return done.get_future().get();
 }
 
-// "/onset.v1.StudyService/SubmitStudy", ... for every method of both services.
+// "/onset.v1.StudyService/SubmitStudy", ... for every method of every service.
 std::vector<std::string> EveryMethod() {
   std::vector<std::string> methods;
   for (const char* service :
-       {v1::StudyService::service_full_name(), v1::WorkerService::service_full_name()}) {
+       {v1::StudyService::service_full_name(), v1::WorkerService::service_full_name(),
+        v1::AccessService::service_full_name()}) {
     const google::protobuf::ServiceDescriptor* descriptor =
         google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
     EXPECT_NE(descriptor, nullptr) << service;
@@ -672,7 +674,7 @@ TEST_F(ServerTest, DryRunSaysWhatASubmissionWouldDoAndWritesNothing) {
 
 TEST_F(ServerTest, EveryMethodOfEveryServiceNeedsTheToken) {
   const std::vector<std::string> methods = EveryMethod();
-  ASSERT_EQ(methods.size(), 20u);  // a new method fails here until it is listed below
+  ASSERT_EQ(methods.size(), 24u);  // a new method fails here until it is listed below
   const std::string& address = server_->address();
   for (const auto& [what, channel] :
        {std::pair{"no token", Channel(address, "")},
@@ -693,13 +695,16 @@ TEST_F(ServerTest, EveryMethodOfEveryServiceNeedsTheToken) {
     EXPECT_EQ(v1::StudyService::NewStub(plain)->ListStudies(ctx.get(), {}, &list).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
   }
-  // Nothing was written: no worker registered, no study.
+  // Nothing was written: no worker registered, no study, no token.
   absl::StatusOr<std::unique_ptr<db::Connection>> db =
       db::Connection::Open(dir_.File("db/onset.db"));
   ASSERT_TRUE(db.ok()) << db.status();
-  absl::StatusOr<db::Statement> count = (*db)->Prepare("SELECT COUNT(*) FROM workers");
-  ASSERT_TRUE(count.ok() && *count->Step());
-  EXPECT_EQ(count->Int(0), 0);
+  for (const char* table : {"workers", "studies", "access_tokens"}) {
+    absl::StatusOr<db::Statement> count =
+        (*db)->Prepare(std::string("SELECT COUNT(*) FROM ") + table);
+    ASSERT_TRUE(count.ok() && *count->Step());
+    EXPECT_EQ(count->Int(0), 0) << table;
+  }
 
   // With the token every method gets past the check (to answer OK or about the empty request).
   auto channel = Channel(address, kToken);
@@ -707,6 +712,75 @@ TEST_F(ServerTest, EveryMethodOfEveryServiceNeedsTheToken) {
     EXPECT_NE(CallWithEmptyRequest(channel, method).error_code(), grpc::StatusCode::UNAUTHENTICATED)
         << method;
   }
+}
+
+// The role table names every method of every service once, and nothing else.
+TEST(MethodRolesTest, TheTableListsEveryMethodOfTheApi) {
+  std::set<std::string> listed;
+  for (const method_roles::ServiceMethod& m : method_roles::kEveryMethod) {
+    EXPECT_TRUE(
+        listed.insert("/" + std::string(m.service) + "/" + std::string(m.access.method)).second)
+        << m.access.method;
+  }
+  const std::vector<std::string> methods = EveryMethod();
+  EXPECT_EQ(std::set<std::string>(methods.begin(), methods.end()), listed);
+}
+
+// Every method is refused to a token of every role that does not allow it (one too weak: read
+// for a submit call, submit for an admin call, submit for a worker call, worker for a read call),
+// with PERMISSION_DENIED naming the token, its role, the method and what it needs; and a token of
+// exactly the role it needs gets past the check.
+TEST_F(ServerTest, EveryMethodOfEveryServiceRefusesATokenOfATooWeakRole) {
+  auto access = v1::AccessService::NewStub(Channel(server_->address(), kToken));
+  std::map<common::Role, std::string> secrets;
+  for (common::Role role :
+       {common::Role::kRead, common::Role::kWorker, common::Role::kSubmit, common::Role::kAdmin}) {
+    v1::CreateTokenRequest create;
+    create.set_name("t-" + std::string(common::RoleName(role)));
+    create.set_role(std::string(common::RoleName(role)));
+    v1::CreateTokenResponse created;
+    ASSERT_TRUE(access->CreateToken(Ctx().get(), create, &created).ok());
+    secrets[role] = created.secret();
+  }
+  int refused = 0;
+  for (const method_roles::ServiceMethod& m : method_roles::kEveryMethod) {
+    const std::string method = "/" + std::string(m.service) + "/" + std::string(m.access.method);
+    for (const auto& [role, secret] : secrets) {
+      grpc::Status status = CallWithEmptyRequest(Channel(server_->address(), secret), method);
+      if (common::RoleAllows(role, m.access.needs)) {
+        EXPECT_NE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << method;
+        EXPECT_THAT(status.error_message(), ::testing::Not(HasSubstr("has role"))) << method;
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+          << method << " with a " << common::RoleName(role) << " token";
+      EXPECT_EQ(status.error_message(), "token 't-" + std::string(common::RoleName(role)) +
+                                            "' has role " + std::string(common::RoleName(role)) +
+                                            "; " + std::string(m.access.method) + " needs " +
+                                            std::string(common::RoleName(m.access.needs)));
+    }
+  }
+  // read: 7 methods refuse 1 role; submit: 4 refuse 2; worker: 7 refuse 2; admin: 6 refuse 3.
+  EXPECT_EQ(refused, 7 * 1 + 4 * 2 + 7 * 2 + 6 * 3);
+  // The roles the brief names: read is refused Backup, registering a worker, leasing a cell and
+  // cancelling cells.
+  for (const char* method :
+       {"/onset.v1.StudyService/Backup", "/onset.v1.WorkerService/RegisterWorker",
+        "/onset.v1.WorkerService/LeaseJob", "/onset.v1.StudyService/CancelCells"}) {
+    EXPECT_EQ(
+        CallWithEmptyRequest(Channel(server_->address(), secrets[common::Role::kRead]), method)
+            .error_code(),
+        grpc::StatusCode::PERMISSION_DENIED)
+        << method;
+  }
+  // Nothing was written by the refused calls: no worker, no study.
+  absl::StatusOr<std::unique_ptr<db::Connection>> db =
+      db::Connection::Open(dir_.File("db/onset.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<db::Statement> count = (*db)->Prepare("SELECT COUNT(*) FROM studies");
+  ASSERT_TRUE(count.ok() && *count->Step());
+  EXPECT_EQ(count->Int(0), 0);
 }
 
 TEST_F(ServerTest, OnlyTheHolderOfTheCurrentLeaseReportsOnAJob) {

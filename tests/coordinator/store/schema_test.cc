@@ -228,7 +228,7 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
     absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
     ASSERT_TRUE(db.ok()) << db.status();
     EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-    EXPECT_EQ(CountTables(db->get()), 12);
+    EXPECT_EQ(CountTables(db->get()), 14);
     ASSERT_TRUE((*db)
                     ->Exec("INSERT INTO workers (id, host, slots, version, registered_at, "
                            "last_seen_at, devices) VALUES ('w', 'h', 1, 'v', 1, 1, '')")
@@ -237,7 +237,7 @@ TEST(SchemaTest, FreshDatabaseReachesTheLatestVersionAndReopeningIsANoOp) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabase(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-  EXPECT_EQ(CountTables(db->get()), 12);
+  EXPECT_EQ(CountTables(db->get()), 14);
   absl::StatusOr<Statement> stmt = (*db)->Prepare("SELECT COUNT(*) FROM workers");
   ASSERT_TRUE(stmt.ok());
   ASSERT_TRUE(*stmt->Step());
@@ -294,6 +294,20 @@ TEST(SchemaTest, TablesAreStrictAndConstrained) {
                        "tokens_budget, created_at, updated_at) "
                        "VALUES (99, 'h', '{}', '{}', 1, 1, 1)")
                    .ok());
+  // CHECK on access_tokens.role, and names and digests unique.
+  const auto token = [&](const std::string& name, const std::string& role,
+                         const std::string& digest) {
+    return c
+        ->Exec(
+            "INSERT INTO access_tokens (name, role, secret_sha256, created_at, created_by) "
+            "VALUES ('" +
+            name + "', '" + role + "', '" + digest + "', 1, 'onsetd.token')")
+        .ok();
+  };
+  EXPECT_TRUE(token("prom", "read", "d1"));
+  EXPECT_FALSE(token("root", "superuser", "d2"));
+  EXPECT_FALSE(token("prom", "admin", "d3"));
+  EXPECT_FALSE(token("other", "admin", "d1"));
 }
 
 // What `onset status` opens when no coordinator serves the file: never created, migrated or
@@ -309,7 +323,7 @@ TEST(SchemaTest, ReadOnlyOpenNeedsTheFileAtThisVersionAndWritesNothing) {
   absl::StatusOr<std::unique_ptr<Connection>> db = OpenDatabaseReadOnly(path);
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(UserVersion(db->get()), LatestSchemaVersion());
-  EXPECT_EQ(CountTables(db->get()), 12);
+  EXPECT_EQ(CountTables(db->get()), 14);
   EXPECT_FALSE((*db)->Exec("INSERT INTO workers VALUES ('w', 'h', 1, 'v', 1, 1, '')").ok());
   EXPECT_FALSE((*db)->Exec("PRAGMA user_version = 1").ok());
 }
