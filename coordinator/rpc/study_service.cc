@@ -13,6 +13,7 @@
 #include "coordinator/cells/checkpoint_layout.h"
 #include "coordinator/cells/rerun_selection.h"
 #include "coordinator/planning/study_submission.h"
+#include "coordinator/rpc/study_listing.h"
 #include "coordinator/store/feeds.h"
 #include "coordinator/study/study_file.h"
 #include "db/backup_destination.h"
@@ -37,6 +38,12 @@ grpc::Status StudyServiceImpl::SubmitStudy(
     grpc::ServerContext* context, const onset::v1::SubmitStudyRequest* request,
     grpc::ServerWriter<onset::v1::SubmitStudyResponse>* writer) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (request->source_name().size() > kMaxSourceNameBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "source_name: " + std::to_string(request->source_name().size()) +
+                            " bytes; at most " + std::to_string(kMaxSourceNameBytes) +
+                            " (the study file's path as the submitter names it)");
+  }
   // Parsing, planning and the answer hold every cell of the study: so many at once, no more.
   std::optional<common::Admission::Ticket> admitted = submissions_.Enter(kSubmissionWait);
   if (!admitted) {
@@ -86,12 +93,14 @@ grpc::Status StudyServiceImpl::SubmitStudy(
 }
 
 grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
-                                           const onset::v1::ListStudiesRequest*,
+                                           const onset::v1::ListStudiesRequest* request,
                                            onset::v1::ListStudiesResponse* response) {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
-  absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
-  if (!studies.ok()) return common::ToGrpcStatus(studies.status());
-  for (const StudyInfo& s : *studies) ToProto(s, response->add_studies());
+  // A page, bounded in studies and bytes (study_listing.h).
+  absl::StatusOr<onset::v1::ListStudiesResponse> page =
+      ListStudiesPage(*store_, request->page_size(), request->page_token());
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  *response = *std::move(page);
   return grpc::Status::OK;
 }
 

@@ -29,6 +29,10 @@ inline constexpr int kWorkersPerPage = 200;
 // longer died without saying so.
 inline constexpr std::chrono::minutes kWorkerLiveWindow{10};
 
+// The longest SubmitStudyRequest.source_name (a path: Linux's PATH_MAX), so that a study's
+// listing stays small (study_listing.h).
+inline constexpr size_t kMaxSourceNameBytes = 4096;
+
 // SubmitStudy calls (submissions and dry runs) at once: each holds every cell of its study (a
 // hundred thousand, a few hundred MB); the others wait up to kSubmissionWait for a place, then get
 // RESOURCE_EXHAUSTED (try again). A call keeps its place while its answer streams, so that the
