@@ -84,7 +84,8 @@ struct NewStudy {
   // AddStudy stores nothing and fails with Aborted when the study's stored plan differs now
   // (another submission of it was stored meanwhile), so that the caller plans again.
   std::optional<std::string> planned_against = std::nullopt;
-  // Sorted and distinct. Added to the stored study's tags; none is ever removed.
+  // Sorted and distinct. Added to the stored study's tags; none is ever removed, and a study
+  // keeps at most kMaxTags (study_file.h): AddStudy refuses tags that would take it past that.
   std::vector<std::string> tags = {};
 };
 
@@ -159,7 +160,8 @@ class StudyStore {
   // succeeded trunk is queued again (it resumes from its last checkpoint); otherwise the stored
   // trunk stays as it is. A stored cell keeps its role. A new branch's trunk_id must name a
   // trunk of the study, stored before or in this submission: InvalidArgument, and nothing
-  // written, otherwise.
+  // written, otherwise. FailedPrecondition, and nothing written, when the tags the study lacks
+  // would take it past kMaxTags (the message names the study, its count and the limit).
   virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
   // What AddStudy would return, errors included, without writing anything; it reads only (on a
   // reader: it never holds up a write). Cells not stored yet appear queued.

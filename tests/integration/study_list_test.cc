@@ -1,6 +1,6 @@
 // Many studies, each within every documented limit of its words, against the real onsetd and
-// onset: the list of studies comes in bounded pages that `onset status` follows. Skips when
-// onsetd or onset is not built.
+// onset: the list of studies comes in bounded pages that `onset status` follows, and a study's
+// tags never grow past the limit of a study file. Skips when onsetd or onset is not built.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -59,6 +59,16 @@ std::string Name(int i) {
 class StudyListTest : public testing::OnsetdTest {
  protected:
   StudyListTest() : OnsetdTest("onset-list") {}
+
+  // The number of tags the database holds for `study`.
+  int StoredTags(const std::string& study) {
+    int n = -1;
+    testing::ForEachRow(dir_ / "onset.db",
+                        "SELECT COUNT(*) FROM study_tags t JOIN studies s ON s.id = t.study_id "
+                        "WHERE s.name = ?",
+                        {study}, [&](sqlite3_stmt* row) { n = sqlite3_column_int(row, 0); });
+    return n;
+  }
 };
 
 // Row 10 of the issue on operating onsetd: 700 studies within every limit made ListStudies pass
@@ -119,6 +129,37 @@ TEST_F(StudyListTest, SevenHundredStudiesAtTheLimitsAreListedInBoundedPages) {
   ASSERT_EQ(json.code, 0) << json.err;
   EXPECT_EQ(nlohmann::json::parse(json.out)["studies"].size(), static_cast<size_t>(kStudies));
   std::cerr << kStudies << " studies at the limits: pages of" << sizes << "\n";
+}
+
+// Row 10's second half: a study resubmitted with new tags stored them all (160 after five
+// submissions of 32). Now a submission whose tags would take a study past the limit is refused,
+// naming the study, its count and the limit, and the stored tags stay at most the limit.
+TEST_F(StudyListTest, AResubmissionCannotTakeAStudyPastTheTagLimit) {
+  std::string missing;
+  if (!testing::HaveBinaries({"onsetd", "onset"}, &missing))
+    GTEST_SKIP() << missing << " not built";
+  daemon_ = testing::StartDaemon(launcher_, dir_);
+  ASSERT_FALSE(daemon_.address.empty());
+  const std::string first = (dir_ / "tagged.yaml").string();
+  std::ofstream(first) << "name: tagged\n" << Tags("first", kMaxTags) << kGrid;
+  ASSERT_EQ(Onset({"submit", first}).code, 0);
+  ASSERT_EQ(StoredTags("tagged"), kMaxTags);
+  for (int round = 0; round < 5; ++round) {
+    const std::string again = (dir_ / ("again" + std::to_string(round) + ".yaml")).string();
+    std::ofstream(again) << "name: tagged\n"
+                         << Tags("round" + std::to_string(round), kMaxTags) << kGrid;
+    for (bool dry_run : {true, false}) {
+      const testing::Ran refused =
+          dry_run ? Onset({"submit", "--dry-run", again}) : Onset({"submit", again});
+      EXPECT_NE(refused.code, 0) << refused.out;
+      EXPECT_THAT(refused.err, HasSubstr("study tagged has 32 tags and this file adds 32 more"));
+      EXPECT_THAT(refused.err, HasSubstr("a study keeps at most 32 tags"));
+    }
+    EXPECT_EQ(StoredTags("tagged"), kMaxTags);
+  }
+  // The tags it has are always welcome.
+  EXPECT_EQ(Onset({"submit", first}).code, 0);
+  EXPECT_EQ(StoredTags("tagged"), kMaxTags);
 }
 
 }  // namespace
