@@ -117,13 +117,26 @@ absl::StatusOr<v1::SubmitStudyResponse> StudyClient::Submit(const std::string& s
 }
 
 absl::StatusOr<v1::ListStudiesResponse> StudyClient::List() {
-  v1::ListStudiesResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  if (auto s = Convert("ListStudies", stub_->ListStudies(&context, {}, &response)); !s.ok()) {
-    return s;
-  }
-  return response;
+  v1::ListStudiesRequest request;
+  v1::ListStudiesResponse all;
+  // Page by page, each reply bounded; a coordinator from before paging answers in one.
+  do {
+    v1::ListStudiesResponse page;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    if (auto s = Convert("ListStudies", stub_->ListStudies(&context, request, &page)); !s.ok()) {
+      return s;
+    }
+    if (!page.next_page_token().empty() &&
+        (page.studies().empty() || page.next_page_token() == request.page_token())) {
+      return absl::DataLossError(absl::StrCat(
+          "ListStudies to ", address_, ": a page that does not lead on (", page.studies_size(),
+          " studies, page token '", page.next_page_token(), "')"));
+    }
+    for (v1::Study& study : *page.mutable_studies()) *all.add_studies() = std::move(study);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return all;
 }
 
 absl::StatusOr<v1::ListWorkersResponse> StudyClient::Workers(bool all,

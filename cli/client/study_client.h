@@ -49,6 +49,7 @@ class StudyClient {
                                                  const std::string& yaml,
                                                  const std::string& base_dir = "",
                                                  bool dry_run = false);
+  // Every study, the oldest first, read page by page (one deadline per page).
   absl::StatusOr<v1::ListStudiesResponse> List();
   // The live workers; with `all`, every worker the coordinator keeps (exited ones too). One page
   // (the most recently seen first; `page_size` 0: the coordinator's default); the next one is

@@ -18,6 +18,7 @@
 #include "coordinator/dashboard/http_access.h"
 #include "coordinator/dashboard/store_study_source.h"
 #include "coordinator/rpc/proto_convert.h"
+#include "coordinator/rpc/study_listing.h"
 
 namespace onset::coordinator {
 namespace {
@@ -80,13 +81,16 @@ Query ParseQuery(absl::string_view text) {
   return query;
 }
 
-// GET /api/studies
-HttpResponse StudyList(StudyStore& store) {
-  absl::StatusOr<std::vector<StudyInfo>> studies = store.ListStudies();
-  if (!studies.ok()) return FromStatus(studies.status());
-  v1::ListStudiesResponse out;
-  for (const StudyInfo& s : *studies) ToProto(s, out.add_studies());
-  return HttpResponse{200, "application/json", ProtoJson(out)};
+// GET /api/studies: a page of studies at a time (?page_size=, ?page_token= as the reply's
+// next_page_token), as ListStudies pages them (study_listing.h).
+HttpResponse StudyList(StudyStore& store, Query& query) {
+  int64_t size = 0;
+  if (query.count("page_size") && !absl::SimpleAtoi(query["page_size"], &size)) size = -1;
+  absl::StatusOr<v1::ListStudiesResponse> page = ListStudiesPage(
+      store, static_cast<int32_t>(std::clamp<int64_t>(size, -1, kMaxStudiesPerPage + 1)),
+      query["page_token"]);
+  if (!page.ok()) return FromStatus(page.status());
+  return HttpResponse{200, "application/json", ProtoJson(*page)};
 }
 
 // GET /api/studies/STUDY: a page of cells at a time (?page_size=, ?page_token= as the reply's
@@ -253,7 +257,7 @@ HttpResponse DashboardApi::Handle(const HttpRequest& request) const {
   for (absl::string_view p : absl::StrSplit(path.substr(5), '/', absl::SkipEmpty())) {
     parts.push_back(Unescape(p));
   }
-  if (parts.size() == 1 && parts[0] == "studies") return StudyList(*studies_);
+  if (parts.size() == 1 && parts[0] == "studies") return StudyList(*studies_, query);
   if (parts.size() < 2 || parts[0] != "studies") return Error(404, "no such API: " + path);
   const std::string& study = parts[1];
   if (parts.size() == 2) return StudyPage(*studies_, study, query);

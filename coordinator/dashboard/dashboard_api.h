@@ -2,7 +2,9 @@
 // carries it over Boost.Beast). JSON everywhere, the same numbers as the CLI:
 //
 //   GET /                                       the page (static; holds no data)
-//   GET /api/studies                            every study with its counts
+//   GET /api/studies[?page_size=N&page_token=T]  the studies with their counts, the oldest
+//                                               first, a page at a time (500 by default, at most
+//                                               1000, within 3 MiB; next_page_token leads on)
 //   GET /api/studies/NAME[?page_size=N&page_token=T]  the study and a page of its cells
 //                                               (onset status; 2000 by default, at most 10000;
 //                                               next_page_token leads on)

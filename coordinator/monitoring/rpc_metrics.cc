@@ -5,8 +5,6 @@
 namespace onset::coordinator {
 namespace {
 
-constexpr char kOther[] = "other";
-
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(RpcMetrics* metrics, const char* method)
@@ -66,46 +64,56 @@ const char* GrpcCodeName(int code) {
   return code >= 0 && code < RpcMetrics::kCodes ? kNames[code] : "UNKNOWN";
 }
 
-RpcMetrics::Counters* RpcMetrics::Find(std::string_view full_method) {
-  common::MutexLock lock(&mu_);
-  auto it = methods_.find(full_method);
-  if (it != methods_.end()) return it->second.get();
-  // One slot is kept for "other", so the page never holds more than kMaxMethods names.
-  const std::string key = methods_.size() + 1 < kMaxMethods ? std::string(full_method) : kOther;
-  std::unique_ptr<Counters>& slot = methods_[key];
-  if (!slot) slot = std::make_unique<Counters>();
-  return slot.get();
+RpcMetrics::RpcMetrics(const std::vector<const google::protobuf::ServiceDescriptor*>& services) {
+  unknown_.service = kOtherService;
+  unknown_.method = kUnknownMethod;
+  for (const google::protobuf::ServiceDescriptor* service : services) {
+    if (service == nullptr) continue;
+    for (int i = 0; i < service->method_count(); ++i) {
+      auto counters = std::make_unique<Counters>();
+      counters->service = service->full_name();
+      counters->method = service->method(i)->name();
+      methods_.emplace("/" + counters->service + "/" + counters->method, std::move(counters));
+    }
+  }
+}
+
+void RpcMetrics::Count(Counters& counters, int code, double seconds) {
+  if (code < 0 || code >= kCodes) code = 2;  // UNKNOWN
+  counters.calls[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
+  counters.seconds.Observe(seconds);
 }
 
 void RpcMetrics::Record(std::string_view full_method, int code, double seconds) {
-  Counters* counters = Find(full_method);
-  if (code < 0 || code >= kCodes) code = 2;  // UNKNOWN
-  counters->calls[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
-  counters->seconds.Observe(seconds);
+  auto it = methods_.find(full_method);
+  Count(it == methods_.end() ? unknown_ : *it->second, code, seconds);
+}
+
+RpcMetrics::Method RpcMetrics::Snapshot(const Counters& counters) {
+  Method m;
+  m.service = counters.service;
+  m.method = counters.method;
+  for (size_t i = 0; i < m.calls.size(); ++i) {
+    m.calls[i] = counters.calls[i].load(std::memory_order_relaxed);
+  }
+  m.seconds = counters.seconds.Read();
+  return m;
 }
 
 std::vector<RpcMetrics::Method> RpcMetrics::Read() const {
   std::vector<Method> out;
-  common::MutexLock lock(&mu_);
+  auto called = [](const Method& m) {
+    for (uint64_t n : m.calls) {
+      if (n > 0) return true;
+    }
+    return false;
+  };
   for (const auto& [name, counters] : methods_) {
-    Method m;
-    // "/package.Service/Method"
-    const std::string_view full(name);
-    const size_t slash = full.rfind('/');
-    if (name == kOther || full.size() < 2 || full[0] != '/' || slash == 0 ||
-        slash == std::string_view::npos) {
-      m.service = kOther;
-      m.method = name == kOther ? kOther : name;
-    } else {
-      m.service = std::string(full.substr(1, slash - 1));
-      m.method = std::string(full.substr(slash + 1));
-    }
-    for (size_t i = 0; i < m.calls.size(); ++i) {
-      m.calls[i] = counters->calls[i].load(std::memory_order_relaxed);
-    }
-    m.seconds = counters->seconds.Read();
-    out.push_back(std::move(m));
+    Method m = Snapshot(*counters);
+    if (called(m)) out.push_back(std::move(m));
   }
+  Method unknown = Snapshot(unknown_);
+  if (called(unknown)) out.push_back(std::move(unknown));
   return out;
 }
 

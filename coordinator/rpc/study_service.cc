@@ -8,12 +8,14 @@
 #include "absl/strings/numbers.h"
 
 #include "base/posix_io.h"
+#include "common/free_memory.h"
 #include "common/grpc_status.h"
 #include "coordinator/access/audit.h"
 #include "coordinator/cells/checkpoint_layout.h"
 #include "coordinator/cells/rerun_selection.h"
 #include "coordinator/planning/study_submission.h"
 #include "coordinator/rpc/method_roles.h"
+#include "coordinator/rpc/study_listing.h"
 #include "coordinator/store/feeds.h"
 #include "coordinator/study/study_file.h"
 #include "db/backup_destination.h"
@@ -25,6 +27,13 @@ namespace {
 // Results carry every metric's final value: fewer cells per page by default.
 constexpr int kResultPageCells = 1000;
 
+// Hands the memory a submission held (its parsed file, plan and answer: hundreds of MB at the
+// cell limit) back to the system when destroyed, which the allocator would otherwise keep mapped:
+// declared before those, it runs after they are freed, however the call ends.
+struct ReleaseMemoryAtTheEnd {
+  ~ReleaseMemoryAtTheEnd() { common::ReleaseFreeMemory(); }
+};
+
 }  // namespace
 
 grpc::Status StudyServiceImpl::SubmitStudy(
@@ -33,6 +42,12 @@ grpc::Status StudyServiceImpl::SubmitStudy(
   common::Caller caller;
   if (grpc::Status s = auth_->Check(*context, method_roles::kSubmitStudy, &caller); !s.ok())
     return s;
+  if (request->source_name().size() > kMaxSourceNameBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "source_name: " + std::to_string(request->source_name().size()) +
+                            " bytes; at most " + std::to_string(kMaxSourceNameBytes) +
+                            " (the study file's path as the submitter names it)");
+  }
   // Parsing, planning and the answer hold every cell of the study: so many at once, no more.
   std::optional<common::Admission::Ticket> admitted = submissions_.Enter(kSubmissionWait);
   if (!admitted) {
@@ -40,6 +55,7 @@ grpc::Status StudyServiceImpl::SubmitStudy(
                         "the coordinator is busy with " + std::to_string(submissions_.places()) +
                             " other submissions; submit again later");
   }
+  const ReleaseMemoryAtTheEnd release;
   const std::string source = request->source_name().empty() ? "<study>" : request->source_name();
   // Planned and stored again (from a new reading of the file) when another submission of the
   // study lands in between.
@@ -73,20 +89,27 @@ grpc::Status StudyServiceImpl::SubmitStudy(
       ToProto(cells[i], out.add_cells());
       if (fresh.count(cells[i].id) > 0) out.add_new_cell_ids(cells[i].id);
     }
-    // The study is stored by now: a client gone meanwhile loses only the answer.
-    if (!writer->Write(out)) return grpc::Status::OK;
+    // The study is stored by now: a client gone meanwhile loses only the answer. One that stops
+    // reading loses the call within the limit, and with it the place and the cells it holds.
+    if (!watchdog_.Write(context, writer, out, stalled_reader_limit_)) {
+      return common::ToGrpcStatus(absl::CancelledError(
+          std::string(request->dry_run() ? "nothing was written" : "the study is stored") +
+          ", but the client stopped reading the answer or went away"));
+    }
     from = to;
   } while (from < cells.size());
   return grpc::Status::OK;
 }
 
 grpc::Status StudyServiceImpl::ListStudies(grpc::ServerContext* context,
-                                           const onset::v1::ListStudiesRequest*,
+                                           const onset::v1::ListStudiesRequest* request,
                                            onset::v1::ListStudiesResponse* response) {
   if (grpc::Status s = auth_->Check(*context, method_roles::kListStudies); !s.ok()) return s;
-  absl::StatusOr<std::vector<StudyInfo>> studies = store_->ListStudies();
-  if (!studies.ok()) return common::ToGrpcStatus(studies.status());
-  for (const StudyInfo& s : *studies) ToProto(s, response->add_studies());
+  // A page, bounded in studies and bytes (study_listing.h).
+  absl::StatusOr<onset::v1::ListStudiesResponse> page =
+      ListStudiesPage(*store_, request->page_size(), request->page_token());
+  if (!page.ok()) return common::ToGrpcStatus(page.status());
+  *response = *std::move(page);
   return grpc::Status::OK;
 }
 
@@ -279,7 +302,8 @@ grpc::Status StudyServiceImpl::WatchStudy(
       if (cell.latest_loss) p->set_latest_loss(*cell.latest_loss);
     }
     ToProto(update.study, out.mutable_study());
-    return writer->Write(out);  // false once the client has gone
+    // False once the client has gone, or stopped reading for the limit (watchdog_).
+    return watchdog_.Write(context, writer, out, stalled_reader_limit_);
   };
   auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
   return common::ToGrpcStatus(coordinator::WatchStudy(*store_, *store_, request->study(),
@@ -339,7 +363,10 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
   int points = 0;
   bool client_gone = false;
   auto flush = [&] {
-    if (chunk.curves_size() > 0 && !writer->Write(chunk)) client_gone = true;
+    if (chunk.curves_size() > 0 &&
+        !watchdog_.Write(context, writer, chunk, stalled_reader_limit_)) {
+      client_gone = true;
+    }
     chunk.Clear();
     curve = nullptr;
     points = 0;
@@ -371,6 +398,10 @@ grpc::Status StudyServiceImpl::StreamMetrics(grpc::ServerContext* context,
       });
   if (!status.ok()) return common::ToGrpcStatus(status);
   flush();
+  if (client_gone) {
+    return common::ToGrpcStatus(
+        absl::CancelledError("the client stopped reading the metrics or went away"));
+  }
   return grpc::Status::OK;
 }
 

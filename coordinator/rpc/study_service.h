@@ -29,9 +29,15 @@ inline constexpr int kWorkersPerPage = 200;
 // longer died without saying so.
 inline constexpr std::chrono::minutes kWorkerLiveWindow{10};
 
+// The longest SubmitStudyRequest.source_name (a path: Linux's PATH_MAX), so that a study's
+// listing stays small (study_listing.h).
+inline constexpr size_t kMaxSourceNameBytes = 4096;
+
 // SubmitStudy calls (submissions and dry runs) at once: each holds every cell of its study (a
 // hundred thousand, a few hundred MB); the others wait up to kSubmissionWait for a place, then get
-// RESOURCE_EXHAUSTED (try again).
+// RESOURCE_EXHAUSTED (try again). A call keeps its place while its answer streams, so that the
+// memory of answers is bounded too (the cells are held until the last page is sent); a client
+// that stops reading loses the call, and the place, within the stalled-reader limit.
 inline constexpr int kConcurrentSubmissions = 2;
 inline constexpr std::chrono::seconds kSubmissionWait{60};
 
@@ -103,8 +109,9 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
     others_held_ = std::move(others_held);
   }
 
-  // How long a streamed reply (a backup's chunk) may wait for its reader before the call is
-  // cancelled (write_watchdog.h). Call before serving.
+  // How long each message of a streamed reply (SubmitStudy's answer, WatchStudy, StreamMetrics,
+  // a backup's chunk) may wait for its reader before the call is cancelled (write_watchdog.h).
+  // Call before serving.
   void SetStalledReaderLimit(std::chrono::milliseconds limit) { stalled_reader_limit_ = limit; }
 
   // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's

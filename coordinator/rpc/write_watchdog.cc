@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <string>
+
 namespace onset::coordinator {
 
 WriteWatchdog::WriteWatchdog() : thread_([this] { Run(); }) {}
@@ -38,13 +40,15 @@ void WriteWatchdog::Run() {
     const auto now = std::chrono::steady_clock::now();
     for (auto it = watched_.begin(); it != watched_.end();) {
       if (it->second.deadline <= now) {
-        // Under mu_: Unwatch waits, so the context is that of a call still in its Write.
+        // Under mu_: Unwatch waits, so the context is that of a call still in its Write. Its
+        // peer is read first: a cancelled call no longer knows it.
+        const std::string peer = it->second.context->peer();
         it->second.context->TryCancel();
         cancelled_.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn(
             "a streamed reply to {} waited longer than its limit for its reader: the call "
             "was cancelled",
-            it->second.context->peer());
+            peer);
         it = watched_.erase(it);
       } else {
         earliest = std::min(earliest, it->second.deadline);

@@ -49,6 +49,16 @@ std::chrono::milliseconds SweepPeriod(std::chrono::milliseconds ttl) {
   return std::clamp(ttl / 10, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
 }
 
+// The services the gRPC listener serves (grpc_listener.h adds the health service), from their
+// generated descriptors: the methods the metrics label.
+std::vector<const google::protobuf::ServiceDescriptor*> ServedServices() {
+  const google::protobuf::DescriptorPool* pool = google::protobuf::DescriptorPool::generated_pool();
+  return {pool->FindServiceByName(v1::StudyService::service_full_name()),
+          pool->FindServiceByName(v1::WorkerService::service_full_name()),
+          pool->FindServiceByName(v1::AccessService::service_full_name()),
+          &HealthServiceDescriptor()};
+}
+
 class CoordinatorServerImpl final : public CoordinatorServer {
  public:
   CoordinatorServerImpl(const ServerConfig& config, std::unique_ptr<db::DatabaseLock> lock,
@@ -67,6 +77,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
                         config.checkpoint_root),
         access_service_(&credentials_, store_.get(), &auth_),
         dashboard_api_(store_.get(), store_.get(), tokens_),
+        rpc_metrics_(ServedServices()),
         metrics_(MetricsSourcesOf(config)),
         metrics_endpoint_(&metrics_, tokens_, &common::SystemClock()) {
     std::vector<std::pair<std::string, std::string>> others_held;

@@ -3,6 +3,7 @@
 #include "common/grpc_auth.h"
 #include "common/grpc_keepalive.h"
 #include "common/listen_address.h"
+#include "grpc/health/v1/health.pb.h"
 
 namespace onset::coordinator {
 
@@ -31,6 +32,10 @@ absl::StatusOr<GrpcListener> StartGrpcListener(
   }
   out.address = common::HostOf(listen) + ":" + std::to_string(port);
   return out;
+}
+
+const google::protobuf::ServiceDescriptor& HealthServiceDescriptor() {
+  return *grpc::health::v1::HealthCheckRequest::descriptor()->file()->FindServiceByName("Health");
 }
 
 }  // namespace onset::coordinator

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_interceptor.h>
 
@@ -30,5 +31,9 @@ absl::StatusOr<GrpcListener> StartGrpcListener(
     const std::vector<grpc::Service*>& services,
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors = {});
+
+// The service a listener serves besides those it is given, the standard health service
+// (grpc.health.v1.Health), as its generated descriptor describes it.
+const google::protobuf::ServiceDescriptor& HealthServiceDescriptor();
 
 }  // namespace onset::coordinator

@@ -135,8 +135,9 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false))
       ->capture_default_str();
   app.add_option("--stalled-reader-limit-ms", f.stalled_reader_limit_ms,
-                 "how long a streamed reply (a backup, a submission's answer, a watch) may wait "
-                 "for a client that stopped reading before the call is cancelled")
+                 "how long each message of a streamed reply (a backup, a submission's answer, a "
+                 "watch, a metrics stream) may wait for a client that stopped reading before the "
+                 "call is cancelled")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3600} * 1000));
   app.add_option("--address-file", f.address_file,

@@ -6,6 +6,7 @@
 
 #include "base/metric_names.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "coordinator/study/model_cost.h"
 
 namespace onset::coordinator::rows {
@@ -125,14 +126,16 @@ absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name) {
   return stmt.Int(0);
 }
 
-absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id) {
-  ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                         db.Prepare("SELECT name, description, source_name, source_yaml, "
-                                    "created_at FROM studies WHERE id = ?"));
-  stmt.BindAll(study_id);
+absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id, bool with_source) {
+  ONSET_ASSIGN_OR_RETURN(
+      db::Statement stmt,
+      db.Prepare("SELECT name, description, source_name, CASE WHEN ?2 THEN source_yaml ELSE '' "
+                 "END, created_at FROM studies WHERE id = ?1"));
+  stmt.BindAll(study_id, int64_t{with_source});
   ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return absl::NotFoundError("no study with id " + std::to_string(study_id));
   StudyInfo info;
+  info.row = study_id;
   info.name = stmt.Text(0);
   info.description = stmt.Text(1);
   info.source_name = stmt.Text(2);
@@ -225,8 +228,11 @@ std::string RepeatedFailureAlert(db::Connection& db, int64_t study_id) {
     ++n;
   }
   if (n < kRepeatedFailures) return "";
+  // A reason is what a worker said, of any length: the alert, in every listing, keeps its start.
+  const std::string& why = first_reason.empty() ? first_class : first_reason;
+  const std::string_view shown = common::TruncateUtf8(why, kMaxAlertReasonBytes);
   return std::to_string(n) + " attempts in a row (" + std::to_string(cells.size()) +
-         " cells) failed alike: " + (first_reason.empty() ? first_class : first_reason);
+         " cells) failed alike: " + std::string(shown) + (shown.size() < why.size() ? "..." : "");
 }
 
 absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id,

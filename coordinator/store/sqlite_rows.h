@@ -17,8 +17,8 @@ namespace onset::coordinator::rows {
 // The row id of the study named `name`; NotFound naming it.
 absl::StatusOr<int64_t> StudyId(db::Connection& db, const std::string& name);
 // The study with its counts per state (trunks left out), its repeated-failure alert and its
-// device note.
-absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id);
+// device note; with its file's text unless `with_source` is false (listings).
+absl::StatusOr<StudyInfo> LoadStudy(db::Connection& db, int64_t study_id, bool with_source = true);
 // Its cells of `page`, in queue order; `next_after`, when given, receives the next page's
 // `after` (0 when no cell follows the page). `without_trunks`: only grid points (results).
 absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t study_id,

@@ -181,24 +181,33 @@ db::WriteQueue::Stats SqliteStore::WriterStats() const {
   return writer_ ? writer_->stats() : db::WriteQueue::Stats();
 }
 
-absl::StatusOr<std::vector<StudyInfo>> SqliteStore::ListStudies() {
-  return Read<std::vector<StudyInfo>>(
-      [&](db::Connection& db) -> absl::StatusOr<std::vector<StudyInfo>> {
-        ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
-                               db.Prepare("SELECT id FROM studies ORDER BY id"));
-        std::vector<int64_t> ids;
-        while (true) {
-          ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
-          if (!row) break;
-          ids.push_back(stmt.Int(0));
-        }
-        std::vector<StudyInfo> studies;
-        for (int64_t id : ids) {
-          ONSET_ASSIGN_OR_RETURN(StudyInfo info, rows::LoadStudy(db, id));
-          studies.push_back(std::move(info));
-        }
-        return studies;
-      });
+absl::StatusOr<StudyListing> SqliteStore::ListStudyPage(const StudyQuery& query) {
+  if (query.limit < 1 || query.limit > kMaxStudiesPerRead) {
+    return absl::InvalidArgumentError("a listing reads 1 to " + std::to_string(kMaxStudiesPerRead) +
+                                      " studies, not " + std::to_string(query.limit));
+  }
+  return Read<StudyListing>([&](db::Connection& db) -> absl::StatusOr<StudyListing> {
+    ONSET_ASSIGN_OR_RETURN(db::Statement stmt,
+                           db.Prepare("SELECT id FROM studies WHERE id > ? ORDER BY id LIMIT ?"));
+    stmt.BindAll(query.after, int64_t{query.limit});
+    std::vector<int64_t> ids;
+    while (true) {
+      ONSET_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      ids.push_back(stmt.Int(0));
+    }
+    StudyListing page;
+    for (int64_t id : ids) {
+      ONSET_ASSIGN_OR_RETURN(StudyInfo info, rows::LoadStudy(db, id, /*with_source=*/false));
+      page.studies.push_back(std::move(info));
+    }
+    ONSET_ASSIGN_OR_RETURN(db::Statement more,
+                           db.Prepare("SELECT COUNT(*) FROM studies WHERE id > ?"));
+    more.BindAll(ids.empty() ? query.after : ids.back());
+    ONSET_ASSIGN_OR_RETURN(bool row, more.Step());
+    page.more = row ? more.Int(0) : 0;
+    return page;
+  });
 }
 
 absl::StatusOr<StudyDetail> SqliteStore::GetStudy(const std::string& name, const CellPage& page) {

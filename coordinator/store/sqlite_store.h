@@ -108,7 +108,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) override;
   absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) override;
   absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) override;
-  absl::StatusOr<std::vector<StudyInfo>> ListStudies() override;
+  absl::StatusOr<StudyListing> ListStudyPage(const StudyQuery& query) override;
   using StudyStore::GetStudy;
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) override;
   absl::StatusOr<std::vector<CellInfo>> FindCells(const std::string& study,

@@ -11,6 +11,7 @@
 #include "coordinator/store/sqlite_lifecycle.h"
 #include "coordinator/store/sqlite_trunks.h"
 #include "coordinator/study/append_only.h"
+#include "coordinator/study/study_file.h"
 #include "proto/cell_names.h"
 
 namespace onset::coordinator::studies {
@@ -153,6 +154,45 @@ absl::Status CheckDescription(db::Connection& db, int64_t study_id, const NewStu
       "one, or submit under a new study name)");
 }
 
+// A study keeps at most kMaxTags tags over all its submissions, and none is ever removed: a
+// submission whose tags the study lacks would take it past that is refused, naming the study, how
+// many it has and the limit. One that brings no tag it lacks passes, also for a study stored with
+// more before this rule. `study_id`: none for a study not stored yet.
+absl::Status CheckTags(db::Connection& db, std::optional<int64_t> study_id, const NewStudy& study) {
+  if (study.tags.empty()) return absl::OkStatus();
+  std::set<std::string> stored;
+  if (study_id) {
+    ONSET_ASSIGN_OR_RETURN(db::Statement tags,
+                           db.Prepare("SELECT tag FROM study_tags WHERE study_id = ?"));
+    tags.BindAll(*study_id);
+    while (true) {
+      ONSET_ASSIGN_OR_RETURN(bool row, tags.Step());
+      if (!row) break;
+      stored.insert(tags.Text(0));
+    }
+  }
+  std::vector<std::string> fresh;
+  for (const std::string& tag : study.tags) {
+    if (stored.count(tag) == 0) fresh.push_back(tag);
+  }
+  std::sort(fresh.begin(), fresh.end());
+  fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+  if (fresh.empty() || stored.size() + fresh.size() <= static_cast<size_t>(kMaxTags)) {
+    return absl::OkStatus();
+  }
+  constexpr size_t kShown = 5;
+  std::string named;
+  for (size_t i = 0; i < fresh.size() && i < kShown; ++i) named += (i ? ", " : "") + fresh[i];
+  if (fresh.size() > kShown) named += ", ...";
+  return absl::FailedPreconditionError(
+      "study " + study.name + " has " + std::to_string(stored.size()) +
+      (stored.size() == 1 ? " tag" : " tags") + " and this file adds " +
+      std::to_string(fresh.size()) + " more (" + named + "): a study keeps at most " +
+      std::to_string(kMaxTags) +
+      " tags over all its submissions and none is ever removed (name only tags it has, or "
+      "submit under a new study name)");
+}
+
 }  // namespace
 
 absl::Status CheckRoles(const std::vector<CellSpec>& cells) {
@@ -178,6 +218,7 @@ absl::StatusOr<SubmissionWrites> PlanWrites(db::Connection& db, const NewStudy& 
   if (existing.ok()) {
     writes.study_id = *existing;
     ONSET_RETURN_IF_ERROR(CheckDescription(db, *existing, study));
+    ONSET_RETURN_IF_ERROR(CheckTags(db, *existing, study));
     ONSET_ASSIGN_OR_RETURN(std::vector<CellSpec> cells, rows::LoadCellSpecs(db, *existing));
     // Trunks are not grid points: their axes name no point of the grid.
     std::vector<CellSpec> stored_points, submitted_points;
@@ -190,7 +231,9 @@ absl::StatusOr<SubmissionWrites> PlanWrites(db::Connection& db, const NewStudy& 
     }
     ONSET_ASSIGN_OR_RETURN(auto version, StudyVersion(db, *existing));
     writes.newest_cell_row = version.first;
-  } else if (!absl::IsNotFound(existing.status())) {
+  } else if (absl::IsNotFound(existing.status())) {
+    ONSET_RETURN_IF_ERROR(CheckTags(db, std::nullopt, study));
+  } else {
     return existing.status();
   }
 
@@ -322,6 +365,8 @@ absl::StatusOr<int64_t> ApplyStudy(db::Connection& db, const NewStudy& study,
     study_id = insert.Int(0);
     ONSET_RETURN_IF_ERROR(insert.Run());
   }
+  // Checked again in this write: the limit holds whatever was stored since the plan.
+  ONSET_RETURN_IF_ERROR(CheckTags(db, study_id, study));
   ONSET_ASSIGN_OR_RETURN(
       db::Statement tag,
       db.Prepare("INSERT INTO study_tags (study_id, tag) VALUES (?, ?) ON CONFLICT DO NOTHING"));

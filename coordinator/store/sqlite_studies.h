@@ -38,8 +38,9 @@ struct SubmissionWrites {
 
 // Works out `study`'s writes from the stored rows; reads only. Aborted "plan it again" when
 // NewStudy::planned_against no longer holds; FailedPrecondition when a new cell would redefine a
-// stored grid point (study/append_only.h); InvalidArgument when a new branch's trunk is neither
-// stored nor submitted.
+// stored grid point (study/append_only.h), or when the tags the study lacks would take it past
+// kMaxTags (study_file.h); InvalidArgument when a new branch's trunk is neither stored nor
+// submitted.
 absl::StatusOr<SubmissionWrites> PlanWrites(db::Connection& db, const NewStudy& study);
 
 // What AddStudy will return for `writes`, without writing: the study as it will be counted and
@@ -48,9 +49,10 @@ absl::StatusOr<AddStudyResult> PreviewResult(db::Connection& db, const NewStudy&
                                              const SubmissionWrites& writes, int64_t now);
 
 // The first transaction of a submission: Aborted (plan it again) unless the study is as
-// `writes` was planned against; then the study's row (created, or given the submission's
-// description and source), the extended trunks (the lifecycle's Extend: a succeeded one runs
-// again) and the relabels. Returns the study's row.
+// `writes` was planned against, FailedPrecondition when its tags would take the study past
+// kMaxTags (checked here again, inside the write); then the study's row (created, or given the
+// submission's description and source) and its tags, the extended trunks (the lifecycle's
+// Extend: a succeeded one runs again) and the relabels. Returns the study's row.
 absl::StatusOr<int64_t> ApplyStudy(db::Connection& db, const NewStudy& study,
                                    const SubmissionWrites& writes, int64_t now);
 

@@ -22,17 +22,20 @@
 namespace onset::coordinator {
 
 struct StudyInfo {
+  // Its place in listings, oldest first: a StudyQuery's `after` lists the studies after it.
+  int64_t row = 0;
   std::string name;
   std::string description;
   std::vector<std::string> tags;  // sorted
   std::string source_name;
-  std::string source_yaml;
+  std::string source_yaml;  // empty in listings (ListStudyPage): a file may be a MB
   int64_t created_unix_ms = 0;
   // Grid points only: trunks (CellRole::kTrunk) are jobs and are not counted.
   int cells_total = 0;
   std::map<std::string, int> cells_by_state;  // CellStateName -> count; absent = 0
   // Set when the latest kRepeatedFailures failed attempts of the study failed alike (same
-  // failure class and reason): "3 cells in a row failed: <reason>". Empty otherwise.
+  // failure class and reason): "3 cells in a row failed: <reason>", the reason cut after
+  // kMaxAlertReasonBytes ("..." then follows). Empty otherwise.
   std::string alert;
   // Set when queued cells of the study need more devices than any registered worker has:
   // "2 queued cells need 4 devices; the largest registered worker has 2". Empty otherwise (and
@@ -41,6 +44,7 @@ struct StudyInfo {
 };
 
 inline constexpr int kRepeatedFailures = 3;
+inline constexpr size_t kMaxAlertReasonBytes = 1024;
 struct CellInfo {
   std::string id;  // content hash
   std::string study;
@@ -80,7 +84,8 @@ struct NewStudy {
   // AddStudy stores nothing and fails with Aborted when the study's stored plan differs now
   // (another submission of it was stored meanwhile), so that the caller plans again.
   std::optional<std::string> planned_against = std::nullopt;
-  // Sorted and distinct. Added to the stored study's tags; none is ever removed.
+  // Sorted and distinct. Added to the stored study's tags; none is ever removed, and a study
+  // keeps at most kMaxTags (study_file.h): AddStudy refuses tags that would take it past that.
   std::vector<std::string> tags = {};
 };
 
@@ -96,6 +101,19 @@ struct AddStudyResult {
 struct CellPage {
   int64_t after = 0;
   int limit = 0;
+};
+
+// Which studies a listing reads, oldest first: those after the study whose StudyInfo::row is
+// `after` (0: from the first), at most `limit` of them (1..kMaxStudiesPerRead).
+struct StudyQuery {
+  int64_t after = 0;
+  int limit = 0;
+};
+inline constexpr int kMaxStudiesPerRead = 1000;
+
+struct StudyListing {
+  std::vector<StudyInfo> studies;  // oldest first, without their source_yaml
+  int64_t more = 0;                // studies stored after this page's last
 };
 
 // Which cells a watcher's progress check reads: the running ones and the named ones.
@@ -142,15 +160,31 @@ class StudyStore {
   // succeeded trunk is queued again (it resumes from its last checkpoint); otherwise the stored
   // trunk stays as it is. A stored cell keeps its role. A new branch's trunk_id must name a
   // trunk of the study, stored before or in this submission: InvalidArgument, and nothing
-  // written, otherwise.
+  // written, otherwise. FailedPrecondition, and nothing written, when the tags the study lacks
+  // would take it past kMaxTags (the message names the study, its count and the limit).
   virtual absl::StatusOr<AddStudyResult> AddStudy(const NewStudy& study) = 0;
   // What AddStudy would return, errors included, without writing anything; it reads only (on a
   // reader: it never holds up a write). Cells not stored yet appear queued.
   virtual absl::StatusOr<AddStudyResult> PreviewStudy(const NewStudy& study) = 0;
   // Every stored cell of the study with its role, trunks included; empty for an unknown study.
   virtual absl::StatusOr<std::vector<StoredPlanCell>> PlanCells(const std::string& study) = 0;
-  // Oldest first.
-  virtual absl::StatusOr<std::vector<StudyInfo>> ListStudies() = 0;
+  // The studies of `query`, oldest first, read by their index; InvalidArgument for a limit
+  // outside 1..kMaxStudiesPerRead.
+  virtual absl::StatusOr<StudyListing> ListStudyPage(const StudyQuery& query) = 0;
+  // Every study, oldest first, read a page at a time (each page its own read), for callers that
+  // need them all in memory (the metrics page, the notifier). Without their source_yaml.
+  absl::StatusOr<std::vector<StudyInfo>> ListStudies() {
+    std::vector<StudyInfo> all;
+    StudyQuery query{0, kMaxStudiesPerRead};
+    while (true) {
+      absl::StatusOr<StudyListing> page = ListStudyPage(query);
+      if (!page.ok()) return page.status();
+      if (page->studies.empty()) return all;
+      query.after = page->studies.back().row;
+      for (StudyInfo& study : page->studies) all.push_back(std::move(study));
+      if (page->more == 0) return all;
+    }
+  }
   // The study and the cells of `page`. NotFound for an unknown name.
   virtual absl::StatusOr<StudyDetail> GetStudy(const std::string& name, const CellPage& page) = 0;
   absl::StatusOr<StudyDetail> GetStudy(const std::string& name) { return GetStudy(name, {}); }

@@ -107,3 +107,26 @@ def test_coordinator(pandas, study_data, onset_cli, tmp_path):
         token = open(token_file).read().strip()
         by_token = onset.open(http, token=token, coordinator=grpc, onset_bin=onset_cli)
         assert by_token.compare(STUDY, **query) == local.compare(STUDY, **query)
+
+
+def test_studies_follow_the_pages():
+    """The API lists studies a page at a time (/api/studies?page_token=): every page is read."""
+    from onset.results.http_source import HttpSource
+
+    pages = {"": {"studies": [{"name": "a"}, {"name": "b"}], "next_page_token": "2",
+                  "omitted": 1},
+             "2": {"studies": [{"name": "c", "tags": ["x"]}], "next_page_token": "",
+                   "omitted": 0}}
+    asked = []
+
+    class Paged(HttpSource):
+        def get(self, path, query=None):
+            assert path == "/api/studies"
+            token = (query or {}).get("page_token", "")
+            asked.append(token)
+            return pages[token]
+
+    studies = Paged("http://127.0.0.1:1", "token").studies()
+    assert [s["name"] for s in studies] == ["a", "b", "c"]
+    assert studies[2]["tags"] == ["x"]
+    assert asked == ["", "2"]

@@ -3,8 +3,9 @@
 Every request carries the coordinator's token as `Authorization: Bearer TOKEN`, never in the URL
 (coordinator/dashboard/dashboard_api.cc), and goes only to the address the user gave: a redirect
 is never followed (urllib would send the token on to wherever it points) but raises
-RedirectRefused, naming where the server wanted the client to go. The API serves the study's cells a page at a time
-(/api/studies/STUDY), the metric names (/api/studies/STUDY/metrics), one metric's curves at a time
+RedirectRefused, naming where the server wanted the client to go. The API serves the studies a
+page at a time (/api/studies), a study's cells a page at a time (/api/studies/STUDY), the metric
+names (/api/studies/STUDY/metrics), one metric's curves at a time
 (/api/studies/STUDY/curves?metric=M) and `onset compare`'s analysis
 (/api/studies/STUDY/compare?metric=M&threshold=X). Its curves carry each point's wall-clock time
 (`at_unix_ms` beside `tokens`; null where the time is not known).
@@ -130,11 +131,16 @@ class HttpSource:
     def studies(self):
         """[{name, description, tags, source_name, created_unix_ms}] as the coordinator lists
         them."""
-        reply = self.get("/api/studies")
-        return [{"name": s["name"], "description": s.get("description", ""),
-                 "tags": list(s.get("tags", [])), "source_name": s.get("source_name", ""),
-                 "created_unix_ms": int(s.get("created_unix_ms", 0))}
-                for s in reply.get("studies", [])]
+        studies, token = [], ""
+        while True:
+            reply = self.get("/api/studies", {"page_token": token} if token else None)
+            studies += [{"name": s["name"], "description": s.get("description", ""),
+                         "tags": list(s.get("tags", [])), "source_name": s.get("source_name", ""),
+                         "created_unix_ms": int(s.get("created_unix_ms", 0))}
+                        for s in reply.get("studies", [])]
+            token = reply.get("next_page_token", "")
+            if not token:
+                return studies
 
     def cells(self, study):
         """The study's grid points in queue order (trunks left out), page by page."""

@@ -145,6 +145,33 @@ TEST_F(DashboardTest, AStudysDescriptionAndTags) {
   EXPECT_EQ(page["study"]["tags"], nlohmann::json({"ablation", "gpu"}));
 }
 
+// The list of studies comes a page at a time, as ListStudies pages it: the page and the Python
+// package follow next_page_token.
+TEST_F(DashboardTest, StudiesAreListedInPages) {
+  for (const char* name : {"two", "three"}) {
+    std::string text = testing::kSmallStudy;
+    text.replace(text.find("name: small"), 11, std::string("name: ") + name);
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", text);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    ASSERT_TRUE(store_->AddStudy({spec->name, "", "s.yaml", spec->source_yaml, spec->cells}).ok());
+  }
+  const nlohmann::json first = nlohmann::json::parse(Get("/api/studies?page_size=2").body);
+  ASSERT_EQ(first["studies"].size(), 2u);
+  EXPECT_EQ(first["studies"][0]["name"], "small");
+  EXPECT_EQ(first["studies"][1]["name"], "two");
+  EXPECT_EQ(first["omitted"], 1);
+  const nlohmann::json second = nlohmann::json::parse(
+      Get("/api/studies?page_size=2&page_token=" + first["next_page_token"].get<std::string>())
+          .body);
+  ASSERT_EQ(second["studies"].size(), 1u);
+  EXPECT_EQ(second["studies"][0]["name"], "three");
+  EXPECT_EQ(second["next_page_token"], "");
+  EXPECT_EQ(nlohmann::json::parse(Get("/api/studies").body)["studies"].size(), 3u);
+  EXPECT_EQ(Get("/api/studies?page_size=1001").status, 400);
+  EXPECT_EQ(Get("/api/studies?page_size=many").status, 400);
+  EXPECT_EQ(Get("/api/studies?page_token=x").status, 400);
+}
+
 TEST_F(DashboardTest, StudiesCellsAndCurves) {
   const nlohmann::json studies = nlohmann::json::parse(Get("/api/studies").body);
   ASSERT_EQ(studies["studies"].size(), 1u);

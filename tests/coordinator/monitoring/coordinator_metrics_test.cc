@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "common/fake_clock.h"
+#include "onset/v1/onset.pb.h"
 #include "tests/coordinator/test_util.h"
 
 namespace onset::coordinator {
@@ -58,7 +59,7 @@ class CoordinatorMetricsTest : public ::testing::Test {
   common::FakeClock clock_;
   std::string worker_;
   std::unique_ptr<SqliteStore> store_;
-  RpcMetrics rpcs_;
+  RpcMetrics rpcs_{{onset::v1::Study::descriptor()->file()->FindServiceByName("WorkerService")}};
   int cells_ = 0;
 };
 

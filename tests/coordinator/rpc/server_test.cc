@@ -1128,6 +1128,60 @@ TEST_F(ServerTest, StudiesAndResultsComeInPagesAndSubmitInPieces) {
   EXPECT_THAT(too_big.error_message(), HasSubstr("page_size"));
 }
 
+// ListStudies answers a page at a time (study_listing.h), the oldest first, with what is left
+// counted and a token that leads on.
+TEST_F(ServerTest, StudiesAreListedInPages) {
+  grpc::Status status;
+  for (const char* name : {"one", "two", "three"}) {
+    std::string yaml = testing::kSmallStudy;
+    yaml.replace(yaml.find("name: small"), 11, std::string("name: ") + name);
+    Submit(yaml, &status);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  v1::ListStudiesRequest request;
+  request.set_page_size(2);
+  v1::ListStudiesResponse page;
+  ASSERT_TRUE(studies_->ListStudies(Ctx().get(), request, &page).ok());
+  ASSERT_EQ(page.studies_size(), 2);
+  EXPECT_EQ(page.studies(0).name(), "one");
+  EXPECT_EQ(page.studies(1).name(), "two");
+  EXPECT_EQ(page.omitted(), 1);
+  ASSERT_FALSE(page.next_page_token().empty());
+  request.set_page_token(page.next_page_token());
+  ASSERT_TRUE(studies_->ListStudies(Ctx().get(), request, &page).ok());
+  ASSERT_EQ(page.studies_size(), 1);
+  EXPECT_EQ(page.studies(0).name(), "three");
+  EXPECT_EQ(page.omitted(), 0);
+  EXPECT_EQ(page.next_page_token(), "");
+
+  // Without paging: every study of a small coordinator in one reply, as before.
+  ASSERT_TRUE(studies_->ListStudies(Ctx().get(), v1::ListStudiesRequest(), &page).ok());
+  EXPECT_EQ(page.studies_size(), 3);
+  EXPECT_EQ(page.next_page_token(), "");
+
+  request.set_page_token("not-a-token");
+  grpc::Status bad = studies_->ListStudies(Ctx().get(), request, &page);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("page_token"));
+}
+
+// A study's file name is shown in every listing: it is bounded like a path.
+TEST_F(ServerTest, ASubmissionWithAFileNameLongerThanAPathIsRefused) {
+  v1::SubmitStudyRequest request;
+  request.set_source_name(std::string(kMaxSourceNameBytes + 1, 'x'));
+  request.set_yaml(testing::kSmallStudy);
+  auto ctx = Ctx();
+  auto reader = studies_->SubmitStudy(ctx.get(), request);
+  v1::SubmitStudyResponse piece;
+  EXPECT_FALSE(reader->Read(&piece));
+  const grpc::Status refused = reader->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("source_name: 4097 bytes; at most 4096"));
+  v1::ListStudiesResponse list;
+  ASSERT_TRUE(studies_->ListStudies(Ctx().get(), v1::ListStudiesRequest(), &list).ok());
+  EXPECT_EQ(list.studies_size(), 0);
+}
+
 TEST(ServerStartTest, ASecondCoordinatorOnTheSameDatabaseIsRefusedUntilTheFirstStops) {
   testutil::TempDir dir;
   ServerConfig config;

@@ -184,6 +184,51 @@ TEST_F(SqliteStoreTest, TagsGrowAndTheDescriptionNeverChangesSilently) {
   EXPECT_EQ(detail->study.tags, (std::vector<std::string>{"a", "b", "c"}));
 }
 
+// `n` tags "PREFIX0".."PREFIX{n-1}" as a study file writes them.
+std::string TagsLine(const std::string& prefix, int n) {
+  std::string line = "tags: [";
+  for (int i = 0; i < n; ++i) line += (i ? ", " : "") + prefix + std::to_string(i);
+  return line + "]\n";
+}
+
+// A study keeps at most kMaxTags tags over all its submissions: one whose new tags would take it
+// past that is refused, dry run or not, naming the study, its count and the limit, with nothing
+// written; naming only tags it has passes.
+TEST_F(SqliteStoreTest, TagsThatWouldTakeAStudyPastTheLimitAreRefused) {
+  ASSERT_TRUE(store_->AddStudy(Study(TagsLine("a", kMaxTags - 2) + testing::kSmallStudy)).ok());
+  // Two more fill it.
+  ASSERT_TRUE(store_->AddStudy(Study(TagsLine("b", 2) + testing::kSmallStudy)).ok());
+  const std::string past = TagsLine("c", 1) + testing::kSmallStudy;
+  for (bool dry_run : {true, false}) {
+    absl::StatusOr<AddStudyResult> refused =
+        dry_run ? store_->PreviewStudy(Study(past)) : store_->AddStudy(Study(past));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("study small has 32 tags and this file adds 1 more (c0): a study keeps "
+                          "at most 32 tags"));
+  }
+  // A whole new set at once: refused too, and the count shown is the stored one.
+  absl::StatusOr<AddStudyResult> refused =
+      store_->AddStudy(Study(TagsLine("d", kMaxTags) + testing::kSmallStudy));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("has 32 tags and this file adds 32 more (d0, d1, d10, d11, d12, ...)"));
+  // Tags it has: fine.
+  ASSERT_TRUE(store_->AddStudy(Study(TagsLine("b", 2) + testing::kSmallStudy)).ok());
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("small");
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(detail->study.tags.size(), static_cast<size_t>(kMaxTags));
+  EXPECT_EQ(std::count(detail->study.tags.begin(), detail->study.tags.end(), "c0"), 0);
+}
+
+// A new study given more tags than the limit (not from a study file, which refuses them) is
+// refused by the store all the same.
+TEST_F(SqliteStoreTest, ANewStudyWithMoreTagsThanTheLimitIsRefused) {
+  NewStudy study = Study(testing::kSmallStudy);
+  for (int i = 0; i <= kMaxTags; ++i) study.tags.push_back("t" + std::to_string(100 + i));
+  EXPECT_EQ(store_->AddStudy(study).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->GetStudy("small").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(SqliteStoreTest, CellsKeepTheValuesTheyStandForAndSizeTheirModels) {
   const std::string yaml = R"yaml(name: pos
 model: {layers: 4, d_model: 32, heads: 2, seq_len: 64}

@@ -9,6 +9,7 @@
 
 #include "common/fake_clock.h"
 #include "coordinator/store/sqlite_store.h"
+#include "coordinator/store/sqlite_studies.h"
 #include "coordinator/study/study_file.h"
 #include "tests/coordinator/test_util.h"
 #include "tests/testing/temp_dir.h"
@@ -121,6 +122,33 @@ TEST_F(SqliteSubmissionTest, ALargeSubmissionIsWrittenInBoundedTransactions) {
   ASSERT_TRUE(added.ok()) << added.status();
   EXPECT_EQ(added->cells_added, 1500);
   EXPECT_EQ(StoredCells(), 2500);
+}
+
+// The tag limit holds inside the write, not only in the plan: a submission planned while the
+// study had room is refused by its write once another stored tags that fill it, and nothing of
+// it is written.
+TEST_F(SqliteSubmissionTest, TheTagLimitIsCheckedAgainInsideTheWrite) {
+  NewStudy first = Study(3);
+  ASSERT_TRUE(store_->AddStudy(first).ok());
+  NewStudy late = Study(3);
+  late.tags = {"late"};
+  absl::StatusOr<std::unique_ptr<db::Connection>> db = db::Connection::Open(dir_.File("onset.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::StatusOr<studies::SubmissionWrites> planned = studies::PlanWrites(**db, late);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  NewStudy filler = Study(3);
+  for (int i = 0; i < kMaxTags; ++i) filler.tags.push_back("t" + std::to_string(10 + i));
+  ASSERT_TRUE(store_->AddStudy(filler).ok());
+
+  ASSERT_TRUE((*db)->Exec("BEGIN IMMEDIATE").ok());
+  absl::StatusOr<int64_t> applied = studies::ApplyStudy(**db, late, *planned, 0);
+  ASSERT_TRUE((*db)->Exec("ROLLBACK").ok());
+  EXPECT_EQ(applied.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(applied.status().message()),
+              HasSubstr("study big has 32 tags and this file adds 1 more (late)"));
+  absl::StatusOr<StudyDetail> detail = store_->GetStudy("big");
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(detail->study.tags.size(), static_cast<size_t>(kMaxTags));
 }
 
 }  // namespace
