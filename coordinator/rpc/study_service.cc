@@ -64,8 +64,9 @@ grpc::Status StudyServiceImpl::SubmitStudy(
       ToProto(cells[i], out.add_cells());
       if (fresh.count(cells[i].id) > 0) out.add_new_cell_ids(cells[i].id);
     }
-    // The study is stored by now: a client gone meanwhile loses only the answer.
-    if (!writer->Write(out)) return grpc::Status::OK;
+    // The study is stored by now: a client gone meanwhile, or one that stopped reading (its call
+    // cancelled), loses only the answer, and the submission's place is free again.
+    if (!watchdog_.Write(context, writer, out, stalled_reader_limit_)) return grpc::Status::OK;
     from = to;
   } while (from < cells.size());
   return grpc::Status::OK;
@@ -259,7 +260,8 @@ grpc::Status StudyServiceImpl::WatchStudy(
       if (cell.latest_loss) p->set_latest_loss(*cell.latest_loss);
     }
     ToProto(update.study, out.mutable_study());
-    return writer->Write(out);  // false once the client has gone
+    // False once the client has gone, or stopped reading for longer than the limit.
+    return watchdog_.Write(context, writer, out, stalled_reader_limit_);
   };
   auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
   return common::ToGrpcStatus(coordinator::WatchStudy(*store_, *store_, request->study(),

@@ -101,8 +101,8 @@ class StudyServiceImpl final : public onset::v1::StudyService::Service {
     others_held_ = std::move(others_held);
   }
 
-  // How long a streamed reply (a backup's chunk) may wait for its reader before the call is
-  // cancelled (write_watchdog.h). Call before serving.
+  // How long a streamed reply (a backup's chunk, a submission's answer, a watch's update) may
+  // wait for its reader before the call is cancelled (write_watchdog.h). Call before serving.
   void SetStalledReaderLimit(std::chrono::milliseconds limit) { stalled_reader_limit_ = limit; }
 
   // Ends the open watches and long polls (within FeedOptions::poll_ms), so that the server's
