@@ -37,10 +37,27 @@ TEST(ScheduleTest, ActionsStayInTheirWindowAndEveryKindIsDrawn) {
       kinds.insert(a.kind);
     }
   }
-  EXPECT_EQ(kinds.size(), 10u);
+  EXPECT_EQ(kinds.size(), static_cast<size_t>(kActionKinds));
   options.full_disk = false;
   for (uint32_t seed = 1; seed <= 50; ++seed) {
     for (const Action& a : DrawSchedule(seed, options)) EXPECT_NE(a.kind, ActionKind::kDiskFull);
+  }
+}
+
+// A restore comes only after a backup, and restores and restarts on a backup are two at most.
+TEST(ScheduleTest, ARestoreFollowsABackupAndRestartsOnBackupsAreFew) {
+  ScheduleOptions options;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    bool backed_up = false;
+    int restarts = 0;
+    for (const Action& a : DrawSchedule(seed, options)) {
+      if (a.kind == ActionKind::kRestore) {
+        EXPECT_TRUE(backed_up) << "seed " << seed;
+      }
+      backed_up = backed_up || a.kind == ActionKind::kBackup;
+      restarts += a.kind == ActionKind::kRestore || a.kind == ActionKind::kServeRotated;
+    }
+    EXPECT_LE(restarts, 2) << "seed " << seed;
   }
 }
 
