@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "tests/sim/simulation.h"
+
 namespace onset::sim {
 namespace {
 
@@ -59,6 +61,28 @@ TEST(ScheduleTest, ARestoreFollowsABackupAndRestartsOnBackupsAreFew) {
     }
     EXPECT_LE(restarts, 2) << "seed " << seed;
   }
+}
+
+// CI's seeds (simulation_test.cc) hold every kind of action between them, each way of aiming a
+// backup at the served database, and a fresh rerun of a whole study.
+TEST(ScheduleTest, CisSeedsHoldEveryKindOfAction) {
+  const ScheduleOptions options = ScheduleFor(SimOptions());
+  std::set<ActionKind> kinds;
+  std::set<int> traps;
+  bool fresh_study_rerun = false;
+  for (uint32_t seed : kCiSeeds) {
+    for (const Action& a : DrawSchedule(seed, options)) {
+      kinds.insert(a.kind);
+      if (a.kind == ActionKind::kBackupOverServed) traps.insert(a.variant);
+      fresh_study_rerun = fresh_study_rerun || (a.kind == ActionKind::kRerunStudy && a.fresh);
+    }
+  }
+  for (int k = 0; k < kActionKinds; ++k) {
+    EXPECT_TRUE(kinds.count(static_cast<ActionKind>(k)))
+        << KindName(static_cast<ActionKind>(k)) << " is in none of CI's seeds";
+  }
+  EXPECT_EQ(traps, (std::set<int>{0, 1, 2}));
+  EXPECT_TRUE(fresh_study_rerun);
 }
 
 }  // namespace

@@ -71,4 +71,9 @@ SimReport RunSimulation(const SimOptions& options);
 // The schedule options a simulation with `options` draws its schedule with.
 ScheduleOptions ScheduleFor(const SimOptions& options);
 
+// The seeds CI runs (simulation_test.cc), chosen so that between them every kind of action
+// occurs (schedule_test.cc checks that they do): 1-4, then seeds with a restore, a restart on a
+// rotating backup, the three stalled readers, whole-study reruns and every backup trap.
+inline constexpr uint32_t kCiSeeds[] = {1, 2, 3, 4, 14, 22, 27, 28, 32, 38};
+
 }  // namespace onset::sim
