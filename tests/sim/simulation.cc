@@ -128,7 +128,7 @@ class Run {
     cluster_.Restore();
     Settle();
     CheckServedFile();
-    for (const std::unique_ptr<StalledReader>& stall : stalls_) CheckStall(*stall);
+    for (size_t i = 0; i < stalls_.size(); ++i) CheckStall(stall_actions_[i], *stalls_[i]);
     cluster_.Stop();
     CheckServedFile();
 
@@ -400,7 +400,8 @@ class Run {
             call, cluster_.address(), cluster_.token(), kWide,
             StudyFile("dry", 2500, options_.steps, 96), std::chrono::milliseconds(a.duration_ms),
             std::chrono::seconds(4)));
-        said += ": opened (#" + std::to_string(stalls_.size()) + ")";
+        stall_actions_.push_back(a.Describe());
+        said += ": opened";
         break;
       }
     }
@@ -656,17 +657,14 @@ class Run {
   }
 
   // A stalled reader past the limit must have had its call cancelled by onsetd.
-  void CheckStall(StalledReader& stall) {
+  void CheckStall(const std::string& action, StalledReader& stall) {
     const StalledReader::Outcome& o = stall.Wait();
-    const char* names[] = {"Backup", "WatchStudy", "SubmitStudy dry run"};
-    const std::string what = std::string(names[static_cast<int>(stall.call())]) + " opened at " +
-                             std::to_string(stall.opened_unix_ms());
-    Say("stalled " + what + ": " + o.status + " after " + std::to_string(o.messages) +
-        " messages (" + std::to_string(o.bytes) + " bytes) read");
+    const std::string how = o.status + ", " + std::to_string(o.messages) + " messages (" +
+                            std::to_string(o.bytes) + " bytes) read after the stall";
+    Say(action + ": " + how);
     if (o.waited_throughout) {
-      Violation("a " + what + " whose client stopped reading was not cancelled by onsetd " +
-                "(--stalled-reader-limit-ms " + std::to_string(options_.stalled_reader_limit_ms) +
-                "): " + o.status + ", " + std::to_string(o.bytes) + " bytes sent past the stall");
+      Violation(action + ": not cancelled by onsetd (--stalled-reader-limit-ms " +
+                std::to_string(options_.stalled_reader_limit_ms) + "): " + how);
     }
   }
 
@@ -707,6 +705,7 @@ class Run {
   std::string served_where_it_lies_;
   bool served_vanished_ = false;
   std::vector<std::unique_ptr<StalledReader>> stalls_;
+  std::vector<std::string> stall_actions_;  // the action that opened each
   SimReport report_;
 };
 

@@ -16,6 +16,21 @@ int64_t WallMs() {
       .count();
 }
 
+std::string CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    default:
+      return "code " + std::to_string(static_cast<int>(code));
+  }
+}
+
 // Reads what the stream still sends, then its status.
 template <typename Message>
 grpc::Status Drain(grpc::ClientReaderInterface<Message>* reader, StalledReader::Outcome* out) {
@@ -90,8 +105,8 @@ void StalledReader::Run(std::string address, std::string token, std::string stud
       break;
     }
   }
-  outcome_.status =
-      std::to_string(static_cast<int>(status.error_code())) + " " + status.error_message();
+  outcome_.status = CodeName(status.error_code()) +
+                    (status.error_message().empty() ? "" : ": " + status.error_message());
   outcome_.cancelled_by_coordinator = status.error_code() == grpc::StatusCode::CANCELLED;
   // Ran to its end, or to this client's deadline, having sent more than the window holds: the
   // write that filled the window waited for the reader all through the stall.
