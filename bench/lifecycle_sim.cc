@@ -4,8 +4,11 @@
 // again with --seed N --keep.
 //
 //   build/bin/onset-lifecycle-sim --seeds 1-200 [--workers 3] [--cells 8] [--faults-s 20]
-//                                 [--bin-dir DIR] [--stalled-reader-limit-ms 2000]
+//                                 [--list] [--verbose] [--bin-dir DIR]
+//                                 [--stalled-reader-limit-ms 2000]
 //
+// `--list` prints each seed's schedule (its kinds of action; with --verbose every action) without
+// running it, to choose seeds by what they do; `--verbose` prints the schedule of every seed run.
 // `--bin-dir` runs other binaries of onsetd, onset-worker and onset (with this version's
 // onset-sim-trainer and libonset-sim-full-disk.so beside them); `--stalled-reader-limit-ms 0`
 // leaves that flag out, for an onsetd that lacks it (the stalled readers are then skipped).

@@ -21,7 +21,9 @@
 //      one of its branches' branch points) is still on disk: a rerun of the branch starts from
 //      it, and trunks keep them (docs/wsd-trunks.md).
 //
-// The scripted trainer evaluates nothing, so a branch's eval points are not checked.
+// The scripted trainer evaluates nothing, so a branch's eval points are not checked. What the
+// simulator checks while it runs (each backup, each backup aimed at the served database, the
+// served file, each stalled reader) is in simulation.h.
 //
 // After a restore (docs/operating-onsetd.md) one promise is weaker, as stated there: a trainer of
 // the lost timeline may have pruned a checkpoint the restored copy names, so a named checkpoint
