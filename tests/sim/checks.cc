@@ -2,50 +2,45 @@
 
 #include <sqlite3.h>
 
-#include <functional>
+#include <filesystem>
+#include <optional>
 #include <set>
 
+#include "base/checkpoint_name.h"
+#include "tests/sim/db_reads.h"
 #include "tests/sim/journal.h"
 
 namespace onset::sim {
 namespace {
 
-// Runs `sql` on `db` read-only and calls `row` for each result row; an error becomes a line of
-// `problems`.
-void ForEachRow(const std::string& db, const std::string& sql,
-                const std::function<void(sqlite3_stmt*)>& row, std::vector<std::string>* problems) {
-  sqlite3* conn = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    problems->push_back("cannot open " + db + ": " + sqlite3_errmsg(conn));
-    sqlite3_close(conn);
-    return;
-  }
-  sqlite3_busy_timeout(conn, 10'000);
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(conn, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    problems->push_back("bad query: " + std::string(sqlite3_errmsg(conn)));
-  } else {
-    while (sqlite3_step(stmt) == SQLITE_ROW) row(stmt);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(conn);
-}
-
-std::string Text(sqlite3_stmt* row, int column) {
-  const unsigned char* text = sqlite3_column_text(row, column);
-  return text ? reinterpret_cast<const char*>(text) : "";
-}
+namespace fs = std::filesystem;
 
 struct Cell {
   std::string study;
   std::string id;
   std::string state;
+  std::string role;  // cell, trunk or branch
   int64_t budget = 0;
   int64_t tokens_done = 0;
+  int64_t branch_tokens = 0;  // a branch's branch point
   std::set<int64_t> loss_tokens;
-  std::set<int64_t> runs;
+  std::set<int64_t> runs;        // the runs of its points (a branch: past its branch point)
+  std::set<int64_t> trunk_runs;  // a branch: the runs of its points up to its branch point
   int64_t max_point_tokens = 0;
 };
+
+// A run, as its first trainer wrote it down (NEWRUN).
+struct Run {
+  int64_t at_unix_ms = 0;
+  std::string cell;
+  std::optional<uint64_t> trunk_run;  // a branch's run: the trunk run it started from
+};
+
+std::string Runs(const std::set<int64_t>& runs) {
+  std::string text;
+  for (int64_t r : runs) text += " " + std::to_string(r);
+  return text;
+}
 
 }  // namespace
 
@@ -55,7 +50,7 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
 
   // 1, 2: what the trainers saw.
   std::map<std::pair<std::string, int>, bool> started, crashed;
-  std::map<uint64_t, int64_t> run_started_at;  // run id -> NEWRUN time
+  std::map<uint64_t, Run> runs;  // run id -> its NEWRUN
   for (const JournalEntry& e : journal) {
     if (e.kind == "VIOLATION") {
       const bool pruned_by_a_lost_timeline =
@@ -73,7 +68,10 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
     } else if (e.kind == "CRASH") {
       crashed[{e.cell, e.attempt}] = true;
     } else if (e.kind == "NEWRUN") {
-      run_started_at[std::stoull(e.Field("run"))] = e.at_unix_ms;
+      Run& run = runs[std::stoull(e.Field("run"))];
+      run.at_unix_ms = e.at_unix_ms;
+      run.cell = e.cell;
+      if (!e.Field("trunk_run").empty()) run.trunk_run = std::stoull(e.Field("trunk_run"));
     }
   }
 
@@ -81,8 +79,8 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
   std::map<std::string, Cell> cells;  // by "study/id"
   ForEachRow(
       input.db,
-      "SELECT s.name, c.hash, c.state, c.tokens_budget, c.tokens_done FROM cells c "
-      "JOIN studies s ON s.id = c.study_id",
+      "SELECT s.name, c.hash, c.state, c.tokens_budget, c.tokens_done, c.role, c.branch_tokens "
+      "FROM cells c JOIN studies s ON s.id = c.study_id",
       [&](sqlite3_stmt* r) {
         Cell c;
         c.study = Text(r, 0);
@@ -90,6 +88,8 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
         c.state = Text(r, 2);
         c.budget = sqlite3_column_int64(r, 3);
         c.tokens_done = sqlite3_column_int64(r, 4);
+        c.role = Text(r, 5);
+        c.branch_tokens = sqlite3_column_int64(r, 6);
         cells[c.study + "/" + c.id] = c;
       },
       &problems);
@@ -104,7 +104,10 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
         const int64_t tokens = sqlite3_column_int64(r, 3);
         c.max_point_tokens = std::max(c.max_point_tokens, tokens);
         if (name == "train/loss") c.loss_tokens.insert(tokens);
-        if (name == "sim/run") c.runs.insert(static_cast<int64_t>(sqlite3_column_double(r, 4)));
+        if (name == "sim/run") {
+          const int64_t run = static_cast<int64_t>(sqlite3_column_double(r, 4));
+          (c.role == "branch" && tokens <= c.branch_tokens ? c.trunk_runs : c.runs).insert(run);
+        }
       },
       &problems);
 
@@ -116,32 +119,63 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
 
   for (const auto& [key, c] : cells) {
     const std::string name = "cell " + key + " (" + c.state + ")";
+    const bool counted = !input.uncounted_studies.count(c.study);
     if (c.state == "succeeded") {
-      ++counts->succeeded;
+      counts->succeeded += counted;
     } else if (c.state == "failed") {
-      ++counts->failed;
+      counts->failed += counted;
     } else if (c.state == "cancelled") {
-      ++counts->cancelled;
+      counts->cancelled += counted;
     } else if (c.state == "diverged") {
-      ++counts->diverged;
+      counts->diverged += counted;
     } else {
-      ++counts->unfinished;
+      counts->unfinished += counted;
       problems.push_back(name + ": did not end in the time it was given");
     }
-    // 3: one run.
+    const bool branch = c.role == "branch";
+    // 3: one run (a branch: one trunk run up to its branch point, one of its own past it, which
+    // started from that trunk run).
     if (c.runs.size() > 1) {
-      std::string runs;
-      for (int64_t r : c.runs) runs += " " + std::to_string(r);
-      problems.push_back(name + ": its points come from " + std::to_string(c.runs.size()) +
-                         " runs:" + runs);
+      problems.push_back(name + ": its points" + (branch ? " past its branch point" : "") +
+                         " come from " + std::to_string(c.runs.size()) + " runs:" + Runs(c.runs));
+    }
+    if (c.trunk_runs.size() > 1) {
+      problems.push_back(name + ": its points up to its branch point come from " +
+                         std::to_string(c.trunk_runs.size()) + " trunk runs:" + Runs(c.trunk_runs));
+    }
+    if (branch && c.trunk_runs.size() == 1) {
+      const uint64_t trunk_run = static_cast<uint64_t>(*c.trunk_runs.begin());
+      for (int64_t own : c.runs) {
+        auto run = runs.find(static_cast<uint64_t>(own));
+        if (run != runs.end() && run->second.trunk_run && *run->second.trunk_run != trunk_run) {
+          problems.push_back(name + ": its decay (run " + std::to_string(own) +
+                             ") started from trunk run " + std::to_string(*run->second.trunk_run) +
+                             ", but its points up to its branch point are of trunk run " +
+                             std::to_string(trunk_run));
+        }
+      }
     }
     if (auto fresh = input.fresh_reruns.find(c.id); fresh != input.fresh_reruns.end()) {
-      for (int64_t run : c.runs) {
-        auto started_at = run_started_at.find(static_cast<uint64_t>(run));
-        if (started_at == run_started_at.end() || started_at->second < fresh->second) {
-          problems.push_back(name + ": keeps points of run " + std::to_string(run) +
+      for (int64_t own : c.runs) {
+        auto run = runs.find(static_cast<uint64_t>(own));
+        if (run == runs.end() || run->second.at_unix_ms < fresh->second) {
+          problems.push_back(name + ": keeps points of run " + std::to_string(own) +
                              ", which started before the fresh rerun asked at " +
                              std::to_string(fresh->second));
+        }
+      }
+      // A branch's points up to its branch point are its trunk's: some start of the branch
+      // after the fresh rerun took them.
+      for (int64_t trunk_run : c.trunk_runs) {
+        bool taken = false;
+        for (const auto& [id, run] : runs) {
+          taken = taken || (run.cell == c.id && run.at_unix_ms >= fresh->second &&
+                            run.trunk_run == static_cast<uint64_t>(trunk_run));
+        }
+        if (!taken) {
+          problems.push_back(name + ": keeps points of trunk run " + std::to_string(trunk_run) +
+                             ", which no start of the branch after the fresh rerun asked at " +
+                             std::to_string(fresh->second) + " took");
         }
       }
     }
@@ -165,6 +199,17 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
       }
     }
   }
+  // 3: a branch's trainers start from their own checkpoint or their trunk's, never from scratch.
+  std::set<std::string> branches;
+  for (const auto& [key, c] : cells) {
+    if (c.role == "branch") branches.insert(c.id);
+  }
+  for (const auto& [id, run] : runs) {
+    if (branches.count(run.cell) && !run.trunk_run) {
+      problems.push_back("cell " + run.cell + ": a trainer of this branch started run " +
+                         std::to_string(id) + " from scratch, not from its trunk's checkpoint");
+    }
+  }
 
   // 5: failures counted only for real ones.
   ForEachRow(
@@ -185,6 +230,28 @@ std::vector<std::string> CheckInvariants(const CheckInput& input, CellCounts* co
         }
       },
       &problems);
+
+  // 7: the trunk checkpoints branches start from are kept.
+  if (!input.checkpoint_root.empty()) {
+    ForEachRow(
+        input.db,
+        "SELECT s.name, t.hash, m.tokens, a.attempt FROM metrics m JOIN cells t ON t.id = "
+        "m.cell_id JOIN studies s ON s.id = t.study_id JOIN attempts a ON a.id = m.attempt_id "
+        "WHERE t.role = 'trunk' AND m.name = 'checkpoint/bytes' AND m.tokens IN (SELECT "
+        "b.branch_tokens FROM cells b WHERE b.trunk_id = t.id)",
+        [&](sqlite3_stmt* r) {
+          const fs::path file = fs::path(input.checkpoint_root) / Text(r, 0) / Text(r, 1) /
+                                base::AttemptDirName(sqlite3_column_int(r, 3)) /
+                                base::CheckpointFileName(sqlite3_column_int64(r, 2));
+          std::error_code ec;
+          if (!fs::exists(file, ec)) {
+            problems.push_back("trunk " + Text(r, 0) + "/" + Text(r, 1) + ": its checkpoint at " +
+                               std::to_string(sqlite3_column_int64(r, 2)) +
+                               " tokens, which a branch starts from, is gone: " + file.string());
+          }
+        },
+        &problems);
+  }
   return problems;
 }
 

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "tests/sim/journal.h"
 #include "tests/testing/temp_dir.h"
 
@@ -25,10 +28,12 @@ class ChecksTest : public ::testing::Test {
     Exec(
         "CREATE TABLE studies (id INTEGER PRIMARY KEY, name TEXT);"
         "CREATE TABLE cells (id INTEGER PRIMARY KEY, study_id INTEGER, hash TEXT, state TEXT, "
-        "tokens_budget INTEGER, tokens_done INTEGER);"
-        "CREATE TABLE metrics (cell_id INTEGER, name TEXT, tokens INTEGER, value REAL);"
+        "tokens_budget INTEGER, tokens_done INTEGER, role TEXT NOT NULL DEFAULT 'cell', "
+        "trunk_id INTEGER, branch_tokens INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE metrics (cell_id INTEGER, name TEXT, tokens INTEGER, value REAL, "
+        "attempt_id INTEGER NOT NULL DEFAULT 0);"
         "CREATE TABLE attempts (cell_id INTEGER, attempt INTEGER, outcome TEXT, "
-        "failure_class TEXT);"
+        "failure_class TEXT, id INTEGER PRIMARY KEY);"
         "INSERT INTO studies VALUES (1, 'sim');");
   }
 
@@ -47,13 +52,33 @@ class ChecksTest : public ::testing::Test {
   // A cell of 3 steps whose points all come from `run`.
   void Cell(int row, const std::string& hash, const std::string& state, uint64_t run = 7,
             int steps = 3) {
-    Exec("INSERT INTO cells VALUES (" + std::to_string(row) + ", 1, '" + hash + "', '" + state +
-         "', 300, " + (state == "succeeded" ? "300" : "0") + ")");
-    for (int s = 1; s <= steps; ++s) {
-      Exec("INSERT INTO metrics VALUES (" + std::to_string(row) + ", 'train/loss', " +
-           std::to_string(s * kStep) + ", 1.0), (" + std::to_string(row) + ", 'sim/run', " +
-           std::to_string(s * kStep) + ", " + std::to_string(run) + ")");
+    Exec("INSERT INTO cells (id, study_id, hash, state, tokens_budget, tokens_done) VALUES (" +
+         std::to_string(row) + ", 1, '" + hash + "', '" + state + "', 300, " +
+         (state == "succeeded" ? "300" : "0") + ")");
+    Points(row, run, 1, steps);
+  }
+
+  // train/loss and sim/run (`run`) of cell `row` at steps `from` to `to`.
+  void Points(int row, uint64_t run, int from, int to) {
+    for (int s = from; s <= to; ++s) {
+      Exec("INSERT INTO metrics (cell_id, name, tokens, value) VALUES (" + std::to_string(row) +
+           ", 'train/loss', " + std::to_string(s * kStep) + ", 1.0), (" + std::to_string(row) +
+           ", 'sim/run', " + std::to_string(s * kStep) + ", " + std::to_string(run) + ")");
     }
+  }
+
+  // A WSD trunk (row 10, "t", to step 4) and a branch of it (row 11, "b", budget 6 steps,
+  // branch point step 4), both succeeded; the branch's points up to step 4 are of trunk run
+  // `trunk_run`, past it of `own_run`.
+  void TrunkAndBranch(uint64_t trunk_run, uint64_t own_run) {
+    Exec(
+        "INSERT INTO cells (id, study_id, hash, state, tokens_budget, tokens_done, role) VALUES "
+        "(10, 1, 't', 'succeeded', 400, 400, 'trunk');"
+        "INSERT INTO cells (id, study_id, hash, state, tokens_budget, tokens_done, role, "
+        "trunk_id, branch_tokens) VALUES (11, 1, 'b', 'succeeded', 600, 600, 'branch', 10, 400)");
+    Points(10, trunk_run, 1, 4);
+    Points(11, trunk_run, 1, 4);
+    Points(11, own_run, 5, 6);
   }
 
   void Journal(const std::string& kind, const std::string& cell, int attempt,
@@ -68,12 +93,14 @@ class ChecksTest : public ::testing::Test {
     Append(dir_.path(), e);
   }
 
-  std::vector<std::string> Check(std::map<std::string, int64_t> fresh = {}) {
+  std::vector<std::string> Check(std::map<std::string, int64_t> fresh = {},
+                                 const std::string& checkpoint_root = "") {
     CheckInput input;
     input.db = Db();
     input.journal_dir = dir_.path();
     input.step_tokens = kStep;
     input.fresh_reruns = std::move(fresh);
+    input.checkpoint_root = checkpoint_root;
     CellCounts counts;
     return CheckInvariants(input, &counts);
   }
@@ -85,8 +112,9 @@ TEST_F(ChecksTest, ACleanHistoryPasses) {
   Cell(1, "a", "succeeded");
   Cell(2, "b", "cancelled", 9, 1);
   Exec(
-      "INSERT INTO attempts VALUES (1, 1, 'lost', 'lost'), (1, 2, 'failed', 'crash'), "
-      "(1, 3, 'succeeded', ''), (2, 1, 'lost', 'unconfirmed')");
+      "INSERT INTO attempts (cell_id, attempt, outcome, failure_class) VALUES (1, 1, 'lost', "
+      "'lost'), (1, 2, 'failed', 'crash'), (1, 3, 'succeeded', ''), (2, 1, 'lost', "
+      "'unconfirmed')");
   Journal("NEWRUN", "a", 1, {{"run", "7"}});
   Journal("START", "a", 1, {{"run", "7"}});
   Journal("START", "a", 2, {{"run", "7"}});
@@ -117,13 +145,17 @@ TEST_F(ChecksTest, PointsOfARunFromBeforeAFreshRerunSurvive) {
 TEST_F(ChecksTest, AnIncompleteCurveOrAPointPastTheBudget) {
   Cell(1, "a", "succeeded", 7, 2);
   EXPECT_THAT(Check(), ElementsAre(HasSubstr("its curve misses 1 of its steps")));
-  Exec("INSERT INTO metrics VALUES (1, 'train/loss', 300, 1.0), (1, 'train/loss', 9000, 1.0)");
+  Exec(
+      "INSERT INTO metrics (cell_id, name, tokens, value) VALUES (1, 'train/loss', 300, 1.0), "
+      "(1, 'train/loss', 9000, 1.0)");
   EXPECT_THAT(Check(), ElementsAre(HasSubstr("a point at 9000 tokens, past its budget")));
 }
 
 TEST_F(ChecksTest, FailuresCountedForNothing) {
   Cell(1, "a", "failed", 7, 1);
-  Exec("INSERT INTO attempts VALUES (1, 1, 'failed', 'crash'), (1, 2, 'lost', 'lost')");
+  Exec(
+      "INSERT INTO attempts (cell_id, attempt, outcome, failure_class) VALUES (1, 1, 'failed', "
+      "'crash'), (1, 2, 'lost', 'lost')");
   EXPECT_THAT(Check(), ElementsAre(HasSubstr("attempt 1: a crash counted, but its trainer did not"),
                                    HasSubstr("attempt 2: a loss counted, but its trainer never")));
 }
@@ -133,6 +165,66 @@ TEST_F(ChecksTest, ACellThatDidNotEnd) {
   Cell(2, "b", "backoff", 7, 1);
   EXPECT_THAT(Check(), ElementsAre(HasSubstr("sim/a (running): did not end"),
                                    HasSubstr("sim/b (backoff): did not end")));
+}
+
+TEST_F(ChecksTest, ABranchKeepsItsTrunksPointsUpToItsBranchPointAndItsOwnPastIt) {
+  TrunkAndBranch(/*trunk_run=*/5, /*own_run=*/6);
+  Journal("NEWRUN", "t", 1, {{"run", "5"}});
+  Journal("NEWRUN", "b", 1, {{"run", "6"}, {"trunk_run", "5"}, {"branch_at", "400"}});
+  EXPECT_THAT(Check(), IsEmpty());
+}
+
+TEST_F(ChecksTest, ABranchWhoseDecayStartedFromAnotherTrunkRun) {
+  TrunkAndBranch(/*trunk_run=*/5, /*own_run=*/6);
+  Journal("NEWRUN", "t", 1, {{"run", "5"}});
+  Journal("NEWRUN", "b", 1, {{"run", "6"}, {"trunk_run", "4"}, {"branch_at", "400"}});
+  EXPECT_THAT(Check(), ElementsAre(HasSubstr("its decay (run 6) started from trunk run 4, but its "
+                                             "points up to its branch point are of trunk run 5")));
+}
+
+TEST_F(ChecksTest, ABranchWithPointsOfTwoTrunkRunsOrTwoRunsOfItsOwn) {
+  TrunkAndBranch(/*trunk_run=*/5, /*own_run=*/6);
+  Journal("NEWRUN", "b", 1, {{"run", "6"}, {"trunk_run", "5"}, {"branch_at", "400"}});
+  Exec("UPDATE metrics SET value = 3 WHERE cell_id = 11 AND name = 'sim/run' AND tokens = 100");
+  Exec("UPDATE metrics SET value = 7 WHERE cell_id = 11 AND name = 'sim/run' AND tokens = 600");
+  EXPECT_THAT(Check(),
+              ElementsAre(HasSubstr("its points past its branch point come from 2 runs: 6 7"),
+                          HasSubstr("its points up to its branch point come from 2 trunk runs")));
+}
+
+TEST_F(ChecksTest, ABranchTrainerThatStartedFromScratch) {
+  TrunkAndBranch(/*trunk_run=*/5, /*own_run=*/6);
+  Journal("NEWRUN", "b", 1, {{"run", "6"}});
+  EXPECT_THAT(Check(),
+              ElementsAre(HasSubstr("a trainer of this branch started run 6 from scratch")));
+}
+
+TEST_F(ChecksTest, AfterAFreshRerunOfABranchItsTrunksPointsCameWithANewStart) {
+  TrunkAndBranch(/*trunk_run=*/5, /*own_run=*/6);
+  Journal("NEWRUN", "b", 1, {{"run", "6"}, {"trunk_run", "5"}, {"branch_at", "400"}},
+          /*at=*/3000);
+  EXPECT_THAT(Check({{"b", 2000}}), IsEmpty());
+  EXPECT_THAT(Check({{"b", 4000}}),
+              ElementsAre(HasSubstr("keeps points of run 6, which started before the fresh"),
+                          HasSubstr("keeps points of trunk run 5, which no start of the branch")));
+}
+
+TEST_F(ChecksTest, ATrunkCheckpointABranchStartsFromIsKept) {
+  TrunkAndBranch(/*trunk_run=*/5, /*own_run=*/6);
+  Journal("NEWRUN", "b", 1, {{"run", "6"}, {"trunk_run", "5"}, {"branch_at", "400"}});
+  Exec(
+      "INSERT INTO attempts (id, cell_id, attempt, outcome, failure_class) VALUES (7, 10, 2, "
+      "'succeeded', '');"
+      "INSERT INTO metrics (cell_id, name, tokens, value, attempt_id) VALUES (10, "
+      "'checkpoint/bytes', 400, 100, 7)");
+  const std::string root = dir_.File("checkpoints");
+  const std::string file = root + "/sim/t/attempt-2/ckpt-000000000400.pt";
+  EXPECT_THAT(Check({}, root), ElementsAre(HasSubstr("its checkpoint at 400 tokens, which a "
+                                                     "branch starts from, is gone: " +
+                                                     file)));
+  std::filesystem::create_directories(root + "/sim/t/attempt-2");
+  std::ofstream(file) << "x";
+  EXPECT_THAT(Check({}, root), IsEmpty());
 }
 
 }  // namespace

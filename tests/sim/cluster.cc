@@ -243,6 +243,11 @@ void Cluster::SetDiskFull(bool full) {
   }
 }
 
+bool Cluster::DiskFull() const {
+  std::error_code ec;
+  return fs::exists(config_.dir + "/disk-full", ec);
+}
+
 void Cluster::Restore() {
   SetDiskFull(false);
   for (int i = 0; i < workers(); ++i) Heal(i);

@@ -89,6 +89,7 @@ class Cluster {
 
   // Every regular-file write of onsetd fails with ENOSPC while on (tests/sim/full_disk.cc).
   void SetDiskFull(bool full);
+  bool DiskFull() const;
 
   // Ends every fault: heals the network and the disk, starts what is not running.
   void Restore();

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "tests/sim/simulation.h"
+
 namespace onset::sim {
 namespace {
 
@@ -37,11 +39,50 @@ TEST(ScheduleTest, ActionsStayInTheirWindowAndEveryKindIsDrawn) {
       kinds.insert(a.kind);
     }
   }
-  EXPECT_EQ(kinds.size(), 10u);
+  EXPECT_EQ(kinds.size(), static_cast<size_t>(kActionKinds));
   options.full_disk = false;
   for (uint32_t seed = 1; seed <= 50; ++seed) {
     for (const Action& a : DrawSchedule(seed, options)) EXPECT_NE(a.kind, ActionKind::kDiskFull);
   }
+}
+
+// A restore comes only after a backup, and restores and restarts on a backup are two at most.
+TEST(ScheduleTest, ARestoreFollowsABackupAndRestartsOnBackupsAreFew) {
+  ScheduleOptions options;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    bool backed_up = false;
+    int restarts = 0;
+    for (const Action& a : DrawSchedule(seed, options)) {
+      if (a.kind == ActionKind::kRestore) {
+        EXPECT_TRUE(backed_up) << "seed " << seed;
+      }
+      backed_up = backed_up || a.kind == ActionKind::kBackup;
+      restarts += a.kind == ActionKind::kRestore || a.kind == ActionKind::kServeRotated;
+    }
+    EXPECT_LE(restarts, 2) << "seed " << seed;
+  }
+}
+
+// CI's seeds (simulation_test.cc) hold every kind of action between them, each way of aiming a
+// backup at the served database, and a fresh rerun of a whole study.
+TEST(ScheduleTest, CisSeedsHoldEveryKindOfAction) {
+  const ScheduleOptions options = ScheduleFor(SimOptions());
+  std::set<ActionKind> kinds;
+  std::set<int> traps;
+  bool fresh_study_rerun = false;
+  for (uint32_t seed : kCiSeeds) {
+    for (const Action& a : DrawSchedule(seed, options)) {
+      kinds.insert(a.kind);
+      if (a.kind == ActionKind::kBackupOverServed) traps.insert(a.variant);
+      fresh_study_rerun = fresh_study_rerun || (a.kind == ActionKind::kRerunStudy && a.fresh);
+    }
+  }
+  for (int k = 0; k < kActionKinds; ++k) {
+    EXPECT_TRUE(kinds.count(static_cast<ActionKind>(k)))
+        << KindName(static_cast<ActionKind>(k)) << " is in none of CI's seeds";
+  }
+  EXPECT_EQ(traps, (std::set<int>{0, 1, 2}));
+  EXPECT_TRUE(fresh_study_rerun);
 }
 
 }  // namespace

@@ -7,10 +7,21 @@
 //   - two trainers of one cell at once: each trainer holds an exclusive lock on a file named
 //     after its cell while it runs; one that cannot take it is the second;
 //   - a checkpoint it was told to resume that is missing or damaged;
-//   - a run it resumes that belongs to another cell.
+//   - a run it resumes that belongs to another cell;
+//   - a WSD branch's trunk checkpoint (--branch-from) that is missing, damaged, not a trunk's, or
+//     not at the branch's branch point.
 //
 // The run id (a random 40-bit number, exact as a double) starts with a run from scratch and is
 // carried by every checkpoint, so the points a cell keeps tell which runs they came from.
+//
+// WSD trunks and branches (docs/wsd-trunks.md) as onset-train runs them: a trunk (its config a
+// trunk spec, model/config/wsd_trunk.h) trains to its `until`, writes a checkpoint at each branch
+// point that it never prunes, and when it starts re-announces the branch-point checkpoints it has
+// (linking those of the attempt it resumed into its own directory first). A branch with no
+// checkpoint of its own to resume starts from its trunk's file: a new run of its own (NEWRUN
+// with trunk_run and branch_at) that reports the trunk run's points up to the branch point as
+// its own, as onset-train replays the trunk's train events, then trains its decay. Its
+// checkpoints carry both runs, so a resumed branch reports the same two.
 //
 // Environment: ONSET_SIM_JOURNAL (the journal directory; required), ONSET_SIM_STEP_MS (the time
 // a step takes, default 50), ONSET_SIM_CRASH_PERMILLE (the chance that a step fails the run,
@@ -31,6 +42,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -103,6 +115,9 @@ struct Checkpoint {
   std::string cell;
   uint64_t run = 0;
   int64_t tokens = 0;
+  std::string role = "cell";  // "cell", "trunk" or "branch"
+  uint64_t trunk_run = 0;     // a branch's: the trunk run its points up to branch_at are
+  int64_t branch_at = 0;      // a branch's: where it left its trunk
 };
 
 uint64_t Sum(const std::string& text) {
@@ -113,7 +128,8 @@ uint64_t Sum(const std::string& text) {
 
 std::string Body(const Checkpoint& c) {
   return "onset-sim-checkpoint 1\ncell " + c.cell + "\nrun " + std::to_string(c.run) + "\ntokens " +
-         std::to_string(c.tokens) + "\n";
+         std::to_string(c.tokens) + "\nrole " + c.role + "\ntrunk_run " +
+         std::to_string(c.trunk_run) + "\nbranch_at " + std::to_string(c.branch_at) + "\n";
 }
 
 // Written whole or not at all: a temporary file, fsync, rename.
@@ -163,13 +179,17 @@ std::optional<Checkpoint> ReadCheckpoint(const std::string& path, std::string* w
     if (key == "cell") lines >> c.cell;
     if (key == "run") lines >> c.run;
     if (key == "tokens") lines >> c.tokens;
+    if (key == "role") lines >> c.role;
+    if (key == "trunk_run") lines >> c.trunk_run;
+    if (key == "branch_at") lines >> c.branch_at;
   }
   return c;
 }
 
-// Keeps the newest two, and under a supervisor nothing at or past the newest recorded one (the
-// contract of base/trainer_contract.h kSupervisorRecorded).
-void Prune(const std::string& dir, bool supervised) {
+// Keeps the newest two, the pinned ones (a trunk's branch points), and under a supervisor nothing
+// at or past the newest recorded one (the contract of base/trainer_contract.h
+// kSupervisorRecorded).
+void Prune(const std::string& dir, bool supervised, const std::set<int64_t>& pinned) {
   std::vector<std::pair<int64_t, fs::path>> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -182,7 +202,7 @@ void Prune(const std::string& dir, bool supervised) {
   std::sort(files.begin(), files.end());
   const int64_t keep_from = supervised ? g_recorded.load() : INT64_MAX;
   for (size_t i = 0; i + 2 < files.size(); ++i) {
-    if (files[i].first >= keep_from) continue;
+    if (files[i].first >= keep_from || pinned.count(files[i].first) > 0) continue;
     fs::remove(files[i].second, ec);
   }
 }
@@ -252,10 +272,38 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "onset-sim-trainer: %s: %s\n", args.config.c_str(), e.what());
     return onset::trainer::kExitUsage;
   }
-  const int64_t budget = config["train"].value("tokens", int64_t{0});
-  const int64_t step_tokens = std::max<int64_t>(1, config["train"].value("batch_tokens", 1024));
-  int64_t every = config["train"].value("checkpoint_every_tokens", int64_t{0});
+  // A trunk's config is a trunk spec: {"trunk": {"until", "eval_at", "branch_points"}, "cell"}.
+  const bool trunk = config.is_object() && config.contains("trunk");
+  const nlohmann::json cell_config =
+      trunk ? config.value("cell", nlohmann::json::object()) : config;
+  const nlohmann::json train = cell_config.value("train", nlohmann::json::object());
+  const nlohmann::json model = cell_config.value("model", nlohmann::json::object());
+  // Tokens per optimizer step: max(1, batch_tokens / seq_len) sequences of seq_len (as
+  // model/config/wsd_trunk.h TokensPerStep).
+  const int64_t seq_len = std::max<int64_t>(1, model.value("seq_len", int64_t{1}));
+  const int64_t step_tokens =
+      std::max<int64_t>(1, train.value("batch_tokens", int64_t{1024}) / seq_len) * seq_len;
+  std::set<int64_t> pinned;  // a trunk's branch points
+  int64_t budget = train.value("tokens", int64_t{0});
+  if (trunk) {
+    const nlohmann::json spec = config["trunk"];
+    budget = spec.value("until", int64_t{0});
+    for (const nlohmann::json& at : spec.value("branch_points", nlohmann::json::array())) {
+      pinned.insert(at.get<int64_t>());
+    }
+  }
+  int64_t every = train.value("checkpoint_every_tokens", int64_t{0});
   if (every <= 0) every = std::max<int64_t>(step_tokens, budget / 4);
+  const bool branch = !trunk && !args.branch_from.empty();
+  // A branch's branch point: the last step boundary at or before its decay starts (as
+  // model/config/wsd_trunk.h BranchPoint).
+  int64_t branch_point = 0;
+  if (branch) {
+    const double decay = train.value("decay_fraction", 0.0);
+    const int64_t decay_start =
+        std::max<int64_t>(0, budget - std::llround(decay * static_cast<double>(budget)));
+    branch_point = decay_start / step_tokens * step_tokens;
+  }
 
   // The worker runs it in WORK/CELL/attempt-N.
   const fs::path cwd = fs::current_path();
@@ -288,6 +336,7 @@ int main(int argc, char** argv) {
 
   // Where it starts: the first checkpoint it was told to resume that it can read.
   std::optional<Checkpoint> from;
+  std::string from_path;
   for (const std::string& path : args.resume_from) {
     std::string why;
     from = ReadCheckpoint(path, &why);
@@ -295,7 +344,10 @@ int main(int argc, char** argv) {
       note("VIOLATION", {{"what", "resumed another cell's checkpoint " + path}});
       from.reset();
     }
-    if (from) break;
+    if (from) {
+      from_path = path;
+      break;
+    }
     // Every checkpoint the coordinator names was recorded whole: none may be missing or broken.
     note("VIOLATION", {{"what", "named checkpoint " + why + " " + path}});
   }
@@ -312,46 +364,110 @@ int main(int argc, char** argv) {
     std::sort(files.rbegin(), files.rend());
     for (const fs::path& file : files) {
       std::string why;
-      if ((from = ReadCheckpoint(file.string(), &why))) break;
+      if ((from = ReadCheckpoint(file.string(), &why))) {
+        from_path = file.string();
+        break;
+      }
     }
   }
   std::mt19937_64 random(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
+  auto new_run = [&] { return (random() & ((uint64_t{1} << 40) - 1)) | 1; };
   uint64_t run = 0;
+  uint64_t trunk_run = 0;  // a branch's: the trunk run it continues
+  int64_t branch_at = 0;
   int64_t tokens = 0;
   if (from) {
     run = from->run;
     tokens = from->tokens;
+    trunk_run = from->trunk_run;
+    branch_at = from->branch_at;
+  } else if (branch) {
+    // No checkpoint of its own: from its trunk's, which the coordinator names only once the
+    // trunk recorded it (so it is there and whole), at this branch's branch point.
+    std::string why;
+    const std::optional<Checkpoint> trunk_file = ReadCheckpoint(args.branch_from, &why);
+    const std::string trunk_id =
+        fs::path(args.branch_from).parent_path().parent_path().filename().string();
+    if (!trunk_file) {
+      note("VIOLATION", {{"what", "trunk checkpoint " + why + " " + args.branch_from}});
+    } else if (trunk_file->role != "trunk" || trunk_file->cell != trunk_id) {
+      note("VIOLATION",
+           {{"what", "branched from a checkpoint of " + trunk_file->role + " " + trunk_file->cell +
+                         ", not of trunk " + trunk_id + ": " + args.branch_from}});
+    } else if (trunk_file->tokens != branch_point) {
+      note("VIOLATION", {{"what", "trunk checkpoint at " + std::to_string(trunk_file->tokens) +
+                                      " tokens, the branch point is " +
+                                      std::to_string(branch_point) + ": " + args.branch_from}});
+    }
+    if (!trunk_file) {
+      // onset-train never starts a branch afresh in its trunk's stead: an error.
+      std::fprintf(stderr, "onset-sim-trainer: cannot branch from %s (%s)\n",
+                   args.branch_from.c_str(), why.c_str());
+      return onset::trainer::kExitRuntimeError;
+    }
+    trunk_run = trunk_file->run;
+    branch_at = trunk_file->tokens;
+    tokens = branch_at;
+    run = new_run();
+    note("NEWRUN", {{"run", std::to_string(run)},
+                    {"trunk_run", std::to_string(trunk_run)},
+                    {"branch_at", std::to_string(branch_at)}});
   } else {
-    run = (random() & ((uint64_t{1} << 40) - 1)) | 1;
+    run = new_run();
     note("NEWRUN", {{"run", std::to_string(run)}});
   }
   note("START", {{"run", std::to_string(run)}, {"from", std::to_string(tokens)}});
   Emit(onset::trainer::kEventStart, 0, std::nullopt, {});
-  if (!args.resume_from.empty() || from) {
+  if (!args.resume_from.empty() || from || branch) {
     Emit(onset::trainer::kEventResume, tokens, std::nullopt,
          {{onset::metric::kTrainResumedAtTokens, static_cast<double>(tokens)}});
   }
   auto loss = [&](int64_t t) {
+    // A branch's points up to where it left its trunk are the trunk run's.
+    const uint64_t of = branch_at > 0 && t <= branch_at ? trunk_run : run;
     return std::map<std::string, double>{
         {onset::metric::kTrainLoss, 10.0 - 9.0 * static_cast<double>(t) / budget},
-        {"sim/run", static_cast<double>(run)}};
+        {"sim/run", static_cast<double>(of)}};
   };
-  // What the run had reported up to its checkpoint, once more, as onset-train does: the last
-  // deliveries of the attempt that wrote it may have been lost.
-  for (int64_t t = step_tokens; from && t <= tokens; t += step_tokens) {
+  // What the run had reported up to its checkpoint (a branch: its trunk's up to its branch
+  // point), once more, as onset-train does: the last deliveries of the attempt that wrote it may
+  // have been lost.
+  for (int64_t t = step_tokens; tokens > 0 && t <= tokens; t += step_tokens) {
     Emit(onset::trainer::kEventTrain, t, t / step_tokens, loss(t));
   }
   fs::create_directories(args.checkpoint_dir);
+  // A trunk announces the branch-point checkpoints it has: its branches wait for them, and an
+  // attempt that died may have taken one with it. Those in the directory of the checkpoint it
+  // resumed (another attempt's) are linked into its own first.
+  if (trunk) {
+    const fs::path resumed_dir = from_path.empty() ? fs::path() : fs::path(from_path).parent_path();
+    for (int64_t at : pinned) {
+      if (at > tokens) break;
+      const fs::path own = fs::path(args.checkpoint_dir) / onset::base::CheckpointFileName(at);
+      std::error_code ec;
+      if (!fs::exists(own, ec) && !resumed_dir.empty() &&
+          resumed_dir != fs::path(args.checkpoint_dir)) {
+        fs::create_hard_link(resumed_dir / onset::base::CheckpointFileName(at), own, ec);
+      }
+      const auto bytes = fs::file_size(own, ec);
+      if (!ec) {
+        Emit(onset::trainer::kEventCheckpoint, at, std::nullopt,
+             {{onset::metric::kCheckpointBytes, static_cast<double>(bytes)}});
+      }
+    }
+  }
   auto checkpoint = [&]() {
     int64_t bytes = 0;
-    if (!WriteCheckpoint(args.checkpoint_dir, {who.cell, run, tokens}, &bytes)) {
+    Checkpoint c{who.cell,  run,      tokens, trunk ? "trunk" : branch_at > 0 ? "branch" : "cell",
+                 trunk_run, branch_at};
+    if (!WriteCheckpoint(args.checkpoint_dir, c, &bytes)) {
       std::fprintf(stderr, "onset-sim-trainer: cannot write a checkpoint in %s\n",
                    args.checkpoint_dir.c_str());
       std::exit(onset::trainer::kExitRuntimeError);
     }
     Emit(onset::trainer::kEventCheckpoint, tokens, std::nullopt,
          {{onset::metric::kCheckpointBytes, static_cast<double>(bytes)}});
-    Prune(args.checkpoint_dir, args.supervisor_fd >= 0);
+    Prune(args.checkpoint_dir, args.supervisor_fd >= 0, pinned);
   };
 
   std::uniform_int_distribution<int> permille(0, 999);
@@ -373,7 +489,7 @@ int main(int argc, char** argv) {
     tokens = std::min(budget, tokens + step_tokens);
     ++step;
     Emit(onset::trainer::kEventTrain, tokens, step, loss(tokens));
-    if (tokens % every == 0 || tokens >= budget) checkpoint();
+    if (tokens % every == 0 || tokens >= budget || pinned.count(tokens) > 0) checkpoint();
   }
   Emit(onset::trainer::kEventDone, tokens, std::nullopt, {});
   note("END", {{"how", "done"}});

@@ -1,7 +1,8 @@
-// The lifecycle simulator on a fixed set of seeds: each runs the real onsetd and three
-// onset-workers under its schedule of faults (about a minute each) and must break no promise of
-// checks.h. A failing seed prints its schedule and keeps its files; `onset-lifecycle-sim --seed N`
-// replays it. Skips when a binary is missing from ONSET_BIN_DIR.
+// The lifecycle simulator on a fixed set of seeds (kCiSeeds, which between them hold every kind
+// of action): each runs the real onsetd, three onset-workers and the `onset` CLI under its
+// schedule of faults (25-60 s each) and must break no promise of checks.h. A failing seed prints
+// its schedule and keeps its files; `onset-lifecycle-sim --seed N` replays it. Skips when a binary
+// is missing from ONSET_BIN_DIR.
 #include "tests/sim/simulation.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ class SimulationTest : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(SimulationTest, NoPromiseIsBroken) {
   for (const char* binary :
-       {"onsetd", "onset-worker", "onset-sim-trainer", "libonset-sim-full-disk.so"}) {
+       {"onsetd", "onset-worker", "onset", "onset-sim-trainer", "libonset-sim-full-disk.so"}) {
     if (!fs::exists(fs::path(BinDir()) / binary)) GTEST_SKIP() << binary << " not built";
   }
   SimOptions options;
@@ -41,7 +42,7 @@ TEST_P(SimulationTest, NoPromiseIsBroken) {
   std::cout << report.Describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, SimulationTest, ::testing::Values(1u, 2u, 3u, 4u));
+INSTANTIATE_TEST_SUITE_P(Seeds, SimulationTest, ::testing::ValuesIn(kCiSeeds));
 
 }  // namespace
 }  // namespace onset::sim
