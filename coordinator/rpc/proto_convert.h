@@ -18,6 +18,10 @@ namespace onset::coordinator {
 // message limit. A page asks for at most kMaxPageCells.
 inline constexpr size_t kPageCells = 2000;
 inline constexpr int kMaxPageCells = 10'000;
+// A cell's axes and its last error come from a study file and a worker's report, and may be long:
+// a reply (or a streamed piece) of cells also stops before this many bytes, well within gRPC's
+// 4 MiB message, and the next page (or piece) goes on from there. It holds one cell at least.
+inline constexpr size_t kMaxCellsReplyBytes = size_t{3} << 20;
 
 // A page token is the queue position of the previous page's last cell, in decimal; clients treat
 // it as opaque. Empty after the last page.

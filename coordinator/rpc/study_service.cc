@@ -73,6 +73,9 @@ grpc::Status StudyServiceImpl::SubmitStudy(
   // The file's cells in pieces of kPageCells, each with the new ones among them.
   const std::set<std::string> fresh(added->new_cell_ids.begin(), added->new_cell_ids.end());
   const std::vector<CellInfo>& cells = added->cells;
+  // The whole answer, not only each piece, is bounded: a client that reads one piece just before
+  // each limit would hold the place for as many limits as there are pieces.
+  const auto answer_deadline = std::chrono::steady_clock::now() + 2 * stalled_reader_limit_;
   size_t from = 0;
   do {
     onset::v1::SubmitStudyResponse out;
@@ -84,14 +87,23 @@ grpc::Status StudyServiceImpl::SubmitStudy(
       out.set_tokens_without_sharing(planned->tokens_without_sharing);
       for (const std::string& note : planned->sharing_notes) out.add_sharing_notes(note);
     }
-    const size_t to = std::min(cells.size(), from + kPageCells);
-    for (size_t i = from; i < to; ++i) {
-      ToProto(cells[i], out.add_cells());
-      if (fresh.count(cells[i].id) > 0) out.add_new_cell_ids(cells[i].id);
+    // At most kPageCells cells and kMaxCellsReplyBytes a piece, one cell at least.
+    const size_t end = std::min(cells.size(), from + kPageCells);
+    size_t to = from;
+    size_t bytes = out.ByteSizeLong();
+    while (to < end && (to == from || bytes <= kMaxCellsReplyBytes)) {
+      onset::v1::Cell* cell = out.add_cells();
+      ToProto(cells[to], cell);
+      bytes += cell->ByteSizeLong();
+      if (fresh.count(cells[to].id) > 0) out.add_new_cell_ids(cells[to].id);
+      ++to;
     }
     // The study is stored by now: a client gone meanwhile loses only the answer. One that stops
     // reading loses the call within the limit, and with it the place and the cells it holds.
-    if (!watchdog_.Write(context, writer, out, stalled_reader_limit_)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        answer_deadline - std::chrono::steady_clock::now());
+    if (!watchdog_.Write(context, writer, out,
+                         std::clamp(left, std::chrono::milliseconds(1), stalled_reader_limit_))) {
       return common::ToGrpcStatus(absl::CancelledError(
           std::string(request->dry_run() ? "nothing was written" : "the study is stored") +
           ", but the client stopped reading the answer or went away"));
@@ -191,8 +203,19 @@ grpc::Status StudyServiceImpl::GetStudy(grpc::ServerContext* context,
   absl::StatusOr<StudyDetail> detail = store_->GetStudy(request->name(), *page);
   if (!detail.ok()) return common::ToGrpcStatus(detail.status());
   ToProto(detail->study, response->mutable_study());
-  for (const CellInfo& cell : detail->cells) ToProto(cell, response->add_cells());
-  response->set_next_page_token(PageToken(detail->next_after));
+  // Cut short past kMaxCellsReplyBytes, the next page starting after the last cell sent.
+  int64_t next_after = detail->next_after;
+  size_t bytes = response->ByteSizeLong();
+  for (size_t i = 0; i < detail->cells.size(); ++i) {
+    onset::v1::Cell* out = response->add_cells();
+    ToProto(detail->cells[i], out);
+    bytes += out->ByteSizeLong();
+    if (bytes > kMaxCellsReplyBytes && i + 1 < detail->cells.size()) {
+      next_after = detail->cells[i].queue_position;
+      break;
+    }
+  }
+  response->set_next_page_token(PageToken(next_after));
   return grpc::Status::OK;
 }
 
@@ -205,12 +228,20 @@ grpc::Status StudyServiceImpl::GetResults(grpc::ServerContext* context,
   if (!page.ok()) return common::ToGrpcStatus(page.status());
   absl::StatusOr<ResultPage> results = store_->Results(request->study(), *page);
   if (!results.ok()) return common::ToGrpcStatus(results.status());
-  for (const CellResult& r : results->results) {
+  int64_t next_after = results->next_after;
+  size_t bytes = 0;
+  for (size_t i = 0; i < results->results.size(); ++i) {
+    const CellResult& r = results->results[i];
     onset::v1::CellResult* out = response->add_results();
     ToProto(r.cell, out->mutable_cell());
     for (const auto& [name, value] : r.final_metrics) (*out->mutable_final_metrics())[name] = value;
+    bytes += out->ByteSizeLong();
+    if (bytes > kMaxCellsReplyBytes && i + 1 < results->results.size()) {
+      next_after = r.cell.queue_position;
+      break;
+    }
   }
-  response->set_next_page_token(PageToken(results->next_after));
+  response->set_next_page_token(PageToken(next_after));
   return grpc::Status::OK;
 }
 
@@ -282,13 +313,31 @@ grpc::Status StudyServiceImpl::WatchStudy(
   if (request->after_seq() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "after_seq: must not be negative");
   }
+  auto write = [&](const onset::v1::WatchStudyResponse& out) {
+    // False once the client has gone, or stopped reading for the limit (watchdog_).
+    return watchdog_.Write(context, writer, out, stalled_reader_limit_);
+  };
   auto send = [&](const WatchUpdate& update) {
     onset::v1::WatchStudyResponse out;
     out.set_snapshot_more(update.snapshot_more);
     if (update.snapshot) {
       ToProto(update.snapshot->study, out.mutable_snapshot()->mutable_study());
+      // A piece of the snapshot past kMaxCellsReplyBytes goes as several messages, all but the
+      // last saying that more follows.
+      size_t bytes = out.ByteSizeLong();
       for (const CellInfo& cell : update.snapshot->cells) {
-        ToProto(cell, out.mutable_snapshot()->add_cells());
+        if (bytes > kMaxCellsReplyBytes) {
+          onset::v1::WatchStudyResponse part = out;
+          part.set_snapshot_more(true);
+          part.set_last_seq(update.last_seq);
+          ToProto(update.study, part.mutable_study());
+          if (!write(part)) return false;
+          out.mutable_snapshot()->clear_cells();
+          bytes = out.ByteSizeLong();
+        }
+        onset::v1::Cell* added = out.mutable_snapshot()->add_cells();
+        ToProto(cell, added);
+        bytes += added->ByteSizeLong();
       }
     }
     out.set_last_seq(update.last_seq);
@@ -302,8 +351,7 @@ grpc::Status StudyServiceImpl::WatchStudy(
       if (cell.latest_loss) p->set_latest_loss(*cell.latest_loss);
     }
     ToProto(update.study, out.mutable_study());
-    // False once the client has gone, or stopped reading for the limit (watchdog_).
-    return watchdog_.Write(context, writer, out, stalled_reader_limit_);
+    return write(out);
   };
   auto stopped = [&] { return stopping_.load() || context->IsCancelled(); };
   return common::ToGrpcStatus(coordinator::WatchStudy(*store_, *store_, request->study(),

@@ -259,6 +259,7 @@ absl::StatusOr<std::vector<CellInfo>> LoadCells(db::Connection& db, int64_t stud
     }
     cells.push_back(ReadCell(stmt));
     last = stmt.Int(kCellColumnCount);
+    cells.back().queue_position = last;
   }
 }
 

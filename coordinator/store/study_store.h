@@ -71,6 +71,9 @@ struct CellInfo {
   // kBranch, queued or backing off: the trunk has not reported that checkpoint yet (no
   // "checkpoint/bytes" point at branch_tokens); the branch cannot be claimed until it does.
   bool waiting_for_trunk = false;
+  // Its place in the study's queue, when it was read as part of a page (CellPage): a page that a
+  // reply cuts short continues after it. 0 otherwise.
+  int64_t queue_position = 0;
 };
 
 struct NewStudy {

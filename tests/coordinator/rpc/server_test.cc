@@ -1240,3 +1240,99 @@ TEST(CellProtoTest, ACellCarriesItsRoleTrunkAndWait) {
 
 }  // namespace
 }  // namespace onset::coordinator
+
+namespace onset::coordinator {
+namespace {
+
+// Cells of long words (a worker's failure reason, a study file's axis values) fill replies by
+// bytes before they do by count: GetStudy, GetResults and a watch's snapshot stop each message
+// before kMaxCellsReplyBytes and go on where they stopped, so that no message passes gRPC's 4 MiB
+// and every cell is sent once.
+TEST(ServerCellRepliesTest, RepliesOfLongCellsStayUnderTheByteBoundAndMissNoCell) {
+  testutil::TempDir dir;
+  size_t cells = 0;  // 3 a seed (full attention takes no window)
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(dir.File("onset.db"), common::SystemClock());
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::string yaml = testing::kSmallStudy;
+    yaml.replace(yaml.find("seeds: 2"), 8, "seeds: 700");
+    absl::StatusOr<StudySpec> spec = ParseStudyFile("s.yaml", yaml);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    cells = spec->cells.size();
+    ASSERT_GE(cells, kPageCells);
+    ASSERT_TRUE((*store)->AddStudy({spec->name, "", "s.yaml", yaml, spec->cells}).ok());
+  }
+  {
+    // Each cell says 3 KB of why it stopped: 6 MB for the default page of 2,000 cells.
+    absl::StatusOr<std::unique_ptr<db::Connection>> db = db::Connection::Open(dir.File("onset.db"));
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("UPDATE cells SET note = printf('%.3000c', 'x')").ok());
+  }
+  ServerConfig config;
+  config.db_path = dir.File("onset.db");
+  config.listen = "127.0.0.1:0";
+  config.token = kToken;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto studies = v1::StudyService::NewStub(Channel((*server)->address(), kToken));
+  auto ctx = [] {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(Deadline());
+    return c;
+  };
+
+  std::set<std::string> seen;
+  int pages = 0;
+  v1::GetStudyRequest get;
+  get.set_name("small");
+  do {
+    v1::GetStudyResponse page;
+    grpc::Status s = studies->GetStudy(ctx().get(), get, &page);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LE(page.ByteSizeLong(), kMaxCellsReplyBytes + 16 * 1024);
+    for (const v1::Cell& c : page.cells()) EXPECT_TRUE(seen.insert(c.id()).second) << c.id();
+    get.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!get.page_token().empty() && pages < 100);
+  EXPECT_EQ(seen.size(), cells);
+  EXPECT_GE(pages, 2);
+
+  seen.clear();
+  v1::GetResultsRequest results;
+  results.set_study("small");
+  pages = 0;
+  do {
+    v1::GetResultsResponse page;
+    grpc::Status s = studies->GetResults(ctx().get(), results, &page);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LE(page.ByteSizeLong(), kMaxCellsReplyBytes + 16 * 1024);
+    for (const v1::CellResult& r : page.results()) EXPECT_TRUE(seen.insert(r.cell().id()).second);
+    results.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!results.page_token().empty() && pages < 100);
+  EXPECT_EQ(seen.size(), cells);
+
+  seen.clear();
+  v1::WatchStudyRequest watch;
+  watch.set_study("small");
+  auto watching = ctx();
+  std::unique_ptr<grpc::ClientReader<v1::WatchStudyResponse>> reader =
+      studies->WatchStudy(watching.get(), watch);
+  v1::WatchStudyResponse update;
+  int messages = 0;
+  while (reader->Read(&update)) {
+    ++messages;
+    EXPECT_LE(update.ByteSizeLong(), kMaxCellsReplyBytes + 16 * 1024);
+    for (const v1::Cell& c : update.snapshot().cells()) EXPECT_TRUE(seen.insert(c.id()).second);
+    if (!update.snapshot_more()) break;
+  }
+  watching->TryCancel();
+  reader->Finish();
+  EXPECT_EQ(seen.size(), cells);
+  EXPECT_GE(messages, 2);
+  (*server)->Shutdown();
+}
+
+}  // namespace
+}  // namespace onset::coordinator
