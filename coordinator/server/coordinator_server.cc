@@ -59,6 +59,18 @@ std::vector<const google::protobuf::ServiceDescriptor*> ServedServices() {
           &HealthServiceDescriptor()};
 }
 
+// The files besides the database's own that hold the coordinator's secrets, with what each is: a
+// backup never replaces them (db/backup_destination.h).
+std::vector<std::pair<std::string, std::string>> SecretFiles(const ServerConfig& config) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!config.token_file.empty()) files.emplace_back(config.token_file, "the token file");
+  if (!config.tls_key_file.empty()) files.emplace_back(config.tls_key_file, "the TLS key");
+  if (!config.notify_url_file.empty()) {
+    files.emplace_back(config.notify_url_file, "the webhook URL file");
+  }
+  return files;
+}
+
 class CoordinatorServerImpl final : public CoordinatorServer {
  public:
   CoordinatorServerImpl(const ServerConfig& config, std::unique_ptr<db::DatabaseLock> lock,
@@ -80,10 +92,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
         rpc_metrics_(ServedServices()),
         metrics_(MetricsSourcesOf(config)),
         metrics_endpoint_(&metrics_, tokens_, &common::SystemClock()) {
-    std::vector<std::pair<std::string, std::string>> others_held;
-    if (!config.token_file.empty()) others_held.emplace_back(config.token_file, "the token file");
-    if (!config.tls_key_file.empty()) others_held.emplace_back(config.tls_key_file, "the TLS key");
-    study_service_.EnableBackups(config.db_path, std::move(others_held));
+    study_service_.EnableBackups(config.db_path, SecretFiles(config));
     study_service_.SetStalledReaderLimit(config.stalled_reader_limit);
   }
 
@@ -299,8 +308,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
 
   // Every backup_every: a rotating backup into backup_dir (db/backup_rotation.h), logged.
   void Backups() {
-    std::vector<std::pair<std::string, std::string>> others;
-    if (!config_.token_file.empty()) others.emplace_back(config_.token_file, "the token file");
+    const std::vector<std::pair<std::string, std::string>> others = SecretFiles(config_);
     while (true) {
       {
         common::MutexLock lock(&mu_);

@@ -68,6 +68,8 @@ struct ServerConfig {
   // good or the last live worker is lost while cells wait. http:// or https:// URLs: secrets,
   // which onsetd reads from a file (notify_url_file.h), never from its command line.
   std::vector<std::string> notify_urls;
+  // The file notify_urls were read from, if any: a backup never replaces it either.
+  std::string notify_url_file;
   // Options of their queues (retries, backoff, timeouts; notifier.h).
   Notifier::Options notify;
   // How often the health service's probe writes the database (health_monitor.h).

@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   config.notify_urls = *std::move(notify_urls);
+  config.notify_url_file = flags.notify_url_file;
 
   absl::StatusOr<std::string> token = LoadToken(token_file);
   if (!token.ok()) {

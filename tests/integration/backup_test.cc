@@ -164,15 +164,20 @@ TEST(BackupTest, ABackupNeverReplacesTheServedDatabaseOrItsFilesByAnyName) {
   if (!HaveAll()) GTEST_SKIP() << "a binary is not built";
   BackupScratch scratch("served");
   const fs::path served = scratch.dir() / "served";
+  // A webhook URL file (a secret onsetd holds, like its token file); nothing listens there.
+  const fs::path urls = scratch.dir() / "notify-urls";
+  std::ofstream(urls) << "http://127.0.0.1:9/hook\n";
+  fs::permissions(urls, fs::perms::owner_read | fs::perms::owner_write);
   worker::PosixProcessLauncher launcher;
-  testing::Daemon daemon = testing::StartDaemon(launcher, served);
+  testing::Daemon daemon =
+      testing::StartDaemon(launcher, served, {"--notify-url-file", urls.string()});
   ASSERT_FALSE(daemon.address.empty());
   Submit(launcher, daemon, scratch.dir(), kStudy);
   fs::create_symlink(served / "onset.db", scratch.dir() / "link.db");
   fs::create_hard_link(served / "onset.db", scratch.dir() / "hard.db");
   for (const fs::path& out :
        {served / "onset.db", served / "onset.db-wal", served / "onset.db.lock",
-        scratch.dir() / "link.db", scratch.dir() / "hard.db", served / "onsetd.token"}) {
+        scratch.dir() / "link.db", scratch.dir() / "hard.db", served / "onsetd.token", urls}) {
     const testing::Ran ran = Cli(launcher, daemon, {"backup", "--out", out.string()});
     EXPECT_EQ(ran.code, 2) << out << ": " << ran.out << ran.err;
     EXPECT_THAT(ran.err, HasSubstr("cannot write a backup to " + out.string())) << ran.err;
