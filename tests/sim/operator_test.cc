@@ -19,14 +19,13 @@
 #include "tests/sim/checks.h"
 #include "tests/sim/cluster.h"
 #include "tests/sim/journal.h"
+#include "tests/sim/study_files.h"
 
 namespace onset::sim {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::IsEmpty;
-
-constexpr int64_t kStepTokens = 1024;
 
 std::string BinDir() {
   const char* dir = std::getenv("ONSET_BIN_DIR");
@@ -40,18 +39,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return done();
-}
-
-std::string Study(int seeds, int steps) {
-  return "name: ops\n"
-         "model: {layers: 2, d_model: 32, heads: 2, seq_len: 64}\n"
-         "train: {batch_tokens: 1024, micro_batch: 16, log_every_steps: 1, "
-         "checkpoint_every_tokens: 4096}\n"
-         "eval: {every_tokens: " +
-         std::to_string(steps * kStepTokens) +
-         ", heldout_seqs: 2, niah_lengths: [64], niah_samples: 1}\n"
-         "grid:\n  arch: [full]\n  tokens: [" +
-         std::to_string(steps * kStepTokens) + "]\n  seeds: " + std::to_string(seeds) + "\n";
 }
 
 class OperatorTest : public ::testing::Test {
@@ -120,7 +107,7 @@ TEST_F(OperatorTest, TheDocumentedRestoreWhileWorkersRunNeverRunsACellTwice) {
   StartCluster(/*workers=*/3);
   // Four long cells for three workers: the fourth waits in the queue when the backup is taken.
   absl::StatusOr<v1::SubmitStudyResponse> submitted =
-      client_->Submit("ops.yaml", Study(/*seeds=*/4, /*steps=*/200));
+      client_->Submit("ops.yaml", StudyFile("ops", /*cells=*/4, /*steps=*/200));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   ASSERT_TRUE(
       WaitFor([&] { return Count(v1::CELL_STATE_RUNNING) == 3; }, std::chrono::seconds(30)));
