@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "common/auth_token.h"
@@ -18,7 +20,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A loopback port that nothing holds now, below the kernel's ephemeral range: no connection any
+// process makes (nor any bind to port 0) is given it while onsetd is down between two of its
+// starts. Chosen at random, so that simulators running side by side seldom try the same one (a
+// start that finds it taken all the same picks another: Cluster::Start).
 int FreePort() {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  const int first = std::max(1024, low - 16384);
+  std::mt19937 pick(std::random_device{}());
+  for (int tries = 0; tries < 200 && low - first >= 1024; ++tries) {
+    const int port = std::uniform_int_distribution<int>(first, low - 1)(pick);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  // No room below the ephemeral range: one the kernel gives.
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -51,10 +73,15 @@ Cluster::Cluster(ClusterConfig config)
     : config_(std::move(config)), db_(config_.dir + "/onset.db") {
   fs::create_directories(config_.dir);
   fs::create_directories(JournalDir());
-  port_ = FreePort();
-  address_ = "127.0.0.1:" + std::to_string(port_);
   workers_.resize(config_.workers);
-  for (int i = 0; i < config_.workers; ++i) {
+  UsePort(FreePort());
+}
+
+void Cluster::UsePort(int port) {
+  port_ = port;
+  address_ = "127.0.0.1:" + std::to_string(port_);
+  proxies_.clear();
+  for (int i = 0; i < workers(); ++i) {
     proxies_.push_back(std::make_unique<testutil::TcpProxy>(port_));
   }
 }
@@ -78,7 +105,14 @@ bool Cluster::Start(std::string* why) {
     return false;
   }
   token_ = *token;
-  if (!StartDaemon(why)) return false;
+  // A port found free can be taken before onsetd binds it (by another program choosing the same
+  // way): then another port, as long as no worker knows the first.
+  for (int tries = 1; !StartDaemon(why); ++tries) {
+    if (tries == 5 || why->find("cannot listen on") == std::string::npos) return false;
+    daemon_->Wait();
+    daemon_.reset();
+    UsePort(FreePort());
+  }
   for (int i = 0; i < workers(); ++i) StartWorker(i);
   return true;
 }

@@ -99,6 +99,8 @@ class Cluster {
 
  private:
   std::string Log(const std::string& name) const;
+  // onsetd on `port` from its next start, and every worker's proxy in front of it.
+  void UsePort(int port);
 
   const ClusterConfig config_;
   worker::PosixProcessLauncher launcher_;
