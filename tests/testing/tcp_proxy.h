@@ -24,6 +24,15 @@
 
 namespace onset::testutil {
 
+// 127.0.0.1:`port` (0: any free port, for bind).
+inline sockaddr_in LoopbackAddress(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  return addr;
+}
+
 class TcpProxy {
  public:
   // Listens on a free loopback port and forwards every connection to 127.0.0.1:`upstream_port`.
@@ -65,13 +74,7 @@ class TcpProxy {
   void DelayReplies(int ms) { reply_delay_ms_ = ms; }
 
  private:
-  static sockaddr_in Loopback(int port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    return addr;
-  }
+  static sockaddr_in Loopback(int port) { return LoopbackAddress(port); }
 
   void Accept() {
     while (!stopping_) {

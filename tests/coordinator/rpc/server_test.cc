@@ -41,6 +41,13 @@ std::chrono::system_clock::time_point Deadline() {
   return std::chrono::system_clock::now() + std::chrono::seconds(10);
 }
 
+// A client context with Deadline()'s deadline.
+std::unique_ptr<grpc::ClientContext> DeadlineContext() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(Deadline());
+  return context;
+}
+
 // Calls `method` ("/package.Service/Method") with an empty request, whatever its type.
 grpc::Status CallWithEmptyRequest(const std::shared_ptr<grpc::Channel>& channel,
                                   const std::string& method) {
@@ -176,11 +183,7 @@ TEST(ServerCheckpointRootTest, CheckpointDirectoriesStayUnderTheRoot) {
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
   auto workers = v1::WorkerService::NewStub(Channel((*server)->address(), kToken));
-  auto ctx = [] {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(Deadline());
-    return c;
-  };
+  const auto ctx = DeadlineContext;
   v1::RegisterWorkerRequest reg;
   reg.set_host("h");
   reg.add_devices("cpu:0");
@@ -1276,11 +1279,7 @@ TEST(ServerCellRepliesTest, RepliesOfLongCellsStayUnderTheByteBoundAndMissNoCell
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
   auto studies = v1::StudyService::NewStub(Channel((*server)->address(), kToken));
-  auto ctx = [] {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(Deadline());
-    return c;
-  };
+  const auto ctx = DeadlineContext;
 
   std::set<std::string> seen;
   int pages = 0;
