@@ -23,6 +23,9 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
   run_app->add_option("--trainer", run->trainer_path,
                       "the trainer to run (default: onset-train next to onset); any program that "
                       "keeps onset-train's contract (docs/trainer.md)");
+  run_app->add_option("--tensorboard", run->tensorboard_dir,
+                      "write each cell's points as a TensorBoard run under DIR as they arrive "
+                      "(tensorboard --logdir DIR shows the study while it runs)");
   run_app->add_flag("--json", run->json, "print the results as JSON");
   run_app->add_flag(
       "--no-results", [run](int64_t) { run->print_results = false; },

@@ -68,9 +68,10 @@ bool Finished(const v1::GetStudyResponse& study) {
 // address file names while it runs. Shutting it down (on destruction) removes the file.
 class EmbeddedCoordinator {
  public:
-  static absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> Start(const std::string& data_dir,
-                                                                    const std::string& token) {
+  static absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> Start(
+      const std::string& data_dir, const std::string& token, const std::string& tensorboard_dir) {
     coordinator::ServerConfig config;
+    config.tensorboard_dir = tensorboard_dir;
     config.db_path = (fs::path(data_dir) / "onset.db").string();
     config.token = token;
     config.token_file = (fs::path(data_dir) / common::kTokenFileName).string();
@@ -270,7 +271,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   }
   const common::ClientSecurity security{*token, ""};
   absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> coordinator =
-      EmbeddedCoordinator::Start(options.data_dir, *token);
+      EmbeddedCoordinator::Start(options.data_dir, *token, options.tensorboard_dir);
   if (!coordinator.ok()) {
     err << coordinator.status().message() << "\n";
     return kExitFailure;

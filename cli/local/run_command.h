@@ -17,7 +17,10 @@ struct RunOptions {
   bool json = false;          // print the final results as JSON
   bool print_results = true;  // false: no results at the end (failures still on stderr)
   std::string trainer_path;   // empty: onset-train next to this executable
-  int poll_ms = 500;          // progress refresh
+  // Each cell's points written as a TensorBoard run under this directory as they arrive
+  // (onsetd --tensorboard-dir); empty: none.
+  std::string tensorboard_dir;
+  int poll_ms = 500;  // progress refresh
   // Bars per running cell redrawn in place (stderr is a terminal); else a line when a cell
   // changes state and at most every 10 s between (cli/views/progress_log.h).
   bool progress_bars = false;

@@ -1,73 +1,32 @@
 #include "cli/tensorboard/tensorboard_export.h"
 
-#include <cctype>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/durable_file.h"
-#include "cli/tensorboard/event_file.h"
+#include "common/tensorboard/cell_run.h"
+#include "common/tensorboard/event_file.h"
 #include "proto/cell_names.h"
 
 namespace onset::tensorboard {
 namespace {
 
-constexpr size_t kMaxPartBytes = 200;
-constexpr char kSeedAxis[] = "seed";
-
-std::string Safe(const std::string& text) {
-  std::string out;
-  for (char c : text.substr(0, kMaxPartBytes)) {
-    const bool keep = std::isalnum(static_cast<unsigned char>(c)) ||
-                      std::string_view("._-+=,@:").find(c) != std::string_view::npos;
-    out += keep ? c : '_';
-  }
-  return out;
-}
-
 double Seconds(int64_t at_unix_ms) { return static_cast<double>(at_unix_ms) / 1000.0; }
 
-// The "cell" text: markdown, as TensorBoard's text dashboard renders it.
-std::string CellText(const std::string& study_name, const v1::Cell& cell,
-                     const std::string* config) {
-  std::string text =
-      "study `" + study_name + "`, cell `" + cell.id() + "` (" +
-      std::string(wire::StateName(cell.state())) + ", " + std::to_string(cell.tokens_done()) +
-      " of " + std::to_string(cell.tokens_budget()) + " tokens)\n\n| axis | value |\n|---|---|\n";
-  for (const auto& [axis, value] : std::map(cell.axes().begin(), cell.axes().end())) {
-    text += "| " + axis + " | " + value + " |\n";
-  }
-  if (config != nullptr) {
-    // Indented by four spaces: a code block, shown as it is.
-    std::string pretty = nlohmann::json::parse(*config, nullptr, false).dump(2);
-    text += "\nconfig:\n\n";
-    size_t begin = 0;
-    while (begin < pretty.size()) {
-      size_t end = pretty.find('\n', begin);
-      if (end == std::string::npos) end = pretty.size();
-      text += "    " + pretty.substr(begin, end - begin) + "\n";
-      begin = end + 1;
-    }
-  }
-  return text;
+CellRun RunOf(const std::string& study_name, const v1::Cell& cell, const std::string* config) {
+  CellRun run;
+  run.study = cell.study().empty() ? study_name : cell.study();
+  run.id = cell.id();
+  run.axes = std::map<std::string, std::string>(cell.axes().begin(), cell.axes().end());
+  run.state = std::string(wire::StateName(cell.state()));
+  run.tokens_done = cell.tokens_done();
+  run.tokens_budget = cell.tokens_budget();
+  if (config != nullptr) run.config_json = *config;
+  return run;
 }
 
 }  // namespace
-
-std::string RunDirectory(const v1::Cell& cell) {
-  const std::map<std::string, std::string> axes(cell.axes().begin(), cell.axes().end());
-  std::string group;
-  for (const auto& [axis, value] : axes) {
-    if (axis == kSeedAxis) continue;
-    group += (group.empty() ? "" : ",") + axis + "=" + value;
-  }
-  std::string leaf = "id=" + cell.id();
-  if (auto seed = axes.find(kSeedAxis); seed != axes.end()) {
-    leaf = "seed=" + seed->second + "," + leaf;
-  }
-  return (group.empty() ? "" : Safe(group) + "/") + Safe(leaf);
-}
 
 absl::Status WriteTensorBoard(const std::string& study_name, const v1::GetStudyResponse& study,
                               const analysis::Curves& curves, const analysis::CurveTimes* times,
@@ -91,9 +50,10 @@ absl::Status WriteTensorBoard(const std::string& study_name, const v1::GetStudyR
     }
     EventFile file(Seconds(first_ms));
     auto config = configs.find(cell.id());
-    file.AddText("cell", 0, Seconds(first_ms),
-                 CellText(cell.study().empty() ? study_name : cell.study(), cell,
-                          config == configs.end() ? nullptr : &config->second));
+    const CellRun run =
+        RunOf(study_name, cell, config == configs.end() ? nullptr : &config->second);
+    file.AddText("cell", 0, Seconds(first_ms), CellText(run));
+    file.AddSessionStart(CellHParams(run), CellGroup(run), Seconds(first_ms));
     for (const auto& [metric, points] : c->second) {
       const std::vector<int64_t>* at = nullptr;
       if (cell_times != nullptr) {
@@ -104,7 +64,7 @@ absl::Status WriteTensorBoard(const std::string& study_name, const v1::GetStudyR
         file.AddScalar(metric, points[i].first, Seconds(ms), points[i].second);
       }
     }
-    const std::string dir = out_dir + "/" + RunDirectory(cell);
+    const std::string dir = out_dir + "/" + RunDirectory(run.axes, run.id);
     try {
       base::MakeDirs(dir);
     } catch (const std::runtime_error& e) {

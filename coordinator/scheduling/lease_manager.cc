@@ -128,6 +128,11 @@ absl::StatusOr<int> LeaseManager::ReportMetrics(const std::string& worker_id,
   absl::StatusOr<int> n = store_->AddMetrics(lease_id, points);  // without mu_, as Heartbeat
   common::MutexLock lock(&mu_);
   ForgetIfEnded(lease_id, n.status());
+  if (observer_ != nullptr && n.ok() && *n > 0) {
+    if (auto it = leases_.find(lease_id); it != leases_.end()) {
+      observer_->PointsStored(it->second.study, it->second.cell_id);
+    }
+  }
   return n;
 }
 
@@ -144,9 +149,15 @@ absl::StatusOr<int> LeaseManager::AppendLogs(const std::string& worker_id,
 absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::string& lease_id,
                                      const AttemptEnd& end) {
   bool known = false;
+  std::string study;
+  std::string cell_id;
   {
     common::MutexLock lock(&mu_);
-    known = leases_.count(lease_id) > 0;
+    if (auto it = leases_.find(lease_id); it != leases_.end()) {
+      known = true;
+      study = it->second.study;
+      cell_id = it->second.cell_id;
+    }
   }
   if (known) {
     // An expired lease is expired here first; its success is still heard below.
@@ -172,6 +183,7 @@ absl::Status LeaseManager::FinishJob(const std::string& worker_id, const std::st
   // Without mu_, as Heartbeat. The lease stays in the map meanwhile: a store that fails now
   // (not FailedPrecondition) leaves it to a retry of this call or to expiry, never orphaned.
   absl::Status s = store_->FinishAttempt(lease_id, end);
+  if (s.ok() && observer_ != nullptr && !cell_id.empty()) observer_->AttemptEnded(study, cell_id);
   common::MutexLock lock(&mu_);
   if (s.ok() || absl::IsFailedPrecondition(s)) leases_.erase(lease_id);
   return s;
@@ -185,6 +197,7 @@ absl::Status LeaseManager::Expire(const std::string& lease_id, const Lease& leas
       stop_margin_.count());
   if (s.ok()) {
     expired_.fetch_add(1, std::memory_order_relaxed);
+    if (observer_ != nullptr) observer_->AttemptEnded(lease.study, lease.cell_id);
     spdlog::warn("{} of study {} expired (worker {}); the cell runs again after {} ms", what,
                  lease.study, lease.worker_id, stop_margin_.count());
     return absl::OkStatus();

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log_throttle.h"
 #include "common/mutex.h"
+#include "coordinator/scheduling/lease_observer.h"
 #include "coordinator/store/lease_store.h"
 #include "coordinator/store/log_store.h"
 
@@ -87,6 +88,10 @@ class LeaseManager {
   // for the next call.
   int ExpireLeases();
 
+  // Tells `observer` (which must outlive the manager) of every cell whose points were stored and
+  // every attempt that ended by FinishJob or expiry. Set before the first call; none by default.
+  void set_observer(LeaseObserver* observer) { observer_ = observer; }
+
   std::chrono::milliseconds ttl() const { return ttl_; }
   std::chrono::milliseconds stop_margin() const { return stop_margin_; }
   size_t ActiveLeases() const;
@@ -123,6 +128,7 @@ class LeaseManager {
   const std::chrono::milliseconds ttl_;
   const std::chrono::milliseconds stop_margin_;
 
+  LeaseObserver* observer_ = nullptr;
   std::atomic<int64_t> expired_{0};
   mutable common::Mutex mu_;
   std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);  // by lease id

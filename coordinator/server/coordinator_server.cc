@@ -9,8 +9,10 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
+#include "base/durable_file.h"
 #include "base/posix_io.h"
 #include "common/auth_token.h"
 #include "common/clock.h"
@@ -22,6 +24,8 @@
 #include "coordinator/access/credentials.h"
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
+#include "coordinator/mirror/cell_sync_loop.h"
+#include "coordinator/mirror/tensorboard_writer.h"
 #include "coordinator/monitoring/coordinator_metrics.h"
 #include "coordinator/monitoring/metrics_endpoint.h"
 #include "coordinator/monitoring/rpc_metrics.h"
@@ -105,6 +109,21 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     }
     // The database's tokens, before the first call is checked.
     if (absl::Status s = credentials_.Load(); !s.ok()) return s;
+    // The mirror hears the lease manager from the first call on.
+    if (!config_.tensorboard_dir.empty()) {
+      try {
+        base::MakeDirs(config_.tensorboard_dir);
+      } catch (const std::runtime_error& e) {
+        return absl::FailedPreconditionError(std::string("--tensorboard-dir: ") + e.what());
+      }
+      tensorboard_ = std::make_unique<TensorBoardWriter>(config_.tensorboard_dir, store_.get(),
+                                                         &common::SystemClock());
+      tensorboard_loop_ = std::make_unique<CellSyncLoop>("tensorboard", tensorboard_.get(),
+                                                         &common::SystemClock(), config_.mirror);
+      leases_.set_observer(tensorboard_loop_.get());
+      tensorboard_loop_->Start();
+      spdlog::info("TensorBoard runs written to {} as points arrive", config_.tensorboard_dir);
+    }
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
     interceptors.push_back(NewRpcMetricsInterceptorFactory(&rpc_metrics_));
@@ -206,8 +225,10 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     if (backups_.joinable()) backups_.join();
     if (notify_.joinable()) notify_.join();
     if (notifier_) notifier_->Stop();  // a POST in flight ends within its timeout
-    store_.reset();                    // closes the database
-    lock_.reset();                     // and lets another coordinator have it
+    // No call reports points any more: the mirror writes what it was told, then stops.
+    if (tensorboard_loop_) tensorboard_loop_->Stop();
+    store_.reset();  // closes the database
+    lock_.reset();   // and lets another coordinator have it
 
     common::MutexLock lock(&mu_);
     state_ = State::kDone;
@@ -373,6 +394,9 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   std::unique_ptr<EventDetector> detector_;  // used by notify_ only, after Init
   absl::Status detector_started_;            // its first Start, in Init
   std::thread notify_;
+  // The TensorBoard directory written as points arrive, when tensorboard_dir is given.
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+  std::unique_ptr<CellSyncLoop> tensorboard_loop_;
 
   common::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kRunning;

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/cells/failure_policy.h"
+#include "coordinator/mirror/cell_sync_loop.h"
 #include "coordinator/notify/notifier.h"
 #include "coordinator/store/store.h"
 #include "db/backup_file.h"
@@ -72,6 +73,11 @@ struct ServerConfig {
   std::string notify_url_file;
   // Options of their queues (retries, backoff, timeouts; notifier.h).
   Notifier::Options notify;
+  // TensorBoard (coordinator/mirror/tensorboard_writer.h): each cell's points written as a run
+  // under this directory (created) as they arrive; empty = none.
+  std::string tensorboard_dir;
+  // How often the mirrors write, how many changed cells they hold (cell_sync_loop.h).
+  CellSyncLoop::Options mirror;
   // How often the health service's probe writes the database (health_monitor.h).
   std::chrono::milliseconds health_interval{5'000};
   // Rotating online backups (db/backup_rotation.h): every backup_every (0: none) a copy into

@@ -105,6 +105,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "then the newest); the others are summed under study=\"_other\"")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000));
+  app.add_option("--tensorboard-dir", config.tensorboard_dir,
+                 "write each cell's metric points as a TensorBoard run under this directory as "
+                 "they arrive (one run per cell, step = tokens), for `tensorboard --logdir DIR`");
   app.add_option("--notify-url-file", f.notify_url_file,
                  "POST a JSON event (with a 'text' line, as Slack-style webhooks show it) to each "
                  "http(s) URL in this file (one a line, '#' comments; mode 0600, as webhook URLs "

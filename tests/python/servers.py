@@ -84,3 +84,47 @@ def coordinator(onsetd, database):
         yield grpc, "http://" + http, os.path.join(directory, "onsetd.token")
     finally:
         _stop(process)
+
+
+@contextlib.contextmanager
+def tensorboard(logdir):
+    """`tensorboard --logdir LOGDIR` in its default mode (the fast data server loads the files),
+    re-reading the directory every second, on a free loopback port: yields (base URL, the
+    server's log so far as a function). Skips when the tensorboard package is missing."""
+    import shutil
+    import sys
+
+    import pytest
+
+    pytest.importorskip("tensorboard")
+    exe = shutil.which("tensorboard", path=os.path.dirname(sys.executable)) or \
+        shutil.which("tensorboard")
+    if exe is None:
+        pytest.skip("no tensorboard program beside this Python")
+    log = logdir.rstrip("/") + ".tensorboard.log"
+    out = open(log, "w")
+    process = subprocess.Popen([exe, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0",
+                                "--reload_interval", "1"], stdout=out, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+
+    def read_log():
+        with open(log) as f:
+            return f.read()
+
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S * 2
+        url = None
+        while url is None:
+            for line in read_log().splitlines():
+                if " at http://" in line:
+                    url = line.split(" at ", 1)[1].split()[0].rstrip("/")
+            if url is None:
+                if process.poll() is not None:
+                    raise RuntimeError(f"tensorboard exited {process.returncode}:\n{read_log()}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"tensorboard printed no address:\n{read_log()}")
+                time.sleep(0.2)
+        yield url, read_log
+    finally:
+        _stop(process)
+        out.close()

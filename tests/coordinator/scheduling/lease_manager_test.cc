@@ -167,6 +167,38 @@ TEST_F(LeaseManagerTest, FinishReleasesTheLease) {
   EXPECT_EQ(Cell(job.cell_id).state, CellState::kSucceeded);
 }
 
+// Records what the mirrors are told.
+class RecordingObserver : public LeaseObserver {
+ public:
+  void PointsStored(const std::string& study, const std::string& cell_id) override {
+    told.push_back("points " + study + "/" + cell_id);
+  }
+  void AttemptEnded(const std::string& study, const std::string& cell_id) override {
+    told.push_back("ended " + study + "/" + cell_id);
+  }
+  std::vector<std::string> told;
+};
+
+TEST_F(LeaseManagerTest, TheObserverHearsOfStoredPointsAndEndedAttemptsOnly) {
+  RecordingObserver observer;
+  leases_->set_observer(&observer);
+  ClaimedJob job = Lease();
+  ASSERT_TRUE(leases_->Heartbeat(worker_, job.lease_id, 10, 1.0).ok());
+  ASSERT_TRUE(leases_->ReportMetrics(worker_, job.lease_id, {}).ok());  // no point: not told
+  ASSERT_TRUE(leases_->ReportMetrics(worker_, job.lease_id, {{"train/loss", 512, 5.0, 0}}).ok());
+  // Refused (another worker): not told.
+  EXPECT_FALSE(
+      leases_->ReportMetrics("w-other", job.lease_id, {{"train/loss", 1024, 4.0, 0}}).ok());
+  ASSERT_TRUE(
+      leases_->FinishJob(worker_, job.lease_id, {AttemptOutcome::kSucceeded, 0, 0, "", ""}).ok());
+  ClaimedJob expiring = Lease();
+  clock_.Advance(kTtl + milliseconds(1));
+  EXPECT_EQ(leases_->ExpireLeases(), 1);
+  EXPECT_EQ(observer.told,
+            (std::vector<std::string>{"points small/" + job.cell_id, "ended small/" + job.cell_id,
+                                      "ended small/" + expiring.cell_id}));
+}
+
 TEST_F(LeaseManagerTest, RecoverGivesRunningAttemptsAFreshDeadline) {
   ClaimedJob job = Lease();
   clock_.Advance(kTtl * 8 / 10);

@@ -1,4 +1,4 @@
-#include "cli/tensorboard/crc32c.h"
+#include "common/tensorboard/crc32c.h"
 
 #include <array>
 

@@ -1,0 +1,20 @@
+// What the lease manager tells about the cells it serves, for the mirrors that follow them
+// (coordinator/mirror/: TensorBoard, MLflow): points of a cell were stored, an attempt of a cell
+// ended. Each call names the study and the cell's id (its content hash).
+//
+// Implementations must return at once (the callers are the workers' RPCs): note the cell and
+// do the work on a thread of their own. Called from any thread.
+#pragma once
+
+#include <string>
+
+namespace onset::coordinator {
+
+class LeaseObserver {
+ public:
+  virtual ~LeaseObserver() = default;
+  virtual void PointsStored(const std::string& study, const std::string& cell_id) = 0;
+  virtual void AttemptEnded(const std::string& study, const std::string& cell_id) = 0;
+};
+
+}  // namespace onset::coordinator
