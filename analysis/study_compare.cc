@@ -134,6 +134,21 @@ bool GroupingAxes(const v1::GetStudyResponse& study, const CompareSpec& spec,
           "--baseline: " + spec.baseline.first + " is not an axis of study " + study.study().name();
       return false;
     }
+    // A value no cell has would leave every speed-up empty: refused, naming those there are.
+    std::set<std::string> values, aliases;
+    for (const v1::Cell& c : study.cells()) {
+      if (auto v = c.axes().find(spec.baseline.first); v != c.axes().end())
+        values.insert(v->second);
+      if (auto a = c.axis_aliases().find(spec.baseline.first); a != c.axis_aliases().end()) {
+        aliases.insert(a->second.values().begin(), a->second.values().end());
+      }
+    }
+    if (!values.count(spec.baseline.second) && !aliases.count(spec.baseline.second)) {
+      *error = "--baseline: no cell of study " + study.study().name() + " has " +
+               spec.baseline.first + "=" + spec.baseline.second +
+               " (its values: " + absl::StrJoin(values, ", ") + ")";
+      return false;
+    }
     if (std::find(by->begin(), by->end(), spec.baseline.first) == by->end()) {
       by->push_back(spec.baseline.first);
     }

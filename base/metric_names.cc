@@ -1,5 +1,6 @@
 #include "base/metric_names.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -38,6 +39,18 @@ std::string SpreadStd(std::string_view prefix) { return Joined(prefix, "niah_acc
 std::string SpreadMin(std::string_view prefix) { return Joined(prefix, "niah_acc_min"); }
 std::string SpreadMax(std::string_view prefix) { return Joined(prefix, "niah_acc_max"); }
 std::string SpreadDraws(std::string_view prefix) { return Joined(prefix, "draws"); }
+
+std::string HeadlineMetric(const std::vector<std::string>& names) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  for (const std::string& name : sorted) {
+    if (StartsWith(name, kNiahAcc)) return name;
+  }
+  for (const std::string& name : sorted) {
+    if (name == kTrainLoss) return name;
+  }
+  return sorted.empty() ? "" : sorted.front();
+}
 
 std::string AtLength(std::string_view base, int length) {
   return Joined(base, "@" + std::to_string(length));

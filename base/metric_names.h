@@ -119,6 +119,11 @@ struct Head {
 // The layer and head of `name` when it is exactly HeadName(prefix, L, H) with L, H >= 0.
 std::optional<Head> ParseHeadName(std::string_view name, std::string_view prefix);
 
+// The metric a study is shown by first (the dashboard's curves, `onset compare` without
+// --metric): the first NIAH accuracy of `names` in name order, else the training loss, else the
+// first name; "" when there is none.
+std::string HeadlineMetric(const std::vector<std::string>& names);
+
 // Whether `name` starts with `prefix` (a family, or a name whose patterns follow it).
 bool StartsWith(std::string_view name, std::string_view prefix);
 // Whether an evaluation writes `name` (one of kEvaluationFamilies); the others come from

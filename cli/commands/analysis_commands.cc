@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analysis/compare_params.h"
+#include "analysis/default_threshold.h"
 #include "analysis/power_law.h"
 #include "base/metric_names.h"
 #include "cli/commands/pooled_studies.h"
@@ -37,6 +38,20 @@ std::vector<std::string> SplitList(const std::string& list) {
     out.emplace_back(part);
   }
   return out;
+}
+
+// The names of the metrics the studies' cells reported (their results' final values), sorted.
+absl::StatusOr<std::vector<std::string>> StudyMetricNames(StudyClient& client,
+                                                          const std::vector<std::string>& names) {
+  std::set<std::string> found;
+  for (const std::string& name : names) {
+    absl::StatusOr<v1::GetResultsResponse> results = client.Results(name);
+    if (!results.ok()) return results.status();
+    for (const v1::CellResult& r : results->results()) {
+      for (const auto& [metric, value] : r.final_metrics()) found.insert(metric);
+    }
+  }
+  return std::vector<std::string>(found.begin(), found.end());
 }
 
 // The step compare, plot and fit share: the study and its curves of spec.metric, grouped. On
@@ -72,8 +87,12 @@ std::optional<int> FetchAndGroup(StudyClient& client, const std::vector<std::str
     return kExitFailure;
   }
   if (out->table.rows.empty()) {
-    err << "no cell of study " << study_name << " has reported " << spec.metric
-        << " yet (onset export " << names.front() << " lists the metrics there are)\n";
+    err << "no cell of study " << study_name << " has reported " << spec.metric << " yet";
+    absl::StatusOr<std::vector<std::string>> metrics = StudyMetricNames(client, names);
+    if (metrics.ok() && !metrics->empty()) {
+      err << "; its metrics: " << absl::StrJoin(*metrics, ", ");
+    }
+    err << "\n";
     return kExitFailure;
   }
   out->study = std::move(pooled->study);
@@ -93,8 +112,43 @@ std::optional<CompareSpec> ParseSpec(const analysis::CompareParams& params, bool
 
 }  // namespace
 
-int CompareCommand(StudyClient& client, const CompareOptions& options, std::ostream& out,
+int CompareCommand(StudyClient& client, const CompareOptions& given, std::ostream& out,
                    std::ostream& err) {
+  CompareOptions options = given;
+  // Without --metric: the study's headline metric, as the dashboard opens on it.
+  if (options.metric.empty()) {
+    absl::StatusOr<std::vector<std::string>> metrics = StudyMetricNames(client, options.studies);
+    if (!metrics.ok()) return ReportError(metrics.status(), err);
+    options.metric = metric::HeadlineMetric(*metrics);
+    if (options.metric.empty()) {
+      err << "no cell of study " << absl::StrJoin(options.studies, ", ")
+          << " has reported a metric yet\n";
+      return kExitFailure;
+    }
+    err << "metric " << options.metric << ": the study's headline (--metric to choose another)\n";
+  }
+  // Without --threshold: the dashboard's opening threshold (analysis/default_threshold.h).
+  if (options.threshold.empty()) {
+    absl::StatusOr<PooledStudies> pooled = PoolStudies(client, options.studies, {options.metric});
+    if (!pooled.ok()) return ReportError(pooled.status(), err);
+    const std::optional<analysis::DefaultThreshold> chosen =
+        analysis::ChooseThreshold(options.metric, pooled->curves);
+    if (!chosen) {
+      err << "no cell of study " << absl::StrJoin(options.studies, ", ") << " has reported "
+          << options.metric << " yet, so there is no threshold to choose: give --threshold";
+      absl::StatusOr<std::vector<std::string>> metrics = StudyMetricNames(client, options.studies);
+      if (metrics.ok() && !metrics->empty()) {
+        err << " (its metrics: " << absl::StrJoin(*metrics, ", ") << ")";
+      }
+      err << "\n";
+      return kExitFailure;
+    }
+    std::ostringstream value;
+    value << chosen->value;
+    options.threshold = value.str();
+    err << "threshold " << options.threshold << ": " << chosen->why
+        << " (--threshold to choose another)\n";
+  }
   const std::optional<CompareSpec> parsed =
       ParseSpec({options.metric, options.threshold, options.direction, options.x, options.by,
                  options.baseline, options.level, options.bootstrap, options.bootstrap_seed,
@@ -316,15 +370,17 @@ void AddCompareCommand(CLI::App& app, CommandTable& table) {
                    "study name; several: their cells pooled, the same experiment (configs equal "
                    "but for the study) counted once")
       ->required();
+  compare_app->add_option("--metric", compare->metric,
+                          "metric name, e.g. " + metric::AtLength(metric::kNiahAcc, 512) + ", " +
+                              metric::kNiahAccBeyondWindow + ", " + metric::kShortLoss + ", " +
+                              metric::kRhMaxFull +
+                              " (default: the study's headline, its first NIAH accuracy, else " +
+                              metric::kTrainLoss + ")");
   compare_app
-      ->add_option("--metric", compare->metric,
-                   "metric name, e.g. " + metric::AtLength(metric::kNiahAcc, 512) + ", " +
-                       metric::kNiahAccBeyondWindow + ", " + metric::kShortLoss + ", " +
-                       metric::kRhMaxFull)
-      ->required();
-  compare_app->add_option("--threshold", compare->threshold, "the value to reach")
-      ->type_name("FLOAT")
-      ->required();
+      ->add_option("--threshold", compare->threshold,
+                   "the value to reach (default: 0.5 for an accuracy, else halfway between the "
+                   "cells' median first and last values)")
+      ->type_name("FLOAT");
   compare_app
       ->add_option("--direction", compare->direction,
                    "up (reach from below) or down (fall to it); auto: down for losses")

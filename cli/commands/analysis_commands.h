@@ -16,14 +16,14 @@ namespace onset::cli {
 
 struct CompareOptions {
   std::vector<std::string> studies;  // one, or several pooled (pooled_studies.h)
-  std::string metric;
-  std::string threshold;           // a number (analysis::CompareParams)
-  std::string direction = "auto";  // auto (down for losses), up or down
-  std::string by;                  // comma-separated axes; empty: every axis but seed
-  std::string baseline;            // AXIS=VALUE or empty
-  std::string x = "tokens";        // tokens or flops: what T(x) and the speed-up count
-  std::string level = "0.95";      // of the intervals
-  std::string bootstrap = "2000";  // the speed-up interval's resamples
+  std::string metric;                // empty: the study's headline (metric::HeadlineMetric)
+  std::string threshold;             // a number; empty: analysis::ChooseThreshold's
+  std::string direction = "auto";    // auto (down for losses), up or down
+  std::string by;                    // comma-separated axes; empty: every axis but seed
+  std::string baseline;              // AXIS=VALUE or empty
+  std::string x = "tokens";          // tokens or flops: what T(x) and the speed-up count
+  std::string level = "0.95";        // of the intervals
+  std::string bootstrap = "2000";    // the speed-up interval's resamples
   std::string bootstrap_seed = "1";
   std::string best_over;        // a nuisance axis chosen per group
   std::string select;           // its selection rule, METRIC[:min|max|crossing]

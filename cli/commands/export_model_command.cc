@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/checkpoint_name.h"
 #include "base/durable_file.h"
 #include "base/metric_names.h"
 #include "base/posix_io.h"
@@ -97,6 +98,18 @@ bool ReadsTokenFile(const std::string& config_json) {
   return data.contains("background") && data["background"] == "file";
 }
 
+// `word` as one word of a POSIX shell: as it is when it holds only characters no shell treats
+// specially, else in single quotes (a quote inside as '\'').
+std::string ShellQuote(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_-./=,:@%+") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 // Writes DIR/lm_eval for the cell's checkpoint and prints how to run it; false (said) on failure.
 bool WriteLmEvalTask(const ExportModelOptions& options, const std::string& trainer,
                      const std::string& config, const std::string& checkpoint,
@@ -128,9 +141,18 @@ bool WriteLmEvalTask(const ExportModelOptions& options, const std::string& train
   } else {
     out << "none (no prompt within the training length)";
   }
-  out << "). Run:\n  lm_eval --model hf --model_args pretrained=" << options.out
-      << ",trust_remote_code=True,max_length=" << task["max_length"].get<int64_t>()
-      << " --include_path " << task_dir << " --tasks onset_niah --batch_size 1\n";
+  // The harness as the Python that wrote the task runs it (lm_eval need not be on PATH), with
+  // absolute paths, quoted for a POSIX shell: the line runs as printed, from anywhere.
+  std::error_code ec;
+  const std::string model_dir = fs::absolute(options.out, ec).lexically_normal().string();
+  out << "). Run:\n  " << ShellQuote(PythonToUse(options)) << " -m lm_eval --model hf"
+      << " --model_args "
+      << ShellQuote("pretrained=" + model_dir +
+                    ",trust_remote_code=True,"
+                    "max_length=" +
+                    std::to_string(task["max_length"].get<int64_t>()))
+      << " --include_path " << ShellQuote(model_dir + "/lm_eval")
+      << " --tasks onset_niah --batch_size 1\n";
   return true;
 }
 
@@ -191,6 +213,13 @@ void RecordTheExport(StudyClient& client, const ExportModelOptions& options,
     if (!c.path().empty() && fs::equivalent(c.path(), checkpoint, ec)) {
       exported.set_tokens(c.tokens());
       break;
+    }
+  }
+  // A checkpoint the coordinator did not list (one given by --checkpoint, or found in a
+  // directory): its name says its tokens.
+  if (exported.tokens() == 0) {
+    if (std::optional<int64_t> tokens = base::CheckpointTokens(checkpoint)) {
+      exported.set_tokens(*tokens);
     }
   }
   if (absl::Status s = client.RecordExport(options.study, cell.cell().id(), exported); !s.ok()) {

@@ -126,10 +126,21 @@ double NiceStep(double span, int ticks) {
 }
 
 std::vector<std::string> Labels(const CompareTable& table) {
+  // Only the axes whose value differs between groups tell them apart; one group names them all.
+  std::vector<std::string> varying;
+  for (const std::string& a : table.by) {
+    for (const CompareRow& row : table.rows) {
+      if (row.axes.at(a) != table.rows.front().axes.at(a)) {
+        varying.push_back(a);
+        break;
+      }
+    }
+  }
+  if (varying.empty()) varying = table.by;
   std::vector<std::string> labels;
   for (const CompareRow& row : table.rows) {
     std::vector<std::string> parts;
-    for (const std::string& a : table.by) parts.push_back(a + "=" + row.axes.at(a));
+    for (const std::string& a : varying) parts.push_back(a + "=" + row.axes.at(a));
     labels.push_back(absl::StrJoin(parts, " "));
   }
   return labels;
@@ -137,19 +148,49 @@ std::vector<std::string> Labels(const CompareTable& table) {
 
 namespace {
 
-// The figure's geometry and the plot's scales: log10 tokens across whole decades, the value on a
-// nice linear range.
+// The figure's geometry and the plot's scales: log10 tokens over the data's range (a small
+// margin each side), the value on a nice linear range.
 struct Frame {
   double left = 64, top = 36, bottom = 48, right = 200;
   double width = 0, height = 0;  // the whole figure
   double pw = 0, ph = 0;         // the plot area
-  double d_lo = 0, d_hi = 1;     // decades of the x axis
+  double d_lo = 0, d_hi = 1;     // log10 of the x axis's ends
   double v_min = 0, v_max = 1, step = 1;
   int y_ticks = 1;
 
   double X(double t) const { return left + (std::log10(t) - d_lo) / (d_hi - d_lo) * pw; }
   double Y(double v) const { return top + (v_max - v) / (v_max - v_min) * ph; }
 };
+
+// An x tick: where, and whether it is labelled.
+struct XTick {
+  double at = 0;
+  bool labelled = false;
+};
+
+// The x axis's ticks within the frame: 1, 2 and 5 times powers of ten, labelled at the powers
+// of ten when the axis spans two decades or more, else at each; when that labels fewer than
+// two, every 1..9 times a power of ten is a labelled tick.
+std::vector<XTick> XTicks(const Frame& f) {
+  const double span = f.d_hi - f.d_lo;
+  auto ticks = [&](std::initializer_list<double> multiples, bool decades_only) {
+    std::vector<XTick> out;
+    for (double d = std::floor(f.d_lo); d <= std::ceil(f.d_hi); ++d) {
+      for (double m : multiples) {
+        const double t = m * std::pow(10.0, d);
+        const double l = std::log10(t);
+        if (l < f.d_lo - 1e-9 || l > f.d_hi + 1e-9) continue;
+        out.push_back({t, !decades_only || m == 1.0});
+      }
+    }
+    return out;
+  };
+  std::vector<XTick> out = ticks({1.0, 2.0, 5.0}, span >= 2);
+  const auto labelled =
+      std::count_if(out.begin(), out.end(), [](const XTick& t) { return t.labelled; });
+  if (labelled < 2) out = ticks({1, 2, 3, 4, 5, 6, 7, 8, 9}, false);
+  return out;
+}
 
 // The geometry for `labels` (the legend's width and height) and the scales for the data's range
 // (t_min..t_max tokens, v_min..v_max values; infinite when there is no data).
@@ -172,10 +213,12 @@ Frame LayOut(const std::vector<std::string>& labels, const PlotOptions& options,
   f.v_max = std::ceil(v_max / f.step) * f.step;
   if (f.v_max - f.v_min < f.step * 1.5) f.v_max += f.step;
   f.y_ticks = static_cast<int>(std::llround((f.v_max - f.v_min) / f.step));
-  // Whole decades around the data, so that the axis reads 1K, 10K, 100K, ...
-  // (a hair of tolerance: 1,007,872 tokens should not open a whole empty decade).
-  f.d_lo = std::floor(std::log10(t_min) + 1e-9);
-  f.d_hi = std::max(f.d_lo + 1, std::ceil(std::log10(t_max) - 0.01));
+  // The data's range, 3% of it (at least 0.02 decades) as a margin each side; one value
+  // alone gets half a decade around it.
+  const double lo = std::log10(t_min), hi = std::log10(t_max);
+  const double margin = hi - lo < 1e-9 ? 0.5 : std::max(0.03 * (hi - lo), 0.02);
+  f.d_lo = lo - margin;
+  f.d_hi = hi + margin;
   return f;
 }
 
@@ -185,16 +228,13 @@ std::string AxesSvg(const Frame& f, const std::string& title, const std::string&
   const double left = f.left, top = f.top, pw = f.pw, ph = f.ph;
   std::string svg = absl::StrCat("<text x=\"", Num(left), "\" y=\"22\" font-size=\"14\">",
                                  Escape(title), "</text>\n");
-  // Axes, grid and ticks: decades labelled, 2x and 5x as minor lines.
+  // Axes, grid and ticks: labelled ticks solid, the others as minor dashed lines.
+  const std::vector<XTick> x_ticks = XTicks(f);
   absl::StrAppend(&svg, "<g stroke=\"#ccc\" stroke-width=\"0.5\">\n");
-  for (double d = f.d_lo; d <= f.d_hi; ++d) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double t = m * std::pow(10.0, d);
-      if (std::log10(t) > f.d_hi + 1e-9) break;
-      absl::StrAppend(&svg, "<line x1=\"", Num(f.X(t)), "\" y1=\"", Num(top), "\" x2=\"",
-                      Num(f.X(t)), "\" y2=\"", Num(top + ph), "\"",
-                      m == 1.0 ? "" : " stroke-dasharray=\"2,3\"", "/>\n");
-    }
+  for (const XTick& tick : x_ticks) {
+    absl::StrAppend(&svg, "<line x1=\"", Num(f.X(tick.at)), "\" y1=\"", Num(top), "\" x2=\"",
+                    Num(f.X(tick.at)), "\" y2=\"", Num(top + ph), "\"",
+                    tick.labelled ? "" : " stroke-dasharray=\"2,3\"", "/>\n");
   }
   for (int i = 0; i <= f.y_ticks; ++i) {
     const double v = f.v_min + f.step * i;
@@ -202,10 +242,10 @@ std::string AxesSvg(const Frame& f, const std::string& title, const std::string&
                     Num(left + pw), "\" y2=\"", Num(f.Y(v)), "\"/>\n");
   }
   absl::StrAppend(&svg, "</g>\n<g fill=\"#333\">\n");
-  for (double d = f.d_lo; d <= f.d_hi; ++d) {
-    const double t = std::pow(10.0, d);
-    absl::StrAppend(&svg, "<text x=\"", Num(f.X(t)), "\" y=\"", Num(top + ph + 16),
-                    "\" text-anchor=\"middle\">", FormatX(t, x), "</text>\n");
+  for (const XTick& tick : x_ticks) {
+    if (!tick.labelled) continue;
+    absl::StrAppend(&svg, "<text x=\"", Num(f.X(tick.at)), "\" y=\"", Num(top + ph + 16),
+                    "\" text-anchor=\"middle\">", FormatX(tick.at, x), "</text>\n");
   }
   for (int i = 0; i <= f.y_ticks; ++i) {
     const double v = f.v_min + f.step * i;
@@ -263,7 +303,9 @@ std::string GroupSvg(const Frame& f, size_t g, const Band& b, const CompareRow& 
     absl::StrAppend(&svg, "<path class=\"curve\" d=\"", line, "\" fill=\"none\" stroke=\"", colour,
                     "\" stroke-width=\"2\"", dash, "/>\n");
   }
-  const bool censored = row.emergence.median.kind == analysis::Crossing::kRight;
+  // Censoring is relative to a threshold: without one shown there is nothing to mark.
+  const bool censored = (options.threshold || options.emergence) &&
+                        row.emergence.median.kind == analysis::Crossing::kRight;
   if (censored && !b.tokens.empty()) {
     // Never reached the threshold: an open circle at the end of its curve.
     absl::StrAppend(&svg, "<circle class=\"censored\" cx=\"", Num(f.X(b.tokens.back())), "\" cy=\"",

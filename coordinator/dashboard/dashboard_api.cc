@@ -131,16 +131,12 @@ HttpResponse MetricList(ResultStore& store, const std::string& study) {
   absl::StatusOr<std::vector<std::pair<std::string, int>>> names = store.MetricNames(study);
   if (!names.ok()) return FromStatus(names.status());
   nlohmann::json out = nlohmann::json::array();
-  std::string accuracy, loss;
+  std::vector<std::string> listed;
   for (const auto& [name, cells] : *names) {
     out.push_back({{"name", name}, {"cells", cells}});
-    if (accuracy.empty() && metric::StartsWith(name, metric::kNiahAcc)) accuracy = name;
-    if (name == metric::kTrainLoss) loss = name;
+    listed.push_back(name);
   }
-  const std::string first = !accuracy.empty() ? accuracy
-                            : !loss.empty()   ? loss
-                            : names->empty()  ? ""
-                                              : names->front().first;
+  const std::string first = metric::HeadlineMetric(listed);
   return Json(200, {{"metrics", out}, {"first", first}});
 }
 

@@ -4,9 +4,9 @@ Ids 0-255 are the byte values, shown as the characters U+0000-U+00FF (byte b is 
 byte sequence is a text: `data.decode("latin-1")` turns bytes into the text whose encoding gives
 them back, and `text.encode("latin-1")` the other way. Ids 256-261 are the specials of
 model/config/vocab.h, by name: \u27e8BOS\u27e9 (every sequence starts with it; encode() puts it
-first), \u27e8K\u27e9 and \u27e8V\u27e9 (a record's key and value follow), \u27e8Q\u27e9 and
-\u27e8A\u27e9 (a query's key and its answer follow) and \u27e8N\u27e9 (the answer to a query whose
-key no record has). The brackets are U+27E8 and U+27E9, which no byte is: a text of bytes never
+first unless the text starts with it), \u27e8K\u27e9 and \u27e8V\u27e9 (a record's key and value
+follow), \u27e8Q\u27e9 and \u27e8A\u27e9 (a query's key and its answer follow) and \u27e8N\u27e9 (the
+answer to a query whose key no record has). The brackets are U+27E8 and U+27E9, which no byte is: a text of bytes never
 holds a special's name, so every text encodes to exactly one sequence of ids and decodes back.
 Ids 262 and 263 (\u27e8PAD0\u27e9, \u27e8PAD1\u27e9) pad the embedding to a multiple of 8 and are
 never in the data; onset has no end-of-text or padding token, so the first of them stands for
@@ -76,6 +76,22 @@ class OnsetTokenizer(PreTrainedTokenizer):
 
     def convert_tokens_to_string(self, tokens):
         return "".join(tokens)
+
+    def build_inputs_with_special_tokens(self, token_ids_0, token_ids_1=None):
+        """<BOS> first, unless the text already starts with it (a prompt that onset wrote, e.g.
+        prompts.jsonl's, or a decoded sequence): tokenizer(text) gives one <BOS> either way, so
+        that encode(decode(ids)) == ids."""
+        if token_ids_1 is None and token_ids_0[:1] == [self.bos_token_id]:
+            return list(token_ids_0)
+        return super().build_inputs_with_special_tokens(token_ids_0, token_ids_1)
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
+                                already_has_special_tokens=False):
+        if (not already_has_special_tokens and token_ids_1 is None
+                and token_ids_0[:1] == [self.bos_token_id]):
+            return [1] + [0] * (len(token_ids_0) - 1)
+        return super().get_special_tokens_mask(token_ids_0, token_ids_1,
+                                               already_has_special_tokens)
 
     def encode_bytes(self, data, add_bos=True):
         """The ids of a byte string, <BOS> first unless add_bos is false; special-token names in

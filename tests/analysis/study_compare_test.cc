@@ -63,6 +63,22 @@ const CompareRow& Row(const CompareTable& t, const std::string& arch, const std:
   return t.rows.front();
 }
 
+TEST(StudyCompareTest, ABaselineValueNoCellHasIsRefusedNamingTheValues) {
+  Curves curves;
+  const v1::GetStudyResponse study = MergedSchemes(&curves);
+  CompareSpec spec = Spec();
+  spec.baseline = {"arch", "nope"};
+  std::string error;
+  const CompareTable table = Compare(study, curves, spec, &error);
+  EXPECT_EQ(error, "--baseline: no cell of study pos has arch=nope (its values: full, swa)");
+  EXPECT_TRUE(table.rows.empty());
+  // A value a cell has only as an alias (the grid merged it) is one.
+  spec.baseline = {"pos", "nope-full"};
+  error.clear();
+  Compare(study, curves, spec, &error);
+  EXPECT_EQ(error, "");
+}
+
 TEST(StudyCompareTest, PairsThroughTheSchemesTheGridMerged) {
   Curves curves;
   const v1::GetStudyResponse study = MergedSchemes(&curves);

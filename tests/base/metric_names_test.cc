@@ -19,6 +19,15 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
+TEST(MetricNamesTest, TheHeadlineIsTheFirstNiahAccuracyElseTheTrainingLossElseTheFirst) {
+  EXPECT_EQ(HeadlineMetric({"train/loss", "niah/acc@512", "niah/acc", "eval/heldout_loss"}),
+            "niah/acc");
+  EXPECT_EQ(HeadlineMetric({"train/loss", "niah/acc@512", "niah/acc@1024"}), "niah/acc@1024");
+  EXPECT_EQ(HeadlineMetric({"train/lr", "train/loss", "eval/heldout_loss"}), "train/loss");
+  EXPECT_EQ(HeadlineMetric({"train/lr", "eval/heldout_loss"}), "eval/heldout_loss");
+  EXPECT_EQ(HeadlineMetric({}), "");
+}
+
 TEST(MetricNamesTest, LengthsRoundTripAndNearMissesAreRefused) {
   EXPECT_EQ(AtLength(kNiahAcc, 512), "niah/acc@512");
   EXPECT_EQ(LengthOf(AtLength(kNiahAcc, 512), kNiahAcc), 512);

@@ -74,7 +74,8 @@ def test_an_export_is_recorded_by_the_coordinator_and_listed(study_data, onset_c
 
     branch = next(c for c in json.loads(artifacts(onset_cli, study_data, "--json").stdout)["cells"]
                   if c["role"] == "branch")
-    checkpoint = next(c["path"] for c in branch["checkpoints"] if c["present"])
+    listed_checkpoint = next(c for c in branch["checkpoints"] if c["present"])
+    checkpoint = listed_checkpoint["path"]
     env = {k: v for k, v in os.environ.items()
            if k not in ("ONSET_COORDINATOR", "ONSET_TOKEN", "ONSET_TOKEN_FILE", "ONSET_DATA_DIR")}
 
@@ -107,7 +108,25 @@ def test_an_export_is_recorded_by_the_coordinator_and_listed(study_data, onset_c
         assert exports[0]["path"] == out
         assert exports[0]["host"] == socket.gethostname()
         assert exports[0]["bytes"] == size
+        assert exports[0]["tokens"] == listed_checkpoint["tokens"]
+        # A checkpoint the coordinator does not list (copied elsewhere, in a directory of its
+        # own, which onset-train reads for its newest): its tokens come from its name, never "?".
+        copied = tmp_path / "copied"
+        copied.mkdir()
+        shutil.copy(checkpoint, copied)
+        newest = listed_checkpoint["tokens"]
+        result = subprocess.run([onset_cli, "export-model", STUDY, branch["id"], "--out",
+                                 str(tmp_path / "newest"), "--checkpoint", str(copied), *remote],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        assert result.returncode == 0, result.stderr
+        listed = subprocess.run([onset_cli, "artifacts", STUDY, branch["id"], "--json", *remote],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        exports = json.loads(listed.stdout)["cells"][0]["exports"]
+        assert [e["tokens"] for e in exports] == [newest, listed_checkpoint["tokens"]]
         text = subprocess.run([onset_cli, "artifacts", STUDY, *remote], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
         assert "exports (onset export-model):" in text.stdout
+        assert " ? " not in text.stdout.split("exports (onset export-model):")[1]
         assert f"{socket.gethostname()}:{out}" in text.stdout

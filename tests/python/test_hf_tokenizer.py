@@ -25,6 +25,20 @@ def test_every_byte_round_trips(tokenizer):
     assert tokenizer.decode(tokenizer.encode(" a  b \n", add_special_tokens=False)) == " a  b \n"
 
 
+def test_a_text_that_starts_with_bos_gets_no_second_one(tokenizer):
+    """prompts.jsonl's prompts (and every decoded sequence) start with <BOS>: tokenizer(prompt)
+    with its defaults must give the ids onset evaluated, one <BOS> first."""
+    prompt = SPECIALS[0] + SPECIALS[1] + "ab" + SPECIALS[2] + "c" + SPECIALS[3] + "ab" + \
+        SPECIALS[4]
+    ids = [256, 257, 97, 98, 258, 99, 259, 97, 98, 260]
+    assert tokenizer(prompt)["input_ids"] == ids
+    assert tokenizer(prompt, add_special_tokens=False)["input_ids"] == ids
+    assert tokenizer.encode(tokenizer.decode(ids)) == ids
+    assert tokenizer(prompt, return_special_tokens_mask=True)["special_tokens_mask"] == \
+        [1] + [0] * 9
+    assert tokenizer("ab")["input_ids"] == [256, 97, 98]  # still added where missing
+
+
 def test_specials_by_name(tokenizer):
     assert type(tokenizer).__name__ == "OnsetTokenizer"
     assert tokenizer.convert_tokens_to_ids(SPECIALS + PADDING) == list(range(256, 264))

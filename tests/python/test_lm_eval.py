@@ -110,18 +110,20 @@ def harness(exported, tmp_path_factory):
     """lm_eval run as export-model says, on every task, with the samples logged: (results
     JSON, {task: [samples]})."""
     model_dir, printed, _ = exported
-    command = next(line.strip() for line in printed.splitlines()
-                   if line.strip().startswith("lm_eval "))
+    command = next(line.strip() for line in printed.splitlines() if " -m lm_eval " in line)
     argv = shlex.split(command)
+    # The Python export-model was given, so that the line runs as printed (no lm_eval on PATH
+    # needed), with absolute paths, from any directory.
+    assert argv[:3] == [sys.executable, "-m", "lm_eval"], command
+    assert f"pretrained={os.path.abspath(model_dir)}," in command
     assert argv[argv.index("--tasks") + 1] == "onset_niah"
     argv[argv.index("--tasks") + 1] = "onset_niah,onset_niah_extrapolation,onset_niah_lengths"
     results_dir = str(tmp_path_factory.mktemp("lm_eval"))
-    argv = [sys.executable, "-m", "lm_eval"] + argv[1:] + [
-        "--device", "cpu", "--output_path", results_dir, "--log_samples"]
+    argv += ["--device", "cpu", "--output_path", results_dir, "--log_samples"]
     env = {**_env(), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, timeout=600)
+                            env=env, timeout=600, cwd=str(tmp_path_factory.mktemp("elsewhere")))
     assert result.returncode == 0, result.stdout + result.stderr
     (results_file,) = glob.glob(os.path.join(results_dir, "**", "results_*.json"), recursive=True)
     with open(results_file) as f:

@@ -56,6 +56,45 @@ TEST(PlotTest, OneCurvePerGroupTheThresholdAndCensoredGroupsMarked) {
   EXPECT_EQ(Count(RenderSvg(table, curves, spec, options), "class=\"threshold\""), 0u);
 }
 
+// What a plot without a threshold shows: no censoring marks (there is nothing to reach), an x
+// axis that spans the data (254K..3M tokens: no 100K or 10M tick), and a legend that names only
+// the axes that tell the groups apart.
+TEST(PlotTest, WithoutAThresholdNothingIsCensoredTheAxisFitsAndTheLegendNamesWhatVaries) {
+  v1::GetStudyResponse study;
+  study.mutable_study()->set_name("demo");
+  for (int i = 0; i < 2; ++i) {
+    v1::Cell* c = study.add_cells();
+    c->set_id("c" + std::to_string(i));
+    c->set_state(v1::CELL_STATE_SUCCEEDED);
+    c->set_tokens_budget(3'000'000);
+    (*c->mutable_axes())["arch"] = i == 0 ? "full" : "swa";
+    (*c->mutable_axes())["pos"] = "rope";   // never varies
+    (*c->mutable_axes())["window"] = "16";  // never varies
+  }
+  Curves curves;
+  curves["c0"]["m"] = {{254'000, 5.0}, {1'000'000, 4.0}, {3'000'000, 3.5}};
+  curves["c1"]["m"] = {{254'000, 5.2}, {1'000'000, 4.4}, {3'000'000, 3.9}};
+  CompareSpec spec;
+  spec.metric = "m";
+  spec.threshold = 0;  // what the plot command passes without --threshold
+  spec.direction = analysis::Direction::kDown;
+  std::string error;
+  const CompareTable table = Compare(study, curves, spec, &error);
+  ASSERT_EQ(error, "");
+  const std::string svg = RenderSvg(table, curves, spec, PlotOptions());
+  EXPECT_EQ(Count(svg, "class=\"censored\""), 0u);
+  EXPECT_EQ(Count(svg, "class=\"threshold\""), 0u);
+  EXPECT_THAT(svg, HasSubstr(">500K<"));
+  EXPECT_THAT(svg, HasSubstr(">1M<"));
+  EXPECT_THAT(svg, HasSubstr(">2M<"));
+  EXPECT_THAT(svg, Not(HasSubstr(">100K<")));
+  EXPECT_THAT(svg, Not(HasSubstr(">10M<")));
+  EXPECT_THAT(svg, HasSubstr(">arch=full<"));
+  EXPECT_THAT(svg, HasSubstr(">arch=swa<"));
+  EXPECT_THAT(svg, Not(HasSubstr("pos=rope")));
+  EXPECT_THAT(svg, Not(HasSubstr("window=16")));
+}
+
 // The emergence figure: per group the fraction of its cells past the threshold, a step from 0
 // at the first eval point to crossed/n at the last, the 1/2 line its median is read at.
 TEST(PlotTest, TheFractionEmergedIsAStepCurveFromZeroToCrossedOverN) {
@@ -85,9 +124,10 @@ TEST(PlotTest, TheFractionEmergedIsAStepCurveFromZeroToCrossedOverN) {
   EXPECT_EQ(Count(svg, "class=\"threshold\""), 1u);
   // One band: the curve's pointwise 95% band (median_interval.h), not the seeds' range.
   EXPECT_EQ(Count(svg, "fill-opacity"), 1u);
-  // From 1M (x = 64) at 0 (y = 392) to 4M (x = 338.5) at 2/3: 5 steps' points after the first.
-  EXPECT_THAT(svg, HasSubstr("class=\"curve\" d=\"M64.0,392.0 L"));
-  EXPECT_THAT(svg, HasSubstr(" L338.5,154.7\""));
+  // From 1M at 0 (y = 392) to 4M at 2/3, the axis spanning 1M..4M and a margin of 3% of it
+  // each side (x = 78.2 and 505.8 of 64..520): 5 steps' points after the first.
+  EXPECT_THAT(svg, HasSubstr("class=\"curve\" d=\"M78.2,392.0 L"));
+  EXPECT_THAT(svg, HasSubstr(" L505.8,154.7\""));
   // A group of one cell has no band.
   study.mutable_cells()->DeleteSubrange(1, 2);
   const std::string one = RenderSvg(Compare(study, curves, spec, &error), curves, spec, options);
