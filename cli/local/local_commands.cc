@@ -26,6 +26,10 @@ void AddRunCommand(CLI::App& app, CommandTable& table) {
   run_app->add_option("--tensorboard", run->tensorboard_dir,
                       "write each cell's points as a TensorBoard run under DIR as they arrive "
                       "(tensorboard --logdir DIR shows the study while it runs)");
+  run_app->add_option("--mlflow", run->mlflow_uri,
+                      "mirror each cell as a run of the MLflow tracking server at this URL as its "
+                      "points arrive (the study as the experiment; a token from "
+                      "MLFLOW_TRACKING_TOKEN)");
   run_app->add_flag("--json", run->json, "print the results as JSON");
   run_app->add_flag(
       "--no-results", [run](int64_t) { run->print_results = false; },

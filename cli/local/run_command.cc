@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -68,10 +69,15 @@ bool Finished(const v1::GetStudyResponse& study) {
 // address file names while it runs. Shutting it down (on destruction) removes the file.
 class EmbeddedCoordinator {
  public:
-  static absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> Start(
-      const std::string& data_dir, const std::string& token, const std::string& tensorboard_dir) {
+  static absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> Start(const std::string& data_dir,
+                                                                    const std::string& token,
+                                                                    const RunOptions& options) {
     coordinator::ServerConfig config;
-    config.tensorboard_dir = tensorboard_dir;
+    config.tensorboard_dir = options.tensorboard_dir;
+    config.mlflow_uri = options.mlflow_uri;
+    if (const char* secret = std::getenv("MLFLOW_TRACKING_TOKEN"); secret != nullptr) {
+      config.mlflow_token = secret;
+    }
     config.db_path = (fs::path(data_dir) / "onset.db").string();
     config.token = token;
     config.token_file = (fs::path(data_dir) / common::kTokenFileName).string();
@@ -271,7 +277,7 @@ int RunCommand(const RunOptions& options, const std::atomic<bool>& interrupted, 
   }
   const common::ClientSecurity security{*token, ""};
   absl::StatusOr<std::unique_ptr<EmbeddedCoordinator>> coordinator =
-      EmbeddedCoordinator::Start(options.data_dir, *token, options.tensorboard_dir);
+      EmbeddedCoordinator::Start(options.data_dir, *token, options);
   if (!coordinator.ok()) {
     err << coordinator.status().message() << "\n";
     return kExitFailure;

@@ -20,6 +20,9 @@ struct RunOptions {
   // Each cell's points written as a TensorBoard run under this directory as they arrive
   // (onsetd --tensorboard-dir); empty: none.
   std::string tensorboard_dir;
+  // Each cell mirrored as a run of this MLflow tracking server (onsetd --mlflow-uri); empty:
+  // none. Its token, if any, from MLFLOW_TRACKING_TOKEN.
+  std::string mlflow_uri;
   int poll_ms = 500;  // progress refresh
   // Bars per running cell redrawn in place (stderr is a terminal); else a line when a cell
   // changes state and at most every 10 s between (cli/views/progress_log.h).

@@ -65,28 +65,35 @@ void CellSyncLoop::SyncPending() {
   if (cells.empty()) return;
   common::MutexLock sync_lock(&sync_mu_);
   std::vector<Cell> retry;
-  absl::Status first_error;
-  int failed = 0;
+  absl::Status failure;
   for (const Cell& cell : cells) {
+    // After a failure the pass ends: a sink that is down would fail every cell, each after its
+    // own timeout. The cells not tried wait for the next pass.
+    if (!failure.ok()) {
+      retry.push_back(cell);
+      continue;
+    }
     absl::Status s = sink_->Sync(cell.first, cell.second);
     if (s.ok()) {
       ++synced_;
-      continue;
+    } else if (absl::IsNotFound(s)) {
+      ++gone_;  // the cell or its study is gone: nothing to mirror, nothing to retry
+    } else {
+      ++failed_;
+      failure = s;
+      retry.push_back(cell);
     }
-    ++failed_;
-    if (failed++ == 0) first_error = s;
-    retry.push_back(cell);
   }
-  if (failed == 0) {
+  if (failure.ok()) {
     if (failure_log_.Recovered()) spdlog::info("{} mirror: syncing again", name_);
     return;
   }
   int64_t left_out = 0;
-  if (failure_log_.Occurred(failed, &left_out)) {
+  if (failure_log_.Occurred(1, &left_out)) {
     spdlog::warn(
-        "{} mirror: {} of {} cells could not be synced, tried again in {} ms ({} more "
-        "failures since the last line): {}",
-        name_, failed, cells.size(), options_.interval.count(), left_out, first_error.ToString());
+        "{} mirror: {} cells wait, tried again in {} ms ({} more failed passes since "
+        "the last line): {}",
+        name_, retry.size(), options_.interval.count(), left_out, failure.ToString());
   }
   common::MutexLock lock(&mu_);
   for (Cell& cell : retry) pending_.insert(std::move(cell));
@@ -116,6 +123,7 @@ CellSyncLoop::Stats CellSyncLoop::stats() const {
   common::MutexLock sync_lock(&sync_mu_);
   s.synced = synced_;
   s.failed = failed_;
+  s.gone = gone_;
   return s;
 }
 

@@ -3,8 +3,10 @@
 // thread hands each changed cell to the sink, which reads the cell from the store and brings
 // its mirror up to date. A cell that changes many times within an interval is synced once.
 //
-// A sync that fails keeps its cell pending: it is tried again at the next interval, and the
-// failure costs a warning per log_interval at most (the sink's error, how many failed since).
+// A sync that fails keeps its cell pending and ends the pass (the cells after it wait too: a
+// sink that is down would fail each after its own timeout); they are tried again at the next
+// interval, and the failure costs a warning per log_interval at most. A sync that finds the
+// cell gone (NotFound) drops it.
 // Pending cells are bounded by max_pending: beyond, a newly changed cell is left out (counted,
 // logged); its mirror catches up at its next change, since each sync reads the cell's whole
 // state from the store. Nothing here waits for the sink but the thread.
@@ -48,6 +50,7 @@ class CellSyncLoop : public LeaseObserver {
   struct Stats {
     int64_t synced = 0;   // syncs that succeeded
     int64_t failed = 0;   // syncs that failed (each retried)
+    int64_t gone = 0;     // cells found gone (NotFound), dropped
     int64_t dropped = 0;  // changes left out because max_pending cells were waiting
     int64_t pending = 0;  // cells waiting now
   };
@@ -92,6 +95,7 @@ class CellSyncLoop : public LeaseObserver {
   mutable common::Mutex sync_mu_;  // one pass at a time (the thread's and SyncPending's)
   int64_t synced_ ABSL_GUARDED_BY(sync_mu_) = 0;
   int64_t failed_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  int64_t gone_ ABSL_GUARDED_BY(sync_mu_) = 0;
   common::LogThrottle failure_log_ ABSL_GUARDED_BY(sync_mu_);
 
   common::Mutex stop_mu_;  // held through Stop: the thread is joined once

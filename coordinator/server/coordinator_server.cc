@@ -25,6 +25,8 @@
 #include "coordinator/dashboard/dashboard_api.h"
 #include "coordinator/dashboard/dashboard_server.h"
 #include "coordinator/mirror/cell_sync_loop.h"
+#include "coordinator/mirror/json_http.h"
+#include "coordinator/mirror/mlflow_writer.h"
 #include "coordinator/mirror/tensorboard_writer.h"
 #include "coordinator/monitoring/coordinator_metrics.h"
 #include "coordinator/monitoring/metrics_endpoint.h"
@@ -109,7 +111,7 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     }
     // The database's tokens, before the first call is checked.
     if (absl::Status s = credentials_.Load(); !s.ok()) return s;
-    // The mirror hears the lease manager from the first call on.
+    // The mirrors hear the lease manager from the first call on.
     if (!config_.tensorboard_dir.empty()) {
       try {
         base::MakeDirs(config_.tensorboard_dir);
@@ -120,10 +122,22 @@ class CoordinatorServerImpl final : public CoordinatorServer {
                                                          &common::SystemClock());
       tensorboard_loop_ = std::make_unique<CellSyncLoop>("tensorboard", tensorboard_.get(),
                                                          &common::SystemClock(), config_.mirror);
-      leases_.set_observer(tensorboard_loop_.get());
-      tensorboard_loop_->Start();
+      observers_.Add(tensorboard_loop_.get());
       spdlog::info("TensorBoard runs written to {} as points arrive", config_.tensorboard_dir);
     }
+    if (!config_.mlflow_uri.empty()) {
+      mlflow_http_ =
+          NewCurlJsonHttp(config_.mlflow_uri, config_.mlflow_token, config_.mlflow_timeout);
+      mlflow_ =
+          std::make_unique<MlflowWriter>(store_.get(), mlflow_http_.get(), &common::SystemClock());
+      mlflow_loop_ = std::make_unique<CellSyncLoop>("mlflow", mlflow_.get(), &common::SystemClock(),
+                                                    config_.mirror);
+      observers_.Add(mlflow_loop_.get());
+      spdlog::info("MLflow runs mirrored to {} as points arrive", config_.mlflow_uri);
+    }
+    if (!observers_.empty()) leases_.set_observer(&observers_);
+    if (tensorboard_loop_) tensorboard_loop_->Start();
+    if (mlflow_loop_) mlflow_loop_->Start();
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
     interceptors.push_back(NewRpcMetricsInterceptorFactory(&rpc_metrics_));
@@ -227,8 +241,9 @@ class CoordinatorServerImpl final : public CoordinatorServer {
     if (notifier_) notifier_->Stop();  // a POST in flight ends within its timeout
     // No call reports points any more: the mirror writes what it was told, then stops.
     if (tensorboard_loop_) tensorboard_loop_->Stop();
-    store_.reset();  // closes the database
-    lock_.reset();   // and lets another coordinator have it
+    if (mlflow_loop_) mlflow_loop_->Stop();  // each call bounded by mlflow_timeout
+    store_.reset();                          // closes the database
+    lock_.reset();                           // and lets another coordinator have it
 
     common::MutexLock lock(&mu_);
     state_ = State::kDone;
@@ -397,6 +412,11 @@ class CoordinatorServerImpl final : public CoordinatorServer {
   // The TensorBoard directory written as points arrive, when tensorboard_dir is given.
   std::unique_ptr<TensorBoardWriter> tensorboard_;
   std::unique_ptr<CellSyncLoop> tensorboard_loop_;
+  // The MLflow runs, when mlflow_uri is given.
+  std::unique_ptr<JsonHttp> mlflow_http_;
+  std::unique_ptr<MlflowWriter> mlflow_;
+  std::unique_ptr<CellSyncLoop> mlflow_loop_;
+  LeaseObservers observers_;  // the loops above, as the lease manager's observer
 
   common::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kRunning;
@@ -440,6 +460,11 @@ absl::Status StartGeneration(const ServerConfig& config, SqliteStore& store) {
 
 absl::Status ServerConfig::Validate() const {
   if (db_path.empty()) return absl::InvalidArgumentError("db_path: must not be empty");
+  if (!mlflow_uri.empty()) {
+    if (absl::Status s = CheckBaseUrl(mlflow_uri); !s.ok()) {
+      return absl::InvalidArgumentError("mlflow_uri: " + std::string(s.message()));
+    }
+  }
   if (common::HostOf(listen).empty()) {
     return absl::InvalidArgumentError("listen: '" + listen +
                                       "' must be host:port, e.g. 127.0.0.1:7070 (port 0 picks "

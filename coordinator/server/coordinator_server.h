@@ -76,6 +76,11 @@ struct ServerConfig {
   // TensorBoard (coordinator/mirror/tensorboard_writer.h): each cell's points written as a run
   // under this directory (created) as they arrive; empty = none.
   std::string tensorboard_dir;
+  // MLflow (coordinator/mirror/mlflow_writer.h): each cell mirrored as a run of the tracking
+  // server at this http(s) URL (no user info: a secret goes in mlflow_token); empty = none.
+  std::string mlflow_uri;
+  std::string mlflow_token;  // sent as a bearer token (MLFLOW_TRACKING_TOKEN), if any
+  std::chrono::milliseconds mlflow_timeout{10'000};  // per call to the server
   // How often the mirrors write, how many changed cells they hold (cell_sync_loop.h).
   CellSyncLoop::Options mirror;
   // How often the health service's probe writes the database (health_monitor.h).

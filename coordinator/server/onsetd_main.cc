@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -108,6 +109,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--tensorboard-dir", config.tensorboard_dir,
                  "write each cell's metric points as a TensorBoard run under this directory as "
                  "they arrive (one run per cell, step = tokens), for `tensorboard --logdir DIR`");
+  app.add_option("--mlflow-uri", config.mlflow_uri,
+                 "mirror each cell as a run of the MLflow tracking server at this http(s) URL as "
+                 "its points arrive (the study as the experiment); a token, if the server wants "
+                 "one, comes from MLFLOW_TRACKING_TOKEN");
   app.add_option("--notify-url-file", f.notify_url_file,
                  "POST a JSON event (with a 'text' line, as Slack-style webhooks show it) to each "
                  "http(s) URL in this file (one a line, '#' comments; mode 0600, as webhook URLs "
@@ -229,6 +234,9 @@ int main(int argc, char** argv) {
   }
   config.notify_urls = *std::move(notify_urls);
   config.notify_url_file = flags.notify_url_file;
+  if (const char* token = std::getenv("MLFLOW_TRACKING_TOKEN"); token != nullptr) {
+    config.mlflow_token = token;
+  }
 
   absl::StatusOr<std::string> token = LoadToken(token_file);
   if (!token.ok()) {

@@ -5,9 +5,10 @@ byte sequence is a text: `data.decode("latin-1")` turns bytes into the text whos
 them back, and `text.encode("latin-1")` the other way. Ids 256-261 are the specials of
 model/config/vocab.h, by name: \u27e8BOS\u27e9 (every sequence starts with it; encode() puts it
 first unless the text starts with it), \u27e8K\u27e9 and \u27e8V\u27e9 (a record's key and value
-follow), \u27e8Q\u27e9 and \u27e8A\u27e9 (a query's key and its answer follow) and \u27e8N\u27e9 (the
-answer to a query whose key no record has). The brackets are U+27E8 and U+27E9, which no byte is: a text of bytes never
-holds a special's name, so every text encodes to exactly one sequence of ids and decodes back.
+follow), \u27e8Q\u27e9 and \u27e8A\u27e9 (a query's key and its answer follow) and
+\u27e8N\u27e9 (the answer to a query whose key no record has). The brackets are U+27E8 and
+U+27E9, which no byte is: a text of bytes never holds a special's name, so every text encodes to
+exactly one sequence of ids and decodes back.
 Ids 262 and 263 (\u27e8PAD0\u27e9, \u27e8PAD1\u27e9) pad the embedding to a multiple of 8 and are
 never in the data; onset has no end-of-text or padding token, so the first of them stands for
 both (eos_token, pad_token) for tools that need one, e.g. lm-evaluation-harness's stop sequence.

@@ -128,8 +128,9 @@ TEST_F(OperatorTest, TheDocumentedRestoreWhileWorkersRunNeverRunsACellTwice) {
   ASSERT_EQ(cancelled.code, 0) << cancelled.err;
   ASSERT_TRUE(WaitFor([&] { return States()[queued] == v1::CELL_STATE_RUNNING; },
                       std::chrono::seconds(30)));
-  const int runs_it = WorkerOf(queued);
-  ASSERT_GE(runs_it, 0);
+  // The claim is recorded before its worker makes the cell's directory: wait for that too.
+  int runs_it = -1;
+  ASSERT_TRUE(WaitFor([&] { return (runs_it = WorkerOf(queued)) >= 0; }, std::chrono::seconds(30)));
   // Its worker loses the coordinator (its trainer runs on until its view of the lease runs out),
   // while the idle one would claim the cell, queued in the backup, at once.
   cluster_->Cut(runs_it);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -19,6 +20,7 @@ class FakeSink : public CellSink {
   absl::Status Sync(const std::string& study, const std::string& cell_id) override {
     common::MutexLock lock(&mu_);
     ++syncs_[{study, cell_id}];
+    if (gone_.count(cell_id)) return absl::NotFoundError("no cell " + cell_id);
     if (failures_left_ > 0) {
       --failures_left_;
       return absl::UnavailableError("disk full");
@@ -33,11 +35,16 @@ class FakeSink : public CellSink {
     common::MutexLock lock(&mu_);
     failures_left_ = n;
   }
+  void Remove(const std::string& cell) {
+    common::MutexLock lock(&mu_);
+    gone_.insert(cell);
+  }
 
  private:
   common::Mutex mu_;
   std::map<std::pair<std::string, std::string>, int> syncs_;
   int failures_left_ = 0;
+  std::set<std::string> gone_;
 };
 
 class CellSyncLoopTest : public ::testing::Test {
@@ -72,6 +79,35 @@ TEST_F(CellSyncLoopTest, AFailedSyncIsTriedAgainAtTheNextPass) {
   EXPECT_EQ(sink_.syncs("s", "a"), 2);
   EXPECT_EQ(loop.stats().pending, 0);
   EXPECT_EQ(loop.stats().synced, 1);
+}
+
+TEST_F(CellSyncLoopTest, AFailureEndsThePassAndTheCellsAfterItWait) {
+  CellSyncLoop loop("test", &sink_, &clock_, {});
+  sink_.FailNext(1);
+  loop.PointsStored("s", "a");
+  loop.PointsStored("s", "b");
+  loop.PointsStored("s", "c");
+  loop.SyncPending();  // a fails; b and c are not tried (a sink that is down fails them all)
+  EXPECT_EQ(sink_.syncs("s", "a"), 1);
+  EXPECT_EQ(sink_.syncs("s", "b"), 0);
+  EXPECT_EQ(loop.stats().pending, 3);
+  loop.SyncPending();
+  EXPECT_EQ(sink_.syncs("s", "b"), 1);
+  EXPECT_EQ(sink_.syncs("s", "c"), 1);
+  EXPECT_EQ(loop.stats().pending, 0);
+}
+
+TEST_F(CellSyncLoopTest, ACellThatIsGoneIsDroppedNotRetried) {
+  CellSyncLoop loop("test", &sink_, &clock_, {});
+  sink_.Remove("a");
+  loop.PointsStored("s", "a");
+  loop.PointsStored("s", "b");
+  loop.SyncPending();
+  EXPECT_EQ(loop.stats().gone, 1);
+  EXPECT_EQ(loop.stats().pending, 0);
+  EXPECT_EQ(sink_.syncs("s", "b"), 1);  // a gone cell ends no pass
+  loop.SyncPending();
+  EXPECT_EQ(sink_.syncs("s", "a"), 1);
 }
 
 TEST_F(CellSyncLoopTest, WaitingCellsAreBoundedAndTheRestCounted) {
