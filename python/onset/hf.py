@@ -9,10 +9,10 @@
 OUT_DIR gets config.json (model_type "onset", the transformers fields, and the canonical cell
 config under "onset"), generation_config.json, model.safetensors (the export's file as it is: the
 parameter names are onset's own, and so are the module's), the model's code (modeling_onset.py,
-configuration_onset.py, and the files they take the math and the vocabulary from: reference.py,
-network.py, vocabulary.py) and, for a model of the byte vocabulary, its tokenizer
-(tokenization_onset.py, tokenizer_config.json, special_tokens_map.json). A model trained on a
-token file (data.background: file) reads that file's ids, which only its own tokenizer knows:
+configuration_onset.py, and the files they take the math and the vocabulary from: network.py,
+fast.py, chunked.py, reference.py, vocabulary.py) and, for a model of the byte vocabulary, its
+tokenizer (tokenization_onset.py, tokenizer_config.json, special_tokens_map.json). A model trained
+on a token file (data.background: file) reads that file's ids, which only its own tokenizer knows:
 it gets no tokenizer, and config.json says "onset_vocabulary": "ids". Needs nothing but the
 standard library and safetensors; loading the result needs torch and transformers.
 """
@@ -30,8 +30,8 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # The files the model's code is made of, copied as they are: modeling_onset.py imports the rest
 # by relative imports, which transformers resolves in the model's directory.
-MODEL_CODE = ("configuration_onset.py", "modeling_onset.py", "network.py", "reference.py",
-              "vocabulary.py")
+MODEL_CODE = ("chunked.py", "configuration_onset.py", "fast.py", "modeling_onset.py",
+              "network.py", "reference.py", "vocabulary.py")
 TOKENIZER_CODE = ("tokenization_onset.py", "vocabulary.py")
 
 _DTYPE_NAMES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}

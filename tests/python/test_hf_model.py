@@ -70,9 +70,9 @@ def test_directory_contents(models):
     with open(os.path.join(model.export, "model.safetensors"), "rb") as a, \
             open(os.path.join(model.hf, "model.safetensors"), "rb") as b:
         assert a.read() == b.read()  # copied as it is
-    for name in ("configuration_onset.py", "modeling_onset.py", "network.py", "reference.py",
-                 "vocabulary.py", "tokenization_onset.py", "tokenizer_config.json",
-                 "special_tokens_map.json", "generation_config.json"):
+    for name in ("configuration_onset.py", "modeling_onset.py", "network.py", "fast.py",
+                 "chunked.py", "reference.py", "vocabulary.py", "tokenization_onset.py",
+                 "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):
         assert os.path.isfile(os.path.join(model.hf, name)), name
     # Files with the mode any new file gets (others may read a shared model), not mkstemp's 0600.
     umask = os.umask(0)
