@@ -35,7 +35,7 @@ DEFAULT_CHUNK = 64  # model.chunk_size when a config has none (model/config/cell
 
 def rms_norm(x, weight):
     """reference.rms_norm as one fused operation. x (..., N), weight (N) -> (..., N)."""
-    return F.rms_norm(x, x.shape[-1:], weight, NORM_EPS)
+    return torch.rms_norm(x, x.shape[-1:], weight, NORM_EPS)
 
 
 def rope(x, base, start):
@@ -58,11 +58,11 @@ def short_conv(x, weight, tail=None):
     if tail is None:
         tail = x.new_zeros(B, K - 1, N)                              # (B, K-1, N)
     seen = torch.cat([tail, x], 1)                                   # (B, K-1+T, N)
-    # A sum over the K taps, each a product of the whole sequence: on one CPU thread faster
-    # than conv1d at any length, and the reference's order of summation.
-    y = seen[:, :T] * weight[:, 0]                                   # (B, T, N)
-    for j in range(1, K):
-        y = y + seen[:, j:j + T] * weight[:, j]                      # (B, T, N)
+    # Output t reads seen[t + j] at tap j: one product with the windows of `seen` (a view),
+    # summed over the taps. For a decoding step's one position a tenth of conv1d's cost; over
+    # thousands of positions it costs milliseconds, as conv1d does.
+    windows = seen.unfold(1, K, 1)                                   # (B, T, N, K)
+    y = (windows * weight).sum(-1)                                   # (B, T, N)
     return F.silu(y), seen[:, T:]                                    # (B, T, N), (B, K-1, N)
 
 
@@ -135,11 +135,10 @@ def recurrent_mixer(p, x, model, kind, layer):
     proj = x @ p["in_proj.weight"].T                                 # (B, T, 4C + H|2H)
     qkv = proj[..., :3 * C]                                          # (B, T, 3C)
     qkv = convolve(p, qkv, layer)                                   # (B, T, 3C)
-    q, k, v = (qkv[..., n * C:(n + 1) * C].reshape(B, T, H, D).transpose(1, 2)
-               for n in range(3))                                    # (B, H, T, D)
+    qkv = qkv.view(B, T, 3, H, D).transpose(1, 3)                    # (B, H, 3, T, D)
+    qk = l2_normalize(qkv[:, :, :2])                                 # (B, H, 2, T, D)
+    q, k, v = qk[:, :, 0] / math.sqrt(D), qk[:, :, 1], qkv[:, :, 2]  # (B, H, T, D)
     gate = proj[..., 3 * C:4 * C]                                    # (B, T, C)
-    q = l2_normalize(q) / math.sqrt(D)                               # (B, H, T, D)
-    k = l2_normalize(k)                                              # (B, H, T, D)
     scalars = proj[..., 4 * C:].transpose(1, 2)                      # (B, H|2H, T)
     chunk = model.get("chunk_size") or DEFAULT_CHUNK
     state = layer.state if layer is not None else None          # (B, H, D, D) or None
