@@ -34,20 +34,28 @@ DEFAULT_CHUNK = 64  # model.chunk_size when a config has none (model/config/cell
 
 
 def rms_norm(x, weight):
-    """reference.rms_norm as one fused operation. x (..., N), weight (N) -> (..., N)."""
+    """reference.rms_norm as one operation (weight None: no gain). x (..., N), weight (N) ->
+    (..., N)."""
     return torch.rms_norm(x, x.shape[-1:], weight, NORM_EPS)
 
 
-def rope(x, base, start):
-    """reference.rope at positions start, start + 1, ...: x (B, T, N, D) -> (B, T, N, D)."""
-    T, D = x.shape[1], x.shape[-1]
-    inv_freq = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)           # (D/2)
-    positions = torch.arange(start, start + T, dtype=torch.float64)                 # (T)
-    angles = torch.outer(positions, inv_freq)                                       # (T, D/2)
-    cos = angles.cos().to(x.dtype)[None, :, None, :]                                # (1, T, 1, D/2)
-    sin = angles.sin().to(x.dtype)[None, :, None, :]                                # (1, T, 1, D/2)
+def rope_tables(T, D, base, start, dtype, device):
+    """cos, sin (1, T, 1, D/2) of reference.rope's rotation at positions start, start + 1, ...:
+    float64 angles, as the trainer computes its tables, then the model's dtype."""
+    f64 = {"dtype": torch.float64, "device": device}
+    inv_freq = base ** (-torch.arange(0, D, 2, **f64) / D)                          # (D/2)
+    angles = torch.outer(torch.arange(start, start + T, **f64), inv_freq)           # (T, D/2)
+    cos = angles.cos().to(dtype)[None, :, None, :]                                  # (1, T, 1, D/2)
+    sin = angles.sin().to(dtype)[None, :, None, :]                                  # (1, T, 1, D/2)
+    return cos, sin
+
+
+def rope(x, rotation):
+    """reference.rope by the tables of rope_tables: x (B, T, N, D) -> (B, T, N, D)."""
+    cos, sin = rotation                                              # 2 x (1, T, 1, D/2)
+    D = x.shape[-1]
     x1, x2 = x[..., :D // 2], x[..., D // 2:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)                # (B, T, N, D)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)  # (B, T, N, D)
 
 
 def short_conv(x, weight, tail=None):
@@ -77,7 +85,7 @@ def convolve(p, x, layer):
     return y
 
 
-def attention_mask(T, P, window):
+def attention_mask(T, P, window, device=None):
     """Which of the P cached and T new keys each new query sees, the keys numbered from the
     oldest cached one and query i being key P + i: key j where j <= P + i and, for S, where
     P + i - j < window. (T, P+T) bool, or None where no mask is needed: one new query (it sees
@@ -85,16 +93,17 @@ def attention_mask(T, P, window):
     (nothing cached, no window shorter than T)."""
     if T == 1 or (P == 0 and (window == 0 or window >= T)):
         return None
-    i = torch.arange(P, P + T)[:, None]                              # (T, 1)
-    j = torch.arange(P + T)[None, :]                                 # (1, P+T)
+    i = torch.arange(P, P + T, device=device)[:, None]               # (T, 1)
+    j = torch.arange(P + T, device=device)[None, :]                  # (1, P+T)
     allowed = j <= i
     if window > 0:
         allowed = allowed & (i - j < window)
     return allowed                                                   # (T, P+T)
 
 
-def attention(p, x, model, window, use_rope, start, layer):
+def attention(p, x, model, window, rotation, start, layer):
     """F (window 0) or S layer, as reference.attention, its queries at positions start, ...
+    `rotation`: the RoPE tables of those positions (rope_tables) for a RoPE layer, else None.
     `layer`: the layer's cache (its conv tail, keys and values) or None."""
     B, T, C = x.shape
     H = model["heads"]
@@ -103,21 +112,22 @@ def attention(p, x, model, window, use_rope, start, layer):
     qkv = x @ p["qkv.weight"].T                                      # (B, T, (H+2G) D)
     qkv = convolve(p, qkv, layer)                                   # (B, T, (H+2G) D)
     qkv = qkv.view(B, T, H + 2 * G, D)                               # (B, T, H+2G, D)
-    q, k, v = qkv[:, :, :H], qkv[:, :, H:H + G], qkv[:, :, H + G:]  # (B, T, H|G|G, D)
+    qk, v = qkv[:, :, :H + G], qkv[:, :, H + G:]                     # (B, T, H+G|G, D)
     if "qk_norm_weight" in p:
-        q = rms_norm(q, p["qk_norm_weight"][0, 0])                   # (B, T, H, D)
-        k = rms_norm(k, p["qk_norm_weight"][1, 0])                   # (B, T, G, D)
-    if use_rope:
-        qk = rope(torch.cat([q, k], 2), model["rope_base"], start)  # (B, T, H+G, D)
-        q, k = qk[:, :, :H], qk[:, :, H:]                            # (B, T, H|G, D)
-    elif logn_applies(model, window):
-        p1 = torch.arange(start + 1, start + T + 1, dtype=torch.float32)            # (T)
-        scale = (p1.log() / math.log(model["seq_len"])).clamp_min(1.0)             # (T)
+        w = p["qk_norm_weight"]                                      # (2, 1, D)
+        gains = torch.cat([w[0].expand(H, D), w[1].expand(G, D)])    # (H+G, D)
+        qk = rms_norm(qk, None) * gains                              # (B, T, H+G, D)
+    if rotation is not None:
+        qk = rope(qk, rotation)                                      # (B, T, H+G, D)
+    q, k = qk[:, :, :H], qk[:, :, H:]                                # (B, T, H|G, D)
+    if rotation is None and logn_applies(model, window):
+        p1 = torch.arange(start + 1, start + T + 1, dtype=torch.float32, device=x.device)  # (T)
+        scale = (p1.log() / math.log(model["seq_len"])).clamp_min(1.0)                   # (T)
         q = q * scale.to(q.dtype)[None, :, None, None]               # (B, T, H, D)
     q, k, v = (t.transpose(1, 2) for t in (q, k, v))                 # (B, H|G|G, T, D)
     if layer is not None:
         k, v = layer.update(k, v)                                    # (B, G, P+T, D)
-    mask = attention_mask(T, k.shape[2] - T, window)                 # (T, P+T) or None
+    mask = attention_mask(T, k.shape[2] - T, window, x.device)       # (T, P+T) or None
     if G < H:
         k = k.repeat_interleave(H // G, dim=1)                       # (B, H, P+T, D)
         v = v.repeat_interleave(H // G, dim=1)                       # (B, H, P+T, D)
@@ -164,6 +174,12 @@ def forward(params, config, tokens, cache=None, last=0):
     model = config["model"]
     start = cache.get_seq_length() if cache is not None else 0
     x = params["wte.weight"][tokens]                                 # (B, T, C)
+    B, T, C = x.shape
+    uses_rope = [layer_uses_rope(model, i) for i in range(len(model["pattern"]))]
+    rotation = None                                                  # the RoPE layers' tables
+    if any(uses_rope):
+        rotation = rope_tables(T, C // model["heads"], model["rope_base"], start, x.dtype,
+                               x.device)                             # 2 x (1, T, 1, D/2)
     for i, kind in enumerate(model["pattern"]):
         prefix = f"h{i}."
         p = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
@@ -172,13 +188,14 @@ def forward(params, config, tokens, cache=None, last=0):
         h = rms_norm(x, p["norm1.weight"])                           # (B, T, C)
         if kind in "FS":
             window = model["window"] if kind == "S" else 0
-            x = x + attention(mixer, h, model, window, layer_uses_rope(model, i), start, layer)
+            x = x + attention(mixer, h, model, window, rotation if uses_rope[i] else None,
+                              start, layer)
         else:
             x = x + recurrent_mixer(mixer, h, model, kind, layer)
         mlp = {k[len("mlp."):]: v for k, v in p.items() if k.startswith("mlp.")}
         x = x + swiglu(mlp, rms_norm(x, p["norm2.weight"]))         # (B, T, C)
     if cache is not None:
-        cache.advance(tokens.shape[1])
+        cache.advance(T)
     if last > 0:
         x = x[:, -last:]                                             # (B, last, C)
     x = rms_norm(x, params["norm_f.weight"])                         # (B, T|last, C)
