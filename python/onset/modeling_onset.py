@@ -49,9 +49,27 @@ class OnsetForCausalLM(PreTrainedModel, GenerationMixin):
     @classmethod
     def _supports_default_dynamic_cache(cls):
         """No DynamicCache from generate(): the model makes its own OnsetCache in generate's
-        first forward pass (use_cache and no cache) and returns it; GenerationMixin passes it
-        back, with only the new token (its prepare_inputs_for_generation)."""
+        first forward pass (use_cache and no cache) and returns it; generate passes it back
+        with the new token (prepare_inputs_for_generation)."""
         return False
+
+    def prepare_inputs_for_generation(self, input_ids, next_sequence_length=None, cache=None,
+                                      attention_mask=None, use_cache=None, logits_to_keep=None,
+                                      **kwargs):
+        """What each forward pass of generate() takes: the tokens the cache has not seen (the
+        last `next_sequence_length` of input_ids, which generate sets to 1 after the prompt
+        when it uses a cache; all of them without one) and the cache. This model takes
+        nothing else (no positions, embeddings or 4-D masks), so GenerationMixin's general
+        preparation, which costs a good part of a decoding step here, is not needed."""
+        if kwargs.get("inputs_embeds") is not None:
+            raise ValueError("onset models take input_ids (token ids), not inputs_embeds")
+        if next_sequence_length is not None:
+            input_ids = input_ids[:, -next_sequence_length:]
+        inputs = {"input_ids": input_ids, "cache": cache, "attention_mask": attention_mask,
+                  "use_cache": use_cache}
+        if logits_to_keep is not None:
+            inputs["logits_to_keep"] = logits_to_keep
+        return inputs
 
     def get_input_embeddings(self):
         return self.wte

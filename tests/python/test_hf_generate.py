@@ -77,6 +77,20 @@ def test_one_position_per_new_token(torch, transformers, models):
     assert lengths == [12, 13, 14, 15, 16]
 
 
+def test_generation_continues_a_returned_cache(torch, transformers, models):
+    """generate() with the cache an earlier call returned feeds only the tokens it has not
+    seen, and goes on as one call would have."""
+    model = load(transformers, models.hf("SLDF-conv-everywhere").hf)
+    inputs = torch.tensor([prompt()])
+    first = model.generate(inputs, max_new_tokens=3, do_sample=False,
+                           return_dict_in_generate=True)
+    assert first.cache.get_seq_length() == len(prompt()) + 2  # the last token not yet fed
+    more = model.generate(first.sequences, cache=first.cache, max_new_tokens=5,
+                          do_sample=False)
+    whole = model.generate(inputs, max_new_tokens=8, do_sample=False)
+    assert torch.equal(more, whole)
+
+
 def test_a_batch_of_prompts_of_one_length(torch, transformers, models):
     model = load(transformers, models.hf("LDDF-conv").hf)
     from trained_models import TOKENS
