@@ -28,7 +28,8 @@ rotated every repetition; it prints medians and the range.
   lm-eval    (--lm-eval, the first model) wall time of `python -m lm_eval` on the onset_niah
              tasks of the demo's NIAH prompts (onset-train niah-prompts, then
              onset.lm_eval_task: 144 prompts of 64 to 256 tokens, one token each to decode),
-             as docs/lm-eval.md runs it; with --baseline-rev, REV's model directory too.
+             as docs/lm-eval.md runs it, and of it the time lm-eval spends answering the
+             prompts (its generate_until); with --baseline-rev, REV's model directory too.
 
 --baseline-rev REV (a git revision of this checkout, e.g. the commit before the cache) takes
 REV's python/onset, converts the same export with it, and measures that directory beside this
@@ -210,18 +211,44 @@ def lm_eval_tasks(trainer, config_path, ckpt, work):
     return tasks, written["max_length"]
 
 
+# `python -m lm_eval ARGS`, its answering of the prompts (HFLM.generate_until) timed apart and
+# printed last: the rest of its wall time is start-up (imports), loading and bookkeeping.
+LM_EVAL_SCRIPT = """
+import runpy, sys, time
+from lm_eval.models.huggingface import HFLM
+answering = []
+generate_until = HFLM.generate_until
+def timed(self, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return generate_until(self, *args, **kwargs)
+    finally:
+        answering.append(time.perf_counter() - start)
+HFLM.generate_until = timed
+sys.argv = ["lm_eval"] + sys.argv[1:]
+runpy.run_module("lm_eval", run_name="__main__")
+print(sum(answering))
+"""
+
+
 def bench_lm_eval(directories, tasks, max_length, work, reps):
-    """{name: summary} of `python -m lm_eval` on every onset_niah task, per model directory."""
+    """{name: {wall, answering}} of `python -m lm_eval` on the onset_niah tasks of the prompts
+    of every length, per model directory."""
+    answering = {name: [] for name in directories}
+
     def evaluate(name):
         out = os.path.join(work, "lm_eval_out", name)
-        run([sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
-             f"pretrained={directories[name]},trust_remote_code=True,max_length={max_length}",
-             "--include_path", tasks, "--tasks", "onset_niah,onset_niah_extrapolation",
-             "--batch_size", "1", "--device", "cpu", "--output_path", out],
-            env=child_env())
+        printed = run([sys.executable, "-c", LM_EVAL_SCRIPT, "--model", "hf", "--model_args",
+                       f"pretrained={directories[name]},trust_remote_code=True,"
+                       f"max_length={max_length}", "--include_path", tasks, "--tasks",
+                       "onset_niah,onset_niah_extrapolation", "--batch_size", "1", "--device",
+                       "cpu", "--output_path", out], env=child_env())
+        answering[name].append(float(printed.split()[-1]))
 
-    return interleaved({name: (lambda n=name: evaluate(n)) for name in directories}, reps,
+    wall = interleaved({name: (lambda n=name: evaluate(n)) for name in directories}, reps,
                        warm_up=False)
+    return {name: {"wall": wall[name], "answering": summary(answering[name])}
+            for name in directories}
 
 
 def fmt(s):
@@ -319,8 +346,9 @@ def measure(args, work):
                 raise SystemExit("--lm-eval needs a trained model (--models), not --export")
             tasks, max_length = lm_eval_tasks(trainer, config_path, ckpt, work)
             r["lm_eval"] = bench_lm_eval(directories, tasks, max_length, work, args.lm_eval_reps)
-            print(f"{name}: lm-eval: " + ", ".join(f"{which} {fmt(s)}" for which, s in
-                                                 r["lm_eval"].items()), flush=True)
+            for which, e in r["lm_eval"].items():
+                print(f"{name}: lm-eval ({which}): wall {fmt(e['wall'])}, of it answering the "
+                      f"prompts {fmt(e['answering'])}", flush=True)
     with open("/proc/loadavg") as f:
         load_after = f.read().split()[:3]
     print(f"load average after: {' '.join(load_after)}")
