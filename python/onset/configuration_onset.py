@@ -29,8 +29,8 @@ class OnsetConfig(PreTrainedConfig):
     bos_token_id: int | None = BYTE_TOKENS
     eos_token_id: int | None = None
     pad_token_id: int | None = None
-    # Generation recomputes the whole forward pass each step: the model keeps no cache.
-    use_cache: bool = False
+    # Generation decodes from the model's own cache (OnsetCache), one position per new token.
+    use_cache: bool = True
 
     def __post_init__(self, **kwargs):
         if self.onset is not None:
@@ -44,5 +44,4 @@ class OnsetConfig(PreTrainedConfig):
             self.initializer_range = model.get("init_std", 0.02)
             self.tie_word_embeddings = bool(model.get("tie_embeddings", True))
             self.bos_token_id = special_ids(text)[BOS]
-        self.use_cache = False
         super().__post_init__(**kwargs)

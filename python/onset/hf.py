@@ -9,12 +9,13 @@
 OUT_DIR gets config.json (model_type "onset", the transformers fields, and the canonical cell
 config under "onset"), generation_config.json, model.safetensors (the export's file as it is: the
 parameter names are onset's own, and so are the module's), the model's code (modeling_onset.py,
-configuration_onset.py, and the files they take the math and the vocabulary from: reference.py,
-network.py, vocabulary.py) and, for a model of the byte vocabulary, its tokenizer
-(tokenization_onset.py, tokenizer_config.json, special_tokens_map.json). A model trained on a
-token file (data.background: file) reads that file's ids, which only its own tokenizer knows:
-it gets no tokenizer, and config.json says "onset_vocabulary": "ids". Needs nothing but the
-standard library and safetensors; loading the result needs torch and transformers.
+configuration_onset.py, and the files they take the math, the cache and the vocabulary from:
+network.py, fast.py, chunked.py, reference.py, cache.py, vocabulary.py) and, for a model of the
+byte vocabulary, its tokenizer (tokenization_onset.py, tokenizer_config.json,
+special_tokens_map.json). A model trained on a token file (data.background: file) reads that file's
+ids, which only its own tokenizer knows: it gets no tokenizer, and config.json says
+"onset_vocabulary": "ids". Needs nothing but the standard library and safetensors; loading the
+result needs torch and transformers.
 """
 
 import argparse
@@ -30,8 +31,8 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # The files the model's code is made of, copied as they are: modeling_onset.py imports the rest
 # by relative imports, which transformers resolves in the model's directory.
-MODEL_CODE = ("configuration_onset.py", "modeling_onset.py", "network.py", "reference.py",
-              "vocabulary.py")
+MODEL_CODE = ("cache.py", "chunked.py", "configuration_onset.py", "fast.py", "modeling_onset.py",
+              "network.py", "reference.py", "vocabulary.py")
 TOKENIZER_CODE = ("tokenization_onset.py", "vocabulary.py")
 
 _DTYPE_NAMES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}
@@ -96,7 +97,7 @@ def model_config(onset, metadata):
         "bos_token_id": vocabulary.special_ids(text)[vocabulary.BOS],
         "eos_token_id": None,
         "pad_token_id": None,
-        "use_cache": False,
+        "use_cache": True,
         "torch_dtype": dtype,
         "dtype": dtype,
         # "bytes": ids 0-255 are bytes and the tokenizer comes along; "ids": a token file's ids.
@@ -108,9 +109,9 @@ def model_config(onset, metadata):
 
 
 def generation_config(config):
-    """generation_config.json: no cache (every step runs the whole sequence), no end token."""
+    """generation_config.json: decoding from the model's cache, no end token."""
     return {"bos_token_id": config["bos_token_id"], "eos_token_id": None, "pad_token_id": None,
-            "use_cache": False}
+            "use_cache": True}
 
 
 def tokenizer_files():

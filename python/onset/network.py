@@ -3,15 +3,17 @@
 `onset-train export` names every tensor as the trainer's module does (`wte.weight`,
 `h0.mixer.qkv.weight`, ...; docs/export.md). This file lays out a module tree with exactly those
 names and shapes, computed from the canonical cell config, so that `model.safetensors` loads
-into it one to one with `load_state_dict`, and runs it through the plain-PyTorch reference
-(reference.py): the math is written once, there. It needs torch and the two files beside it:
-the Hugging Face directories of onset.hf carry a copy of all three.
+into it one to one with `load_state_dict`, and runs it through fast.py: the plain-PyTorch
+reference's math (reference.py, the spec) with every position at once, the L and D mixers in
+their chunked form, optionally continuing from a cache. It needs torch and the files beside it
+(fast.py, chunked.py, reference.py, vocabulary.py): the Hugging Face directories of onset.hf
+carry a copy of each.
 """
 
 import torch
 from torch import nn
 
-from .reference import forward as reference_forward
+from .fast import forward as fast_forward
 from .vocabulary import padded_size, text_tokens
 
 
@@ -133,11 +135,12 @@ def init_module(module, std, functions=nn.init):
                 functions.normal_(param, mean=0.0, std=std)
 
 
-def forward(root, config, tokens):
-    """tokens (B, T) int64 -> logits (B, T, V), by reference.forward over root's parameters (a
-    tied lm_head is the embedding itself, which the reference uses when lm_head is absent)."""
+def forward(root, config, tokens, cache=None, last=0):
+    """tokens (B, T) int64 -> logits (B, T, V), by fast.forward over root's parameters (a tied
+    lm_head is the embedding itself, which fast.forward uses when lm_head is absent); `cache`
+    and `last` as fast.forward takes them."""
     params = dict(root.named_parameters())
-    return reference_forward(params, config, tokens)
+    return fast_forward(params, config, tokens, cache, last)
 
 
 class OnsetNetwork(nn.Module):

@@ -5,9 +5,10 @@
 (every parameter under its module name; docs/export.md). This file rebuilds the model's forward
 pass from those two files alone, written for reading rather than speed: explicit attention
 scores and masks, the short convolution tap by tap, and the L and D mixers in their
-token-by-token recurrent form. It needs torch and nothing else (the safetensors reader is
-below), so that this one file can travel: the Hugging Face directories that onset.hf writes
-carry a copy of it and take their math from it.
+token-by-token recurrent form. It is the spec: onset's modules (onset.load_model, the Hugging
+Face model) compute the same function faster (fast.py), and the tests hold them to this file. It
+needs torch and nothing else (the safetensors reader is below), so that this one file can
+travel: the Hugging Face directories that onset.hf writes carry a copy of it.
 
     python -m onset.reference DIR --tokens 256,1,2,3      # prints logits as JSON
 
@@ -153,10 +154,30 @@ def attention(p, x, model, window, use_rope):
     return y.reshape(B, T, C) @ p["out.weight"].T                    # (B, T, C)
 
 
+def recurrence(q, k, v, g, beta=None):
+    """L (beta None): S_t = a_t S_{t-1} + k_t^T v_t; D (delta rule): S_t = a_t S_{t-1} + k_t^T u_t
+    with u_t = beta_t (v_t - a_t k_t S_{t-1}). Both o_t = q_t S_t, S (D, D) per head starting at
+    zeros, a_t = exp(g_t). q, k, v (B, T, H, D), g, beta (B, T, H) -> o (B, T, H, D)."""
+    B, T, H, D = q.shape
+    S = torch.zeros(B, H, D, D, dtype=q.dtype)                       # (B, H, D, D)
+    outputs = []
+    for t in range(T):
+        a = g[:, t].exp()[..., None, None]                           # (B, H, 1, 1)
+        kt, vt = k[:, t, :, :, None], v[:, t, :, None, :]            # (B, H, D, 1), (B, H, 1, D)
+        if beta is None:
+            S = a * S + kt * vt                                      # (B, H, D, D)
+        else:
+            S = a * S
+            predicted = (k[:, t, :, None, :] @ S)                    # (B, H, 1, D)
+            u = beta[:, t, :, None, None] * (vt - predicted)         # (B, H, 1, D)
+            S = S + kt * u                                           # (B, H, D, D)
+        outputs.append((q[:, t, :, None, :] @ S)[:, :, 0])           # (B, H, D)
+    return torch.stack(outputs, 1)                                   # (B, T, H, D)
+
+
 def recurrent_mixer(p, x, model, kind):
-    """L: S_t = a_t S_{t-1} + k_t^T v_t; D (delta rule): S_t = a_t S_{t-1} + k_t^T u_t with
-    u_t = beta_t (v_t - a_t k_t S_{t-1}). Both o_t = q_t S_t, S (D, D) per head, a_t = exp(g_t).
-    With the short convolution (on by default), q, k, v are its output.
+    """L or D layer: q, k, v (with the short convolution, on by default, its output), q and k
+    L2-normalised, through the recurrence (above) with the layer's decay and, for D, beta.
     Then per-head RMSNorm, times silu(gate), output projection."""
     B, T, C = x.shape
     H = model["heads"]
@@ -172,24 +193,12 @@ def recurrent_mixer(p, x, model, kind):
     scalars = proj[..., 4 * C:]                                      # (B, T, H|2H)
     if kind == "L":
         g = F.logsigmoid(scalars) / GLA_GATE_TEMPERATURE             # (B, T, H)
+        y = recurrence(q, k, v, g)                                   # (B, T, H, D)
     else:
         beta = torch.sigmoid(scalars[..., :H])                       # (B, T, H)
         dt = F.softplus(scalars[..., H:] + p["dt_bias"])             # (B, T, H)
         g = -torch.exp(p["a_log"]) * dt                              # (B, T, H)
-    S = torch.zeros(B, H, D, D, dtype=x.dtype)                       # (B, H, D, D)
-    outputs = []
-    for t in range(T):
-        a = g[:, t].exp()[..., None, None]                           # (B, H, 1, 1)
-        kt, vt = k[:, t, :, :, None], v[:, t, :, None, :]            # (B, H, D, 1), (B, H, 1, D)
-        if kind == "L":
-            S = a * S + kt * vt                                      # (B, H, D, D)
-        else:
-            S = a * S
-            predicted = (k[:, t, :, None, :] @ S)                    # (B, H, 1, D)
-            u = beta[:, t, :, None, None] * (vt - predicted)         # (B, H, 1, D)
-            S = S + kt * u                                           # (B, H, D, D)
-        outputs.append((q[:, t, :, None, :] @ S)[:, :, 0])           # (B, H, D)
-    y = torch.stack(outputs, 1)                                      # (B, T, H, D)
+        y = recurrence(q, k, v, g, beta)                             # (B, T, H, D)
     y = rms_norm(y, p["head_norm_weight"]).reshape(B, T, C)          # (B, T, C)
     return (y * F.silu(gate)) @ p["out.weight"].T                    # (B, T, C)
 

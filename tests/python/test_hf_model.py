@@ -30,6 +30,25 @@ def test_logits_equal_trainer_logits(kind, torch, transformers, models, logit_di
     assert diff <= TOLERANCE
 
 
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_logits_continuing_a_cache_equal_trainer_logits(kind, torch, transformers, models):
+    """The sequence in three calls, each continuing the cache the last returned: positions go on
+    from the cache's length, and every position's logits are onset-train's."""
+    from trained_models import TOKENS, TOLERANCE
+
+    model, _ = load(transformers, models.hf(kind).hf)
+    tokens = torch.tensor([TOKENS])
+    got, cache = [], None
+    with torch.no_grad():
+        for begin, end in [(0, 13), (13, 14), (14, len(TOKENS))]:
+            out = model(input_ids=tokens[:, begin:end], cache=cache, use_cache=True)
+            got.append(out.logits[0])
+            cache = out.cache
+    assert cache.get_seq_length() == len(TOKENS)
+    want = torch.tensor(models.dump_logits(kind))
+    assert (torch.cat(got) - want).abs().max().item() <= TOLERANCE
+
+
 @pytest.mark.parametrize("kind", ["F", "GQA-kv1"])  # tied and separate output matrices
 def test_parameter_names_are_onsets(kind, torch, transformers, models):
     from safetensors.torch import load_file
@@ -67,12 +86,14 @@ def test_directory_contents(models):
     assert (config["bos_token_id"], config["eos_token_id"], config["pad_token_id"]) == \
         (256, None, None)
     assert config["torch_dtype"] == "float32" and config["onset_vocabulary"] == "bytes"
+    assert config["use_cache"] is True
     with open(os.path.join(model.export, "model.safetensors"), "rb") as a, \
             open(os.path.join(model.hf, "model.safetensors"), "rb") as b:
         assert a.read() == b.read()  # copied as it is
-    for name in ("configuration_onset.py", "modeling_onset.py", "network.py", "reference.py",
-                 "vocabulary.py", "tokenization_onset.py", "tokenizer_config.json",
-                 "special_tokens_map.json", "generation_config.json"):
+    for name in ("configuration_onset.py", "modeling_onset.py", "network.py", "fast.py",
+                 "chunked.py", "cache.py", "reference.py", "vocabulary.py",
+                 "tokenization_onset.py", "tokenizer_config.json", "special_tokens_map.json",
+                 "generation_config.json"):
         assert os.path.isfile(os.path.join(model.hf, name)), name
     # Files with the mode any new file gets (others may read a shared model), not mkstemp's 0600.
     umask = os.umask(0)
