@@ -65,7 +65,8 @@ void CellSyncLoop::SyncPending() {
   if (cells.empty()) return;
   common::MutexLock sync_lock(&sync_mu_);
   std::vector<Cell> retry;
-  absl::Status failure;
+  absl::Status failure;  // the sink is unreachable: the pass ends
+  absl::Status refused;  // the first cell the sink refused
   for (const Cell& cell : cells) {
     // After a failure the pass ends: a sink that is down would fail every cell, each after its
     // own timeout. The cells not tried wait for the next pass.
@@ -80,10 +81,17 @@ void CellSyncLoop::SyncPending() {
       ++gone_;  // the cell or its study is gone: nothing to mirror, nothing to retry
     } else {
       ++failed_;
-      failure = s;
       retry.push_back(cell);
+      // Only a sink that cannot be reached ends the pass; one cell it refuses (a value the
+      // server will not take) is tried again next pass without holding up the others.
+      if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+        failure = s;
+      } else if (refused.ok()) {
+        refused = s;
+      }
     }
   }
+  if (failure.ok()) failure = refused;
   if (failure.ok()) {
     if (failure_log_.Recovered()) spdlog::info("{} mirror: syncing again", name_);
     return;

@@ -3,9 +3,10 @@
 // thread hands each changed cell to the sink, which reads the cell from the store and brings
 // its mirror up to date. A cell that changes many times within an interval is synced once.
 //
-// A sync that fails keeps its cell pending and ends the pass (the cells after it wait too: a
-// sink that is down would fail each after its own timeout); they are tried again at the next
-// interval, and the failure costs a warning per log_interval at most. A sync that finds the
+// A sync that fails keeps its cell pending for the next interval. When the sink cannot be
+// reached (Unavailable, DeadlineExceeded) the pass ends there (the cells after it wait too: a
+// sink that is down would fail each after its own timeout); a cell the sink refuses otherwise
+// holds up no other. Failures cost a warning per log_interval at most. A sync that finds the
 // cell gone (NotFound) drops it.
 // Pending cells are bounded by max_pending: beyond, a newly changed cell is left out (counted,
 // logged); its mirror catches up at its next change, since each sync reads the cell's whole

@@ -21,6 +21,7 @@ class FakeSink : public CellSink {
     common::MutexLock lock(&mu_);
     ++syncs_[{study, cell_id}];
     if (gone_.count(cell_id)) return absl::NotFoundError("no cell " + cell_id);
+    if (refused_.count(cell_id)) return absl::FailedPreconditionError("refused " + cell_id);
     if (failures_left_ > 0) {
       --failures_left_;
       return absl::UnavailableError("disk full");
@@ -35,6 +36,10 @@ class FakeSink : public CellSink {
     common::MutexLock lock(&mu_);
     failures_left_ = n;
   }
+  void Refuse(const std::string& cell) {
+    common::MutexLock lock(&mu_);
+    refused_.insert(cell);
+  }
   void Remove(const std::string& cell) {
     common::MutexLock lock(&mu_);
     gone_.insert(cell);
@@ -45,6 +50,7 @@ class FakeSink : public CellSink {
   std::map<std::pair<std::string, std::string>, int> syncs_;
   int failures_left_ = 0;
   std::set<std::string> gone_;
+  std::set<std::string> refused_;
 };
 
 class CellSyncLoopTest : public ::testing::Test {
@@ -95,6 +101,19 @@ TEST_F(CellSyncLoopTest, AFailureEndsThePassAndTheCellsAfterItWait) {
   EXPECT_EQ(sink_.syncs("s", "b"), 1);
   EXPECT_EQ(sink_.syncs("s", "c"), 1);
   EXPECT_EQ(loop.stats().pending, 0);
+}
+
+TEST_F(CellSyncLoopTest, ACellTheSinkRefusesHoldsUpNoOtherAndIsTriedAgain) {
+  CellSyncLoop loop("test", &sink_, &clock_, {});
+  sink_.Refuse("a");
+  loop.PointsStored("s", "a");
+  loop.PointsStored("s", "b");
+  loop.SyncPending();
+  EXPECT_EQ(sink_.syncs("s", "b"), 1);  // after "a", synced all the same
+  EXPECT_EQ(loop.stats().pending, 1);
+  loop.SyncPending();
+  EXPECT_EQ(sink_.syncs("s", "a"), 2);
+  EXPECT_EQ(sink_.syncs("s", "b"), 1);
 }
 
 TEST_F(CellSyncLoopTest, ACellThatIsGoneIsDroppedNotRetried) {
